@@ -1,0 +1,181 @@
+// Package classes indexes DeviceClasses and resolves extended resource names
+// to the DeviceClass that backs them, following KEP-5004.
+//
+// Upstream's ExtendedResourceCache (k8s.io/dynamic-resource-allocation
+// v0.36.3) depends on the order in which it sees classes: the loser of a
+// name clash loses its implicit name, and deleting or clearing one class can
+// drop the other's mapping. This index keeps every candidate per name and
+// recomputes only the names a change touches, so lookups stay O(1) and the
+// answer depends only on the current set of classes.
+package classes
+
+import (
+	"fmt"
+	"sort"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// ImplicitPrefix is the prefix of the extended resource name every
+// DeviceClass gets implicitly: deviceclass.resource.kubernetes.io/<class>.
+const ImplicitPrefix = "deviceclass.resource.kubernetes.io/"
+
+// ImplicitName returns the implicit extended resource name of a class.
+func ImplicitName(className string) v1.ResourceName {
+	return v1.ResourceName(ImplicitPrefix + className)
+}
+
+// Index holds DeviceClasses by name and the extended resource name mapping.
+// It implements the scheduler framework's DeviceClassLister and
+// DeviceClassResolver. It is not safe for concurrent mutation; readers may
+// run concurrently with each other.
+type Index struct {
+	byName map[string]*resourceapi.DeviceClass
+	// candidates lists, per explicit extended resource name, every class
+	// that names it; the winner is cached in winners.
+	candidates map[v1.ResourceName]map[string]*resourceapi.DeviceClass
+	winners    map[v1.ResourceName]*resourceapi.DeviceClass
+	sorted     []*resourceapi.DeviceClass // nil when stale
+}
+
+// NewIndex returns an empty index.
+func NewIndex() *Index {
+	return &Index{
+		byName:     map[string]*resourceapi.DeviceClass{},
+		candidates: map[v1.ResourceName]map[string]*resourceapi.DeviceClass{},
+		winners:    map[v1.ResourceName]*resourceapi.DeviceClass{},
+	}
+}
+
+// Set adds or replaces a class and returns the class it replaced, if any.
+func (x *Index) Set(class *resourceapi.DeviceClass) (previous *resourceapi.DeviceClass) {
+	previous = x.byName[class.Name]
+	if previous != nil {
+		x.dropCandidate(previous)
+	}
+	x.byName[class.Name] = class
+	if name := explicitName(class); name != "" {
+		if x.candidates[name] == nil {
+			x.candidates[name] = map[string]*resourceapi.DeviceClass{}
+		}
+		x.candidates[name][class.Name] = class
+		x.recompute(name)
+	}
+	x.sorted = nil
+	return previous
+}
+
+// Delete removes a class and returns it, or nil if it was not there.
+func (x *Index) Delete(className string) *resourceapi.DeviceClass {
+	previous := x.byName[className]
+	if previous == nil {
+		return nil
+	}
+	delete(x.byName, className)
+	x.dropCandidate(previous)
+	x.sorted = nil
+	return previous
+}
+
+func (x *Index) dropCandidate(class *resourceapi.DeviceClass) {
+	name := explicitName(class)
+	if name == "" {
+		return
+	}
+	delete(x.candidates[name], class.Name)
+	if len(x.candidates[name]) == 0 {
+		delete(x.candidates, name)
+	}
+	x.recompute(name)
+}
+
+// recompute picks the winner for one explicit name: the newest
+// creationTimestamp, and on a tie the lexicographically first class name.
+func (x *Index) recompute(name v1.ResourceName) {
+	var best *resourceapi.DeviceClass
+	for _, c := range x.candidates[name] {
+		if best == nil || newerOrFirst(c, best) {
+			best = c
+		}
+	}
+	if best == nil {
+		delete(x.winners, name)
+		return
+	}
+	x.winners[name] = best
+}
+
+func newerOrFirst(a, b *resourceapi.DeviceClass) bool {
+	at, bt := a.CreationTimestamp.Time, b.CreationTimestamp.Time
+	if !at.Equal(bt) {
+		return at.After(bt)
+	}
+	return a.Name < b.Name
+}
+
+func explicitName(class *resourceapi.DeviceClass) v1.ResourceName {
+	if class.Spec.ExtendedResourceName == nil {
+		return ""
+	}
+	return v1.ResourceName(*class.Spec.ExtendedResourceName)
+}
+
+// GetDeviceClass implements fwk.DeviceClassResolver: the class backing an
+// extended resource name, or nil.
+func (x *Index) GetDeviceClass(resourceName v1.ResourceName) *resourceapi.DeviceClass {
+	if c := x.winners[resourceName]; c != nil {
+		return c
+	}
+	s := string(resourceName)
+	if len(s) > len(ImplicitPrefix) && s[:len(ImplicitPrefix)] == ImplicitPrefix {
+		return x.byName[s[len(ImplicitPrefix):]]
+	}
+	return nil
+}
+
+// Get implements fwk.DeviceClassLister.
+func (x *Index) Get(className string) (*resourceapi.DeviceClass, error) {
+	if c := x.byName[className]; c != nil {
+		return c, nil
+	}
+	return nil, apierrors.NewNotFound(resourceapi.Resource("deviceclasses"), className)
+}
+
+// List implements fwk.DeviceClassLister; classes are sorted by name.
+func (x *Index) List() ([]*resourceapi.DeviceClass, error) {
+	if x.sorted == nil {
+		x.sorted = make([]*resourceapi.DeviceClass, 0, len(x.byName))
+		for _, c := range x.byName {
+			x.sorted = append(x.sorted, c)
+		}
+		sort.Slice(x.sorted, func(i, j int) bool { return x.sorted[i].Name < x.sorted[j].Name })
+	}
+	return x.sorted, nil
+}
+
+// Len is the number of classes.
+func (x *Index) Len() int { return len(x.byName) }
+
+// ResourceNames returns every extended resource name the class currently
+// answers to: its implicit name, and its explicit name if it wins it.
+func (x *Index) ResourceNames(className string) []v1.ResourceName {
+	class := x.byName[className]
+	if class == nil {
+		return nil
+	}
+	names := []v1.ResourceName{ImplicitName(className)}
+	if name := explicitName(class); name != "" && x.winners[name] == class {
+		names = append([]v1.ResourceName{name}, names...)
+	}
+	return names
+}
+
+// Describe names the class behind a resource name for messages.
+func (x *Index) Describe(resourceName v1.ResourceName) string {
+	if c := x.GetDeviceClass(resourceName); c != nil {
+		return fmt.Sprintf("DeviceClass %s", c.Name)
+	}
+	return "no DeviceClass"
+}

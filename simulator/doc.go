@@ -1,0 +1,2 @@
+// Package simulator is draxr's decision engine.
+package simulator

@@ -1,0 +1,119 @@
+package harness
+
+import (
+	"fmt"
+	"hash/fnv"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/dynamic-resource-allocation/resourceclaim"
+)
+
+// specialClaimName is the in-memory name the DynamicResources plugin gives
+// the extended-resource claim before PreBind creates it in the API server.
+const specialClaimName = "<extended-resources>"
+
+// commit writes what PreBind and binding would: every claim allocated in
+// Reserve gets its allocation; every claim of the pod is reserved for it;
+// the extended-resource claim is persisted as a pod-owned claim and the pod
+// status records its request mappings; the pod is bound to the node.
+func (h *Harness) commit(pod *v1.Pod, nodeName string) (*v1.Pod, error) {
+	placed := pod.DeepCopy()
+	placed.Spec.NodeName = nodeName
+	placed.Status.ExtendedResourceClaimStatus = nil
+
+	pending := h.snap.PendingAllocations()
+	for _, allocated := range pending {
+		if allocated.Name != specialClaimName {
+			continue
+		}
+		claim := extendedResourceClaim(placed, allocated)
+		mappings, err := requestMappings(placed, claim)
+		if err != nil {
+			return nil, err
+		}
+		placed.Status.ExtendedResourceClaimStatus = &v1.PodExtendedResourceClaimStatus{
+			ResourceClaimName: claim.Name,
+			RequestMappings:   mappings,
+		}
+		h.snap.SetResourceClaim(claim)
+	}
+
+	for i := range placed.Spec.ResourceClaims {
+		name, _, err := resourceclaim.Name(placed, &placed.Spec.ResourceClaims[i])
+		if err != nil {
+			return nil, fmt.Errorf("pod %s: spec.resourceClaims[%d]: %w", podKey(placed), i, err)
+		}
+		if name == nil {
+			continue // the template produced no claim; nothing to reserve
+		}
+		stored := h.snap.ResourceClaim(placed.Namespace, *name)
+		if stored == nil {
+			return nil, fmt.Errorf("pod %s: ResourceClaim %s/%s not found", podKey(placed), placed.Namespace, *name)
+		}
+		claim := stored.DeepCopy()
+		if allocated, ok := pending[stored.UID]; ok {
+			claim.Status.Allocation = allocated.Status.Allocation
+			claim.Finalizers = allocated.Finalizers
+		}
+		reserveFor(claim, placed)
+		h.snap.SetResourceClaim(claim)
+	}
+	if err := h.snap.AddPod(placed); err != nil {
+		return nil, err
+	}
+	return placed, nil
+}
+
+func reserveFor(claim *resourceapi.ResourceClaim, pod *v1.Pod) {
+	if resourceclaim.IsReservedForPod(pod, claim, false) {
+		return
+	}
+	claim.Status.ReservedFor = append(claim.Status.ReservedFor, resourceapi.ResourceClaimConsumerReference{
+		Resource: "pods", Name: pod.Name, UID: pod.UID,
+	})
+}
+
+// extendedResourceClaim turns the plugin's in-memory claim into the object
+// the scheduler creates: a deterministic name and UID derived from the pod,
+// owned by it, allocated and reserved for it.
+func extendedResourceClaim(pod *v1.Pod, allocated *resourceapi.ResourceClaim) *resourceapi.ResourceClaim {
+	claim := allocated.DeepCopy()
+	claim.Name = ExtendedResourceClaimName(pod)
+	claim.GenerateName = ""
+	claim.UID = types.UID("draxr-xr-" + string(pod.UID))
+	if !slices.Contains(claim.Finalizers, resourceapi.Finalizer) {
+		claim.Finalizers = append(claim.Finalizers, resourceapi.Finalizer)
+	}
+	claim.Status.ReservedFor = nil
+	reserveFor(claim, pod)
+	return claim
+}
+
+// ExtendedResourceClaimName is the name draxr gives a pod's
+// extended-resource claim: the scheduler's generateName prefix with a
+// suffix derived from the pod UID instead of a random one.
+func ExtendedResourceClaimName(pod *v1.Pod) string {
+	return generatedName(pod.Name+"-extended-resources-", string(pod.UID))
+}
+
+// generatedName mimics generateName (prefix truncated so the result is at
+// most 63 characters) with a stable 5-character suffix.
+func generatedName(prefix, seed string) string {
+	const maxLen, suffixLen = 63, 5
+	if len(prefix) > maxLen-suffixLen {
+		prefix = prefix[:maxLen-suffixLen]
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(seed))
+	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
+	sum := h.Sum32()
+	suffix := make([]byte, suffixLen)
+	for i := range suffix {
+		suffix[i] = alphabet[sum%uint32(len(alphabet))]
+		sum /= uint32(len(alphabet))
+	}
+	return prefix + string(suffix)
+}

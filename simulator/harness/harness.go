@@ -1,0 +1,159 @@
+// Package harness runs the upstream kube-scheduler framework, with the
+// in-tree plugins, over a simulator snapshot. It answers "would the
+// scheduler accept this pod on this node?" and, when asked to place the pod,
+// commits into the snapshot what the scheduler would write when binding:
+// allocated, reserved ResourceClaims (including the extended-resource claim
+// of KEP-5004) and the pod's status.
+package harness
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	schedmetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
+
+	"draxr.dev/draxr/simulator/snapshot"
+)
+
+var initMetrics sync.Once
+
+// Harness binds one framework instance to one snapshot.
+type Harness struct {
+	ctx  context.Context
+	fw   framework.Framework
+	snap *snapshot.Snapshot
+}
+
+// New builds the framework from a profile (nil: kube-scheduler's default
+// profile) over the snapshot. Feature gates are the process defaults, which
+// for v1.36 include DRAExtendedResource.
+func New(ctx context.Context, snap *snapshot.Snapshot, profile *config.KubeSchedulerProfile) (*Harness, error) {
+	initMetrics.Do(schedmetrics.Register)
+	if profile == nil {
+		var err error
+		if profile, err = DefaultProfile(); err != nil {
+			return nil, err
+		}
+	}
+	// Plugins take listers from the factory when they are built; the
+	// factory is never started, so it has no client and makes no calls.
+	factory := informers.NewSharedInformerFactory(nil, 0)
+	fw, err := frameworkruntime.NewFramework(ctx, plugins.NewInTreeRegistry(), profile,
+		frameworkruntime.WithInformerFactory(factory),
+		frameworkruntime.WithSnapshotSharedLister(snap),
+		frameworkruntime.WithSharedDRAManager(snap),
+		frameworkruntime.WithLogger(klog.FromContext(ctx)),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("build scheduler framework for profile %q: %w", profile.SchedulerName, err)
+	}
+	return &Harness{ctx: ctx, fw: fw, snap: snap}, nil
+}
+
+// Snapshot is the state this harness reads and writes.
+func (h *Harness) Snapshot() *snapshot.Snapshot { return h.snap }
+
+// SchedulerName is the profile's scheduler name.
+func (h *Harness) SchedulerName() string { return h.fw.ProfileName() }
+
+// cycle is one scheduling attempt of one pod: PreFilter ran once, Filter
+// can run on several nodes.
+type cycle struct {
+	pod    *v1.Pod
+	state  *framework.CycleState
+	filter *fwk.PreFilterResult
+}
+
+func (h *Harness) preFilter(pod *v1.Pod) (*cycle, *FitError) {
+	pod, err := h.ensureTemplateClaims(pod)
+	if err != nil {
+		return nil, &FitError{Pod: podKey(pod), PreFilter: []Reason{{Message: err.Error()}}}
+	}
+	state := framework.NewCycleState()
+	res, st, _ := h.fw.RunPreFilterPlugins(h.ctx, state, pod)
+	if !st.IsSuccess() {
+		return nil, &FitError{Pod: podKey(pod), PreFilter: reasonsFromStatus(st)}
+	}
+	return &cycle{pod: pod, state: state, filter: res}, nil
+}
+
+func (h *Harness) filter(c *cycle, nodeName string) []Reason {
+	ni := h.snap.NodeInfo(nodeName)
+	if ni == nil {
+		return []Reason{{Message: fmt.Sprintf("node %s does not exist", nodeName)}}
+	}
+	if c.filter != nil && !c.filter.AllNodes() && !c.filter.NodeNames.Has(nodeName) {
+		return []Reason{{Message: "node is excluded by PreFilter result"}}
+	}
+	return reasonsFromStatus(h.fw.RunFilterPlugins(h.ctx, c.state, c.pod, ni))
+}
+
+// CheckPredicates runs PreFilter and Filter for a pod on a node and changes
+// nothing. It returns nil when the pod fits.
+func (h *Harness) CheckPredicates(pod *v1.Pod, nodeName string) *FitError {
+	h.snap.Fork() // template claims generated for the check are not kept
+	defer h.snap.Revert()
+	c, ferr := h.preFilter(pod)
+	if ferr != nil {
+		return ferr
+	}
+	if rs := h.filter(c, nodeName); len(rs) > 0 {
+		return &FitError{Pod: podKey(pod), PerNode: map[string][]Reason{nodeName: rs}}
+	}
+	return nil
+}
+
+// Place schedules the pod onto nodeName if it fits there and returns the
+// placed pod as it is now stored in the snapshot.
+func (h *Harness) Place(pod *v1.Pod, nodeName string) (*v1.Pod, *FitError) {
+	_, placed, err := h.PlaceOnAnyNode(pod, []string{nodeName})
+	return placed, err
+}
+
+// PlaceOnAnyNode tries the candidate nodes in order and places the pod on
+// the first that fits. It returns the node, the placed pod, or why none fit.
+func (h *Harness) PlaceOnAnyNode(pod *v1.Pod, candidates []string) (string, *v1.Pod, *FitError) {
+	c, ferr := h.preFilter(pod)
+	if ferr != nil {
+		return "", nil, ferr
+	}
+	fitErr := &FitError{Pod: podKey(pod), PerNode: map[string][]Reason{}}
+	for _, nodeName := range candidates {
+		if rs := h.filter(c, nodeName); len(rs) > 0 {
+			fitErr.PerNode[nodeName] = rs
+			continue
+		}
+		placed, rs := h.reserveAndCommit(c, nodeName)
+		if len(rs) > 0 {
+			fitErr.PerNode[nodeName] = rs
+			continue
+		}
+		return nodeName, placed, nil
+	}
+	return "", nil, fitErr
+}
+
+func (h *Harness) reserveAndCommit(c *cycle, nodeName string) (*v1.Pod, []Reason) {
+	defer h.snap.ClearPendingAllocations()
+	if st := h.fw.RunReservePluginsReserve(h.ctx, c.state, c.pod, nodeName); !st.IsSuccess() {
+		h.fw.RunReservePluginsUnreserve(h.ctx, c.state, c.pod, nodeName)
+		return nil, reasonsFromStatus(st)
+	}
+	placed, err := h.commit(c.pod, nodeName)
+	if err != nil {
+		h.fw.RunReservePluginsUnreserve(h.ctx, c.state, c.pod, nodeName)
+		return nil, []Reason{{Message: err.Error()}}
+	}
+	return placed, nil
+}
+
+func podKey(pod *v1.Pod) string { return pod.Namespace + "/" + pod.Name }

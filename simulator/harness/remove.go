@@ -1,0 +1,84 @@
+package harness
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/dynamic-resource-allocation/resourceclaim"
+)
+
+// Remove takes a placed pod off its node and frees what it holds, as
+// evicting it and recreating it elsewhere would: its extended-resource
+// claim is deleted, claims it owns are deallocated, and shared claims drop
+// their reservation for it (and their allocation once nobody holds them).
+// It returns the pod as pending, ready to be placed again.
+func (h *Harness) Remove(uid types.UID) (*v1.Pod, error) {
+	pod, _, ok := h.snap.Pod(uid)
+	if !ok {
+		return nil, fmt.Errorf("pod with uid %q is not placed", uid)
+	}
+	if xr := h.findExtendedResourceClaim(pod); xr != nil {
+		h.snap.DeleteResourceClaim(xr.Namespace, xr.Name)
+	}
+	for i := range pod.Spec.ResourceClaims {
+		name, _, err := resourceclaim.Name(pod, &pod.Spec.ResourceClaims[i])
+		if err != nil || name == nil {
+			continue
+		}
+		stored := h.snap.ResourceClaim(pod.Namespace, *name)
+		if stored == nil {
+			continue
+		}
+		claim := stored.DeepCopy()
+		claim.Status.ReservedFor = withoutConsumer(claim.Status.ReservedFor, pod.UID)
+		if ownedBy(claim, pod) || len(claim.Status.ReservedFor) == 0 {
+			claim.Status.Allocation = nil
+			claim.Status.ReservedFor = nil
+		}
+		h.snap.SetResourceClaim(claim)
+	}
+	if err := h.snap.RemovePod(uid); err != nil {
+		return nil, err
+	}
+	pending := pod.DeepCopy()
+	pending.Spec.NodeName = ""
+	pending.Status.ExtendedResourceClaimStatus = nil
+	return pending, nil
+}
+
+// findExtendedResourceClaim finds a pod's extended-resource claim by its
+// status, or by the annotation and controller reference as the scheduler does.
+func (h *Harness) findExtendedResourceClaim(pod *v1.Pod) *resourceapi.ResourceClaim {
+	if st := pod.Status.ExtendedResourceClaimStatus; st != nil {
+		if c := h.snap.ResourceClaim(pod.Namespace, st.ResourceClaimName); c != nil {
+			return c
+		}
+	}
+	if c := h.snap.ResourceClaim(pod.Namespace, ExtendedResourceClaimName(pod)); c != nil && ownedBy(c, pod) {
+		return c
+	}
+	for _, c := range h.snap.AllResourceClaims() {
+		if c.Namespace == pod.Namespace && c.Annotations[resourceapi.ExtendedResourceClaimAnnotation] == "true" && ownedBy(c, pod) {
+			return c
+		}
+	}
+	return nil
+}
+
+func ownedBy(claim *resourceapi.ResourceClaim, pod *v1.Pod) bool {
+	ref := metav1.GetControllerOfNoCopy(claim)
+	return ref != nil && ref.UID == pod.UID
+}
+
+func withoutConsumer(refs []resourceapi.ResourceClaimConsumerReference, uid types.UID) []resourceapi.ResourceClaimConsumerReference {
+	var out []resourceapi.ResourceClaimConsumerReference
+	for _, r := range refs {
+		if r.UID != uid {
+			out = append(out, r)
+		}
+	}
+	return out
+}

@@ -1,0 +1,265 @@
+package snapshot
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+
+	resourceapi "k8s.io/api/resource/v1"
+	schedulingapi "k8s.io/api/scheduling/v1alpha2"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/dynamic-resource-allocation/structured"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/utils/ptr"
+)
+
+// ResourceClaims implements fwk.SharedDRAManager.
+func (s *Snapshot) ResourceClaims() fwk.ResourceClaimTracker { return claimTracker{s} }
+
+// ResourceSlices implements fwk.SharedDRAManager.
+func (s *Snapshot) ResourceSlices() fwk.ResourceSliceLister { return sliceLister{s} }
+
+// DeviceClasses implements fwk.SharedDRAManager.
+func (s *Snapshot) DeviceClasses() fwk.DeviceClassLister { return s.classes }
+
+// DeviceClassResolver implements fwk.SharedDRAManager.
+func (s *Snapshot) DeviceClassResolver() fwk.DeviceClassResolver { return s.classes }
+
+// PodGroups implements fwk.SharedDRAManager; see PodGroupStates.
+func (s *Snapshot) PodGroups() fwk.PodGroupLister { return noPodGroupObjects{} }
+
+// AddResourceSlice adds a ResourceSlice; names must be unique.
+func (s *Snapshot) AddResourceSlice(slice *resourceapi.ResourceSlice) error {
+	if _, ok := s.slices[slice.Name]; ok {
+		return fmt.Errorf("ResourceSlice %s already exists in the snapshot", slice.Name)
+	}
+	node := ptr.Deref(slice.Spec.NodeName, "")
+	s.slices[slice.Name] = slice
+	s.slicesByNode[node] = append(s.slicesByNode[node], slice)
+	s.sliceList = nil
+	s.onUndo(func() { s.dropSlice(slice) })
+	return nil
+}
+
+// RemoveResourceSlice removes a ResourceSlice by name.
+func (s *Snapshot) RemoveResourceSlice(name string) {
+	slice, ok := s.slices[name]
+	if !ok {
+		return
+	}
+	s.dropSlice(slice)
+	s.onUndo(func() {
+		node := ptr.Deref(slice.Spec.NodeName, "")
+		s.slices[slice.Name] = slice
+		s.slicesByNode[node] = append(s.slicesByNode[node], slice)
+		s.sliceList = nil
+	})
+}
+
+func (s *Snapshot) dropSlice(slice *resourceapi.ResourceSlice) {
+	node := ptr.Deref(slice.Spec.NodeName, "")
+	delete(s.slices, slice.Name)
+	onNode := s.slicesByNode[node]
+	if i := slices.Index(onNode, slice); i >= 0 {
+		s.slicesByNode[node] = slices.Delete(onNode, i, i+1)
+	}
+	if len(s.slicesByNode[node]) == 0 {
+		delete(s.slicesByNode, node)
+	}
+	s.sliceList = nil
+}
+
+// SlicesForNode returns the slices local to one node (spec.nodeName).
+func (s *Snapshot) SlicesForNode(nodeName string) []*resourceapi.ResourceSlice {
+	return s.slicesByNode[nodeName]
+}
+
+// AllResourceSlices returns every slice, sorted by name.
+func (s *Snapshot) AllResourceSlices() []*resourceapi.ResourceSlice {
+	if s.sliceList == nil {
+		s.sliceList = make([]*resourceapi.ResourceSlice, 0, len(s.slices))
+		for _, slice := range s.slices {
+			s.sliceList = append(s.sliceList, slice)
+		}
+		sort.Slice(s.sliceList, func(i, j int) bool { return s.sliceList[i].Name < s.sliceList[j].Name })
+	}
+	return s.sliceList
+}
+
+// SetResourceClaim adds or replaces a claim (by namespace/name) and keeps
+// the allocated-device index in step. The claim is stored as given.
+func (s *Snapshot) SetResourceClaim(claim *resourceapi.ResourceClaim) {
+	key := claim.Namespace + "/" + claim.Name
+	previous := s.claims[key]
+	s.replaceClaim(key, previous, claim)
+	s.onUndo(func() { s.replaceClaim(key, claim, previous) })
+}
+
+// DeleteResourceClaim removes a claim and frees its devices.
+func (s *Snapshot) DeleteResourceClaim(namespace, name string) {
+	key := namespace + "/" + name
+	previous := s.claims[key]
+	if previous == nil {
+		return
+	}
+	s.replaceClaim(key, previous, nil)
+	s.onUndo(func() { s.replaceClaim(key, nil, previous) })
+}
+
+func (s *Snapshot) replaceClaim(key string, old, new *resourceapi.ResourceClaim) {
+	if old != nil {
+		s.allocated.remove(old)
+		delete(s.claimsByUID, old.UID)
+		delete(s.claims, key)
+	}
+	if new != nil {
+		s.allocated.add(new)
+		s.claims[key] = new
+		if new.UID != "" {
+			s.claimsByUID[new.UID] = new
+		}
+	}
+	s.claimList = nil
+}
+
+// ResourceClaim returns a stored claim, or nil.
+func (s *Snapshot) ResourceClaim(namespace, name string) *resourceapi.ResourceClaim {
+	return s.claims[namespace+"/"+name]
+}
+
+// AllResourceClaims returns every stored claim, sorted by namespace/name.
+func (s *Snapshot) AllResourceClaims() []*resourceapi.ResourceClaim {
+	if s.claimList == nil {
+		keys := make([]string, 0, len(s.claims))
+		for k := range s.claims {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		s.claimList = make([]*resourceapi.ResourceClaim, 0, len(keys))
+		for _, k := range keys {
+			s.claimList = append(s.claimList, s.claims[k])
+		}
+	}
+	return s.claimList
+}
+
+// PendingAllocations returns the claims signalled in Reserve since the last
+// ClearPendingAllocations, keyed by the UID the plugin used.
+func (s *Snapshot) PendingAllocations() map[types.UID]*resourceapi.ResourceClaim {
+	return s.pending
+}
+
+// ClearPendingAllocations forgets in-flight allocations once the caller has
+// committed or abandoned them.
+func (s *Snapshot) ClearPendingAllocations() {
+	clear(s.pending)
+}
+
+type sliceLister struct{ s *Snapshot }
+
+func (l sliceLister) ListWithDeviceTaintRules() ([]*resourceapi.ResourceSlice, error) {
+	return l.s.AllResourceSlices(), nil
+}
+
+type noPodGroupObjects struct{}
+
+func (noPodGroupObjects) Get(namespace, name string) (*schedulingapi.PodGroup, error) {
+	return nil, apierrors.NewNotFound(schedulingapi.Resource("podgroups"), namespace+"/"+name)
+}
+
+// claimTracker is the snapshot seen as the framework's ResourceClaimTracker.
+// Allocations signalled in Reserve are kept apart (pending) until the
+// harness commits them, exactly like in-flight allocations in the scheduler.
+type claimTracker struct{ s *Snapshot }
+
+func (t claimTracker) List() ([]*resourceapi.ResourceClaim, error) {
+	all := t.s.AllResourceClaims()
+	if len(t.s.pending) == 0 {
+		return all, nil
+	}
+	out := make([]*resourceapi.ResourceClaim, 0, len(all)+len(t.s.pending))
+	for _, c := range all {
+		if p, ok := t.s.pending[c.UID]; ok {
+			c = p
+		}
+		out = append(out, c)
+	}
+	for uid, p := range t.s.pending {
+		if t.s.claimsByUID[uid] == nil {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+func (t claimTracker) Get(namespace, name string) (*resourceapi.ResourceClaim, error) {
+	if c := t.s.claims[namespace+"/"+name]; c != nil {
+		if p, ok := t.s.pending[c.UID]; ok {
+			return p, nil
+		}
+		return c, nil
+	}
+	return nil, apierrors.NewNotFound(resourceapi.Resource("resourceclaims"), name)
+}
+
+func (t claimTracker) ListAllAllocatedDevices() (sets.Set[structured.DeviceID], error) {
+	state, err := t.GatherAllocatedState()
+	if err != nil {
+		return nil, err
+	}
+	return state.AllocatedDevices, nil
+}
+
+// GatherAllocatedState returns the live index (the allocator only reads it)
+// unless allocations are in flight, in which case it returns a copy with
+// them added.
+func (t claimTracker) GatherAllocatedState() (*structured.AllocatedState, error) {
+	a := &t.s.allocated
+	if len(t.s.pending) == 0 {
+		return &structured.AllocatedState{
+			AllocatedDevices:         a.ids,
+			AllocatedSharedDeviceIDs: a.shared,
+			AggregatedCapacity:       a.capacity,
+		}, nil
+	}
+	withPending := a.clone()
+	for _, c := range t.s.pending {
+		if committed := t.s.claimsByUID[c.UID]; committed != nil {
+			withPending.remove(committed)
+		}
+		withPending.add(c)
+	}
+	return &structured.AllocatedState{
+		AllocatedDevices:         withPending.ids,
+		AllocatedSharedDeviceIDs: withPending.shared,
+		AggregatedCapacity:       withPending.capacity,
+	}, nil
+}
+
+func (t claimTracker) SignalClaimPendingAllocation(claimUID types.UID, allocatedClaim *resourceapi.ResourceClaim) error {
+	if allocatedClaim == nil || allocatedClaim.Status.Allocation == nil {
+		return fmt.Errorf("claim %s: pending allocation without allocation result", claimUID)
+	}
+	t.s.pending[claimUID] = allocatedClaim
+	return nil
+}
+
+func (t claimTracker) GetPendingAllocation(claimUID types.UID) *resourceapi.AllocationResult {
+	if c, ok := t.s.pending[claimUID]; ok {
+		return c.Status.Allocation
+	}
+	return nil
+}
+
+func (t claimTracker) MaybeRemoveClaimPendingAllocation(claimUID types.UID, _ bool) bool {
+	_, ok := t.s.pending[claimUID]
+	delete(t.s.pending, claimUID)
+	return ok
+}
+
+// AssumeClaimAfterAPICall and AssumedClaimRestore belong to the binding
+// phase, which a simulation never runs; the harness commits instead.
+func (t claimTracker) AssumeClaimAfterAPICall(*resourceapi.ResourceClaim) error { return nil }
+func (t claimTracker) AssumedClaimRestore(string, string)                     {}

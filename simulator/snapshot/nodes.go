@@ -1,0 +1,232 @@
+package snapshot
+
+import (
+	"fmt"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+)
+
+// nodeLists caches what NodeInfoLister returns; the framework asks for them
+// in every PreFilter, so they are rebuilt only when nodes come and go or a
+// pod with (anti-)affinity moves.
+type nodeLists struct {
+	all, affinity, antiAffinity            []fwk.NodeInfo
+	allValid, affinityValid, antiAffValid bool
+}
+
+func (l *nodeLists) invalidate() {
+	l.allValid, l.affinityValid, l.antiAffValid = false, false, false
+}
+
+// AddNode adds a node with no pods.
+func (s *Snapshot) AddNode(node *v1.Node) error {
+	if _, ok := s.nodes[node.Name]; ok {
+		return fmt.Errorf("node %s already exists in the snapshot", node.Name)
+	}
+	ni := framework.NewNodeInfo()
+	ni.SetNode(node)
+	s.nodes[node.Name] = ni
+	s.nodeOrder = append(s.nodeOrder, node.Name)
+	s.lists.invalidate()
+	s.onUndo(func() {
+		delete(s.nodes, node.Name)
+		s.nodeOrder = s.nodeOrder[:len(s.nodeOrder)-1]
+		s.lists.invalidate()
+	})
+	return nil
+}
+
+// RemoveNode removes a node, its pods and the ResourceSlices local to it.
+// Claims of its pods stay; callers remove pods first when they want them freed.
+func (s *Snapshot) RemoveNode(name string) error {
+	ni, ok := s.nodes[name]
+	if !ok {
+		return fmt.Errorf("node %s not found in the snapshot", name)
+	}
+	for _, p := range slices.Clone(ni.Pods) {
+		if err := s.RemovePod(p.GetPod().UID); err != nil {
+			return err
+		}
+	}
+	for _, slice := range slices.Clone(s.slicesByNode[name]) {
+		s.RemoveResourceSlice(slice.Name)
+	}
+	idx := slices.Index(s.nodeOrder, name)
+	delete(s.nodes, name)
+	s.nodeOrder = slices.Delete(s.nodeOrder, idx, idx+1)
+	s.lists.invalidate()
+	s.onUndo(func() {
+		s.nodes[name] = ni
+		s.nodeOrder = slices.Insert(s.nodeOrder, idx, name)
+		s.lists.invalidate()
+	})
+	return nil
+}
+
+// NodeInfo returns the scheduler's view of a node, or nil.
+func (s *Snapshot) NodeInfo(name string) *framework.NodeInfo {
+	return s.nodes[name]
+}
+
+// NodeNames returns node names in the order they were added.
+func (s *Snapshot) NodeNames() []string { return slices.Clone(s.nodeOrder) }
+
+// NodeCount is the number of nodes.
+func (s *Snapshot) NodeCount() int { return len(s.nodeOrder) }
+
+// AddPod records a pod bound to pod.Spec.NodeName. The pod is stored as
+// given; callers hand over ownership.
+func (s *Snapshot) AddPod(pod *v1.Pod) error {
+	ni, ok := s.nodes[pod.Spec.NodeName]
+	if !ok {
+		return fmt.Errorf("pod %s/%s: spec.nodeName: node %q not found in the snapshot", pod.Namespace, pod.Name, pod.Spec.NodeName)
+	}
+	if _, dup := s.podsByUID[pod.UID]; dup {
+		return fmt.Errorf("pod %s/%s: metadata.uid %q is already placed", pod.Namespace, pod.Name, pod.UID)
+	}
+	ni.AddPod(pod)
+	s.podsByUID[pod.UID] = podRef{pod: pod, nodeName: pod.Spec.NodeName}
+	s.trackPVCs(pod, 1)
+	if hasAffinity(pod) {
+		s.lists.affinityValid, s.lists.antiAffValid = false, false
+	}
+	s.onUndo(func() {
+		_ = ni.RemovePod(s.logger, pod) // the pod is last, so order is restored
+		delete(s.podsByUID, pod.UID)
+		s.trackPVCs(pod, -1)
+		if hasAffinity(pod) {
+			s.lists.affinityValid, s.lists.antiAffValid = false, false
+		}
+	})
+	return nil
+}
+
+// RemovePod removes a placed pod from its node. It does not touch claims.
+func (s *Snapshot) RemovePod(uid types.UID) error {
+	ref, ok := s.podsByUID[uid]
+	if !ok {
+		return fmt.Errorf("pod with uid %q is not placed in the snapshot", uid)
+	}
+	ni := s.nodes[ref.nodeName]
+	var before *framework.NodeInfo
+	if len(s.forkMarks) > 0 {
+		before = ni.SnapshotConcrete() // removal reorders pods; keep the exact prior view
+	}
+	if err := ni.RemovePod(s.logger, ref.pod); err != nil {
+		return err
+	}
+	delete(s.podsByUID, uid)
+	s.trackPVCs(ref.pod, -1)
+	s.lists.invalidate()
+	s.onUndo(func() {
+		s.nodes[ref.nodeName] = before
+		s.podsByUID[uid] = ref
+		s.trackPVCs(ref.pod, 1)
+		s.lists.invalidate()
+	})
+	return nil
+}
+
+// Pod returns a placed pod and its node name.
+func (s *Snapshot) Pod(uid types.UID) (*v1.Pod, string, bool) {
+	ref, ok := s.podsByUID[uid]
+	return ref.pod, ref.nodeName, ok
+}
+
+func hasAffinity(p *v1.Pod) bool {
+	a := p.Spec.Affinity
+	return a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil)
+}
+
+func (s *Snapshot) trackPVCs(pod *v1.Pod, delta int) {
+	for _, vol := range pod.Spec.Volumes {
+		var claimName string
+		switch {
+		case vol.PersistentVolumeClaim != nil:
+			claimName = vol.PersistentVolumeClaim.ClaimName
+		case vol.Ephemeral != nil:
+			claimName = pod.Name + "-" + vol.Name
+		default:
+			continue
+		}
+		key := pod.Namespace + "/" + claimName
+		s.pvcUsers[key] += delta
+		if s.pvcUsers[key] <= 0 {
+			delete(s.pvcUsers, key)
+		}
+	}
+}
+
+// NodeInfos implements fwk.SharedLister.
+func (s *Snapshot) NodeInfos() fwk.NodeInfoLister { return nodeInfoLister{s} }
+
+// StorageInfos implements fwk.SharedLister.
+func (s *Snapshot) StorageInfos() fwk.StorageInfoLister { return storageInfoLister{s} }
+
+// PodGroupStates implements fwk.SharedLister. Gang scheduling is alpha and
+// off in v1.36, so no pod group is ever known.
+func (s *Snapshot) PodGroupStates() fwk.PodGroupStateLister { return noPodGroups{} }
+
+type nodeInfoLister struct{ s *Snapshot }
+
+func (l nodeInfoLister) List() ([]fwk.NodeInfo, error) {
+	s := l.s
+	if !s.lists.allValid {
+		s.lists.all = s.lists.all[:0]
+		for _, name := range s.nodeOrder {
+			s.lists.all = append(s.lists.all, s.nodes[name])
+		}
+		s.lists.allValid = true
+	}
+	return s.lists.all, nil
+}
+
+func (l nodeInfoLister) HavePodsWithAffinityList() ([]fwk.NodeInfo, error) {
+	s := l.s
+	if !s.lists.affinityValid {
+		s.lists.affinity = s.lists.affinity[:0]
+		for _, name := range s.nodeOrder {
+			if ni := s.nodes[name]; len(ni.PodsWithAffinity) > 0 {
+				s.lists.affinity = append(s.lists.affinity, ni)
+			}
+		}
+		s.lists.affinityValid = true
+	}
+	return s.lists.affinity, nil
+}
+
+func (l nodeInfoLister) HavePodsWithRequiredAntiAffinityList() ([]fwk.NodeInfo, error) {
+	s := l.s
+	if !s.lists.antiAffValid {
+		s.lists.antiAffinity = s.lists.antiAffinity[:0]
+		for _, name := range s.nodeOrder {
+			if ni := s.nodes[name]; len(ni.PodsWithRequiredAntiAffinity) > 0 {
+				s.lists.antiAffinity = append(s.lists.antiAffinity, ni)
+			}
+		}
+		s.lists.antiAffValid = true
+	}
+	return s.lists.antiAffinity, nil
+}
+
+func (l nodeInfoLister) Get(nodeName string) (fwk.NodeInfo, error) {
+	if ni, ok := l.s.nodes[nodeName]; ok {
+		return ni, nil
+	}
+	return nil, apierrors.NewNotFound(v1.Resource("nodes"), nodeName)
+}
+
+type storageInfoLister struct{ s *Snapshot }
+
+func (l storageInfoLister) IsPVCUsedByPods(key string) bool { return l.s.pvcUsers[key] > 0 }
+
+type noPodGroups struct{}
+
+func (noPodGroups) Get(namespace, name string) (fwk.PodGroupState, error) {
+	return nil, fmt.Errorf("pod group %s/%s: pod groups are not simulated", namespace, name)
+}

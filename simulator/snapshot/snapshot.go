@@ -1,0 +1,170 @@
+// Package snapshot holds the simulated cluster state that the scheduler
+// framework reads: nodes with their pods, ResourceSlices, DeviceClasses,
+// ResourceClaims and ResourceClaimTemplates.
+//
+// It implements the framework's SharedLister and SharedDRAManager, so the
+// upstream plugins run unchanged on top of it. Fork, Revert and Commit nest:
+// every mutation made after a Fork records its inverse in an undo log, so a
+// fork costs nothing and a revert costs only what changed since the fork
+// (no copies of untouched nodes or claims).
+package snapshot
+
+import (
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/dynamic-resource-allocation/structured"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"draxr.dev/draxr/simulator/classes"
+)
+
+// Snapshot is a mutable, forkable view of a cluster. It is not safe for
+// concurrent mutation; the framework's concurrent readers are fine.
+type Snapshot struct {
+	logger klog.Logger
+
+	nodes     map[string]*framework.NodeInfo
+	nodeOrder []string // insertion order, so List is deterministic
+	lists     nodeLists
+
+	podsByUID map[types.UID]podRef
+
+	classes *classes.Index
+
+	slices       map[string]*resourceapi.ResourceSlice
+	slicesByNode map[string][]*resourceapi.ResourceSlice
+	sliceList    []*resourceapi.ResourceSlice // nil when stale
+
+	claims         map[string]*resourceapi.ResourceClaim // namespace/name
+	claimsByUID    map[types.UID]*resourceapi.ResourceClaim
+	claimList      []*resourceapi.ResourceClaim // nil when stale
+	templates      map[string]*resourceapi.ResourceClaimTemplate
+	allocated      allocatedDevices
+	pending        map[types.UID]*resourceapi.ResourceClaim // signalled in Reserve, not yet committed
+	pvcUsers       map[string]int
+	pendingListing bool // pending claims exist; List and GatherAllocatedState must add them
+
+	undo      []func()
+	forkMarks []int
+}
+
+type podRef struct {
+	pod      *v1.Pod
+	nodeName string
+}
+
+// New returns an empty snapshot.
+func New() *Snapshot {
+	return &Snapshot{
+		logger:       klog.Background(),
+		nodes:        map[string]*framework.NodeInfo{},
+		podsByUID:    map[types.UID]podRef{},
+		classes:      classes.NewIndex(),
+		slices:       map[string]*resourceapi.ResourceSlice{},
+		slicesByNode: map[string][]*resourceapi.ResourceSlice{},
+		claims:       map[string]*resourceapi.ResourceClaim{},
+		claimsByUID:  map[types.UID]*resourceapi.ResourceClaim{},
+		templates:    map[string]*resourceapi.ResourceClaimTemplate{},
+		allocated:    newAllocatedDevices(),
+		pending:      map[types.UID]*resourceapi.ResourceClaim{},
+		pvcUsers:     map[string]int{},
+	}
+}
+
+// Fork starts a nested scope whose changes Revert can undo.
+func (s *Snapshot) Fork() {
+	s.forkMarks = append(s.forkMarks, len(s.undo))
+}
+
+// Revert undoes every change since the matching Fork.
+func (s *Snapshot) Revert() {
+	if len(s.forkMarks) == 0 {
+		return
+	}
+	mark := s.forkMarks[len(s.forkMarks)-1]
+	s.forkMarks = s.forkMarks[:len(s.forkMarks)-1]
+	for i := len(s.undo) - 1; i >= mark; i-- {
+		s.undo[i]()
+		s.undo[i] = nil
+	}
+	s.undo = s.undo[:mark]
+}
+
+// Commit keeps the changes of the innermost fork. They become part of the
+// enclosing fork, if any, so an outer Revert still undoes them.
+func (s *Snapshot) Commit() {
+	if len(s.forkMarks) == 0 {
+		return
+	}
+	s.forkMarks = s.forkMarks[:len(s.forkMarks)-1]
+	if len(s.forkMarks) == 0 {
+		clear(s.undo)
+		s.undo = s.undo[:0]
+	}
+}
+
+// ForkDepth is the number of open forks.
+func (s *Snapshot) ForkDepth() int { return len(s.forkMarks) }
+
+// onUndo records the inverse of a change, only while a fork is open.
+func (s *Snapshot) onUndo(f func()) {
+	if len(s.forkMarks) > 0 {
+		s.undo = append(s.undo, f)
+	}
+}
+
+// DeviceClasses exposes the class index (lister and resolver).
+func (s *Snapshot) Classes() *classes.Index { return s.classes }
+
+// SetDeviceClass adds or replaces a DeviceClass.
+func (s *Snapshot) SetDeviceClass(class *resourceapi.DeviceClass) {
+	previous := s.classes.Set(class)
+	s.onUndo(func() {
+		if previous != nil {
+			s.classes.Set(previous)
+		} else {
+			s.classes.Delete(class.Name)
+		}
+	})
+}
+
+// DeleteDeviceClass removes a DeviceClass.
+func (s *Snapshot) DeleteDeviceClass(name string) {
+	if previous := s.classes.Delete(name); previous != nil {
+		s.onUndo(func() { s.classes.Set(previous) })
+	}
+}
+
+// SetResourceClaimTemplate adds or replaces a ResourceClaimTemplate.
+func (s *Snapshot) SetResourceClaimTemplate(t *resourceapi.ResourceClaimTemplate) {
+	key := t.Namespace + "/" + t.Name
+	previous := s.templates[key]
+	s.templates[key] = t
+	s.onUndo(func() {
+		if previous != nil {
+			s.templates[key] = previous
+		} else {
+			delete(s.templates, key)
+		}
+	})
+}
+
+// ResourceClaimTemplate returns a template, or nil.
+func (s *Snapshot) ResourceClaimTemplate(namespace, name string) *resourceapi.ResourceClaimTemplate {
+	return s.templates[namespace+"/"+name]
+}
+
+// AllocatedDeviceIDs returns the set of devices held by allocated claims.
+// The set is live: callers must not modify it.
+func (s *Snapshot) AllocatedDeviceIDs() sets.Set[structured.DeviceID] {
+	return s.allocated.ids
+}
+
+var (
+	_ fwk.SharedLister     = &Snapshot{}
+	_ fwk.SharedDRAManager = &Snapshot{}
+)
