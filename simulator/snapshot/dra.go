@@ -262,4 +262,4 @@ func (t claimTracker) MaybeRemoveClaimPendingAllocation(claimUID types.UID, _ bo
 // AssumeClaimAfterAPICall and AssumedClaimRestore belong to the binding
 // phase, which a simulation never runs; the harness commits instead.
 func (t claimTracker) AssumeClaimAfterAPICall(*resourceapi.ResourceClaim) error { return nil }
-func (t claimTracker) AssumedClaimRestore(string, string)                     {}
+func (t claimTracker) AssumedClaimRestore(string, string)                       {}

@@ -15,7 +15,7 @@ import (
 // in every PreFilter, so they are rebuilt only when nodes come and go or a
 // pod with (anti-)affinity moves.
 type nodeLists struct {
-	all, affinity, antiAffinity            []fwk.NodeInfo
+	all, affinity, antiAffinity           []fwk.NodeInfo
 	allValid, affinityValid, antiAffValid bool
 }
 
