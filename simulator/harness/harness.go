@@ -73,12 +73,14 @@ type cycle struct {
 	filter *fwk.PreFilterResult
 }
 
-func (h *Harness) preFilter(pod *v1.Pod) (*cycle, *FitError) {
+func (h *Harness) preFilter(pod *v1.Pod, candidates []string) (*cycle, *FitError) {
 	pod, err := h.ensureTemplateClaims(pod)
 	if err != nil {
 		return nil, &FitError{Pod: podKey(pod), PreFilter: []Reason{{Message: err.Error()}}}
 	}
 	state := framework.NewCycleState()
+	h.snap.SetCycleScope(pod.UID, candidates)
+	defer h.snap.ClearCycleScope()
 	res, st, _ := h.fw.RunPreFilterPlugins(h.ctx, state, pod)
 	if !st.IsSuccess() {
 		return nil, &FitError{Pod: podKey(pod), PreFilter: reasonsFromStatus(st)}
@@ -102,7 +104,7 @@ func (h *Harness) filter(c *cycle, nodeName string) []Reason {
 func (h *Harness) CheckPredicates(pod *v1.Pod, nodeName string) *FitError {
 	h.snap.Fork() // template claims generated for the check are not kept
 	defer h.snap.Revert()
-	c, ferr := h.preFilter(pod)
+	c, ferr := h.preFilter(pod, []string{nodeName})
 	if ferr != nil {
 		return ferr
 	}
@@ -122,7 +124,7 @@ func (h *Harness) Place(pod *v1.Pod, nodeName string) (*v1.Pod, *FitError) {
 // PlaceOnAnyNode tries the candidate nodes in order and places the pod on
 // the first that fits. It returns the node, the placed pod, or why none fit.
 func (h *Harness) PlaceOnAnyNode(pod *v1.Pod, candidates []string) (string, *v1.Pod, *FitError) {
-	c, ferr := h.preFilter(pod)
+	c, ferr := h.preFilter(pod, candidates)
 	if ferr != nil {
 		return "", nil, ferr
 	}

@@ -57,13 +57,8 @@ func (h *Harness) findExtendedResourceClaim(pod *v1.Pod) *resourceapi.ResourceCl
 			return c
 		}
 	}
-	if c := h.snap.ResourceClaim(pod.Namespace, ExtendedResourceClaimName(pod)); c != nil && ownedBy(c, pod) {
+	if c := h.snap.ExtendedResourceClaimOf(pod.UID); c != nil && c.Namespace == pod.Namespace {
 		return c
-	}
-	for _, c := range h.snap.AllResourceClaims() {
-		if c.Namespace == pod.Namespace && c.Annotations[resourceapi.ExtendedResourceClaimAnnotation] == "true" && ownedBy(c, pod) {
-			return c
-		}
 	}
 	return nil
 }
@@ -78,6 +73,25 @@ func withoutConsumer(refs []resourceapi.ResourceClaimConsumerReference, uid type
 	for _, r := range refs {
 		if r.UID != uid {
 			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// ClaimsOf returns the claims a pod holds: its extended-resource claim and
+// the claims in spec.resourceClaims that exist.
+func (h *Harness) ClaimsOf(pod *v1.Pod) []*resourceapi.ResourceClaim {
+	var out []*resourceapi.ResourceClaim
+	if xr := h.findExtendedResourceClaim(pod); xr != nil {
+		out = append(out, xr)
+	}
+	for i := range pod.Spec.ResourceClaims {
+		name, _, err := resourceclaim.Name(pod, &pod.Spec.ResourceClaims[i])
+		if err != nil || name == nil {
+			continue
+		}
+		if c := h.snap.ResourceClaim(pod.Namespace, *name); c != nil {
+			out = append(out, c)
 		}
 	}
 	return out

@@ -8,6 +8,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	schedulingapi "k8s.io/api/scheduling/v1alpha2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/dynamic-resource-allocation/structured"
@@ -113,6 +114,9 @@ func (s *Snapshot) replaceClaim(key string, old, new *resourceapi.ResourceClaim)
 		s.allocated.remove(old)
 		delete(s.claimsByUID, old.UID)
 		delete(s.claims, key)
+		if owner, ok := extendedResourceClaimOwner(old); ok && s.xrClaims[owner] == old {
+			delete(s.xrClaims, owner)
+		}
 	}
 	if new != nil {
 		s.allocated.add(new)
@@ -120,8 +124,28 @@ func (s *Snapshot) replaceClaim(key string, old, new *resourceapi.ResourceClaim)
 		if new.UID != "" {
 			s.claimsByUID[new.UID] = new
 		}
+		if owner, ok := extendedResourceClaimOwner(new); ok {
+			s.xrClaims[owner] = new
+		}
 	}
 	s.claimList = nil
+}
+
+// ExtendedResourceClaimOf returns the extended-resource claim owned by the
+// pod with this UID (annotation plus controller reference), or nil.
+func (s *Snapshot) ExtendedResourceClaimOf(podUID types.UID) *resourceapi.ResourceClaim {
+	return s.xrClaims[podUID]
+}
+
+func extendedResourceClaimOwner(c *resourceapi.ResourceClaim) (types.UID, bool) {
+	if c.Annotations[resourceapi.ExtendedResourceClaimAnnotation] != "true" {
+		return "", false
+	}
+	ref := metav1.GetControllerOfNoCopy(c)
+	if ref == nil || ref.Kind != "Pod" {
+		return "", false
+	}
+	return ref.UID, true
 }
 
 // ResourceClaim returns a stored claim, or nil.
@@ -160,6 +184,9 @@ func (s *Snapshot) ClearPendingAllocations() {
 type sliceLister struct{ s *Snapshot }
 
 func (l sliceLister) ListWithDeviceTaintRules() ([]*resourceapi.ResourceSlice, error) {
+	if sc := l.s.scope; sc != nil && sc.nodes != nil {
+		return sc.slices(l.s), nil
+	}
 	return l.s.AllResourceSlices(), nil
 }
 
@@ -175,7 +202,12 @@ func (noPodGroupObjects) Get(namespace, name string) (*schedulingapi.PodGroup, e
 type claimTracker struct{ s *Snapshot }
 
 func (t claimTracker) List() ([]*resourceapi.ResourceClaim, error) {
-	all := t.s.AllResourceClaims()
+	var all []*resourceapi.ResourceClaim
+	if sc := t.s.scope; sc != nil {
+		all = sc.claims(t.s)
+	} else {
+		all = t.s.AllResourceClaims()
+	}
 	if len(t.s.pending) == 0 {
 		return all, nil
 	}

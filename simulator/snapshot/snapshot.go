@@ -41,12 +41,16 @@ type Snapshot struct {
 
 	claims         map[string]*resourceapi.ResourceClaim // namespace/name
 	claimsByUID    map[types.UID]*resourceapi.ResourceClaim
-	claimList      []*resourceapi.ResourceClaim // nil when stale
+	xrClaims       map[types.UID]*resourceapi.ResourceClaim // extended-resource claims by owning pod UID
+	claimList      []*resourceapi.ResourceClaim             // nil when stale
 	templates      map[string]*resourceapi.ResourceClaimTemplate
 	allocated      allocatedDevices
 	pending        map[types.UID]*resourceapi.ResourceClaim // signalled in Reserve, not yet committed
 	pvcUsers       map[string]int
 	pendingListing bool // pending claims exist; List and GatherAllocatedState must add them
+
+	scope      *cycleScope // non-nil while the harness schedules one pod
+	scopeStore cycleScope
 
 	undo      []func()
 	forkMarks []int
@@ -68,6 +72,7 @@ func New() *Snapshot {
 		slicesByNode: map[string][]*resourceapi.ResourceSlice{},
 		claims:       map[string]*resourceapi.ResourceClaim{},
 		claimsByUID:  map[types.UID]*resourceapi.ResourceClaim{},
+		xrClaims:     map[types.UID]*resourceapi.ResourceClaim{},
 		templates:    map[string]*resourceapi.ResourceClaimTemplate{},
 		allocated:    newAllocatedDevices(),
 		pending:      map[types.UID]*resourceapi.ResourceClaim{},

@@ -1,0 +1,178 @@
+// Package estimator answers "how many new nodes of this group do these
+// pods need?" by placing them, through the scheduler harness, onto template
+// nodes added to a (forked) snapshot. Every placement commits the devices
+// the pod takes, so the next pod sees them as taken: DRA-backed extended
+// resources are counted exactly.
+package estimator
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"draxr.dev/draxr/cloudprovider/nodegroup"
+	"draxr.dev/draxr/simulator/harness"
+)
+
+// Result is what an estimate added and placed. The snapshot holds the new
+// nodes and placements until the caller reverts its fork.
+type Result struct {
+	Group    string
+	NewNodes []string
+	// Placed maps pod UID to the new node it went to, in placement order.
+	Placed      map[types.UID]string
+	PlacedOrder []*v1.Pod
+	// Unplaced are the pods left over, with why an empty node of the group
+	// does not take them (nil FitError: the node limit was reached first).
+	Unplaced []Unplaced
+}
+
+// Unplaced is a pod the estimate could not place.
+type Unplaced struct {
+	Pod *v1.Pod
+	// Err is why an empty node of the group rejects the pod; nil when the
+	// pod would fit but the node limit was reached.
+	Err *harness.FitError
+}
+
+// NodeNamer names the i-th new node of a group (0-based).
+type NodeNamer func(group string, i int) string
+
+// BinPacking places pods in the given order: first on the earliest new
+// node not yet known to be full for that kind of pod, then on a new node
+// while maxNodes allows.
+type BinPacking struct {
+	Harness *harness.Harness
+	Namer   NodeNamer
+	// CountOnly trades placements for speed when only the node and pod
+	// counts matter (comparing node groups): once a fresh node has been
+	// filled by pods of one kind alone, later fresh nodes for a run of
+	// that kind are counted as holding the same number of pods without
+	// being simulated. Those nodes are not added to the snapshot, so pods
+	// of other kinds cannot use their leftover room; the final plan is
+	// always made with CountOnly off.
+	CountOnly bool
+}
+
+// Estimate mutates the harness's snapshot; callers Fork before and Revert
+// or Commit after.
+func (b *BinPacking) Estimate(g *nodegroup.NodeGroup, pods []*v1.Pod, maxNodes int) (*Result, error) {
+	snap := b.Harness.Snapshot()
+	res := &Result{Group: g.Name, Placed: map[types.UID]string{}}
+	// Nodes only fill up, so a node that rejected a kind of pod keeps
+	// rejecting it: each kind keeps a cursor into NewNodes.
+	cursor := map[string]int{}
+	emptyNodeRejects := map[string]*harness.FitError{}
+	fill := fillMemo{}
+	virtual := virtualNodes{}
+	for _, pod := range pods {
+		kind := EquivalenceKey(pod)
+		if ferr, ok := emptyNodeRejects[kind]; ok {
+			res.Unplaced = append(res.Unplaced, Unplaced{Pod: pod, Err: ferr})
+			continue
+		}
+		if b.CountOnly && virtual.take(kind) {
+			res.Placed[pod.UID] = virtual.node
+			res.PlacedOrder = append(res.PlacedOrder, pod)
+			continue
+		}
+		placedOn := ""
+		for i := cursor[kind]; i < len(res.NewNodes); i++ {
+			if snap.NodeInfo(res.NewNodes[i]) == nil {
+				continue // a counted-only node
+			}
+			if _, _, ferr := b.Harness.PlaceOnAnyNode(pod, res.NewNodes[i:i+1]); ferr == nil {
+				placedOn = res.NewNodes[i]
+				break
+			}
+			fill.full(res.NewNodes[i], kind)
+			cursor[kind] = i + 1
+		}
+		if placedOn == "" {
+			if len(res.NewNodes) >= maxNodes {
+				res.Unplaced = append(res.Unplaced, Unplaced{Pod: pod})
+				continue
+			}
+			if n, ok := fill.perNode[kind]; ok && b.CountOnly {
+				name := b.Namer(g.Name, len(res.NewNodes))
+				res.NewNodes = append(res.NewNodes, name)
+				virtual = virtualNodes{kind: kind, left: n - 1, node: name}
+				res.Placed[pod.UID] = name
+				res.PlacedOrder = append(res.PlacedOrder, pod)
+				continue
+			}
+			name := b.Namer(g.Name, len(res.NewNodes))
+			node, slices := g.NewNode(name)
+			snap.Fork()
+			if err := snap.AddNode(node); err != nil {
+				snap.Revert()
+				return nil, fmt.Errorf("node group %s: %w", g.Name, err)
+			}
+			for _, s := range slices {
+				if err := snap.AddResourceSlice(s); err != nil {
+					snap.Revert()
+					return nil, fmt.Errorf("node group %s: %w", g.Name, err)
+				}
+			}
+			if _, _, ferr := b.Harness.PlaceOnAnyNode(pod, []string{name}); ferr != nil {
+				snap.Revert() // an empty node of this group cannot take the pod
+				emptyNodeRejects[kind] = ferr
+				res.Unplaced = append(res.Unplaced, Unplaced{Pod: pod, Err: ferr})
+				continue
+			}
+			snap.Commit()
+			res.NewNodes = append(res.NewNodes, name)
+			placedOn = name
+		}
+		fill.placed(placedOn, kind)
+		res.Placed[pod.UID] = placedOn
+		res.PlacedOrder = append(res.PlacedOrder, pod)
+	}
+	return res, nil
+}
+
+// fillMemo learns how many pods of one kind fill a fresh node, from nodes
+// that held only that kind when they first rejected it.
+type fillMemo struct {
+	perNode map[string]int
+	onNode  map[string]map[string]int // node -> kind -> pods
+}
+
+func (f *fillMemo) placed(node, kind string) {
+	if f.onNode == nil {
+		f.onNode = map[string]map[string]int{}
+	}
+	if f.onNode[node] == nil {
+		f.onNode[node] = map[string]int{}
+	}
+	f.onNode[node][kind]++
+}
+
+func (f *fillMemo) full(node, kind string) {
+	kinds := f.onNode[node]
+	if len(kinds) != 1 || kinds[kind] == 0 {
+		return
+	}
+	if f.perNode == nil {
+		f.perNode = map[string]int{}
+	}
+	if _, known := f.perNode[kind]; !known {
+		f.perNode[kind] = kinds[kind]
+	}
+}
+
+// virtualNodes is the counted-only node being filled by a run of one kind.
+type virtualNodes struct {
+	kind string
+	left int
+	node string
+}
+
+func (v *virtualNodes) take(kind string) bool {
+	if v.left <= 0 || v.kind != kind {
+		return false
+	}
+	v.left--
+	return true
+}

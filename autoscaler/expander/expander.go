@@ -1,0 +1,177 @@
+// Package expander chooses which node group to grow when several could
+// help the pending pods. Every strategy breaks ties by group name, so plans
+// are deterministic.
+package expander
+
+import (
+	"fmt"
+	"math/rand"
+	"regexp"
+	"sort"
+	"strconv"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Option is one node group's answer to the pending pods.
+type Option struct {
+	Group    string
+	NewNodes int
+	// PodCount is how many pending pods the new nodes take.
+	PodCount int
+	// Waste is the mean unused share of CPU, memory and the DRA devices of
+	// the classes the pods use, over the new nodes (0 = fully used).
+	Waste float64
+}
+
+// Strategy picks the best option; options is never empty.
+type Strategy interface {
+	Name() string
+	Best(options []Option) Option
+}
+
+// Names lists the strategies New accepts.
+var Names = []string{"least-waste", "most-pods", "priority", "random"}
+
+// New returns a strategy by name. priorities is the priority expander's
+// config (YAML: priority -> list of group-name regexps), used only by it.
+func New(name string, priorities []byte, seed int64) (Strategy, error) {
+	switch name {
+	case "", "least-waste":
+		return leastWaste{}, nil
+	case "most-pods":
+		return mostPods{}, nil
+	case "random":
+		return &random{rng: rand.New(rand.NewSource(seed))}, nil
+	case "priority":
+		return newPriority(priorities)
+	}
+	return nil, fmt.Errorf("--expander: unknown expander %q (want one of %v)", name, Names)
+}
+
+// pick returns the option that less ranks first, ties broken by name.
+func pick(options []Option, less func(a, b Option) (bool, bool)) Option {
+	sorted := append([]Option(nil), options...)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		if l, decided := less(sorted[i], sorted[j]); decided {
+			return l
+		}
+		return sorted[i].Group < sorted[j].Group
+	})
+	return sorted[0]
+}
+
+type leastWaste struct{}
+
+func (leastWaste) Name() string { return "least-waste" }
+func (leastWaste) Best(options []Option) Option {
+	return pick(options, func(a, b Option) (bool, bool) {
+		const eps = 1e-9
+		if d := a.Waste - b.Waste; d < -eps || d > eps {
+			return a.Waste < b.Waste, true
+		}
+		if a.PodCount != b.PodCount {
+			return a.PodCount > b.PodCount, true
+		}
+		return false, false
+	})
+}
+
+type mostPods struct{}
+
+func (mostPods) Name() string { return "most-pods" }
+func (mostPods) Best(options []Option) Option {
+	return pick(options, func(a, b Option) (bool, bool) {
+		if a.PodCount != b.PodCount {
+			return a.PodCount > b.PodCount, true
+		}
+		if a.NewNodes != b.NewNodes {
+			return a.NewNodes < b.NewNodes, true
+		}
+		return false, false
+	})
+}
+
+type random struct{ rng *rand.Rand }
+
+func (*random) Name() string { return "random" }
+func (r *random) Best(options []Option) Option {
+	byName := append([]Option(nil), options...)
+	sort.Slice(byName, func(i, j int) bool { return byName[i].Group < byName[j].Group })
+	return byName[r.rng.Intn(len(byName))]
+}
+
+// priority ranks groups by the highest priority whose regexp matches the
+// group name (the Cluster Autoscaler's priority expander config format);
+// equal priorities fall back to least-waste.
+type priority struct {
+	levels []level
+}
+
+type level struct {
+	priority int
+	patterns []*regexp.Regexp
+}
+
+func newPriority(config []byte) (*priority, error) {
+	if len(config) == 0 {
+		return nil, fmt.Errorf("--expander=priority needs --expander-priorities FILE (YAML: priority: [group-name regexps])")
+	}
+	var raw map[string][]string
+	if err := yaml.UnmarshalStrict(config, &raw); err != nil {
+		return nil, fmt.Errorf("expander priorities: %w", err)
+	}
+	p := &priority{}
+	for key, exprs := range raw {
+		n, err := strconv.Atoi(key)
+		if err != nil {
+			return nil, fmt.Errorf("expander priorities: key %q: must be an integer priority", key)
+		}
+		lv := level{priority: n}
+		for i, e := range exprs {
+			re, err := regexp.Compile("^(?:" + e + ")$")
+			if err != nil {
+				return nil, fmt.Errorf("expander priorities: %d[%d]: %w", n, i, err)
+			}
+			lv.patterns = append(lv.patterns, re)
+		}
+		p.levels = append(p.levels, lv)
+	}
+	sort.Slice(p.levels, func(i, j int) bool { return p.levels[i].priority > p.levels[j].priority })
+	return p, nil
+}
+
+func (*priority) Name() string { return "priority" }
+
+// Of returns a group's priority; groups matching nothing rank lowest.
+func (p *priority) Of(group string) (int, bool) {
+	for _, lv := range p.levels {
+		for _, re := range lv.patterns {
+			if re.MatchString(group) {
+				return lv.priority, true
+			}
+		}
+	}
+	return 0, false
+}
+
+func (p *priority) Best(options []Option) Option {
+	top := []Option{}
+	best, any := 0, false
+	for _, o := range options {
+		pr, ok := p.Of(o.Group)
+		if !ok {
+			continue
+		}
+		switch {
+		case !any || pr > best:
+			best, any, top = pr, true, []Option{o}
+		case pr == best:
+			top = append(top, o)
+		}
+	}
+	if !any {
+		top = options
+	}
+	return leastWaste{}.Best(top)
+}

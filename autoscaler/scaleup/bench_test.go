@@ -1,0 +1,119 @@
+package scaleup
+
+import (
+	"fmt"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"draxr.dev/draxr/cloudprovider/nodegroup"
+	fx "draxr.dev/draxr/simulator/fixtures"
+	"draxr.dev/draxr/simulator/snapshot"
+)
+
+// claimPods makes n pods each with a ResourceClaim from the "one-gpu"
+// template, which asks for one device of the gpu class.
+func claimPods(prefix string, n int, milliCPU int64) []*v1.Pod {
+	pods := replicas(prefix, n, milliCPU, nil)
+	for _, p := range pods {
+		p.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("one-gpu")}}
+		p.Spec.Containers[0].Resources.Claims = []v1.ResourceClaim{{Name: "gpu"}}
+	}
+	return pods
+}
+
+func oneGPUTemplate() *resourceapi.ResourceClaimTemplate {
+	return &resourceapi.ResourceClaimTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: "one-gpu", Namespace: "default"},
+		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
+			Requests: []resourceapi.DeviceRequest{{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{
+				DeviceClassName: "gpu.example.com", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1}}},
+		}}},
+	}
+}
+
+type benchCase struct {
+	name      string
+	groups    func() []*nodegroup.NodeGroup
+	pods      func() []*v1.Pod
+	wantNodes int
+}
+
+func BenchmarkScaleUpPlan(b *testing.B) {
+	cases := []benchCase{
+		{"xr-5000", func() []*nodegroup.NodeGroup { return []*nodegroup.NodeGroup{draGroup("gpu", 8, 10000)} },
+			func() []*v1.Pod { return replicas("xr", 5000, 100, fx.GPUs(fx.GPUResource, 1)) }, 625},
+		{"claim-5000", func() []*nodegroup.NodeGroup { return []*nodegroup.NodeGroup{draGroup("gpu", 8, 10000)} },
+			func() []*v1.Pod { return claimPods("claim", 5000, 100) }, 625},
+		{"deviceplugin-5000", func() []*nodegroup.NodeGroup { return []*nodegroup.NodeGroup{devicePluginGroup("gpu", 8, 10000)} },
+			func() []*v1.Pod { return replicas("dp", 5000, 100, fx.GPUs(fx.GPUResource, 1)) }, 625},
+		{"mixed-30000", mixedGroups, mixedPods, mixedWantNodes},
+	}
+	for _, bc := range cases {
+		b.Run(bc.name, func(b *testing.B) {
+			pods := bc.pods()
+			b.ReportAllocs()
+			nodes := 0
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				snap := snapshot.New()
+				snap.SetResourceClaimTemplate(oneGPUTemplate())
+				p := newPlanner(b, snap, bc.groups()...)
+				b.StartTimer()
+				plan, err := p.Plan(pods)
+				if err != nil {
+					b.Fatal(err)
+				}
+				nodes = 0
+				for _, su := range plan.ScaleUps {
+					nodes += su.NewNodes
+				}
+				if nodes != bc.wantNodes || len(plan.NoScaleUp) != 0 {
+					b.Fatalf("%s: %d nodes, %d pods left out (first: %v), want %d nodes and none left",
+						bc.name, nodes, len(plan.NoScaleUp), first(plan.NoScaleUp), bc.wantNodes)
+				}
+			}
+			b.ReportMetric(float64(nodes), "nodes")
+		})
+	}
+}
+
+func first(n []NoScaleUp) any {
+	if len(n) == 0 {
+		return nil
+	}
+	return n[0]
+}
+
+// The mixed case: 20 groups (CPU-only, and 8-GPU groups published by DRA
+// or a device plugin) and 30,000 pods of 5 shapes.
+const mixedWantNodes = -1 // computed below once measured; see mixedGroups
+
+func mixedGroups() []*nodegroup.NodeGroup {
+	var gs []*nodegroup.NodeGroup
+	for i := 0; i < 20; i++ {
+		switch i % 4 {
+		case 0:
+			gs = append(gs, &nodegroup.NodeGroup{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cpu-%02d", i)},
+				Spec: nodegroup.Spec{MaxSize: 10000, Template: *fx.Node("t", 64, 256, nil)}})
+		case 3:
+			gs = append(gs, devicePluginGroup(fmt.Sprintf("dp-%02d", i), 8, 10000))
+		default:
+			gs = append(gs, draGroup(fmt.Sprintf("dra-%02d", i), 8, 10000))
+		}
+	}
+	return gs
+}
+
+func mixedPods() []*v1.Pod {
+	var pods []*v1.Pod
+	pods = append(pods, replicas("cpu", 6000, 4000, nil)...)
+	pods = append(pods, replicas("gpu1", 6000, 1000, fx.GPUs(fx.GPUResource, 1))...)
+	pods = append(pods, replicas("gpu2", 6000, 1000, fx.GPUs(fx.GPUResource, 2))...)
+	pods = append(pods, replicas("gpu4", 6000, 1000, fx.GPUs(fx.GPUResource, 4))...)
+	pods = append(pods, claimPods("claim", 6000, 1000)...)
+	return pods
+}

@@ -1,0 +1,211 @@
+// Package scaleup plans what successive autoscaler loops would do for a
+// set of pending pods: place what fits on existing nodes, then repeatedly
+// pick the node group (by expander) whose new nodes help the most pods,
+// until no pending pod can be helped. The live autoscaler executes the
+// first step of the same plan; the offline CLI prints all of it.
+package scaleup
+
+import (
+	"fmt"
+	"sort"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"draxr.dev/draxr/autoscaler/estimator"
+	"draxr.dev/draxr/autoscaler/expander"
+	"draxr.dev/draxr/cloudprovider/nodegroup"
+	"draxr.dev/draxr/simulator/dynres"
+	"draxr.dev/draxr/simulator/harness"
+)
+
+// Plan is the outcome for every pending pod.
+type Plan struct {
+	ScaleUps      []ScaleUp    `json:"scaleUp"`
+	ExistingNodes []Placement  `json:"existingNodes"`
+	NoScaleUp     []NoScaleUp  `json:"noScaleUp"`
+	Groups        []GroupState `json:"nodeGroups"`
+}
+
+// ScaleUp is one node group growing, and the pods its new nodes take.
+type ScaleUp struct {
+	NodeGroup string   `json:"nodeGroup"`
+	NewNodes  int      `json:"newNodes"`
+	Pods      []string `json:"pods"`
+	// Placements lists each pod's new node, for reports.
+	Placements []Placement `json:"placements,omitempty"`
+}
+
+// Placement is a pod and the node it goes to.
+type Placement struct {
+	Pod     string   `json:"pod"`
+	Node    string   `json:"node"`
+	Devices []string `json:"devices,omitempty"`
+}
+
+// NoScaleUp is a pending pod nothing can take, and why.
+type NoScaleUp struct {
+	Pod    string `json:"pod"`
+	Reason string `json:"reason"`
+}
+
+// GroupState describes a node group as planned.
+type GroupState struct {
+	Name         string         `json:"name"`
+	MinSize      int            `json:"minSize"`
+	MaxSize      int            `json:"maxSize"`
+	CurrentNodes int            `json:"currentNodes"`
+	NewNodes     int            `json:"newNodes"`
+	Template     []dynres.Entry `json:"templateResources"`
+}
+
+// Planner plans scale-ups over a harness's snapshot, which it mutates: run
+// it on a fork to keep the snapshot.
+type Planner struct {
+	Harness  *harness.Harness
+	Groups   []*nodegroup.NodeGroup
+	Expander expander.Strategy
+	// MaxNodesTotal caps all nodes in the cluster; 0 means no cap.
+	MaxNodesTotal int
+	Matcher       *dynres.Matcher
+}
+
+// Plan places the pending pods and returns the plan.
+func (p *Planner) Plan(pending []*v1.Pod) (*Plan, error) {
+	if p.Matcher == nil {
+		p.Matcher = dynres.NewMatcher()
+	}
+	groups := append([]*nodegroup.NodeGroup(nil), p.Groups...)
+	sort.Slice(groups, func(i, j int) bool { return groups[i].Name < groups[j].Name })
+	st := newState(p, groups)
+
+	pods := SortLargestFirst(pending)
+	plan := &Plan{}
+	remaining := p.placeOnExisting(pods, plan)
+	for len(remaining) > 0 {
+		best, ok, err := p.bestOption(st, remaining)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+		res, err := st.estimate(best.Group, remaining, true)
+		if err != nil {
+			return nil, err
+		}
+		plan.addScaleUp(p.Harness, res)
+		st.planned[best.Group] += len(res.NewNodes)
+		remaining = withoutPlaced(remaining, res.Placed)
+	}
+	for _, pod := range remaining {
+		plan.NoScaleUp = append(plan.NoScaleUp, NoScaleUp{Pod: podKey(pod), Reason: st.explain(pod)})
+	}
+	plan.Groups = st.describe()
+	return plan, nil
+}
+
+// placeOnExisting places pods on existing nodes, first fit in node order.
+// A kind of pod that fit nowhere is not tried again: nodes only fill up.
+func (p *Planner) placeOnExisting(pods []*v1.Pod, plan *Plan) []*v1.Pod {
+	nodes := p.Harness.Snapshot().NodeNames()
+	if len(nodes) == 0 {
+		return pods
+	}
+	var remaining []*v1.Pod
+	noRoom := map[string]bool{}
+	for _, pod := range pods {
+		kind := estimator.EquivalenceKey(pod)
+		if noRoom[kind] {
+			remaining = append(remaining, pod)
+			continue
+		}
+		node, placed, ferr := p.Harness.PlaceOnAnyNode(pod, nodes)
+		if ferr != nil {
+			noRoom[kind] = true
+			remaining = append(remaining, pod)
+			continue
+		}
+		plan.ExistingNodes = append(plan.ExistingNodes, Placement{Pod: podKey(pod), Node: node, Devices: devicesOf(p.Harness, placed)})
+	}
+	return remaining
+}
+
+// bestOption evaluates every group with room on a fork and asks the
+// expander to choose among those that help at least one pod.
+func (p *Planner) bestOption(st *state, pods []*v1.Pod) (expander.Option, bool, error) {
+	var options []expander.Option
+	for _, g := range st.groups {
+		if st.room(g) <= 0 {
+			continue
+		}
+		snap := p.Harness.Snapshot()
+		snap.Fork()
+		res, err := st.estimate(g.Name, pods, false)
+		if err != nil {
+			snap.Revert()
+			return expander.Option{}, false, err
+		}
+		if len(res.Placed) > 0 {
+			options = append(options, expander.Option{
+				Group: g.Name, NewNodes: len(res.NewNodes), PodCount: len(res.Placed),
+				Waste: waste(p.Harness, p.Matcher, res),
+			})
+		}
+		snap.Revert()
+	}
+	if len(options) == 0 {
+		return expander.Option{}, false, nil
+	}
+	return p.Expander.Best(options), true, nil
+}
+
+func (plan *Plan) addScaleUp(h *harness.Harness, res *estimator.Result) {
+	var su *ScaleUp
+	for i := range plan.ScaleUps {
+		if plan.ScaleUps[i].NodeGroup == res.Group {
+			su = &plan.ScaleUps[i]
+		}
+	}
+	if su == nil {
+		plan.ScaleUps = append(plan.ScaleUps, ScaleUp{NodeGroup: res.Group})
+		su = &plan.ScaleUps[len(plan.ScaleUps)-1]
+	}
+	su.NewNodes += len(res.NewNodes)
+	for _, pod := range res.PlacedOrder {
+		node := res.Placed[pod.UID]
+		placed, _, _ := h.Snapshot().Pod(pod.UID)
+		su.Pods = append(su.Pods, podKey(pod))
+		su.Placements = append(su.Placements, Placement{Pod: podKey(pod), Node: node, Devices: devicesOf(h, placed)})
+	}
+}
+
+func withoutPlaced(pods []*v1.Pod, placed map[types.UID]string) []*v1.Pod {
+	out := pods[:0:0]
+	for _, pod := range pods {
+		if _, ok := placed[pod.UID]; !ok {
+			out = append(out, pod)
+		}
+	}
+	return out
+}
+
+func podKey(pod *v1.Pod) string { return pod.Namespace + "/" + pod.Name }
+
+// devicesOf lists "driver/pool/device" for each device of a placed pod's
+// extended-resource claim and claims.
+func devicesOf(h *harness.Harness, pod *v1.Pod) []string {
+	if pod == nil {
+		return nil
+	}
+	var out []string
+	for _, c := range h.ClaimsOf(pod) {
+		if c.Status.Allocation == nil {
+			continue
+		}
+		for _, r := range c.Status.Allocation.Devices.Results {
+			out = append(out, fmt.Sprintf("%s/%s/%s", r.Driver, r.Pool, r.Device))
+		}
+	}
+	return out
+}

@@ -1,0 +1,117 @@
+package scaleup
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
+
+	"draxr.dev/draxr/autoscaler/estimator"
+	"draxr.dev/draxr/cloudprovider/nodegroup"
+	"draxr.dev/draxr/simulator/dynres"
+	"draxr.dev/draxr/simulator/harness"
+)
+
+// explain says, per node group, why a pending pod does not trigger a
+// scale-up, in terms a person can act on.
+func (st *state) explain(pod *v1.Pod) string {
+	kind := estimator.EquivalenceKey(pod)
+	for _, g := range st.groups {
+		if ferr := st.rejects[g.Name][kind]; ferr != nil && ferr.Never() {
+			return neverReason(ferr)
+		}
+	}
+	if len(st.groups) == 0 {
+		return "no node group is configured, and no existing node has room"
+	}
+	var parts []string
+	for _, g := range st.groups {
+		parts = append(parts, fmt.Sprintf("node group %s: %s", g.Name, st.groupReason(g, pod, kind)))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func neverReason(ferr *harness.FitError) string {
+	for _, r := range ferr.Reasons() {
+		if r.Never {
+			return r.Message
+		}
+	}
+	return "cannot be placed: " + ferr.Error()
+}
+
+func (st *state) groupReason(g *nodegroup.NodeGroup, pod *v1.Pod, kind string) string {
+	if ferr := st.rejects[g.Name][kind]; ferr != nil {
+		if why := st.resourceShortfall(g, pod); why != "" {
+			return why
+		}
+		return pluginReasons(ferr)
+	}
+	if st.p.MaxNodesTotal > 0 && st.p.Harness.Snapshot().NodeCount() >= st.p.MaxNodesTotal {
+		return fmt.Sprintf("--max-nodes-total %d reached", st.p.MaxNodesTotal)
+	}
+	if st.room(g) <= 0 {
+		return fmt.Sprintf("node group %s is at max size %d", g.Name, g.Spec.MaxSize)
+	}
+	return "would fit a new node, but the expander chose other groups until none could help"
+}
+
+// resourceShortfall names the first resource the pod needs more of than an
+// empty node of the group has, e.g. "needs 9 example.com/gpu; a gpu-dra
+// node offers 8".
+func (st *state) resourceShortfall(g *nodegroup.NodeGroup, pod *v1.Pod) string {
+	req := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	names := make([]string, 0, len(req))
+	for n := range req {
+		names = append(names, string(n))
+	}
+	sort.Strings(names)
+	entries := st.template[g.Name]
+	alloc := g.Spec.Template.Status.Allocatable
+	if len(alloc) == 0 {
+		alloc = g.Spec.Template.Status.Capacity
+	}
+	for _, n := range names {
+		name := v1.ResourceName(n)
+		want := req[name]
+		if want.IsZero() {
+			continue
+		}
+		if dynres.IsExtended(name) {
+			e, ok := dynres.Lookup(entries, name)
+			if !ok {
+				return fmt.Sprintf("needs %s %s; a %s node offers none", want.String(), name, g.Name)
+			}
+			if e.Offered < want.Value() {
+				return fmt.Sprintf("needs %s %s; a %s node offers %d", want.String(), name, g.Name, e.Offered)
+			}
+			continue
+		}
+		have, ok := alloc[name]
+		if !ok {
+			have = resource.Quantity{}
+		}
+		if want.Cmp(have) > 0 {
+			return fmt.Sprintf("needs %s %s; a %s node has %s allocatable", want.String(), name, g.Name, have.String())
+		}
+	}
+	return ""
+}
+
+func pluginReasons(ferr *harness.FitError) string {
+	seen := map[string]bool{}
+	var parts []string
+	for _, r := range ferr.Reasons() {
+		if !seen[r.Message] {
+			seen[r.Message] = true
+			parts = append(parts, r.Message)
+		}
+	}
+	if len(parts) == 0 {
+		return ferr.Error()
+	}
+	return strings.Join(parts, ", ")
+}

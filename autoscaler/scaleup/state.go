@@ -1,0 +1,107 @@
+package scaleup
+
+import (
+	"fmt"
+
+	"draxr.dev/draxr/autoscaler/estimator"
+	"draxr.dev/draxr/cloudprovider/nodegroup"
+	"draxr.dev/draxr/simulator/dynres"
+	"draxr.dev/draxr/simulator/harness"
+	v1 "k8s.io/api/core/v1"
+)
+
+// state is what the planner knows about node groups across loops.
+type state struct {
+	p        *Planner
+	groups   []*nodegroup.NodeGroup
+	byName   map[string]*nodegroup.NodeGroup
+	current  map[string]int // live nodes per group
+	planned  map[string]int // nodes added by this plan
+	template map[string][]dynres.Entry
+	// rejects holds, per group and kind of pod, why an empty node of the
+	// group does not take the pod. It does not change between loops.
+	rejects map[string]map[string]*harness.FitError
+}
+
+func newState(p *Planner, groups []*nodegroup.NodeGroup) *state {
+	st := &state{
+		p: p, groups: groups,
+		byName:   map[string]*nodegroup.NodeGroup{},
+		current:  map[string]int{},
+		planned:  map[string]int{},
+		template: map[string][]dynres.Entry{},
+		rejects:  map[string]map[string]*harness.FitError{},
+	}
+	snap := p.Harness.Snapshot()
+	for _, name := range snap.NodeNames() {
+		if g := nodegroup.Group(snap.NodeInfo(name).Node()); g != "" {
+			st.current[g]++
+		}
+	}
+	for _, g := range groups {
+		st.byName[g.Name] = g
+		st.rejects[g.Name] = map[string]*harness.FitError{}
+		st.template[g.Name] = templateResources(p, g)
+	}
+	return st
+}
+
+// templateResources instantiates the group's template on a fork to list
+// what one of its nodes offers.
+func templateResources(p *Planner, g *nodegroup.NodeGroup) []dynres.Entry {
+	snap := p.Harness.Snapshot()
+	snap.Fork()
+	defer snap.Revert()
+	name := "template-" + g.Name
+	node, slices := g.NewNode(name)
+	if err := snap.AddNode(node); err != nil {
+		return nil
+	}
+	for _, s := range slices {
+		if err := snap.AddResourceSlice(s); err != nil {
+			return nil
+		}
+	}
+	return p.Matcher.ForNode(snap, name)
+}
+
+// room is how many nodes the group may still add, within maxSize and
+// --max-nodes-total.
+func (st *state) room(g *nodegroup.NodeGroup) int {
+	room := g.Spec.MaxSize - st.current[g.Name] - st.planned[g.Name]
+	if st.p.MaxNodesTotal > 0 {
+		total := st.p.Harness.Snapshot().NodeCount()
+		room = min(room, st.p.MaxNodesTotal-total)
+	}
+	return room
+}
+
+func (st *state) estimate(group string, pods []*v1.Pod, final bool) (*estimator.Result, error) {
+	g := st.byName[group]
+	offset := st.current[group] + st.planned[group]
+	est := &estimator.BinPacking{Harness: st.p.Harness, CountOnly: !final, Namer: func(group string, i int) string {
+		return fmt.Sprintf("%s-new-%d", group, offset+i)
+	}}
+	res, err := est.Estimate(g, pods, st.room(g))
+	if err != nil {
+		return nil, err
+	}
+	for _, u := range res.Unplaced {
+		if u.Err != nil {
+			st.rejects[group][estimator.EquivalenceKey(u.Pod)] = u.Err
+		}
+	}
+	return res, nil
+}
+
+func (st *state) describe() []GroupState {
+	out := make([]GroupState, 0, len(st.groups))
+	for _, g := range st.groups {
+		out = append(out, GroupState{
+			Name: g.Name, MinSize: g.Spec.MinSize, MaxSize: g.Spec.MaxSize,
+			CurrentNodes: st.current[g.Name], NewNodes: st.planned[g.Name],
+			Template: st.template[g.Name],
+		})
+	}
+	return out
+}

@@ -1,0 +1,71 @@
+package nodegroup
+
+import (
+	"fmt"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+)
+
+// NewNode instantiates the group's template as a node called name, with
+// the ResourceSlices its DRA drivers would publish. Each driver's slices
+// form one pool named after the node, and resourceSliceCount counts only
+// that driver's slices: a pool belongs to one driver, and a wrong count
+// makes the allocator treat the pool as incomplete.
+func (g *NodeGroup) NewNode(name string) (*v1.Node, []*resourceapi.ResourceSlice) {
+	node := g.Spec.Template.DeepCopy()
+	node.Name = name
+	node.UID = types.UID("draxr-node-" + name)
+	node.ResourceVersion = ""
+	if node.Labels == nil {
+		node.Labels = map[string]string{}
+	}
+	node.Labels[GroupLabel] = g.Name
+	node.Labels[v1.LabelHostname] = name
+	if len(node.Status.Allocatable) == 0 {
+		node.Status.Allocatable = node.Status.Capacity.DeepCopy()
+	}
+	if !hasReadyCondition(node) {
+		node.Status.Conditions = append(node.Status.Conditions, v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionTrue})
+	}
+
+	perDriver := map[string]int64{}
+	for _, s := range g.Spec.ResourceSlices {
+		perDriver[s.Driver]++
+	}
+	slices := make([]*resourceapi.ResourceSlice, 0, len(g.Spec.ResourceSlices))
+	for i := range g.Spec.ResourceSlices {
+		spec := g.Spec.ResourceSlices[i].DeepCopy()
+		spec.NodeName = ptr.To(name)
+		spec.AllNodes = nil
+		spec.NodeSelector = nil
+		spec.Pool = resourceapi.ResourcePool{Name: name, Generation: 1, ResourceSliceCount: perDriver[spec.Driver]}
+		slices = append(slices, &resourceapi.ResourceSlice{
+			ObjectMeta: sliceMeta(name, spec.Driver, i),
+			Spec:       *spec,
+		})
+	}
+	return node, slices
+}
+
+// Group returns the group a node belongs to by its label, or "".
+func Group(node *v1.Node) string { return node.Labels[GroupLabel] }
+
+func hasReadyCondition(node *v1.Node) bool {
+	for _, c := range node.Status.Conditions {
+		if c.Type == v1.NodeReady {
+			return true
+		}
+	}
+	return false
+}
+
+func sliceMeta(nodeName, driver string, i int) (m metav1.ObjectMeta) {
+	m.Name = fmt.Sprintf("%s-%s-%d", nodeName, strings.ReplaceAll(driver, ".", "-"), i)
+	m.UID = types.UID("draxr-slice-" + m.Name)
+	return m
+}

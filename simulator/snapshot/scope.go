@@ -1,0 +1,51 @@
+package snapshot
+
+import (
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// cycleScope narrows what the DRA listers return while one pod is being
+// scheduled, so a placement costs what the pod and its candidate nodes
+// need instead of a walk over every claim and slice in the cluster.
+//
+// It is exact for the v1.36 DynamicResources plugin:
+//   - ResourceClaimTracker.List is read only to find the pod's own
+//     extended-resource claim (annotation plus controller reference), so
+//     the scoped list holds that claim, if any. Devices held by all other
+//     claims still reach the allocator through GatherAllocatedState.
+//   - ResourceSlices are read to build an allocator that is then asked
+//     about candidate nodes only, so the scoped list holds the slices local
+//     to those nodes plus every slice not local to one node.
+type cycleScope struct {
+	pod   types.UID
+	nodes []string // nil: all slices
+	buf   []*resourceapi.ResourceSlice
+	one   [1]*resourceapi.ResourceClaim
+}
+
+// SetCycleScope limits the DRA listers to one pod and its candidate nodes
+// until ClearCycleScope. nodes == nil keeps all slices visible.
+func (s *Snapshot) SetCycleScope(pod types.UID, nodes []string) {
+	s.scopeStore.pod, s.scopeStore.nodes = pod, nodes
+	s.scope = &s.scopeStore
+}
+
+// ClearCycleScope makes the listers return everything again.
+func (s *Snapshot) ClearCycleScope() { s.scope = nil }
+
+func (sc *cycleScope) claims(s *Snapshot) []*resourceapi.ResourceClaim {
+	if c := s.xrClaims[sc.pod]; c != nil {
+		sc.one[0] = c
+		return sc.one[:]
+	}
+	return nil
+}
+
+func (sc *cycleScope) slices(s *Snapshot) []*resourceapi.ResourceSlice {
+	sc.buf = append(sc.buf[:0], s.slicesByNode[""]...)
+	for _, n := range sc.nodes {
+		sc.buf = append(sc.buf, s.slicesByNode[n]...)
+	}
+	return sc.buf
+}
