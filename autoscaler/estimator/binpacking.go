@@ -13,6 +13,7 @@ import (
 
 	"draxr.dev/draxr/cloudprovider/nodegroup"
 	"draxr.dev/draxr/simulator/harness"
+	"draxr.dev/draxr/simulator/snapshot"
 )
 
 // Result is what an estimate added and placed. The snapshot holds the new
@@ -42,6 +43,12 @@ type NodeNamer func(group string, i int) string
 // BinPacking places pods in the given order: first on the earliest new
 // node not yet known to be full for that kind of pod, then on a new node
 // while maxNodes allows.
+//
+// Once a fresh node has been filled by pods of one kind alone, the number
+// of such pods a fresh node takes is known. A later run of that many pods
+// of the kind onto a fresh node is then copied from the first node
+// (harness.Replicate: same devices, this node's name) instead of being
+// scheduled pod by pod; the result is the same, at a fraction of the cost.
 type BinPacking struct {
 	Harness *harness.Harness
 	Namer   NodeNamer
@@ -64,9 +71,14 @@ func (b *BinPacking) Estimate(g *nodegroup.NodeGroup, pods []*v1.Pod, maxNodes i
 	// rejecting it: each kind keeps a cursor into NewNodes.
 	cursor := map[string]int{}
 	emptyNodeRejects := map[string]*harness.FitError{}
-	fill := fillMemo{}
+	fill := fillMemo{noReplicate: map[string]bool{}}
 	virtual := virtualNodes{}
-	for _, pod := range pods {
+	skip := 0
+	for i, pod := range pods {
+		if skip > 0 {
+			skip--
+			continue
+		}
 		kind := EquivalenceKey(pod)
 		if ferr, ok := emptyNodeRejects[kind]; ok {
 			res.Unplaced = append(res.Unplaced, Unplaced{Pod: pod, Err: ferr})
@@ -78,23 +90,32 @@ func (b *BinPacking) Estimate(g *nodegroup.NodeGroup, pods []*v1.Pod, maxNodes i
 			continue
 		}
 		placedOn := ""
-		for i := cursor[kind]; i < len(res.NewNodes); i++ {
-			if snap.NodeInfo(res.NewNodes[i]) == nil {
+		for j := cursor[kind]; j < len(res.NewNodes); j++ {
+			if snap.NodeInfo(res.NewNodes[j]) == nil {
 				continue // a counted-only node
 			}
-			if _, _, ferr := b.Harness.PlaceOnAnyNode(pod, res.NewNodes[i:i+1]); ferr == nil {
-				placedOn = res.NewNodes[i]
+			if _, _, ferr := b.Harness.PlaceOnAnyNode(pod, res.NewNodes[j:j+1]); ferr == nil {
+				placedOn = res.NewNodes[j]
 				break
 			}
-			fill.full(res.NewNodes[i], kind)
-			cursor[kind] = i + 1
+			fill.full(snap, res.NewNodes[j], kind)
+			cursor[kind] = j + 1
 		}
 		if placedOn == "" {
 			if len(res.NewNodes) >= maxNodes {
 				res.Unplaced = append(res.Unplaced, Unplaced{Pod: pod})
 				continue
 			}
-			if n, ok := fill.perNode[kind]; ok && b.CountOnly {
+			if m, ok := fill.perNode[kind]; ok && !b.CountOnly && fill.runOf(pods[i:], kind, m.n) {
+				if b.replicate(g, m, pods[i:i+m.n], res) {
+					cursor[kind] = len(res.NewNodes) // the copy is as full as its source
+					skip = m.n - 1
+					continue
+				}
+				fill.noReplicate[kind] = true
+			}
+			if m, ok := fill.perNode[kind]; ok && b.CountOnly {
+				n := m.n
 				name := b.Namer(g.Name, len(res.NewNodes))
 				res.NewNodes = append(res.NewNodes, name)
 				virtual = virtualNodes{kind: kind, left: n - 1, node: name}
@@ -103,17 +124,10 @@ func (b *BinPacking) Estimate(g *nodegroup.NodeGroup, pods []*v1.Pod, maxNodes i
 				continue
 			}
 			name := b.Namer(g.Name, len(res.NewNodes))
-			node, slices := g.NewNode(name)
 			snap.Fork()
-			if err := snap.AddNode(node); err != nil {
+			if err := b.addNode(g, name); err != nil {
 				snap.Revert()
-				return nil, fmt.Errorf("node group %s: %w", g.Name, err)
-			}
-			for _, s := range slices {
-				if err := snap.AddResourceSlice(s); err != nil {
-					snap.Revert()
-					return nil, fmt.Errorf("node group %s: %w", g.Name, err)
-				}
+				return nil, err
 			}
 			if _, _, ferr := b.Harness.PlaceOnAnyNode(pod, []string{name}); ferr != nil {
 				snap.Revert() // an empty node of this group cannot take the pod
@@ -132,11 +146,57 @@ func (b *BinPacking) Estimate(g *nodegroup.NodeGroup, pods []*v1.Pod, maxNodes i
 	return res, nil
 }
 
+// replicate adds a fresh node holding a copy of the memo's placements for
+// run; false (and nothing added) when the placements cannot be copied.
+func (b *BinPacking) replicate(g *nodegroup.NodeGroup, m filled, run []*v1.Pod, res *Result) bool {
+	snap := b.Harness.Snapshot()
+	name := b.Namer(g.Name, len(res.NewNodes))
+	snap.Fork()
+	if err := b.addNode(g, name); err != nil {
+		snap.Revert()
+		return false
+	}
+	if err := b.Harness.Replicate(m.node, m.pods, name, run); err != nil {
+		snap.Revert()
+		return false
+	}
+	snap.Commit()
+	res.NewNodes = append(res.NewNodes, name)
+	for _, p := range run {
+		res.Placed[p.UID] = name
+		res.PlacedOrder = append(res.PlacedOrder, p)
+	}
+	return true
+}
+
+// addNode adds a fresh node of the group with its ResourceSlices.
+func (b *BinPacking) addNode(g *nodegroup.NodeGroup, name string) error {
+	snap := b.Harness.Snapshot()
+	node, slices := g.NewNode(name)
+	if err := snap.AddNode(node); err != nil {
+		return fmt.Errorf("node group %s: %w", g.Name, err)
+	}
+	for _, s := range slices {
+		if err := snap.AddResourceSlice(s); err != nil {
+			return fmt.Errorf("node group %s: %w", g.Name, err)
+		}
+	}
+	return nil
+}
+
 // fillMemo learns how many pods of one kind fill a fresh node, from nodes
-// that held only that kind when they first rejected it.
+// that held only that kind when they first rejected it, and keeps those
+// pods as the pattern to replicate.
 type fillMemo struct {
-	perNode map[string]int
-	onNode  map[string]map[string]int // node -> kind -> pods
+	perNode     map[string]filled
+	onNode      map[string]map[string]int // node -> kind -> pods
+	noReplicate map[string]bool           // kinds whose placements could not be copied
+}
+
+type filled struct {
+	n    int
+	node string
+	pods []*v1.Pod // as placed, in placement order
 }
 
 func (f *fillMemo) placed(node, kind string) {
@@ -149,17 +209,36 @@ func (f *fillMemo) placed(node, kind string) {
 	f.onNode[node][kind]++
 }
 
-func (f *fillMemo) full(node, kind string) {
+func (f *fillMemo) full(snap *snapshot.Snapshot, node, kind string) {
 	kinds := f.onNode[node]
 	if len(kinds) != 1 || kinds[kind] == 0 {
 		return
 	}
+	if _, known := f.perNode[kind]; known {
+		return
+	}
 	if f.perNode == nil {
-		f.perNode = map[string]int{}
+		f.perNode = map[string]filled{}
 	}
-	if _, known := f.perNode[kind]; !known {
-		f.perNode[kind] = kinds[kind]
+	m := filled{n: kinds[kind], node: node}
+	for _, p := range snap.NodeInfo(node).Pods {
+		m.pods = append(m.pods, p.GetPod())
 	}
+	f.perNode[kind] = m
+}
+
+// runOf reports whether the next n pods are all of the kind and may be
+// replicated.
+func (f *fillMemo) runOf(pods []*v1.Pod, kind string, n int) bool {
+	if len(pods) < n || f.noReplicate[kind] {
+		return false
+	}
+	for _, p := range pods[:n] {
+		if !harness.Replicable(p) || EquivalenceKey(p) != kind {
+			return false
+		}
+	}
+	return true
 }
 
 // virtualNodes is the counted-only node being filled by a run of one kind.

@@ -105,7 +105,7 @@ func (p *Planner) Plan(pending []*v1.Pod) (*Plan, error) {
 	return plan, nil
 }
 
-// placeOnExisting places pods on existing nodes, first fit in node order.
+// placeOnExisting places pods on existing nodes where kube-scheduler would.
 // A kind of pod that fit nowhere is not tried again: nodes only fill up.
 func (p *Planner) placeOnExisting(pods []*v1.Pod, plan *Plan) []*v1.Pod {
 	nodes := p.Harness.Snapshot().NodeNames()
@@ -120,7 +120,7 @@ func (p *Planner) placeOnExisting(pods []*v1.Pod, plan *Plan) []*v1.Pod {
 			remaining = append(remaining, pod)
 			continue
 		}
-		node, placed, ferr := p.Harness.PlaceOnAnyNode(pod, nodes)
+		node, placed, ferr := p.Harness.PlaceBest(pod, nodes)
 		if ferr != nil {
 			noRoom[kind] = true
 			remaining = append(remaining, pod)

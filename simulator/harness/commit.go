@@ -20,7 +20,10 @@ const specialClaimName = "<extended-resources>"
 // the extended-resource claim is persisted as a pod-owned claim and the pod
 // status records its request mappings; the pod is bound to the node.
 func (h *Harness) commit(pod *v1.Pod, nodeName string) (*v1.Pod, error) {
-	placed := pod.DeepCopy()
+	// A shallow copy is enough: only top-level fields change, and pods are
+	// never modified in place once handed to the harness.
+	copied := *pod
+	placed := &copied
 	placed.Spec.NodeName = nodeName
 	placed.Status.ExtendedResourceClaimStatus = nil
 
@@ -78,9 +81,10 @@ func reserveFor(claim *resourceapi.ResourceClaim, pod *v1.Pod) {
 
 // extendedResourceClaim turns the plugin's in-memory claim into the object
 // the scheduler creates: a deterministic name and UID derived from the pod,
-// owned by it, allocated and reserved for it.
+// owned by it, allocated and reserved for it. The plugin hands over a copy
+// in Reserve and keeps no reference to it, so it is finished in place.
 func extendedResourceClaim(pod *v1.Pod, allocated *resourceapi.ResourceClaim) *resourceapi.ResourceClaim {
-	claim := allocated.DeepCopy()
+	claim := allocated
 	claim.Name = ExtendedResourceClaimName(pod)
 	claim.GenerateName = ""
 	claim.UID = types.UID("draxr-xr-" + string(pod.UID))

@@ -1,0 +1,99 @@
+// Package capacity reports, per DeviceClass and per extended resource name
+// (explicit and implicit), how many devices the cluster has, how many are
+// allocated (extended-resource claims included) and how many are free,
+// broken down by node and node group.
+package capacity
+
+import (
+	"sort"
+
+	"draxr.dev/draxr/cloudprovider/nodegroup"
+	"draxr.dev/draxr/simulator/classes"
+	"draxr.dev/draxr/simulator/dynres"
+	"draxr.dev/draxr/simulator/snapshot"
+)
+
+// Report is the cluster-wide view.
+type Report struct {
+	Classes   []Row `json:"deviceClasses"`
+	Resources []Row `json:"extendedResources"`
+}
+
+// Row totals one class or one resource name.
+type Row struct {
+	Name      string        `json:"name"`
+	Source    dynres.Source `json:"source,omitempty"`
+	Class     string        `json:"deviceClass,omitempty"`
+	Total     int64         `json:"total"`
+	Allocated int64         `json:"allocated"`
+	Free      int64         `json:"free"`
+	Nodes     []Part        `json:"nodes"`
+	Groups    []Part        `json:"nodeGroups"`
+}
+
+// Part is one node's or one node group's share of a row.
+type Part struct {
+	Name      string `json:"name"`
+	Total     int64  `json:"total"`
+	Allocated int64  `json:"allocated"`
+	Free      int64  `json:"free"`
+}
+
+// Compute builds the report from every node's dynamic resources.
+func Compute(snap *snapshot.Snapshot, m *dynres.Matcher) *Report {
+	classRows := map[string]*Row{}
+	resRows := map[string]*Row{}
+	for _, nodeName := range snap.NodeNames() {
+		group := nodegroup.Group(snap.NodeInfo(nodeName).Node())
+		if group == "" {
+			group = "(none)"
+		}
+		for _, e := range m.ForNode(snap, nodeName) {
+			key := string(e.Resource) + "|" + string(e.Source)
+			add(resRows, key, Row{Name: string(e.Resource), Source: e.Source, Class: e.Class}, nodeName, group, e)
+			// A class shows under every name it answers to; count it once,
+			// under its implicit name, which it always has.
+			if e.Source == dynres.DRA && e.Resource == classes.ImplicitName(e.Class) {
+				add(classRows, e.Class, Row{Name: e.Class, Source: dynres.DRA}, nodeName, group, e)
+			}
+		}
+	}
+	return &Report{Classes: sorted(classRows), Resources: sorted(resRows)}
+}
+
+func add(rows map[string]*Row, key string, proto Row, node, group string, e dynres.Entry) {
+	r := rows[key]
+	if r == nil {
+		r = &proto
+		rows[key] = r
+	}
+	used := e.Offered - e.Free
+	r.Total += e.Offered
+	r.Allocated += used
+	r.Free += e.Free
+	r.Nodes = append(r.Nodes, Part{Name: node, Total: e.Offered, Allocated: used, Free: e.Free})
+	for i := range r.Groups {
+		if r.Groups[i].Name == group {
+			r.Groups[i].Total += e.Offered
+			r.Groups[i].Allocated += used
+			r.Groups[i].Free += e.Free
+			return
+		}
+	}
+	r.Groups = append(r.Groups, Part{Name: group, Total: e.Offered, Allocated: used, Free: e.Free})
+}
+
+func sorted(rows map[string]*Row) []Row {
+	out := make([]Row, 0, len(rows))
+	for _, r := range rows {
+		sort.Slice(r.Groups, func(i, j int) bool { return r.Groups[i].Name < r.Groups[j].Name })
+		out = append(out, *r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Name != out[j].Name {
+			return out[i].Name < out[j].Name
+		}
+		return out[i].Source < out[j].Source
+	})
+	return out
+}

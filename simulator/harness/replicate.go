@@ -1,0 +1,143 @@
+package harness
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/dynamic-resource-allocation/resourceclaim"
+	"k8s.io/utils/ptr"
+)
+
+// Replicate places pods on dstNode exactly as srcPods (placed pods, in
+// placement order) were placed on srcNode, without running the plugins.
+// It is for identical fresh nodes of one template: the allocator is
+// deterministic, so placing equivalent pods in the same order on an
+// identical empty node yields the same devices, with the node's name and
+// pool in place of the source's. The caller guarantees that dstNode is
+// empty and identical to what srcNode was, that pods[i] is equivalent to
+// srcPods[i], and that no pod has inter-pod constraints or shared claims.
+// On error nothing is placed.
+func (h *Harness) Replicate(srcNode string, srcPods []*v1.Pod, dstNode string, pods []*v1.Pod) error {
+	if len(srcPods) != len(pods) {
+		return fmt.Errorf("replicate: %d source pods for %d pods", len(srcPods), len(pods))
+	}
+	h.snap.Fork()
+	for i, src := range srcPods {
+		if err := h.replicateOne(srcNode, src, dstNode, pods[i]); err != nil {
+			h.snap.Revert()
+			return err
+		}
+	}
+	h.snap.Commit()
+	return nil
+}
+
+func (h *Harness) replicateOne(srcNode string, src *v1.Pod, dstNode string, pod *v1.Pod) error {
+	pod, err := h.ensureTemplateClaims(pod)
+	if err != nil {
+		return err
+	}
+	copied := *pod
+	placed := &copied
+	placed.Spec.NodeName = dstNode
+	placed.Status.ExtendedResourceClaimStatus = nil
+
+	if xr := h.snap.ExtendedResourceClaimOf(src.UID); xr != nil {
+		alloc, err := moveAllocation(xr.Status.Allocation, srcNode, dstNode)
+		if err != nil {
+			return err
+		}
+		claim := xr.DeepCopy()
+		claim.Status.Allocation = alloc
+		claim.GenerateName = placed.Name + "-extended-resources-"
+		claim.OwnerReferences = []metav1.OwnerReference{{
+			APIVersion: "v1", Kind: "Pod", Name: placed.Name, UID: placed.UID, Controller: ptr.To(true),
+		}}
+		claim = extendedResourceClaim(placed, claim)
+		placed.Status.ExtendedResourceClaimStatus = &v1.PodExtendedResourceClaimStatus{
+			ResourceClaimName: claim.Name,
+			RequestMappings:   src.Status.ExtendedResourceClaimStatus.RequestMappings,
+		}
+		h.snap.SetResourceClaim(claim)
+	}
+	for i := range placed.Spec.ResourceClaims {
+		srcName, _, err1 := resourceclaim.Name(src, &src.Spec.ResourceClaims[i])
+		name, _, err2 := resourceclaim.Name(placed, &placed.Spec.ResourceClaims[i])
+		if err1 != nil || err2 != nil || srcName == nil || name == nil {
+			return fmt.Errorf("replicate pod %s: claim %d has no name", podKey(placed), i)
+		}
+		srcClaim, stored := h.snap.ResourceClaim(src.Namespace, *srcName), h.snap.ResourceClaim(placed.Namespace, *name)
+		if srcClaim == nil || stored == nil || !ownedBy(stored, placed) {
+			return fmt.Errorf("replicate pod %s: claim %s is not its own", podKey(placed), *name)
+		}
+		alloc, err := moveAllocation(srcClaim.Status.Allocation, srcNode, dstNode)
+		if err != nil {
+			return err
+		}
+		claim := stored.DeepCopy()
+		claim.Status.Allocation = alloc
+		claim.Finalizers = srcClaim.Finalizers
+		reserveFor(claim, placed)
+		h.snap.SetResourceClaim(claim)
+	}
+	return h.snap.AddPod(placed)
+}
+
+// Replicable reports whether a pod's placement depends only on its own
+// node, so that Replicate may copy it: no inter-pod (anti-)affinity or
+// topology spreading, no claim shared with other pods, no volumes that
+// bind cluster-wide.
+func Replicable(pod *v1.Pod) bool {
+	if a := pod.Spec.Affinity; a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil) {
+		return false
+	}
+	if len(pod.Spec.TopologySpreadConstraints) > 0 {
+		return false
+	}
+	for _, c := range pod.Spec.ResourceClaims {
+		if c.ResourceClaimName != nil {
+			return false
+		}
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// moveAllocation rewrites an allocation made on srcNode for dstNode: pools
+// are named after their node, and the node selector names the node.
+func moveAllocation(a *resourceapi.AllocationResult, srcNode, dstNode string) (*resourceapi.AllocationResult, error) {
+	if a == nil {
+		return nil, fmt.Errorf("replicate: source claim is not allocated")
+	}
+	out := a.DeepCopy()
+	for i := range out.Devices.Results {
+		r := &out.Devices.Results[i]
+		if r.ShareID != nil {
+			return nil, fmt.Errorf("replicate: shared device allocations need their own share IDs")
+		}
+		if r.Pool != srcNode {
+			return nil, fmt.Errorf("replicate: device %s/%s/%s is not in the node's own pool", r.Driver, r.Pool, r.Device)
+		}
+		r.Pool = dstNode
+	}
+	if sel := out.NodeSelector; sel != nil {
+		for t := range sel.NodeSelectorTerms {
+			for _, reqs := range [][]v1.NodeSelectorRequirement{sel.NodeSelectorTerms[t].MatchFields, sel.NodeSelectorTerms[t].MatchExpressions} {
+				for j := range reqs {
+					for k, v := range reqs[j].Values {
+						if v == srcNode {
+							reqs[j].Values[k] = dstNode
+						}
+					}
+				}
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,62 @@
+package harness
+
+import (
+	v1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// PlaceBest schedules the pod as kube-scheduler would among the candidate
+// nodes: every feasible node is scored by the profile's Score plugins and
+// the pod goes to the highest. Where kube-scheduler picks at random among
+// equal scores, this picks the first in candidate order, so results are
+// reproducible. It evaluates every candidate (kube-scheduler may stop at
+// percentageOfNodesToScore in clusters over 100 nodes).
+func (h *Harness) PlaceBest(pod *v1.Pod, candidates []string) (string, *v1.Pod, *FitError) {
+	c, ferr := h.preFilter(pod, candidates)
+	if ferr != nil {
+		return "", nil, ferr
+	}
+	fitErr := &FitError{Pod: podKey(pod), PerNode: map[string][]Reason{}}
+	var feasible []fwk.NodeInfo
+	for _, name := range candidates {
+		if rs := h.filter(c, name); len(rs) > 0 {
+			fitErr.PerNode[name] = rs
+			continue
+		}
+		feasible = append(feasible, h.snap.NodeInfo(name))
+	}
+	for len(feasible) > 0 {
+		best := h.best(c, feasible)
+		name := feasible[best].Node().Name
+		placed, rs := h.reserveAndCommit(c, name)
+		if len(rs) == 0 {
+			return name, placed, nil
+		}
+		fitErr.PerNode[name] = rs
+		feasible = append(feasible[:best], feasible[best+1:]...)
+	}
+	return "", nil, fitErr
+}
+
+// best returns the index of the highest-scoring node, the first on ties.
+func (h *Harness) best(c *cycle, nodes []fwk.NodeInfo) int {
+	if len(nodes) == 1 || !h.fw.HasScorePlugins() {
+		return 0
+	}
+	h.snap.SetCycleScope(c.pod.UID, nil)
+	defer h.snap.ClearCycleScope()
+	if st := h.fw.RunPreScorePlugins(h.ctx, c.state, c.pod, nodes); !st.IsSuccess() {
+		return 0
+	}
+	scores, st := h.fw.RunScorePlugins(h.ctx, c.state, c.pod, nodes)
+	if !st.IsSuccess() {
+		return 0
+	}
+	best := 0
+	for i := range scores {
+		if scores[i].TotalScore > scores[best].TotalScore {
+			best = i
+		}
+	}
+	return best
+}

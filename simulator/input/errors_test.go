@@ -1,0 +1,186 @@
+package input
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const goodPod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: busybox}]}\n"
+
+// aliasBomb is "billion laughs": 9 levels of 9 references, ~387M nodes if
+// expanded.
+const aliasBomb = `apiVersion: v1
+kind: Pod
+metadata: {name: bomb}
+a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
+b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
+h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
+i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
+`
+
+func TestBadInput(t *testing.T) {
+	tests := []struct {
+		name, src string
+		want      []string // all must appear in the error
+	}{
+		{"malformed YAML", goodPod + "---\nkind: Pod\n  metadata: x: y\n",
+			[]string{"bad.yaml: document 2: malformed YAML: yaml: line 7: mapping values"}},
+		{"malformed JSON in YAML", goodPod + "---\n{\"kind\": \"Pod\",,}\n",
+			[]string{"bad.yaml: document 2: malformed YAML"}},
+		{"unknown kind", goodPod + "---\napiVersion: v1\nkind: Service\nmetadata: {name: s}\n",
+			[]string{"bad.yaml: document 2: ", `unsupported kind "Service" in apiVersion "v1"`}},
+		{"unknown apiVersion", "apiVersion: resource.k8s.io/v1beta1\nkind: DeviceClass\nmetadata: {name: c}\n",
+			[]string{"bad.yaml: document 1: ", `"DeviceClass" in apiVersion "resource.k8s.io/v1beta1"`}},
+		{"missing kind", "metadata: {name: x}\n",
+			[]string{"bad.yaml: document 1: apiVersion and kind are required"}},
+		{"duplicate", goodPod + "---\n" + goodPod,
+			[]string{"bad.yaml: document 2: duplicate Pod default/p (first defined at bad.yaml: document 1)"}},
+		{"duplicate in List", "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Node, metadata: {name: node1}}\n" +
+			"- {apiVersion: v1, kind: Node, metadata: {name: node1}}\n",
+			[]string{"bad.yaml: document 1: items[1]: duplicate Node node1 (first defined at bad.yaml: document 1: items[0])"}},
+		{"replicas is a string", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec: {replicas: three}\n",
+			[]string{"bad.yaml: document 1: Deployment d: ", "spec.replicas", "int32"}},
+		{"string where a list belongs", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: nginx}\n",
+			[]string{"bad.yaml: document 1: Pod p: ", "spec.containers of type []v1.Container"}},
+		{"unknown field", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: x}], colour: red}\n",
+			[]string{"bad.yaml: document 1: Pod p: ", `unknown field "spec.colour"`}},
+		{"bad quantity in a List item", "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Node, metadata: {name: node1}}\n" +
+			"- {apiVersion: v1, kind: Node, metadata: {name: node2}, status: {capacity: {cpu: 'four'}}}\n",
+			[]string{`bad.yaml: document 1: items[1]: Node node2: status.capacity[cpu]: invalid value "four": quantities must match`}},
+		{"bad timestamp", "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: c, creationTimestamp: yesterday}\n",
+			[]string{`bad.yaml: document 1: DeviceClass c: metadata.creationTimestamp: invalid value "yesterday"`}},
+		{"duplicate field", "apiVersion: v1\nkind: Node\nmetadata: {name: node1}\nmetadata: {name: node2}\n",
+			[]string{"bad.yaml: document 1: malformed YAML", `"metadata" already set`}},
+		{"alias bomb", aliasBomb, []string{"bad.yaml: document 1: malformed YAML", "excessive aliasing"}},
+		{"NodeGroup min > max", "apiVersion: draxr.dev/v1alpha1\nkind: NodeGroup\nmetadata: {name: g}\nspec: {minSize: 3, maxSize: 1, template: {}}\n",
+			[]string{"bad.yaml: document 1: NodeGroup g: spec.maxSize: Invalid value: 1: must be >= minSize (3)"}},
+		{"NodeGroup duplicate device names", `apiVersion: draxr.dev/v1alpha1
+kind: NodeGroup
+metadata: {name: g}
+spec: {minSize: 0, maxSize: 1, template: {}, resourceSlices: [{driver: gpu.example.com, devices: [{name: gpu-0}, {name: gpu-0}]}]}
+`, []string{"bad.yaml: document 1: NodeGroup g: spec.resourceSlices[0].devices[1].name: Duplicate value"}},
+		{"NodeGroup bad template label", `apiVersion: draxr.dev/v1alpha1
+kind: NodeGroup
+metadata: {name: g}
+spec: {minSize: 0, maxSize: 1, template: {metadata: {labels: {"bad key!": x}}}}
+`, []string{"bad.yaml: document 1: NodeGroup g: spec.template.metadata.labels: Invalid value"}},
+		{"container without image", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}]}\n",
+			[]string{"bad.yaml: document 1: Pod default/p: spec.containers[0].image: Required value"}},
+		{"bad pod name", "apiVersion: v1\nkind: Pod\nmetadata: {name: Bad_Name}\nspec: {containers: [{name: c, image: x}]}\n",
+			[]string{"bad.yaml: document 1: Pod default/Bad_Name: metadata.name: Invalid value"}},
+		{"bad node quantity", "apiVersion: v1\nkind: Node\nmetadata: {name: node1}\nstatus: {capacity: {cpu: '-1'}}\n",
+			[]string{"bad.yaml: document 1: Node node1: status.capacity.cpu: Invalid value"}},
+		{"bad slice", "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: s}\nspec: {driver: d.example.com, pool: {name: p, resourceSliceCount: 1}}\n",
+			[]string{"bad.yaml: document 1: ResourceSlice s: spec: Required value: exactly one of `nodeName`"}},
+		{"bad class name", "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: Bad_Class}\n",
+			[]string{"bad.yaml: document 1: DeviceClass Bad_Class: metadata.name: Invalid value"}},
+		{"claim request without class", "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: c}\nspec: {devices: {requests: [{name: r, exactly: {}}]}}\n",
+			[]string{"bad.yaml: document 1: ResourceClaim default/c: spec.devices.requests[0].exactly.deviceClassName: Required value"}},
+		{"template bad request name", "apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata: {name: t}\nspec: {spec: {devices: {requests: [{name: R_1, exactly: {deviceClassName: c}}]}}}\n",
+			[]string{"bad.yaml: document 1: ResourceClaimTemplate default/t: spec.spec.devices.requests[0].name: Invalid value"}},
+		{"invalid workload", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec: {selector: {matchLabels: {a: b}}, template: {metadata: {labels: {a: c}}, spec: {containers: [{name: c, image: x}]}}}\n",
+			[]string{"bad.yaml: document 1: Deployment default/d: spec.template.metadata.labels: Invalid value"}},
+		{"too many replicas", "apiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {name: d}\nspec: {replicas: 1000000000, selector: {matchLabels: {a: b}}, template: {metadata: {labels: {a: b}}, spec: {containers: [{name: c, image: x}]}}}\n",
+			[]string{"bad.yaml: document 1: ReplicaSet default/d: 1000000000 pods exceed the limit"}},
+		{"workload pod clashes with a pod", "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: db}\nspec: {selector: {matchLabels: {a: b}}, template: {metadata: {labels: {a: b}}, spec: {containers: [{name: c, image: x}]}}}\n---\n" +
+			"apiVersion: v1\nkind: Pod\nmetadata: {name: db-0}\nspec: {containers: [{name: c, image: busybox}]}\n",
+			[]string{"bad.yaml: document 2: duplicate Pod default/db-0 (first defined at bad.yaml: document 1)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
+			o, err := Parse([]byte(tt.src), "bad.yaml")
+			if err == nil {
+				t.Fatalf("no error; loaded %v", counts(o))
+			}
+			if d := time.Since(start); d > 2*time.Second {
+				t.Errorf("took %v", d)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not contain %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
+
+func TestAllErrorsOfAFile(t *testing.T) {
+	src := "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {containers: [{name: c}]}\n---\n" +
+		"apiVersion: v1\nkind: Thing\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: b}\nspec: {containers: [{name: c}]}\n"
+	_, err := Parse([]byte(src), "many.yaml")
+	for _, w := range []string{"many.yaml: document 1: Pod default/a:", "many.yaml: document 2: unsupported",
+		"many.yaml: document 3: Pod default/b:"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("want %q in %v", w, err)
+		}
+	}
+}
+
+func TestLoadPaths(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write("a/nodes.yaml", "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n")
+	write("a/sub/pods.yml", goodPod)
+	write("a/notes.txt", "not an input")
+	o, err := LoadPaths([]string{filepath.Join(dir, "a"), filepath.Join(dir, "a/nodes.yaml")})
+	if err != nil {
+		t.Fatalf("LoadPaths: %v", err)
+	}
+	if len(o.Nodes) != 1 || len(o.PendingPods) != 1 {
+		t.Fatalf("got %v", counts(o))
+	}
+
+	dup := write("b/more-pods.yaml", "# again\n---\n"+goodPod)
+	_, err = LoadPaths([]string{filepath.Join(dir, "a"), dup})
+	want := dup + ": document 1: duplicate Pod default/p (first defined at " + filepath.Join(dir, "a/sub/pods.yml") + ": document 1)"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("want %q, got %v", want, err)
+	}
+
+	big := filepath.Join(dir, "big.yaml")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(MaxFileSize + 1); err != nil { // sparse: no disk used
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, err := LoadPaths([]string{big}); err == nil || !strings.Contains(err.Error(), big+": file is") {
+		t.Errorf("want a size error naming %s, got %v", big, err)
+	}
+	if _, err := LoadPaths([]string{filepath.Join(dir, "missing.yaml")}); err == nil {
+		t.Errorf("want an error for a missing file")
+	}
+}
+
+func TestMergeDuplicateWorkload(t *testing.T) {
+	src := "apiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {name: r}\nspec: {replicas: 2, selector: {matchLabels: {a: b}}, template: {metadata: {labels: {a: b}}, spec: {containers: [{name: c, image: x}]}}}\n"
+	a, _ := Parse([]byte(src), "a.yaml")
+	b, _ := Parse([]byte(src), "b.yaml")
+	err := a.Merge(b)
+	if err == nil || !strings.Contains(err.Error(), "b.yaml: document 1: duplicate ReplicaSet default/r (first defined at a.yaml: document 1)") {
+		t.Fatalf("got %v", err)
+	}
+	if strings.Contains(err.Error(), "duplicate Pod") || len(a.PendingPods) != 2 {
+		t.Errorf("the duplicate workload's pods must be skipped silently: %v, %d pods", err, len(a.PendingPods))
+	}
+}

@@ -1,0 +1,275 @@
+package input
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	podutil "k8s.io/kubernetes/pkg/api/pod"
+	"k8s.io/kubernetes/pkg/apis/core"
+	corevalidation "k8s.io/kubernetes/pkg/apis/core/validation"
+	"k8s.io/kubernetes/pkg/apis/resource"
+	resourcevalidation "k8s.io/kubernetes/pkg/apis/resource/validation"
+
+	// The install packages register the v1 defaulting functions and the
+	// v1 <-> internal conversions with legacyscheme, as in the API server.
+	_ "k8s.io/kubernetes/pkg/apis/core/install"
+	_ "k8s.io/kubernetes/pkg/apis/resource/install"
+)
+
+func init() {
+	handlers["v1/Node"] = func(p *parser, d doc, raw []byte) {
+		n := &v1.Node{}
+		if obj, ok := p.prepare(d, raw, "Node", n, false); ok {
+			store(p, d, obj, validated(n, &core.Node{}, corevalidation.ValidateNode), &p.out.Nodes, n)
+		}
+	}
+	handlers["v1/Pod"] = func(p *parser, d doc, raw []byte) {
+		pod := &v1.Pod{}
+		if _, ok := p.prepare(d, raw, "Pod", pod, true); ok {
+			p.addPod(d, "", pod)
+		}
+	}
+	handlers["resource.k8s.io/v1/ResourceSlice"] = func(p *parser, d doc, raw []byte) {
+		s := &resourceapi.ResourceSlice{}
+		if obj, ok := p.prepare(d, raw, "ResourceSlice", s, false); ok {
+			store(p, d, obj, validated(s, &resource.ResourceSlice{}, resourcevalidation.ValidateResourceSlice), &p.out.ResourceSlices, s)
+		}
+	}
+	handlers["resource.k8s.io/v1/DeviceClass"] = func(p *parser, d doc, raw []byte) {
+		c := &resourceapi.DeviceClass{}
+		if obj, ok := p.prepare(d, raw, "DeviceClass", c, false); ok {
+			store(p, d, obj, validated(c, &resource.DeviceClass{}, validateDeviceClass), &p.out.DeviceClasses, c)
+		}
+	}
+	handlers["resource.k8s.io/v1/ResourceClaim"] = func(p *parser, d doc, raw []byte) {
+		c := &resourceapi.ResourceClaim{}
+		if obj, ok := p.prepare(d, raw, "ResourceClaim", c, true); ok {
+			store(p, d, obj, validated(c, &resource.ResourceClaim{}, validateClaim), &p.out.ResourceClaims, c)
+		}
+	}
+	handlers["resource.k8s.io/v1/ResourceClaimTemplate"] = func(p *parser, d doc, raw []byte) {
+		t := &resourceapi.ResourceClaimTemplate{}
+		if obj, ok := p.prepare(d, raw, "ResourceClaimTemplate", t, true); ok {
+			store(p, d, obj, validated(t, &resource.ResourceClaimTemplate{}, resourcevalidation.ValidateResourceClaimTemplate),
+				&p.out.ResourceClaimTemplates, t)
+		}
+	}
+}
+
+// object is a decoded object and how errors name it ("Pod default/web").
+type object struct {
+	kind string
+	meta metav1.Object
+}
+
+func (o object) String() string { return keyOf(o.kind, o.meta).String() }
+
+// prepare decodes raw strictly into obj and does what the API server does
+// before validating a create: namespace defaulting (cluster-scoped kinds
+// lose a namespace, as BeforeCreate clears it), the scheme's defaulting,
+// and a deterministic UID so that owner references by UID work offline.
+// creationTimestamp is kept as given.
+func (p *parser) prepare(d doc, raw []byte, kind string, obj runtime.Object, namespaced bool) (object, bool) {
+	if err := decodeStrict(raw, obj); err != nil {
+		p.fail(d, describe(kind, raw), err)
+		return object{}, false
+	}
+	meta := obj.(metav1.Object)
+	prepareMeta(kind, meta, namespaced, d.loc)
+	legacyscheme.Scheme.Default(obj)
+	return object{kind, meta}, true
+}
+
+func prepareMeta(kind string, meta metav1.Object, namespaced bool, loc string) {
+	switch {
+	case !namespaced:
+		meta.SetNamespace("")
+	case meta.GetNamespace() == "":
+		meta.SetNamespace(metav1.NamespaceDefault)
+	}
+	if meta.GetName() == "" && meta.GetGenerateName() != "" {
+		// What the API server's name generator does, but stable: the
+		// suffix depends on where the object was defined.
+		meta.SetName(meta.GetGenerateName() + suffix(loc))
+	}
+	if meta.GetUID() == "" {
+		meta.SetUID(stableUID(keyOf(kind, meta).String()))
+	}
+}
+
+// store reports errs, or adds obj to list unless it is a duplicate.
+func store[T metav1.Object](p *parser, d doc, o object, errs field.ErrorList, list *[]T, obj T) bool {
+	if len(errs) > 0 {
+		p.fail(d, o.String(), joinFieldErrors(errs))
+		return false
+	}
+	if err := add(p.out, list, o.kind, obj, d.loc); err != nil {
+		p.fail(d, "", err)
+		return false
+	}
+	return true
+}
+
+// joinFieldErrors keeps each field error separate, so that each gets the
+// file and document prefix (an Aggregate would print them as one "[...]").
+func joinFieldErrors(errs field.ErrorList) error {
+	out := make([]error, len(errs))
+	for i, e := range errs {
+		out[i] = e
+	}
+	return errors.Join(out...)
+}
+
+// validated converts the v1 object to the internal type the API server
+// validates and runs the kind's validation on it.
+func validated[V any, I any](obj *V, internal *I, validate func(*I) field.ErrorList) field.ErrorList {
+	if err := legacyscheme.Scheme.Convert(obj, internal, nil); err != nil {
+		return field.ErrorList{field.InternalError(nil, fmt.Errorf("convert to internal type: %w", err))}
+	}
+	var errs field.ErrorList
+	for _, e := range validate(internal) {
+		// Privileged and hostProcess containers depend on the API server's
+		// --allow-privileged, which kubeadm, kind and managed clusters set
+		// (dumps hold kube-proxy and CNI pods); this process never set the
+		// global it reads, so it would say false. Planning ignores it.
+		if e.Type == field.ErrorTypeForbidden && strings.HasSuffix(e.Detail, "disallowed by cluster policy") {
+			continue
+		}
+		errs = append(errs, e)
+	}
+	return errs
+}
+
+// addPod validates a pod the way pod creation (and, for the status it
+// carries, the status subresource) would, and files it as running or
+// pending. Pods in phase Succeeded or Failed are dropped after validation:
+// the scheduler's informers filter them out, so they hold no resources.
+func (p *parser) addPod(d doc, owner string, pod *v1.Pod) bool {
+	o := object{"Pod", pod}
+	what := o.String()
+	if owner != "" {
+		what = owner + ": " + what
+	}
+	errs := validated(pod, &core.Pod{}, validatePod)
+	if len(errs) > 0 {
+		p.fail(d, what, joinFieldErrors(errs))
+		return false
+	}
+	if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+		return true
+	}
+	list := &p.out.PendingPods
+	if pod.Spec.NodeName != "" {
+		list = &p.out.RunningPods
+	}
+	if err := add(p.out, list, "Pod", pod, d.loc); err != nil {
+		p.fail(d, owner, err)
+		return false
+	}
+	return true
+}
+
+func validatePod(pod *core.Pod) field.ErrorList {
+	opts := podutil.GetValidationOptionsFromPodSpecAndMeta(&pod.Spec, nil, &pod.ObjectMeta, nil)
+	opts.ResourceIsPod = true // as the pod strategy sets it
+	// Ephemeral containers cannot be set on create; a dumped pod that got
+	// one from `kubectl debug` went through the ephemeralcontainers
+	// subresource, so validate them as that update.
+	created := *pod
+	created.Spec.EphemeralContainers = nil
+	errs := corevalidation.ValidatePodCreate(&created, opts)
+	if len(pod.Spec.EphemeralContainers) > 0 {
+		for _, e := range corevalidation.ValidatePodEphemeralContainersUpdate(pod, &created, opts) {
+			if strings.HasPrefix(e.Field, "spec.ephemeralContainers") {
+				errs = append(errs, e)
+			}
+		}
+	}
+	// The status a dump carries is checked as a status update from an
+	// empty status. qosClass is immutable there, so it is carried over,
+	// and so is a bound pod's nominatedNodeName: setting it on a bound pod
+	// is refused now, but one stored earlier is not an error.
+	updated := *pod
+	asUpdate(&updated.ObjectMeta)
+	old := updated
+	old.Status = core.PodStatus{QOSClass: pod.Status.QOSClass}
+	if pod.Spec.NodeName != "" {
+		old.Status.NominatedNodeName = pod.Status.NominatedNodeName
+	}
+	return append(errs, corevalidation.ValidatePodStatusUpdate(&updated, &old, opts)...)
+}
+
+// asUpdate gives a hand-written object the resourceVersion every update
+// carries, so that checking its status as an update does not fail on the
+// missing version (the file is not an update request).
+func asUpdate(meta *metav1.ObjectMeta) {
+	if meta.ResourceVersion == "" {
+		meta.ResourceVersion = "1"
+	}
+}
+
+func validateClaim(claim *resource.ResourceClaim) field.ErrorList {
+	errs := resourcevalidation.ValidateResourceClaim(claim)
+	// An allocated claim from a dump is checked as the status update that
+	// allocated it; reservedFor is carried over because adding entries is
+	// forbidden once deletion started, which a dump may show.
+	updated := *claim
+	asUpdate(&updated.ObjectMeta)
+	old := updated
+	old.Status = resource.ResourceClaimStatus{ReservedFor: claim.Status.ReservedFor}
+	return append(errs, resourcevalidation.ValidateResourceClaimStatusUpdate(&updated, &old)...)
+}
+
+// celExpression is where DeviceClass validation reports a selector that
+// does not compile or is too expensive.
+var celExpression = regexp.MustCompile(`^spec\.selectors\[\d+\]\.cel\.expression$`)
+
+// validateDeviceClass is the API server's DeviceClass validation except
+// for CEL compilation (syntax, type and cost-limit errors): such a class
+// can exist in a cluster (stored by an older server or under other feature
+// gates, whose CEL environment differed), and the planner must report it
+// for each pod that needs the class, as the scheduler does, rather than
+// refuse the whole input. The length limit is still enforced.
+func validateDeviceClass(class *resource.DeviceClass) field.ErrorList {
+	var errs field.ErrorList
+	for _, e := range resourcevalidation.ValidateDeviceClass(class) {
+		if celExpression.MatchString(e.Field) && e.Type != field.ErrorTypeTooLong {
+			continue
+		}
+		errs = append(errs, e)
+	}
+	return errs
+}
+
+// stableUID derives a UUID-shaped UID from a name, so that repeated loads
+// of the same files give the same UIDs.
+func stableUID(name string) types.UID {
+	h := sha256.Sum256([]byte("draxr.dev/input:" + name))
+	h[6] = h[6]&0x0f | 0x50 // version 5 layout (name-based)
+	h[8] = h[8]&0x3f | 0x80 // RFC 4122 variant
+	return types.UID(fmt.Sprintf("%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16]))
+}
+
+// suffixAlphabet is the API server's name generator alphabet (no vowels,
+// no confusable digits).
+const suffixAlphabet = "bcdfghjklmnpqrstvwxz2456789"
+
+// suffix returns 5 characters derived from seed, like a generated name's.
+func suffix(seed string) string {
+	h := sha256.Sum256([]byte(seed))
+	b := make([]byte, 5)
+	for i := range b {
+		b[i] = suffixAlphabet[int(h[i])%len(suffixAlphabet)]
+	}
+	return string(b)
+}

@@ -1,0 +1,111 @@
+package input
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// LoadPaths reads files and directories (recursively, *.yaml, *.yml,
+// *.json, sorted) and merges them. A file named explicitly is read
+// whatever its extension; a file reached twice is read once. All files are
+// read even after an error, and every error is returned.
+func LoadPaths(paths []string) (*Objects, error) {
+	var files []string
+	var errs []error
+	seen := map[string]bool{}
+	for _, path := range paths {
+		found, err := expand(path)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, f := range found {
+			abs, err := filepath.Abs(f)
+			if err != nil {
+				abs = f
+			}
+			if !seen[abs] {
+				seen[abs] = true
+				files = append(files, f)
+			}
+		}
+	}
+	out := &Objects{}
+	for _, f := range files {
+		objs, err := loadFile(f)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := out.Merge(objs); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return out, nil
+}
+
+// expand lists path itself, or the input files under it if it is a
+// directory (filepath.WalkDir visits in lexical order).
+func expand(path string) ([]string, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !info.IsDir() {
+		return []string{path}, nil
+	}
+	var files []string
+	err = filepath.WalkDir(path, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !e.IsDir() && isInputFile(p) {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%s: no *.yaml, *.yml or *.json files in the directory", path)
+	}
+	return files, nil
+}
+
+func isInputFile(path string) bool {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	return false
+}
+
+func loadFile(path string) (*Objects, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if info, err := f.Stat(); err == nil && info.Mode().IsRegular() && info.Size() > MaxFileSize {
+		return nil, fmt.Errorf("%s: file is %d bytes, more than the limit of %d bytes", path, info.Size(), MaxFileSize)
+	}
+	// Read one byte more than allowed, so a file that grew after the stat
+	// (or a pipe) is detected without reading it all.
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(data) > MaxFileSize {
+		return nil, fmt.Errorf("%s: file is more than the limit of %d bytes", path, MaxFileSize)
+	}
+	return Parse(data, path)
+}

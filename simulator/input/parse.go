@@ -1,0 +1,246 @@
+package input
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// MaxFileSize caps one input file. A cluster dump of a few thousand nodes
+// and pods is well below it; the cap keeps a wrong path (a disk image, a
+// log) from being read into memory.
+const MaxFileSize = 64 << 20
+
+// handler decodes, defaults, validates and stores one object of its kind.
+type handler func(p *parser, d doc, raw []byte)
+
+// handlers is keyed by "apiVersion/kind"; filled in by the kind files.
+var handlers = map[string]handler{}
+
+// parser collects the objects and the errors of one file.
+type parser struct {
+	out  *Objects
+	errs []error
+}
+
+// doc is the position of one object: "a.yaml: document 2" or, for an
+// item of a List, "a.yaml: document 2: items[3]".
+type doc struct{ loc string }
+
+// fail records err (and each error joined into it) prefixed with the
+// position and, when known, the object ("Pod default/web").
+func (p *parser) fail(d doc, what string, err error) {
+	prefix := d.loc + ": "
+	if what != "" {
+		prefix += what + ": "
+	}
+	for _, e := range flatten(err) {
+		p.errs = append(p.errs, fmt.Errorf("%s%w", prefix, e))
+	}
+}
+
+func flatten(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, flatten(e)...)
+		}
+		return out
+	}
+	return []error{err}
+}
+
+// Parse parses one file's bytes; source names the file in errors. A
+// source ending in ".json" is read as a stream of JSON values, anything
+// else as multi-document YAML (which includes a single JSON object).
+func Parse(data []byte, source string) (*Objects, error) {
+	if len(data) > MaxFileSize {
+		return nil, fmt.Errorf("%s: file is %d bytes, more than the limit of %d bytes", source, len(data), MaxFileSize)
+	}
+	p := &parser{out: &Objects{}}
+	if strings.HasSuffix(strings.ToLower(source), ".json") {
+		p.parseJSON(data, source)
+	} else {
+		p.parseYAML(data, source)
+	}
+	if len(p.errs) > 0 {
+		return nil, errors.Join(p.errs...)
+	}
+	return p.out, nil
+}
+
+func (p *parser) parseJSON(data []byte, source string) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for n := 1; ; n++ {
+		var raw json.RawMessage
+		err := dec.Decode(&raw)
+		if err == io.EOF {
+			return
+		}
+		d := doc{fmt.Sprintf("%s: document %d", source, n)}
+		if err != nil {
+			p.fail(d, "", fmt.Errorf("malformed JSON: %w", err))
+			return // the decoder cannot resynchronise after a syntax error
+		}
+		p.document(d, raw)
+	}
+}
+
+func (p *parser) parseYAML(data []byte, source string) {
+	for i, part := range splitYAML(data) {
+		d := doc{fmt.Sprintf("%s: document %d", source, i+1)}
+		// Strict: a key given twice in one mapping is an error, as it is
+		// for the API server, instead of the last one silently winning.
+		// go-yaml's alias budget makes "billion laughs" documents fail
+		// fast instead of expanding.
+		raw, err := yaml.YAMLToJSONStrict(part.data)
+		if err != nil {
+			p.fail(d, "", fmt.Errorf("malformed YAML: %s", fileLines(err.Error(), part.line)))
+			continue
+		}
+		p.document(d, raw)
+	}
+}
+
+var yamlLine = regexp.MustCompile(`\bline (\d+)\b`)
+
+// fileLines turns go-yaml's line numbers, which count from the start of
+// the document, into line numbers of the file.
+func fileLines(msg string, docStart int) string {
+	return yamlLine.ReplaceAllStringFunc(msg, func(m string) string {
+		n, _ := strconv.Atoi(yamlLine.FindStringSubmatch(m)[1])
+		return fmt.Sprintf("line %d", n+docStart-1)
+	})
+}
+
+type yamlPart struct {
+	data []byte
+	line int // 1-based line of the document's first line in the file
+}
+
+// splitYAML splits at "---" lines. Text before the first separator is a
+// document only if it holds more than blank lines and comments, so a file
+// that starts with "---" numbers its first real document 1, as a reader
+// would count.
+func splitYAML(data []byte) []yamlPart {
+	var parts []yamlPart
+	start, startLine, line := 0, 1, 1
+	afterSeparator := false
+	for pos := 0; pos < len(data); line++ {
+		end := bytes.IndexByte(data[pos:], '\n')
+		next := len(data)
+		if end >= 0 {
+			next = pos + end + 1
+		}
+		text := strings.TrimRight(string(data[pos:next]), "\r\n")
+		if text == "---" || strings.HasPrefix(text, "--- ") || strings.HasPrefix(text, "---\t") {
+			if afterSeparator || hasContent(data[start:pos]) {
+				parts = append(parts, yamlPart{data[start:pos], startLine})
+			}
+			// A "--- value" line carries content of the new document.
+			start, startLine, afterSeparator = pos+3, line, true
+		}
+		pos = next
+	}
+	if afterSeparator || hasContent(data[start:]) {
+		parts = append(parts, yamlPart{data[start:], startLine})
+	}
+	return parts
+}
+
+func hasContent(b []byte) bool {
+	for _, l := range strings.Split(string(b), "\n") {
+		l = strings.TrimSpace(l)
+		if l != "" && !strings.HasPrefix(l, "#") {
+			return true
+		}
+	}
+	return false
+}
+
+type typeMeta struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+}
+
+// document dispatches one document; List kinds expand to their items.
+func (p *parser) document(d doc, raw []byte) {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || string(trimmed) == "null" || string(trimmed) == "{}" {
+		return // an empty document, e.g. a trailing "---"
+	}
+	var tm typeMeta
+	if err := json.Unmarshal(trimmed, &tm); err != nil {
+		p.fail(d, "", fmt.Errorf("not an object with apiVersion and kind: %w", err))
+		return
+	}
+	if !strings.HasSuffix(tm.Kind, "List") {
+		p.object(d, raw, tm)
+		return
+	}
+	var list struct {
+		typeMeta `json:",inline"`
+		Metadata json.RawMessage   `json:"metadata,omitempty"`
+		Items    []json.RawMessage `json:"items"`
+	}
+	if err := decodeStrict(trimmed, &list); err != nil {
+		p.fail(d, tm.Kind, err)
+		return
+	}
+	// Items of a typed list (NodeList, as the API returns it) carry no
+	// apiVersion and kind; those of a v1 List (kubectl -o yaml) do.
+	var itemType typeMeta
+	if tm.Kind != "List" {
+		itemType = typeMeta{APIVersion: tm.APIVersion, Kind: strings.TrimSuffix(tm.Kind, "List")}
+	}
+	for i, item := range list.Items {
+		id := doc{fmt.Sprintf("%s: items[%d]", d.loc, i)}
+		var it typeMeta
+		if err := json.Unmarshal(item, &it); err != nil {
+			p.fail(id, "", fmt.Errorf("not an object with apiVersion and kind: %w", err))
+			continue
+		}
+		if it.Kind == "" {
+			it.Kind = itemType.Kind
+		}
+		if it.APIVersion == "" {
+			it.APIVersion = itemType.APIVersion
+		}
+		if strings.HasSuffix(it.Kind, "List") {
+			p.fail(id, it.Kind, errors.New("a list inside a list is not supported"))
+			continue
+		}
+		p.object(id, item, it)
+	}
+}
+
+func (p *parser) object(d doc, raw []byte, tm typeMeta) {
+	if tm.Kind == "" || tm.APIVersion == "" {
+		p.fail(d, "", fmt.Errorf("apiVersion and kind are required (got apiVersion %q, kind %q)", tm.APIVersion, tm.Kind))
+		return
+	}
+	h, ok := handlers[tm.APIVersion+"/"+tm.Kind]
+	if !ok {
+		p.fail(d, "", fmt.Errorf("unsupported kind %q in apiVersion %q; supported: %s",
+			tm.Kind, tm.APIVersion, strings.Join(supportedKinds(), ", ")))
+		return
+	}
+	h(p, d, raw)
+}
+
+func supportedKinds() []string {
+	var out []string
+	for k := range handlers {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

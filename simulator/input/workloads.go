@@ -1,0 +1,214 @@
+package input
+
+import (
+	"fmt"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	podutil "k8s.io/kubernetes/pkg/api/pod"
+	"k8s.io/kubernetes/pkg/apis/apps"
+	appsvalidation "k8s.io/kubernetes/pkg/apis/apps/validation"
+	"k8s.io/kubernetes/pkg/apis/batch"
+	batchvalidation "k8s.io/kubernetes/pkg/apis/batch/validation"
+	"k8s.io/utils/ptr"
+
+	_ "k8s.io/kubernetes/pkg/apis/apps/install"
+	_ "k8s.io/kubernetes/pkg/apis/batch/install"
+)
+
+// maxPodsPerWorkload bounds the expansion of one workload, so a typo like
+// "replicas: 1000000000" fails with a message instead of exhausting
+// memory. It is Kubernetes' documented limit of pods in one cluster.
+const maxPodsPerWorkload = 150000
+
+// maxGeneratedBase is the API server's limit on the generateName part of a
+// generated name (63 minus the 5-character suffix).
+const maxGeneratedBase = 58
+
+func init() {
+	handlers["apps/v1/Deployment"] = func(p *parser, d doc, raw []byte) {
+		w := &appsv1.Deployment{}
+		if o, ok := p.prepare(d, raw, "Deployment", w, true); ok {
+			errs := validated(w, &apps.Deployment{}, func(in *apps.Deployment) field.ErrorList {
+				return appsvalidation.ValidateDeployment(in, podutil.GetValidationOptionsFromPodTemplate(&in.Spec.Template, nil))
+			})
+			p.expand(d, o, errs, &w.Spec.Template, int64(*w.Spec.Replicas), hashNames)
+		}
+	}
+	handlers["apps/v1/ReplicaSet"] = func(p *parser, d doc, raw []byte) {
+		w := &appsv1.ReplicaSet{}
+		if o, ok := p.prepare(d, raw, "ReplicaSet", w, true); ok {
+			errs := validated(w, &apps.ReplicaSet{}, func(in *apps.ReplicaSet) field.ErrorList {
+				return appsvalidation.ValidateReplicaSet(in, podutil.GetValidationOptionsFromPodTemplate(&in.Spec.Template, nil))
+			})
+			p.expand(d, o, errs, &w.Spec.Template, int64(*w.Spec.Replicas), hashNames)
+		}
+	}
+	handlers["apps/v1/StatefulSet"] = func(p *parser, d doc, raw []byte) {
+		w := &appsv1.StatefulSet{}
+		if o, ok := p.prepare(d, raw, "StatefulSet", w, true); ok {
+			errs := validated(w, &apps.StatefulSet{}, func(in *apps.StatefulSet) field.ErrorList {
+				return appsvalidation.ValidateStatefulSet(in, podutil.GetValidationOptionsFromPodTemplate(&in.Spec.Template, nil))
+			})
+			// The StatefulSet controller names pods by ordinal and sets
+			// their hostname, subdomain and identity labels. Volumes from
+			// volumeClaimTemplates are not added: the input holds no PVCs.
+			start := int64(0)
+			if w.Spec.Ordinals != nil {
+				start = int64(w.Spec.Ordinals.Start)
+			}
+			p.expand(d, o, errs, &w.Spec.Template, int64(*w.Spec.Replicas), func(i int64, pod *v1.Pod) {
+				ord := strconv.FormatInt(start+i, 10)
+				pod.Name = w.Name + "-" + ord
+				pod.Spec.Hostname, pod.Spec.Subdomain = pod.Name, w.Spec.ServiceName
+				pod.Labels[appsv1.StatefulSetPodNameLabel] = pod.Name
+				pod.Labels[appsv1.PodIndexLabel] = ord
+			})
+		}
+	}
+	handlers["batch/v1/Job"] = func(p *parser, d doc, raw []byte) {
+		w := &batchv1.Job{}
+		if o, ok := p.prepare(d, raw, "Job", w, true); ok {
+			if !*w.Spec.ManualSelector {
+				generateJobSelector(w)
+			}
+			errs := validated(w, &batch.Job{}, func(in *batch.Job) field.ErrorList {
+				return batchvalidation.ValidateJob(in, batchvalidation.JobValidationOptions{
+					PodValidationOptions:  podutil.GetValidationOptionsFromPodTemplate(&in.Spec.Template, nil),
+					RequirePrefixedLabels: true, // as the Job strategy sets it on create
+				})
+			})
+			// Pods running at once: parallelism, but no more than there
+			// are completions; a suspended Job runs none.
+			n := int64(*w.Spec.Parallelism)
+			if w.Spec.Completions != nil {
+				n = min(n, int64(*w.Spec.Completions))
+			}
+			if ptr.Deref(w.Spec.Suspend, false) {
+				n = 0
+			}
+			indexed := ptr.Deref(w.Spec.CompletionMode, batchv1.NonIndexedCompletion) == batchv1.IndexedCompletion
+			p.expand(d, o, errs, &w.Spec.Template, n, func(i int64, pod *v1.Pod) {
+				if !indexed {
+					hashNames(i, pod)
+					return
+				}
+				idx := strconv.FormatInt(i, 10)
+				hashNames(i, pod)
+				pod.Name = generated(w.Name+"-"+idx+"-", pod.Name)
+				pod.Spec.Hostname = w.Name + "-" + idx
+				pod.Annotations[batchv1.JobCompletionIndexAnnotation] = idx
+				pod.Labels[batchv1.JobCompletionIndexAnnotation] = idx
+			})
+		}
+	}
+}
+
+// generateJobSelector is what the Job strategy's PrepareForCreate does for
+// a Job without a manual selector: label the template with the job name
+// and UID and select on the UID. Labels already present are kept.
+func generateJobSelector(w *batchv1.Job) {
+	if w.Spec.Template.Labels == nil {
+		w.Spec.Template.Labels = map[string]string{}
+	}
+	for k, v := range map[string]string{
+		"job-name": w.Name, batchv1.JobNameLabel: w.Name,
+		"controller-uid": string(w.UID), batchv1.ControllerUidLabel: string(w.UID),
+	} {
+		if _, found := w.Spec.Template.Labels[k]; !found {
+			w.Spec.Template.Labels[k] = v
+		}
+	}
+	if w.Spec.Selector == nil {
+		w.Spec.Selector = &metav1.LabelSelector{}
+	}
+	if w.Spec.Selector.MatchLabels == nil {
+		w.Spec.Selector.MatchLabels = map[string]string{}
+	}
+	if _, found := w.Spec.Selector.MatchLabels[batchv1.ControllerUidLabel]; !found {
+		w.Spec.Selector.MatchLabels[batchv1.ControllerUidLabel] = string(w.UID)
+	}
+}
+
+// hashNames names pod i "<workload>-<5 characters>", the suffix derived
+// from the workload and i, like the ReplicaSet and Job controllers' names.
+func hashNames(i int64, pod *v1.Pod) {
+	ref := metav1.GetControllerOf(pod)
+	pod.Name = generated(ref.Name+"-", fmt.Sprintf("%s/%s/%s/%d", ref.Kind, pod.Namespace, ref.Name, i))
+}
+
+// generated is base (truncated as the API server's name generator does)
+// plus a 5-character suffix derived from seed.
+func generated(base, seed string) string {
+	if len(base) > maxGeneratedBase {
+		base = base[:maxGeneratedBase]
+	}
+	return base + suffix(seed)
+}
+
+// expand turns a validated workload into the pending pods its controller
+// would create: template labels, annotations and spec, the workload's
+// namespace and creationTimestamp, and a controller owner reference to it.
+// name sets each pod's name (and any per-pod fields).
+func (p *parser) expand(d doc, w object, errs field.ErrorList, tmpl *v1.PodTemplateSpec, n int64, name func(int64, *v1.Pod)) {
+	if len(errs) > 0 {
+		p.fail(d, w.String(), joinFieldErrors(errs))
+		return
+	}
+	if n > maxPodsPerWorkload {
+		p.fail(d, w.String(), fmt.Errorf("%d pods exceed the limit of %d pods per workload", n, maxPodsPerWorkload))
+		return
+	}
+	if err := p.out.claim(keyOf(w.kind, w.meta), d.loc); err != nil {
+		p.fail(d, "", err)
+		return
+	}
+	p.out.workloads = append(p.out.workloads, keyOf(w.kind, w.meta))
+	gvk := map[string]string{"Deployment": "apps/v1", "ReplicaSet": "apps/v1", "StatefulSet": "apps/v1", "Job": "batch/v1"}
+	names := map[string]bool{}
+	for i := int64(0); i < n; i++ {
+		pod := &v1.Pod{
+			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace:         w.meta.GetNamespace(),
+				Labels:            copyMap(tmpl.Labels),
+				Annotations:       copyMap(tmpl.Annotations),
+				CreationTimestamp: w.meta.GetCreationTimestamp(),
+				OwnerReferences: []metav1.OwnerReference{{
+					APIVersion: gvk[w.kind], Kind: w.kind, Name: w.meta.GetName(), UID: w.meta.GetUID(),
+					Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+				}},
+			},
+			Spec: *tmpl.Spec.DeepCopy(),
+		}
+		name(i, pod)
+		// Hash suffixes can collide (27^5 values); re-derive until unique,
+		// as the API server would retry a taken generated name.
+		for salt := 0; names[pod.Name]; salt++ {
+			pod.Name = generated(pod.Name[:len(pod.Name)-5], fmt.Sprintf("%s/%d", pod.Name, salt))
+		}
+		names[pod.Name] = true
+		prepareMeta("Pod", pod, true, d.loc)
+		// Template defaulting leaves pod-level defaults (requests from
+		// limits) to pod creation; do them as pod creation would.
+		legacyscheme.Scheme.Default(pod)
+		// One bad pod means all are bad (they share the template); stop
+		// instead of repeating the error n times.
+		if !p.addPod(d, w.String(), pod) {
+			return
+		}
+	}
+}
+
+func copyMap(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

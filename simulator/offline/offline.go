@@ -1,0 +1,97 @@
+// Package offline runs the scale-up planner on cluster state read from
+// files: it builds the snapshot from loaded objects, plans, and gathers
+// what the CLI reports. It is the offline front end of the same code path
+// the live autoscaler runs.
+package offline
+
+import (
+	"context"
+	"fmt"
+
+	"draxr.dev/draxr/autoscaler/expander"
+	"draxr.dev/draxr/autoscaler/scaleup"
+	"draxr.dev/draxr/simulator/dynres"
+	"draxr.dev/draxr/simulator/harness"
+	"draxr.dev/draxr/simulator/input"
+	"draxr.dev/draxr/simulator/snapshot"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+)
+
+// Options are the planner's knobs, as the CLI flags set them.
+type Options struct {
+	Profile       *config.KubeSchedulerProfile // nil: kube-scheduler's default
+	Expander      expander.Strategy            // nil: least-waste
+	MaxNodesTotal int
+}
+
+// BuildSnapshot loads objects into a new snapshot: classes and templates
+// first, then nodes, slices, claims and the running pods.
+func BuildSnapshot(objs *input.Objects) (*snapshot.Snapshot, error) {
+	snap := snapshot.New()
+	for _, c := range objs.DeviceClasses {
+		snap.SetDeviceClass(c)
+	}
+	for _, t := range objs.ResourceClaimTemplates {
+		snap.SetResourceClaimTemplate(t)
+	}
+	for _, n := range objs.Nodes {
+		if err := snap.AddNode(n); err != nil {
+			return nil, err
+		}
+	}
+	for _, s := range objs.ResourceSlices {
+		if err := snap.AddResourceSlice(s); err != nil {
+			return nil, err
+		}
+	}
+	for _, c := range objs.ResourceClaims {
+		snap.SetResourceClaim(c)
+	}
+	for _, p := range objs.RunningPods {
+		if err := snap.AddPod(p); err != nil {
+			return nil, err
+		}
+	}
+	return snap, nil
+}
+
+// Result is a plan with the state it was made on.
+type Result struct {
+	Plan     *scaleup.Plan
+	Snapshot *snapshot.Snapshot // after the plan: new nodes and placements included
+	Harness  *harness.Harness
+	// ClassErrors lists DeviceClasses whose selectors do not compile.
+	ClassErrors []string
+}
+
+// Simulate plans scale-ups for the pending pods in objs.
+func Simulate(ctx context.Context, objs *input.Objects, opts Options) (*Result, error) {
+	snap, err := BuildSnapshot(objs)
+	if err != nil {
+		return nil, err
+	}
+	h, err := harness.New(ctx, snap, opts.Profile)
+	if err != nil {
+		return nil, err
+	}
+	exp := opts.Expander
+	if exp == nil {
+		if exp, err = expander.New("least-waste", nil, 0); err != nil {
+			return nil, err
+		}
+	}
+	matcher := dynres.NewMatcher()
+	p := &scaleup.Planner{Harness: h, Groups: objs.NodeGroups, Expander: exp, MaxNodesTotal: opts.MaxNodesTotal, Matcher: matcher}
+	plan, err := p.Plan(objs.PendingPods)
+	if err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	res := &Result{Plan: plan, Snapshot: snap, Harness: h}
+	classes, _ := snap.Classes().List()
+	for _, c := range classes {
+		if err := matcher.ClassError(c); err != nil {
+			res.ClassErrors = append(res.ClassErrors, err.Error())
+		}
+	}
+	return res, nil
+}

@@ -1,0 +1,135 @@
+// Package report prints plans and capacity reports as tables, JSON or
+// YAML, for people and for scripts.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"sigs.k8s.io/yaml"
+
+	"draxr.dev/draxr/autoscaler/scaleup"
+	"draxr.dev/draxr/simulator/capacity"
+)
+
+// Formats lists the -o values.
+var Formats = []string{"table", "json", "yaml"}
+
+// SimulateOutput is what `draxr simulate -o json|yaml` prints.
+type SimulateOutput struct {
+	*scaleup.Plan
+	ClassErrors []string `json:"deviceClassErrors,omitempty"`
+}
+
+// Write prints v in a machine format, or calls table for "table".
+func Write(w io.Writer, format string, v any, table func(io.Writer) error) error {
+	switch format {
+	case "", "table":
+		return table(w)
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	case "yaml":
+		b, err := yaml.Marshal(v)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	}
+	return fmt.Errorf("-o: unknown output format %q (want one of %s)", format, strings.Join(Formats, ", "))
+}
+
+// PlanTable prints a plan for people.
+func PlanTable(w io.Writer, out SimulateOutput) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	p := out.Plan
+	fmt.Fprintln(tw, "NODE GROUPS")
+	fmt.Fprintln(tw, "NAME\tMIN\tMAX\tCURRENT\tNEW\tA NEW NODE OFFERS")
+	for _, g := range p.Groups {
+		offers := make([]string, 0, len(g.Template))
+		for _, e := range g.Template {
+			offers = append(offers, e.String())
+		}
+		if len(offers) == 0 {
+			offers = []string{"no extended resources"}
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t+%d\t%s\n", g.Name, g.MinSize, g.MaxSize, g.CurrentNodes, g.NewNodes, offers[0])
+		for _, o := range offers[1:] {
+			fmt.Fprintf(tw, "\t\t\t\t\t%s\n", o)
+		}
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "SCALE-UP")
+	if len(p.ScaleUps) == 0 {
+		fmt.Fprintln(tw, "none")
+	} else {
+		fmt.Fprintln(tw, "NODE GROUP\tNEW NODES\tPODS HELPED")
+		for _, su := range p.ScaleUps {
+			fmt.Fprintf(tw, "%s\t+%d\t%d\n", su.NodeGroup, su.NewNodes, len(su.Pods))
+		}
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "PLACEMENTS")
+	fmt.Fprintln(tw, "POD\tNODE\tDEVICES")
+	for _, pl := range p.ExistingNodes {
+		fmt.Fprintf(tw, "%s\t%s (existing)\t%s\n", pl.Pod, pl.Node, devices(pl.Devices))
+	}
+	for _, su := range p.ScaleUps {
+		for _, pl := range su.Placements {
+			fmt.Fprintf(tw, "%s\t%s (new)\t%s\n", pl.Pod, pl.Node, devices(pl.Devices))
+		}
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "NO SCALE-UP")
+	if len(p.NoScaleUp) == 0 {
+		fmt.Fprintln(tw, "every pending pod is placed")
+	} else {
+		fmt.Fprintln(tw, "POD\tREASON")
+		for _, n := range p.NoScaleUp {
+			fmt.Fprintf(tw, "%s\t%s\n", n.Pod, n.Reason)
+		}
+	}
+	for _, e := range out.ClassErrors {
+		fmt.Fprintf(tw, "\nwarning: %s\n", e)
+	}
+	return tw.Flush()
+}
+
+func devices(ds []string) string {
+	if len(ds) == 0 {
+		return "-"
+	}
+	return strings.Join(ds, ",")
+}
+
+// CapacityTable prints a capacity report for people.
+func CapacityTable(w io.Writer, r *capacity.Report) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "DEVICE CLASS\tTOTAL\tALLOCATED\tFREE\tBY NODE GROUP")
+	for _, row := range r.Classes {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", row.Name, row.Total, row.Allocated, row.Free, parts(row.Groups))
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "EXTENDED RESOURCE\tSOURCE\tTOTAL\tALLOCATED\tFREE\tBY NODE")
+	for _, row := range r.Resources {
+		src := string(row.Source)
+		if row.Class != "" {
+			src += " (" + row.Class + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\n", row.Name, src, row.Total, row.Allocated, row.Free, parts(row.Nodes))
+	}
+	return tw.Flush()
+}
+
+func parts(ps []capacity.Part) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = fmt.Sprintf("%s %d/%d free", p.Name, p.Free, p.Total)
+	}
+	return strings.Join(s, ", ")
+}
