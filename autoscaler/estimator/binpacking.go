@@ -52,6 +52,8 @@ type NodeNamer func(group string, i int) string
 type BinPacking struct {
 	Harness *harness.Harness
 	Namer   NodeNamer
+	// Kinds caches equivalence keys across estimates; nil computes them.
+	Kinds *Kinds
 	// CountOnly trades placements for speed when only the node and pod
 	// counts matter (comparing node groups): once a fresh node has been
 	// filled by pods of one kind alone, later fresh nodes for a run of
@@ -72,6 +74,13 @@ func (b *BinPacking) Estimate(g *nodegroup.NodeGroup, pods []*v1.Pod, maxNodes i
 	cursor := map[string]int{}
 	emptyNodeRejects := map[string]*harness.FitError{}
 	fill := fillMemo{noReplicate: map[string]bool{}}
+	kinds := b.Kinds
+	if kinds == nil {
+		kinds = &Kinds{}
+	}
+	// simulated lists the new nodes that exist in the snapshot (not the
+	// counted-only ones); cursors index it.
+	var simulated []string
 	virtual := virtualNodes{}
 	skip := 0
 	for i, pod := range pods {
@@ -79,7 +88,7 @@ func (b *BinPacking) Estimate(g *nodegroup.NodeGroup, pods []*v1.Pod, maxNodes i
 			skip--
 			continue
 		}
-		kind := EquivalenceKey(pod)
+		kind := kinds.Of(pod)
 		if ferr, ok := emptyNodeRejects[kind]; ok {
 			res.Unplaced = append(res.Unplaced, Unplaced{Pod: pod, Err: ferr})
 			continue
@@ -90,15 +99,12 @@ func (b *BinPacking) Estimate(g *nodegroup.NodeGroup, pods []*v1.Pod, maxNodes i
 			continue
 		}
 		placedOn := ""
-		for j := cursor[kind]; j < len(res.NewNodes); j++ {
-			if snap.NodeInfo(res.NewNodes[j]) == nil {
-				continue // a counted-only node
-			}
-			if _, _, ferr := b.Harness.PlaceOnAnyNode(pod, res.NewNodes[j:j+1]); ferr == nil {
-				placedOn = res.NewNodes[j]
+		for j := cursor[kind]; j < len(simulated); j++ {
+			if _, _, ferr := b.Harness.PlaceOnAnyNode(pod, simulated[j:j+1]); ferr == nil {
+				placedOn = simulated[j]
 				break
 			}
-			fill.full(snap, res.NewNodes[j], kind)
+			fill.full(snap, simulated[j], kind)
 			cursor[kind] = j + 1
 		}
 		if placedOn == "" {
@@ -106,9 +112,10 @@ func (b *BinPacking) Estimate(g *nodegroup.NodeGroup, pods []*v1.Pod, maxNodes i
 				res.Unplaced = append(res.Unplaced, Unplaced{Pod: pod})
 				continue
 			}
-			if m, ok := fill.perNode[kind]; ok && !b.CountOnly && fill.runOf(pods[i:], kind, m.n) {
+			if m, ok := fill.perNode[kind]; ok && !b.CountOnly && fill.runOf(pods[i:], kind, m.n, kinds) {
 				if b.replicate(g, m, pods[i:i+m.n], res) {
-					cursor[kind] = len(res.NewNodes) // the copy is as full as its source
+					simulated = append(simulated, res.NewNodes[len(res.NewNodes)-1])
+					cursor[kind] = len(simulated) // the copy is as full as its source
 					skip = m.n - 1
 					continue
 				}
@@ -137,6 +144,7 @@ func (b *BinPacking) Estimate(g *nodegroup.NodeGroup, pods []*v1.Pod, maxNodes i
 			}
 			snap.Commit()
 			res.NewNodes = append(res.NewNodes, name)
+			simulated = append(simulated, name)
 			placedOn = name
 		}
 		fill.placed(placedOn, kind)
@@ -229,12 +237,12 @@ func (f *fillMemo) full(snap *snapshot.Snapshot, node, kind string) {
 
 // runOf reports whether the next n pods are all of the kind and may be
 // replicated.
-func (f *fillMemo) runOf(pods []*v1.Pod, kind string, n int) bool {
+func (f *fillMemo) runOf(pods []*v1.Pod, kind string, n int, kinds *Kinds) bool {
 	if len(pods) < n || f.noReplicate[kind] {
 		return false
 	}
 	for _, p := range pods[:n] {
-		if !harness.Replicable(p) || EquivalenceKey(p) != kind {
+		if kinds.Of(p) != kind || !harness.Replicable(p) {
 			return false
 		}
 	}

@@ -23,6 +23,23 @@ func EquivalenceKey(pod *v1.Pod) string {
 	return fmt.Sprintf("%s/%s/%x", pod.Namespace, owner, specHash(pod))
 }
 
+// Kinds memoizes EquivalenceKey per pod object; a planner computes each
+// pod's key once however many node groups it tries.
+type Kinds struct{ m map[*v1.Pod]string }
+
+// Of returns the pod's equivalence key.
+func (k *Kinds) Of(pod *v1.Pod) string {
+	if key, ok := k.m[pod]; ok {
+		return key
+	}
+	if k.m == nil {
+		k.m = map[*v1.Pod]string{}
+	}
+	key := EquivalenceKey(pod)
+	k.m[pod] = key
+	return key
+}
+
 // specHash covers what scheduling reads: requests, claims, selectors,
 // affinity, tolerations, topology spread, priority and scheduler name.
 func specHash(pod *v1.Pod) uint64 {

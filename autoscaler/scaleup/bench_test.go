@@ -90,7 +90,7 @@ func first(n []NoScaleUp) any {
 
 // The mixed case: 20 groups (CPU-only, and 8-GPU groups published by DRA
 // or a device plugin) and 30,000 pods of 5 shapes.
-const mixedWantNodes = -1 // computed below once measured; see mixedGroups
+const mixedWantNodes = 6000 // 48,000 devices at 8 per node; CPU pods fill the GPU nodes' spare CPU
 
 func mixedGroups() []*nodegroup.NodeGroup {
 	var gs []*nodegroup.NodeGroup

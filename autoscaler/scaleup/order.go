@@ -13,7 +13,7 @@ import (
 // SortLargestFirst orders pods by extended resources (devices), then CPU,
 // then memory, all descending; alike pods stay together and ties keep
 // namespace/name order, so plans are deterministic.
-func SortLargestFirst(pods []*v1.Pod) []*v1.Pod {
+func SortLargestFirst(pods []*v1.Pod, kinds *estimator.Kinds) []*v1.Pod {
 	type keyed struct {
 		pod              *v1.Pod
 		devices          int64
@@ -23,7 +23,7 @@ func SortLargestFirst(pods []*v1.Pod) []*v1.Pod {
 	ks := make([]keyed, len(pods))
 	for i, pod := range pods {
 		req := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
-		k := keyed{pod: pod, milliCPU: req.Cpu().MilliValue(), memory: req.Memory().Value(), kind: estimator.EquivalenceKey(pod)}
+		k := keyed{pod: pod, milliCPU: req.Cpu().MilliValue(), memory: req.Memory().Value(), kind: kinds.Of(pod)}
 		for name, q := range req {
 			if dynres.IsExtended(name) {
 				k.devices += q.Value()

@@ -79,9 +79,9 @@ func (p *Planner) Plan(pending []*v1.Pod) (*Plan, error) {
 	sort.Slice(groups, func(i, j int) bool { return groups[i].Name < groups[j].Name })
 	st := newState(p, groups)
 
-	pods := SortLargestFirst(pending)
+	pods := SortLargestFirst(pending, st.kinds)
 	plan := &Plan{}
-	remaining := p.placeOnExisting(pods, plan)
+	remaining := p.placeOnExisting(pods, plan, st.kinds)
 	for len(remaining) > 0 {
 		best, ok, err := p.bestOption(st, remaining)
 		if err != nil {
@@ -107,7 +107,7 @@ func (p *Planner) Plan(pending []*v1.Pod) (*Plan, error) {
 
 // placeOnExisting places pods on existing nodes where kube-scheduler would.
 // A kind of pod that fit nowhere is not tried again: nodes only fill up.
-func (p *Planner) placeOnExisting(pods []*v1.Pod, plan *Plan) []*v1.Pod {
+func (p *Planner) placeOnExisting(pods []*v1.Pod, plan *Plan, kinds *estimator.Kinds) []*v1.Pod {
 	nodes := p.Harness.Snapshot().NodeNames()
 	if len(nodes) == 0 {
 		return pods
@@ -115,7 +115,7 @@ func (p *Planner) placeOnExisting(pods []*v1.Pod, plan *Plan) []*v1.Pod {
 	var remaining []*v1.Pod
 	noRoom := map[string]bool{}
 	for _, pod := range pods {
-		kind := estimator.EquivalenceKey(pod)
+		kind := kinds.Of(pod)
 		if noRoom[kind] {
 			remaining = append(remaining, pod)
 			continue

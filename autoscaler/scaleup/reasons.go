@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
 
-	"draxr.dev/draxr/autoscaler/estimator"
 	"draxr.dev/draxr/cloudprovider/nodegroup"
 	"draxr.dev/draxr/simulator/dynres"
 	"draxr.dev/draxr/simulator/harness"
@@ -18,7 +17,7 @@ import (
 // explain says, per node group, why a pending pod does not trigger a
 // scale-up, in terms a person can act on.
 func (st *state) explain(pod *v1.Pod) string {
-	kind := estimator.EquivalenceKey(pod)
+	kind := st.kinds.Of(pod)
 	for _, g := range st.groups {
 		if ferr := st.rejects[g.Name][kind]; ferr != nil && ferr.Never() {
 			return neverReason(ferr)

@@ -21,6 +21,7 @@ type state struct {
 	// rejects holds, per group and kind of pod, why an empty node of the
 	// group does not take the pod. It does not change between loops.
 	rejects map[string]map[string]*harness.FitError
+	kinds   *estimator.Kinds
 }
 
 func newState(p *Planner, groups []*nodegroup.NodeGroup) *state {
@@ -31,6 +32,7 @@ func newState(p *Planner, groups []*nodegroup.NodeGroup) *state {
 		planned:  map[string]int{},
 		template: map[string][]dynres.Entry{},
 		rejects:  map[string]map[string]*harness.FitError{},
+		kinds:    &estimator.Kinds{},
 	}
 	snap := p.Harness.Snapshot()
 	for _, name := range snap.NodeNames() {
@@ -88,7 +90,7 @@ func (st *state) estimate(group string, pods []*v1.Pod, final bool) (*estimator.
 	}
 	for _, u := range res.Unplaced {
 		if u.Err != nil {
-			st.rejects[group][estimator.EquivalenceKey(u.Pod)] = u.Err
+			st.rejects[group][st.kinds.Of(u.Pod)] = u.Err
 		}
 	}
 	return res, nil

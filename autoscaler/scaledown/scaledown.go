@@ -1,0 +1,169 @@
+// Package scaledown finds nodes whose pods could all run elsewhere: it
+// removes each candidate's pods in the simulation (freeing their
+// extended-resource and pod-owned claims, as eviction would) and places
+// them again through the scheduler harness on the remaining nodes.
+package scaledown
+
+import (
+	"fmt"
+	"sort"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/dynamic-resource-allocation/structured"
+
+	"draxr.dev/draxr/simulator/harness"
+)
+
+// Options bound what may be removed.
+type Options struct {
+	// UtilizationThreshold: only nodes used below it are candidates (0..1).
+	UtilizationThreshold float64
+	// MayRemove vetoes nodes (min size, annotations, ...); nil allows all.
+	MayRemove func(node *v1.Node) bool
+	// Movable vetoes pods that cannot be evicted (PDBs, local storage,
+	// no controller); nil treats every pod as movable except mirror and
+	// DaemonSet pods, which leave with the node.
+	Movable func(pod *v1.Pod) error
+}
+
+// Removal is a node that can go, and where its pods would move.
+type Removal struct {
+	Node        string            `json:"node"`
+	Utilization float64           `json:"utilization"`
+	Moves       map[string]string `json:"moves"` // pod -> new node
+}
+
+// Rejection says why a candidate node stays.
+type Rejection struct {
+	Node   string `json:"node"`
+	Reason string `json:"reason"`
+}
+
+// Find returns the nodes that can be removed together, in the order they
+// were chosen (least utilised first), and why the others cannot. It
+// mutates the harness's snapshot: the chosen nodes' pods are moved and the
+// nodes deleted. Run it on a fork to keep the snapshot.
+func Find(h *harness.Harness, opts Options) ([]Removal, []Rejection) {
+	snap := h.Snapshot()
+	type candidate struct {
+		name string
+		util float64
+	}
+	var cands []candidate
+	var rejected []Rejection
+	for _, name := range snap.NodeNames() {
+		node := snap.NodeInfo(name).Node()
+		if opts.MayRemove != nil && !opts.MayRemove(node) {
+			continue
+		}
+		u := Utilization(h, name)
+		if u >= opts.UtilizationThreshold {
+			rejected = append(rejected, Rejection{Node: name, Reason: fmt.Sprintf("utilization %.2f is not below %.2f", u, opts.UtilizationThreshold)})
+			continue
+		}
+		cands = append(cands, candidate{name, u})
+	}
+	sort.SliceStable(cands, func(i, j int) bool { return cands[i].util < cands[j].util })
+
+	removed := map[string]bool{}
+	var out []Removal
+	for _, c := range cands {
+		moves, err := drain(h, c.name, removed, opts)
+		if err != nil {
+			rejected = append(rejected, Rejection{Node: c.name, Reason: err.Error()})
+			continue
+		}
+		removed[c.name] = true
+		out = append(out, Removal{Node: c.name, Utilization: c.util, Moves: moves})
+	}
+	return out, rejected
+}
+
+// drain moves every pod off the node onto nodes that stay, or changes
+// nothing and says which pod could not move.
+func drain(h *harness.Harness, nodeName string, removed map[string]bool, opts Options) (map[string]string, error) {
+	snap := h.Snapshot()
+	var targets []string
+	for _, n := range snap.NodeNames() {
+		if n != nodeName && !removed[n] {
+			targets = append(targets, n)
+		}
+	}
+	var uids []types.UID
+	for _, pi := range snap.NodeInfo(nodeName).Pods {
+		uids = append(uids, pi.GetPod().UID)
+	}
+	snap.Fork()
+	moves := map[string]string{}
+	for _, uid := range uids {
+		pod, _, _ := snap.Pod(uid)
+		if leavesWithNode(pod) {
+			continue
+		}
+		if opts.Movable != nil {
+			if err := opts.Movable(pod); err != nil {
+				snap.Revert()
+				return nil, fmt.Errorf("pod %s/%s cannot be evicted: %w", pod.Namespace, pod.Name, err)
+			}
+		}
+		pending, err := h.Remove(uid)
+		if err != nil {
+			snap.Revert()
+			return nil, err
+		}
+		to, _, ferr := h.PlaceOnAnyNode(pending, targets)
+		if ferr != nil {
+			snap.Revert()
+			return nil, fmt.Errorf("pod %s/%s fits no other node: %s", pod.Namespace, pod.Name, ferr.Error())
+		}
+		moves[pod.Namespace+"/"+pod.Name] = to
+	}
+	if err := snap.RemoveNode(nodeName); err != nil {
+		snap.Revert()
+		return nil, err
+	}
+	snap.Commit()
+	return moves, nil
+}
+
+func leavesWithNode(pod *v1.Pod) bool {
+	if _, mirror := pod.Annotations[v1.MirrorPodAnnotationKey]; mirror {
+		return true
+	}
+	for _, ref := range pod.OwnerReferences {
+		if ref.Kind == "DaemonSet" && ref.Controller != nil && *ref.Controller {
+			return true
+		}
+	}
+	return false
+}
+
+// Utilization is the share of a node in use: of its DRA devices when it
+// has any (an idle GPU node is idle whatever its CPU), else the larger of
+// requested CPU and memory over allocatable.
+func Utilization(h *harness.Harness, nodeName string) float64 {
+	snap := h.Snapshot()
+	allocated := snap.AllocatedDeviceIDs()
+	var devices, used int
+	for _, s := range snap.SlicesForNode(nodeName) {
+		for _, d := range s.Spec.Devices {
+			devices++
+			if allocated.Has(structured.MakeDeviceID(s.Spec.Driver, s.Spec.Pool.Name, d.Name)) {
+				used++
+			}
+		}
+	}
+	if devices > 0 {
+		return float64(used) / float64(devices)
+	}
+	ni := snap.NodeInfo(nodeName)
+	var u float64
+	if a := ni.Allocatable.MilliCPU; a > 0 {
+		u = float64(ni.Requested.MilliCPU) / float64(a)
+	}
+	if a := ni.Allocatable.Memory; a > 0 {
+		u = max(u, float64(ni.Requested.Memory)/float64(a))
+	}
+	return u
+}
