@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -23,21 +24,49 @@ func (e *exitError) Error() string { return e.err.Error() }
 func badInput(err error) error { return &exitError{code: 2, err: err} }
 
 func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes the command line args (without the program name) and
+// returns the exit code: 0 on success, 2 for bad input (files, flags), 1
+// for any other error.
+func run(args []string, stdout, stderr io.Writer) int {
+	root := newRootCommand()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	if err := root.Execute(); err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return ee.code
+		}
+		// Cobra's own errors (unknown command or flag, bad flag value)
+		// are usage errors: bad input.
+		if isUsageError(err) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+func newRootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "draxr",
 		Short:         "Plan cluster scale-ups for pods that ask for DRA-backed extended resources",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return badInput(err) })
 	root.AddCommand(newSimulateCommand(), newCapacityCommand())
-	if err := root.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
-		var ee *exitError
-		if errors.As(err, &ee) {
-			os.Exit(ee.code)
-		}
-		os.Exit(1)
-	}
+	return root
+}
+
+// isUsageError reports cobra's errors for a command line it cannot parse
+// into a command (flag errors go through the flag error func).
+func isUsageError(err error) bool {
+	return strings.HasPrefix(err.Error(), "unknown command ")
 }
 
 type ioWriter = io.Writer

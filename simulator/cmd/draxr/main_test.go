@@ -1,0 +1,273 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"draxr.dev/draxr/simulator/capacity"
+	"draxr.dev/draxr/simulator/report"
+)
+
+// draxr runs the CLI in-process and returns its exit code and output.
+func draxr(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(args, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestSimulateBuiltinTable(t *testing.T) {
+	code, out, errOut := draxr(t, "simulate")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr: %s", code, errOut)
+	}
+	for _, want := range []string{
+		"NODE GROUPS\n", "\nSCALE-UP\n", "\nPLACEMENTS\n", "\nNO SCALE-UP\n",
+		"example.com/gpu: 8 (DRA, DeviceClass gpu.example.com)",
+		"example.com/gpu: 4 (device plugin)",
+		"deviceclass.resource.kubernetes.io/gpu.example.com: 8 (DRA, DeviceClass gpu.example.com)",
+		"needs 9 example.com/gpu; a gpu-dra node offers 8",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if errOut != "" {
+		t.Errorf("stderr = %q, want nothing", errOut)
+	}
+}
+
+func TestSimulateBuiltinJSON(t *testing.T) {
+	code, out, errOut := draxr(t, "simulate", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr: %s", code, errOut)
+	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(out), &keys); err != nil {
+		t.Fatalf("output is not a JSON object: %v\n%s", err, out)
+	}
+	for _, k := range []string{"scaleUp", "existingNodes", "noScaleUp", "nodeGroups"} {
+		if _, ok := keys[k]; !ok {
+			t.Errorf("JSON lacks key %q; has %v", k, keys)
+		}
+	}
+	var plan report.SimulateOutput
+	if err := json.Unmarshal([]byte(out), &plan); err != nil {
+		t.Fatal(err)
+	}
+	// The built-in example's giant-model asks for 9 GPUs; no node has 9.
+	if len(plan.NoScaleUp) != 1 || plan.NoScaleUp[0].Pod != "ml/giant-model" {
+		t.Errorf("noScaleUp = %+v, want only ml/giant-model", plan.NoScaleUp)
+	}
+
+	code, out, errOut = draxr(t, "simulate", "-o", "yaml")
+	if code != 0 {
+		t.Fatalf("-o yaml: exit %d, stderr: %s", code, errOut)
+	}
+	var fromYAML map[string]any
+	if err := yaml.Unmarshal([]byte(out), &fromYAML); err != nil || fromYAML["scaleUp"] == nil {
+		t.Errorf("-o yaml: %v, keys %v", err, fromYAML)
+	}
+}
+
+func TestCapacityBuiltin(t *testing.T) {
+	code, out, errOut := draxr(t, "capacity", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr: %s", code, errOut)
+	}
+	var r capacity.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	// gpu-dra-0 publishes 8 devices; finetune-0's extended-resource claim
+	// holds 6 of them. Nothing is planned by `capacity`.
+	type counts struct{ total, allocated, free int64 }
+	want := counts{8, 6, 2}
+	var class *capacity.Row
+	for i := range r.Classes {
+		if r.Classes[i].Name == "gpu.example.com" {
+			class = &r.Classes[i]
+		}
+	}
+	if class == nil || len(r.Classes) != 1 {
+		t.Fatalf("device classes = %+v, want only gpu.example.com", r.Classes)
+	}
+	if got := (counts{class.Total, class.Allocated, class.Free}); got != want {
+		t.Errorf("gpu.example.com: %+v, want %+v", got, want)
+	}
+	if len(class.Groups) != 1 || class.Groups[0] != (capacity.Part{Name: "gpu-dra", Total: 8, Allocated: 6, Free: 2}) {
+		t.Errorf("gpu.example.com by node group = %+v, want gpu-dra 8/6/2", class.Groups)
+	}
+	names := map[string]counts{}
+	for _, row := range r.Resources {
+		names[row.Name+" "+string(row.Source)] = counts{row.Total, row.Allocated, row.Free}
+	}
+	for _, name := range []string{"example.com/gpu DRA", "deviceclass.resource.kubernetes.io/gpu.example.com DRA"} {
+		if got, ok := names[name]; !ok || got != want {
+			t.Errorf("%s: %+v (found %v), want %+v; rows %v", name, got, ok, want, names)
+		}
+	}
+
+	code, out, _ = draxr(t, "capacity")
+	if code != 0 {
+		t.Fatalf("table: exit %d", code)
+	}
+	if !regexp.MustCompile(`(?m)^gpu\.example\.com\s+8\s+6\s+2\s+gpu-dra 2/8 free$`).MatchString(out) {
+		t.Errorf("capacity table lacks the gpu.example.com row 8/6/2:\n%s", out)
+	}
+}
+
+func TestBadInputFiles(t *testing.T) {
+	tests := []struct {
+		name, file, content, wantErr string
+	}{
+		{"malformed YAML", "broken.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: x\n", "malformed YAML"},
+		{"unknown kind", "gadget.yaml", "apiVersion: v1\nkind: Gadget\nmetadata: {name: x}\n", `unsupported kind "Gadget"`},
+		{"NodeGroup min > max", "groups.yaml", `apiVersion: draxr.dev/v1alpha1
+kind: NodeGroup
+metadata: {name: gpu}
+spec: {minSize: 3, maxSize: 1, template: {status: {capacity: {cpu: "8"}}}}
+`, "spec.maxSize"},
+	}
+	for _, tt := range tests {
+		path := writeFile(t, tt.file, tt.content)
+		for _, cmd := range []string{"simulate", "capacity"} {
+			t.Run(tt.name+"/"+cmd, func(t *testing.T) {
+				code, out, errOut := draxr(t, cmd, "-f", path)
+				if code != 2 {
+					t.Errorf("exit %d, want 2; stderr: %s", code, errOut)
+				}
+				if !strings.Contains(errOut, path) || !strings.Contains(errOut, tt.wantErr) {
+					t.Errorf("stderr = %q, want the file %s and %q", errOut, path, tt.wantErr)
+				}
+				if out != "" {
+					t.Errorf("stdout = %q, want nothing", out)
+				}
+			})
+		}
+	}
+	t.Run("missing file", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "nope.yaml")
+		if code, _, errOut := draxr(t, "simulate", "-f", path); code != 2 || !strings.Contains(errOut, path) {
+			t.Errorf("exit %d, stderr %q; want 2 naming %s", code, errOut, path)
+		}
+	})
+}
+
+func TestBadFlags(t *testing.T) {
+	tests := []struct {
+		args    []string
+		wantErr string
+	}{
+		{[]string{"simulate", "-o", "xml"}, `unknown output format "xml"`},
+		{[]string{"capacity", "-o", "xml"}, `unknown output format "xml"`},
+		{[]string{"simulate", "--expander", "cheapest"}, `unknown expander "cheapest"`},
+		{[]string{"simulate", "--expander", "priority"}, "--expander-priorities"},
+		{[]string{"simulate", "--max-nodes-total", "-1"}, "--max-nodes-total"},
+		{[]string{"simulate", "--no-such-flag"}, "unknown flag"},
+		{[]string{"simulate", "extra-arg"}, "unknown command"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			code, _, errOut := draxr(t, tt.args...)
+			if code != 2 {
+				t.Errorf("exit %d, want 2; stderr: %s", code, errOut)
+			}
+			if !strings.Contains(errOut, tt.wantErr) {
+				t.Errorf("stderr = %q, want %q", errOut, tt.wantErr)
+			}
+		})
+	}
+}
+
+const scenarios = "../../offline/testdata/scenarios"
+
+// A DeviceClass whose selector does not compile is reported, not fatal.
+func TestBrokenCELClassExitsZero(t *testing.T) {
+	code, out, errOut := draxr(t, "simulate", "-f", filepath.Join(scenarios, "broken-cel-device-class", "input"))
+	if code != 0 {
+		t.Fatalf("exit %d, want 0; stderr: %s", code, errOut)
+	}
+	for _, want := range []string{"warning: DeviceClass fpga.example.com", "hw/fpga-job", "cannot be placed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// The offline package's golden files are what `draxr simulate -o json`
+// prints for each scenario with its options as flags.
+func TestScenarioGoldensMatchCLI(t *testing.T) {
+	dirs, err := os.ReadDir(scenarios)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		dir := filepath.Join(scenarios, d.Name())
+		golden, err := os.ReadFile(filepath.Join(dir, "golden.json"))
+		if err != nil {
+			continue // a scenario skipped as a known issue has no golden file
+		}
+		t.Run(d.Name(), func(t *testing.T) {
+			args := append([]string{"simulate", "-o", "json", "-f", filepath.Join(dir, "input")}, optionFlags(t, dir)...)
+			code, out, errOut := draxr(t, args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			if out != string(golden) {
+				t.Errorf("draxr %s differs from %s/golden.json", strings.Join(args, " "), dir)
+			}
+		})
+	}
+}
+
+// optionFlags turns a scenario's options.yaml into CLI flags.
+func optionFlags(t *testing.T, dir string) []string {
+	data, err := os.ReadFile(filepath.Join(dir, "options.yaml"))
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o struct {
+		Expander           string              `json:"expander"`
+		ExpanderPriorities map[string][]string `json:"expanderPriorities"`
+		MaxNodesTotal      int                 `json:"maxNodesTotal"`
+	}
+	if err := yaml.UnmarshalStrict(data, &o); err != nil {
+		t.Fatal(err)
+	}
+	var flags []string
+	if o.Expander != "" {
+		flags = append(flags, "--expander", o.Expander)
+	}
+	if o.ExpanderPriorities != nil {
+		b, err := yaml.Marshal(o.ExpanderPriorities)
+		if err != nil {
+			t.Fatal(err)
+		}
+		flags = append(flags, "--expander-priorities", writeFile(t, "priorities.yaml", string(b)))
+	}
+	if o.MaxNodesTotal != 0 {
+		flags = append(flags, "--max-nodes-total", strconv.Itoa(o.MaxNodesTotal))
+	}
+	return flags
+}
