@@ -37,7 +37,11 @@ type Index struct {
 	// that names it; the winner is cached in winners.
 	candidates map[v1.ResourceName]map[string]*resourceapi.DeviceClass
 	winners    map[v1.ResourceName]*resourceapi.DeviceClass
-	sorted     []*resourceapi.DeviceClass // nil when stale
+	// explicit records the explicit name each class was indexed under, so
+	// a class object edited in place before Set is still dropped from the
+	// right candidate set.
+	explicit map[string]v1.ResourceName
+	sorted   []*resourceapi.DeviceClass // nil when stale
 }
 
 // NewIndex returns an empty index.
@@ -46,6 +50,7 @@ func NewIndex() *Index {
 		byName:     map[string]*resourceapi.DeviceClass{},
 		candidates: map[v1.ResourceName]map[string]*resourceapi.DeviceClass{},
 		winners:    map[v1.ResourceName]*resourceapi.DeviceClass{},
+		explicit:   map[string]v1.ResourceName{},
 	}
 }
 
@@ -53,10 +58,11 @@ func NewIndex() *Index {
 func (x *Index) Set(class *resourceapi.DeviceClass) (previous *resourceapi.DeviceClass) {
 	previous = x.byName[class.Name]
 	if previous != nil {
-		x.dropCandidate(previous)
+		x.dropCandidate(previous.Name)
 	}
 	x.byName[class.Name] = class
 	if name := explicitName(class); name != "" {
+		x.explicit[class.Name] = name
 		if x.candidates[name] == nil {
 			x.candidates[name] = map[string]*resourceapi.DeviceClass{}
 		}
@@ -74,17 +80,18 @@ func (x *Index) Delete(className string) *resourceapi.DeviceClass {
 		return nil
 	}
 	delete(x.byName, className)
-	x.dropCandidate(previous)
+	x.dropCandidate(className)
 	x.sorted = nil
 	return previous
 }
 
-func (x *Index) dropCandidate(class *resourceapi.DeviceClass) {
-	name := explicitName(class)
-	if name == "" {
+func (x *Index) dropCandidate(className string) {
+	name, ok := x.explicit[className]
+	if !ok {
 		return
 	}
-	delete(x.candidates[name], class.Name)
+	delete(x.explicit, className)
+	delete(x.candidates[name], className)
 	if len(x.candidates[name]) == 0 {
 		delete(x.candidates, name)
 	}
@@ -166,7 +173,7 @@ func (x *Index) ResourceNames(className string) []v1.ResourceName {
 		return nil
 	}
 	names := []v1.ResourceName{ImplicitName(className)}
-	if name := explicitName(class); name != "" && x.winners[name] == class {
+	if name := x.explicit[className]; name != "" && x.winners[name] == class {
 		names = append([]v1.ResourceName{name}, names...)
 	}
 	return names

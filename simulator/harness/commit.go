@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
+	"strconv"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -33,6 +34,7 @@ func (h *Harness) commit(pod *v1.Pod, nodeName string) (*v1.Pod, error) {
 			continue
 		}
 		claim := extendedResourceClaim(placed, allocated)
+		claim.Name = h.freeClaimName(placed, placed.Name+"-extended-resources-", string(placed.UID))
 		mappings, err := requestMappings(placed, claim)
 		if err != nil {
 			return nil, err
@@ -101,6 +103,21 @@ func extendedResourceClaim(pod *v1.Pod, allocated *resourceapi.ResourceClaim) *r
 // suffix derived from the pod UID instead of a random one.
 func ExtendedResourceClaimName(pod *v1.Pod) string {
 	return generatedName(pod.Name+"-extended-resources-", string(pod.UID))
+}
+
+// freeClaimName is generatedName(prefix, seed) unless a claim of another
+// pod already has that name (long pod names are truncated, and the suffix
+// is a hash): then it draws again, as generateName never hands out a taken
+// name. Without this the new claim would replace the other pod's claim and
+// free its devices.
+func (h *Harness) freeClaimName(pod *v1.Pod, prefix, seed string) string {
+	name := generatedName(prefix, seed)
+	for i := 1; ; i++ {
+		if c := h.snap.ResourceClaim(pod.Namespace, name); c == nil || ownedBy(c, pod) {
+			return name
+		}
+		name = generatedName(prefix, seed+"#"+strconv.Itoa(i))
+	}
 }
 
 // generatedName mimics generateName (prefix truncated so the result is at

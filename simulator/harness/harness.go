@@ -124,6 +124,9 @@ func (h *Harness) Place(pod *v1.Pod, nodeName string) (*v1.Pod, *FitError) {
 // PlaceOnAnyNode tries the candidate nodes in order and places the pod on
 // the first that fits. It returns the node, the placed pod, or why none fit.
 func (h *Harness) PlaceOnAnyNode(pod *v1.Pod, candidates []string) (string, *v1.Pod, *FitError) {
+	if ferr := h.alreadyPlaced(pod); ferr != nil {
+		return "", nil, ferr
+	}
 	c, ferr := h.preFilter(pod, candidates)
 	if ferr != nil {
 		return "", nil, ferr
@@ -144,7 +147,22 @@ func (h *Harness) PlaceOnAnyNode(pod *v1.Pod, candidates []string) (string, *v1.
 	return "", nil, fitErr
 }
 
+// alreadyPlaced refuses a pod whose UID is placed: committing it would fail
+// after Reserve, and the DynamicResources plugin's Unreserve of a claim
+// reserved for the pod patches it through the API client the harness does
+// not have (nil: it panics).
+func (h *Harness) alreadyPlaced(pod *v1.Pod) *FitError {
+	if _, node, ok := h.snap.Pod(pod.UID); ok {
+		return &FitError{Pod: podKey(pod), PreFilter: []Reason{{
+			Message: fmt.Sprintf("pod with uid %q is already placed on node %s; remove it first", pod.UID, node)}}}
+	}
+	return nil
+}
+
 func (h *Harness) reserveAndCommit(c *cycle, nodeName string) (*v1.Pod, []Reason) {
+	if ferr := h.alreadyPlaced(c.pod); ferr != nil {
+		return nil, ferr.PreFilter
+	}
 	defer h.snap.ClearPendingAllocations()
 	if st := h.fw.RunReservePluginsReserve(h.ctx, c.state, c.pod, nodeName); !st.IsSuccess() {
 		h.fw.RunReservePluginsUnreserve(h.ctx, c.state, c.pod, nodeName)

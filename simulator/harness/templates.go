@@ -29,7 +29,7 @@ func (h *Harness) ensureTemplateClaims(pod *v1.Pod) (*v1.Pod, error) {
 			return pod, fmt.Errorf("pod %s: spec.resourceClaims[%d].resourceClaimTemplateName: ResourceClaimTemplate %s/%s not found",
 				podKey(pod), i, pod.Namespace, *pc.ResourceClaimTemplateName)
 		}
-		name := generatedName(pod.Name+"-"+pc.Name+"-", string(pod.UID)+"/"+pc.Name)
+		name := h.freeClaimName(pod, pod.Name+"-"+pc.Name+"-", string(pod.UID)+"/"+pc.Name)
 		if h.snap.ResourceClaim(pod.Namespace, name) == nil {
 			h.snap.SetResourceClaim(claimFromTemplate(pod, pc.Name, name, tmpl))
 		}

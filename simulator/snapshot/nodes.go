@@ -89,6 +89,13 @@ func (s *Snapshot) AddPod(pod *v1.Pod) error {
 	if _, dup := s.podsByUID[pod.UID]; dup {
 		return fmt.Errorf("pod %s/%s: metadata.uid %q is already placed", pod.Namespace, pod.Name, pod.UID)
 	}
+	var scalarsBefore []v1.ResourceName // to drop the zero entries RemovePod leaves
+	scalarsWereNil := ni.Requested.ScalarResources == nil
+	if len(s.forkMarks) > 0 {
+		for name := range ni.Requested.ScalarResources {
+			scalarsBefore = append(scalarsBefore, name)
+		}
+	}
 	ni.AddPod(pod)
 	s.podsByUID[pod.UID] = podRef{pod: pod, nodeName: pod.Spec.NodeName}
 	s.trackPVCs(pod, 1)
@@ -97,6 +104,14 @@ func (s *Snapshot) AddPod(pod *v1.Pod) error {
 	}
 	s.onUndo(func() {
 		_ = ni.RemovePod(s.logger, pod) // the pod is last, so order is restored
+		for name := range ni.Requested.ScalarResources {
+			if !slices.Contains(scalarsBefore, name) {
+				delete(ni.Requested.ScalarResources, name)
+			}
+		}
+		if scalarsWereNil && len(ni.Requested.ScalarResources) == 0 {
+			ni.Requested.ScalarResources = nil
+		}
 		delete(s.podsByUID, pod.UID)
 		s.trackPVCs(pod, -1)
 		if hasAffinity(pod) {
@@ -124,7 +139,8 @@ func (s *Snapshot) RemovePod(uid types.UID) error {
 	s.trackPVCs(ref.pod, -1)
 	s.lists.invalidate()
 	s.onUndo(func() {
-		s.nodes[ref.nodeName] = before
+		// Restore in place: undo steps recorded earlier (AddPod) hold ni.
+		*ni = *before
 		s.podsByUID[uid] = ref
 		s.trackPVCs(ref.pod, 1)
 		s.lists.invalidate()

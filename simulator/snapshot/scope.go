@@ -22,6 +22,7 @@ type cycleScope struct {
 	nodes []string // nil: all slices
 	buf   []*resourceapi.ResourceSlice
 	one   [1]*resourceapi.ResourceClaim
+	seen  map[string]struct{}
 }
 
 // SetCycleScope limits the DRA listers to one pod and its candidate nodes
@@ -44,7 +45,22 @@ func (sc *cycleScope) claims(s *Snapshot) []*resourceapi.ResourceClaim {
 
 func (sc *cycleScope) slices(s *Snapshot) []*resourceapi.ResourceSlice {
 	sc.buf = append(sc.buf[:0], s.slicesByNode[""]...)
+	if len(sc.nodes) == 1 {
+		sc.buf = append(sc.buf, s.slicesByNode[sc.nodes[0]]...)
+		return sc.buf
+	}
+	// A node named twice must not list its slices twice: the allocator
+	// would see more slices than the pool's resourceSliceCount and
+	// allocate nothing from it.
+	if sc.seen == nil {
+		sc.seen = map[string]struct{}{}
+	}
+	clear(sc.seen)
 	for _, n := range sc.nodes {
+		if _, dup := sc.seen[n]; dup {
+			continue
+		}
+		sc.seen[n] = struct{}{}
 		sc.buf = append(sc.buf, s.slicesByNode[n]...)
 	}
 	return sc.buf
