@@ -27,14 +27,31 @@ type Result struct {
 	// Unplaced are the pods left over, with why an empty node of the group
 	// does not take them (nil FitError: the node limit was reached first).
 	Unplaced []Unplaced
+	// Counted are the CountOnly nodes, which are not in the snapshot.
+	Counted []CountedNode
+}
+
+// CountedNode is a CountOnly node: a copy of Source holding Pods pods of
+// one kind, each using PerPod.
+type CountedNode struct {
+	Name, Source string
+	Pods         int
+	PerPod       Usage
+}
+
+// Usage is what pods take of a node.
+type Usage struct {
+	MilliCPU, Memory, Devices float64
 }
 
 // Unplaced is a pod the estimate could not place.
 type Unplaced struct {
 	Pod *v1.Pod
 	// Err is why an empty node of the group rejects the pod; nil when the
-	// pod would fit but the node limit was reached.
+	// pod would fit but the node limit was reached, or was not tried (Held).
 	Err *harness.FitError
+	// Held is true when NoNewNodeFor kept the pod from opening a node.
+	Held bool
 }
 
 // NodeNamer names the i-th new node of a group (0-based).
@@ -54,6 +71,9 @@ type BinPacking struct {
 	Namer   NodeNamer
 	// Kinds caches equivalence keys across estimates; nil computes them.
 	Kinds *Kinds
+	// NoNewNodeFor, when set, names pods that may use room on the new
+	// nodes but may not have a node opened for them.
+	NoNewNodeFor func(*v1.Pod) bool
 	// CountOnly trades placements for speed when only the node and pod
 	// counts matter (comparing node groups): once a fresh node has been
 	// filled by pods of one kind alone, later fresh nodes for a run of
@@ -94,6 +114,7 @@ func (b *BinPacking) Estimate(g *nodegroup.NodeGroup, pods []*v1.Pod, maxNodes i
 			continue
 		}
 		if b.CountOnly && virtual.take(kind) {
+			res.Counted[len(res.Counted)-1].Pods++
 			res.Placed[pod.UID] = virtual.node
 			res.PlacedOrder = append(res.PlacedOrder, pod)
 			continue
@@ -108,6 +129,10 @@ func (b *BinPacking) Estimate(g *nodegroup.NodeGroup, pods []*v1.Pod, maxNodes i
 			cursor[kind] = j + 1
 		}
 		if placedOn == "" {
+			if b.NoNewNodeFor != nil && b.NoNewNodeFor(pod) {
+				res.Unplaced = append(res.Unplaced, Unplaced{Pod: pod, Held: true})
+				continue
+			}
 			if len(res.NewNodes) >= maxNodes {
 				res.Unplaced = append(res.Unplaced, Unplaced{Pod: pod})
 				continue
@@ -126,6 +151,7 @@ func (b *BinPacking) Estimate(g *nodegroup.NodeGroup, pods []*v1.Pod, maxNodes i
 				name := b.Namer(g.Name, len(res.NewNodes))
 				res.NewNodes = append(res.NewNodes, name)
 				virtual = virtualNodes{kind: kind, left: n - 1, node: name}
+				res.Counted = append(res.Counted, CountedNode{Name: name, Source: m.node, Pods: 1, PerPod: m.perPod})
 				res.Placed[pod.UID] = name
 				res.PlacedOrder = append(res.PlacedOrder, pod)
 				continue
@@ -202,9 +228,10 @@ type fillMemo struct {
 }
 
 type filled struct {
-	n    int
-	node string
-	pods []*v1.Pod // as placed, in placement order
+	n      int
+	node   string
+	pods   []*v1.Pod // as placed, in placement order
+	perPod Usage
 }
 
 func (f *fillMemo) placed(node, kind string) {
@@ -232,6 +259,9 @@ func (f *fillMemo) full(snap *snapshot.Snapshot, node, kind string) {
 	for _, p := range snap.NodeInfo(node).Pods {
 		m.pods = append(m.pods, p.GetPod())
 	}
+	used := NodeUsage(snap, node)
+	n := float64(m.n)
+	m.perPod = Usage{MilliCPU: used.Requested.MilliCPU / n, Memory: used.Requested.Memory / n, Devices: used.Requested.Devices / n}
 	f.perNode[kind] = m
 }
 

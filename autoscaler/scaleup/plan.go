@@ -149,7 +149,7 @@ func (p *Planner) bestOption(st *state, pods []*v1.Pod) (expander.Option, bool, 
 		if len(res.Placed) > 0 {
 			options = append(options, expander.Option{
 				Group: g.Name, NewNodes: len(res.NewNodes), PodCount: len(res.Placed),
-				Waste: waste(p.Harness, p.Matcher, res),
+				Waste: waste(p.Harness.Snapshot(), res),
 			})
 		}
 		snap.Revert()

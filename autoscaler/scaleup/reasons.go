@@ -28,7 +28,7 @@ func (st *state) explain(pod *v1.Pod) string {
 	}
 	var parts []string
 	for _, g := range st.groups {
-		parts = append(parts, fmt.Sprintf("node group %s: %s", g.Name, st.groupReason(g, pod, kind)))
+		parts = append(parts, st.groupReason(g, pod, kind))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -42,20 +42,25 @@ func neverReason(ferr *harness.FitError) string {
 	return "cannot be placed: " + ferr.Error()
 }
 
+// groupReason says why one node group does not take the pod.
 func (st *state) groupReason(g *nodegroup.NodeGroup, pod *v1.Pod, kind string) string {
+	prefix := "node group " + g.Name + ": "
 	if ferr := st.rejects[g.Name][kind]; ferr != nil {
 		if why := st.resourceShortfall(g, pod); why != "" {
-			return why
+			return prefix + why
 		}
-		return pluginReasons(ferr)
+		return prefix + pluginReasons(ferr)
 	}
 	if st.p.MaxNodesTotal > 0 && st.p.Harness.Snapshot().NodeCount() >= st.p.MaxNodesTotal {
-		return fmt.Sprintf("--max-nodes-total %d reached", st.p.MaxNodesTotal)
+		return prefix + fmt.Sprintf("--max-nodes-total %d reached", st.p.MaxNodesTotal)
 	}
 	if st.room(g) <= 0 {
 		return fmt.Sprintf("node group %s is at max size %d", g.Name, g.Spec.MaxSize)
 	}
-	return "would fit a new node, but the expander chose other groups until none could help"
+	if st.held[g.Name][kind] {
+		return prefix + "not opening a node whose devices would sit idle for a pod that uses none; groups without devices take such pods"
+	}
+	return prefix + "would fit a new node, but the expander chose other groups until none could help"
 }
 
 // resourceShortfall names the first resource the pod needs more of than an

@@ -22,6 +22,11 @@ type state struct {
 	// group does not take the pod. It does not change between loops.
 	rejects map[string]map[string]*harness.FitError
 	kinds   *estimator.Kinds
+	// held marks, per group and kind, pods kept from opening one of the
+	// group's nodes because the node's devices would sit idle.
+	held map[string]map[string]bool
+	// plainGroups counts groups whose nodes offer no extended resources.
+	plainGroups int
 }
 
 func newState(p *Planner, groups []*nodegroup.NodeGroup) *state {
@@ -33,6 +38,7 @@ func newState(p *Planner, groups []*nodegroup.NodeGroup) *state {
 		template: map[string][]dynres.Entry{},
 		rejects:  map[string]map[string]*harness.FitError{},
 		kinds:    &estimator.Kinds{},
+		held:     map[string]map[string]bool{},
 	}
 	snap := p.Harness.Snapshot()
 	for _, name := range snap.NodeNames() {
@@ -44,6 +50,10 @@ func newState(p *Planner, groups []*nodegroup.NodeGroup) *state {
 		st.byName[g.Name] = g
 		st.rejects[g.Name] = map[string]*harness.FitError{}
 		st.template[g.Name] = templateResources(p, g)
+		st.held[g.Name] = map[string]bool{}
+		if len(st.template[g.Name]) == 0 {
+			st.plainGroups++
+		}
 	}
 	return st
 }
@@ -81,16 +91,25 @@ func (st *state) room(g *nodegroup.NodeGroup) int {
 func (st *state) estimate(group string, pods []*v1.Pod, final bool) (*estimator.Result, error) {
 	g := st.byName[group]
 	offset := st.current[group] + st.planned[group]
-	est := &estimator.BinPacking{Harness: st.p.Harness, CountOnly: !final, Namer: func(group string, i int) string {
+	est := &estimator.BinPacking{Harness: st.p.Harness, CountOnly: !final, Kinds: st.kinds, Namer: func(group string, i int) string {
 		return fmt.Sprintf("%s-new-%d", group, offset+i)
 	}}
+	// A node with devices is not opened for pods that use none while a
+	// group without devices exists; such pods still use spare room on the
+	// device nodes that other pods need.
+	if len(st.template[group]) > 0 && st.plainGroups > 0 {
+		est.NoNewNodeFor = usesNoDevices
+	}
 	res, err := est.Estimate(g, pods, st.room(g))
 	if err != nil {
 		return nil, err
 	}
 	for _, u := range res.Unplaced {
-		if u.Err != nil {
+		switch {
+		case u.Err != nil:
 			st.rejects[group][st.kinds.Of(u.Pod)] = u.Err
+		case u.Held:
+			st.held[group][st.kinds.Of(u.Pod)] = true
 		}
 	}
 	return res, nil
@@ -106,4 +125,21 @@ func (st *state) describe() []GroupState {
 		})
 	}
 	return out
+}
+
+// usesNoDevices is true for pods with no extended resources and no claims.
+func usesNoDevices(pod *v1.Pod) bool {
+	if len(pod.Spec.ResourceClaims) > 0 {
+		return false
+	}
+	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range cs {
+			for name := range c.Resources.Requests {
+				if dynres.IsExtended(name) {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }

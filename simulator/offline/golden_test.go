@@ -51,9 +51,6 @@ type expectation struct {
 	classErrors int
 	// check asserts what is particular to the scenario (devices, names).
 	check func(t *testing.T, out report.SimulateOutput)
-	// knownIssue skips a scenario whose expectation the planner does not
-	// meet yet; it has no golden file until the planner is fixed.
-	knownIssue string
 }
 
 var expectations = map[string]expectation{
@@ -201,10 +198,8 @@ var expectations = map[string]expectation{
 			}
 		},
 	},
-	"known-issue-cpu-pods-open-gpu-node": {
+	"cpu-pods-do-not-open-gpu-nodes": {
 		scaleUps: map[string]int{"gpu": 1, "cpu": 2}, helped: map[string]int{"gpu": 8, "cpu": 16},
-		knownIssue: "least-waste averages a full GPU node with a GPU node opened only for web pods, " +
-			"so the gpu option (waste 1/6) beats the cpu option (1/4) and the plan is gpu +2 with 8 idle GPUs",
 	},
 }
 
@@ -224,9 +219,6 @@ func TestScenarios(t *testing.T) {
 			want, ok := expectations[name]
 			if !ok {
 				t.Fatalf("no expectation for scenario %s: add one to the expectations table", name)
-			}
-			if want.knownIssue != "" {
-				t.Skipf("known planner issue: %s", want.knownIssue)
 			}
 			runScenario(t, filepath.Join(scenariosDir, name), want)
 		})

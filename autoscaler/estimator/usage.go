@@ -1,0 +1,51 @@
+package estimator
+
+import (
+	"k8s.io/dynamic-resource-allocation/structured"
+
+	"draxr.dev/draxr/simulator/snapshot"
+)
+
+// NodeUsageInfo is a node's requested share next to what it offers.
+type NodeUsageInfo struct {
+	Requested, Allocatable Usage
+}
+
+// NodeUsage reads a node's requested CPU and memory and its allocated DRA
+// devices against what it offers.
+func NodeUsage(snap *snapshot.Snapshot, node string) NodeUsageInfo {
+	ni := snap.NodeInfo(node)
+	u := NodeUsageInfo{
+		Requested:   Usage{MilliCPU: float64(ni.Requested.MilliCPU), Memory: float64(ni.Requested.Memory)},
+		Allocatable: Usage{MilliCPU: float64(ni.Allocatable.MilliCPU), Memory: float64(ni.Allocatable.Memory)},
+	}
+	allocated := snap.AllocatedDeviceIDs()
+	for _, s := range snap.SlicesForNode(node) {
+		for _, d := range s.Spec.Devices {
+			u.Allocatable.Devices++
+			if allocated.Has(structured.MakeDeviceID(s.Spec.Driver, s.Spec.Pool.Name, d.Name)) {
+				u.Requested.Devices++
+			}
+		}
+	}
+	return u
+}
+
+// Waste is the mean unused share of the dimensions the node offers.
+func (u NodeUsageInfo) Waste() float64 {
+	var sum, dims float64
+	for _, d := range [][2]float64{
+		{u.Requested.MilliCPU, u.Allocatable.MilliCPU},
+		{u.Requested.Memory, u.Allocatable.Memory},
+		{u.Requested.Devices, u.Allocatable.Devices},
+	} {
+		if d[1] > 0 {
+			sum += (d[1] - d[0]) / d[1]
+			dims++
+		}
+	}
+	if dims == 0 {
+		return 0
+	}
+	return sum / dims
+}
