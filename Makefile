@@ -6,7 +6,19 @@ PKGS := ./...
 BENCH_COUNT ?= 6
 BENCH_PKGS ?= ./simulator/... ./autoscaler/...
 
-.PHONY: all build test test-unit lint bench fmt vet example
+.PHONY: all build test test-unit lint bench fmt vet example controlplane cluster-up cluster-down
+
+# Control-plane binaries for end-to-end tests, built from the go.mod
+# versions into an ignored cache folder; rebuilt only when versions change.
+K8S_VERSION = $(shell $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes)
+ETCD_VERSION = $(shell $(GO) list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
+CONTROLPLANE_DIR = .cache/controlplane/k8s-$(K8S_VERSION)-etcd-$(ETCD_VERSION)
+VERSION_PKG = k8s.io/component-base/version
+VERSION_LDFLAGS = -X $(VERSION_PKG).gitVersion=$(K8S_VERSION) \
+	-X $(VERSION_PKG).gitMajor=$(word 1,$(subst ., ,$(K8S_VERSION:v%=%))) \
+	-X $(VERSION_PKG).gitMinor=$(word 2,$(subst ., ,$(K8S_VERSION:v%=%))) \
+	-X $(VERSION_PKG).gitTreeState=clean \
+	-X k8s.io/client-go/pkg/version.gitVersion=$(K8S_VERSION)
 
 all: build
 
@@ -27,6 +39,16 @@ vet:
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
+
+controlplane: $(CONTROLPLANE_DIR)/.built
+
+$(CONTROLPLANE_DIR)/.built:
+	mkdir -p $(CONTROLPLANE_DIR)
+	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(CONTROLPLANE_DIR)/ \
+		k8s.io/kubernetes/cmd/kube-apiserver \
+		k8s.io/kubernetes/cmd/kube-controller-manager
+	$(GO) build -o $(CONTROLPLANE_DIR)/etcd go.etcd.io/etcd/server/v3
+	touch $@
 
 # Benchmarks: medians over BENCH_COUNT runs; compare with benchstat.
 bench:
