@@ -8,60 +8,41 @@
 // (ExtendedResourceCache, v0.36.3) depends on informer order and breaks the
 // KEP's migration path.
 //
-// The wrapped plugins are registered under their own names (the framework
-// refuses to replace in-tree names); the shipped configuration disables the
-// upstream three and enables these.
+// The wrapped plugins are registered under their own names (see
+// scheduler/aliases; the framework refuses to replace in-tree names); the
+// shipped configuration disables the upstream three and enables these.
 package plugins
 
 import (
-	"context"
-	"fmt"
 	"sync"
 
 	resourceapi "k8s.io/api/resource/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
-	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
+	"draxr.dev/draxr/scheduler/aliases"
 	"draxr.dev/draxr/simulator/classes"
 )
 
-// Names of the wrapped plugins, by the upstream plugin they wrap.
-var Names = map[string]string{
-	names.DynamicResources:                "DraxrDynamicResources",
-	names.NodeResourcesFit:                "DraxrNodeResourcesFit",
-	names.NodeResourcesBalancedAllocation: "DraxrNodeResourcesBalancedAllocation",
-}
-
 // Options registers the wrapped plugins with kube-scheduler's command.
 func Options() []app.Option {
-	inTree := plugins.NewInTreeRegistry()
 	var opts []app.Option
-	for upstream, name := range Names {
-		opts = append(opts, app.WithPlugin(name, Wrap(upstream, inTree[upstream])))
+	for name, factory := range aliases.Registry(WithResolver) {
+		opts = append(opts, app.WithPlugin(name, factory))
 	}
 	return opts
 }
 
-// Wrap returns a factory that builds the upstream plugin with draxr's
-// class resolver in its handle, and with the upstream default arguments
-// when the configuration gives none.
-func Wrap(upstream string, factory frameworkruntime.PluginFactory) frameworkruntime.PluginFactory {
-	return func(ctx context.Context, args runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-		if factory == nil {
-			return nil, fmt.Errorf("no in-tree plugin %s to wrap", upstream)
-		}
-		typed, err := pluginArgs(upstream, args)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", Names[upstream], err)
-		}
-		return factory(ctx, typed, withResolver(h, resolverFor(h.SharedInformerFactory())))
+// WithResolver returns the handle with draxr's class resolver, fed by the
+// handle's DeviceClass informer.
+func WithResolver(h fwk.Handle) fwk.Handle {
+	if h.SharedDRAManager() == nil {
+		return h // DRA disabled: nothing to resolve
 	}
+	r := resolverFor(h.SharedInformerFactory())
+	return handle{Handle: h, dra: draManager{SharedDRAManager: h.SharedDRAManager(), resolver: r}}
 }
 
 // resolvers shares one index per informer factory (one per scheduler).
@@ -112,10 +93,3 @@ type draManager struct {
 }
 
 func (m draManager) DeviceClassResolver() fwk.DeviceClassResolver { return m.resolver }
-
-func withResolver(h fwk.Handle, r fwk.DeviceClassResolver) fwk.Handle {
-	if h.SharedDRAManager() == nil {
-		return h // DRA disabled: nothing to resolve
-	}
-	return handle{Handle: h, dra: draManager{SharedDRAManager: h.SharedDRAManager(), resolver: r}}
-}

@@ -21,6 +21,7 @@ import (
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	schedmetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
 
+	"draxr.dev/draxr/scheduler/aliases"
 	"draxr.dev/draxr/simulator/snapshot"
 )
 
@@ -47,7 +48,13 @@ func New(ctx context.Context, snap *snapshot.Snapshot, profile *config.KubeSched
 	// Plugins take listers from the factory when they are built; the
 	// factory is never started, so it has no client and makes no calls.
 	factory := informers.NewSharedInformerFactory(nil, 0)
-	fw, err := frameworkruntime.NewFramework(ctx, plugins.NewInTreeRegistry(), profile,
+	// draxr-scheduler's plugin names resolve to the same upstream plugins;
+	// the snapshot is already the DeviceClassResolver they need.
+	registry := plugins.NewInTreeRegistry()
+	if err := registry.Merge(aliases.Registry(nil)); err != nil {
+		return nil, err
+	}
+	fw, err := frameworkruntime.NewFramework(ctx, registry, profile,
 		frameworkruntime.WithInformerFactory(factory),
 		frameworkruntime.WithSnapshotSharedLister(snap),
 		frameworkruntime.WithSharedDRAManager(snap),

@@ -1,4 +1,4 @@
-package plugins
+package aliases
 
 import (
 	"encoding/json"

@@ -1,0 +1,49 @@
+// Package aliases names the upstream scheduler plugins draxr-scheduler
+// runs under its own names, and builds them. Both draxr-scheduler and the
+// simulator's harness register these names, so one KubeSchedulerConfiguration
+// serves the scheduler, the planner and the autoscaler alike.
+package aliases
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+)
+
+// Names maps each wrapped upstream plugin to draxr's name for it.
+var Names = map[string]string{
+	names.DynamicResources:                "DraxrDynamicResources",
+	names.NodeResourcesFit:                "DraxrNodeResourcesFit",
+	names.NodeResourcesBalancedAllocation: "DraxrNodeResourcesBalancedAllocation",
+}
+
+// Registry returns factories for the draxr names. Each builds the upstream
+// plugin with the upstream default args when none are configured, and
+// with the handle that wrap returns (nil: the handle as given).
+func Registry(wrap func(fwk.Handle) fwk.Handle) frameworkruntime.Registry {
+	inTree := plugins.NewInTreeRegistry()
+	out := frameworkruntime.Registry{}
+	for upstream, alias := range Names {
+		factory := inTree[upstream]
+		out[alias] = func(ctx context.Context, args runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+			typed, err := pluginArgs(upstream, args)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", alias, err)
+			}
+			if wrap != nil {
+				h = wrap(h)
+			}
+			p, err := factory(ctx, typed, h)
+			if err != nil {
+				return nil, err
+			}
+			return rename(p, alias)
+		}
+	}
+	return out
+}

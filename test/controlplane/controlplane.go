@@ -1,0 +1,289 @@
+// Package controlplane starts a real Kubernetes control plane on 127.0.0.1
+// for end-to-end tests: etcd, kube-apiserver and kube-controller-manager
+// built from the versions pinned in go.mod (make controlplane), and
+// optionally draxr-scheduler running under its own ServiceAccount. Nodes
+// are plain Node objects made Ready by the harness; there is no kubelet.
+package controlplane
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// DefaultControllers are the controllers draxr's tests rely on: claims
+// created from templates, garbage collection of pod-owned claims, and
+// ServiceAccounts with their tokens and root CA.
+var DefaultControllers = []string{
+	"resourceclaim-controller", "garbage-collector-controller", "serviceaccount-controller",
+	"serviceaccount-token-controller", "root-ca-certificate-publisher-controller",
+	"replicaset-controller", "deployment-controller", "job-controller", "disruption-controller",
+}
+
+// Options configure Start.
+type Options struct {
+	// BinDir holds etcd, kube-apiserver and kube-controller-manager.
+	BinDir string
+	// Dir is the working directory (data, keys, logs); a temp dir if empty.
+	Dir string
+	// Controllers for kube-controller-manager; DefaultControllers if nil.
+	Controllers []string
+}
+
+// ControlPlane is a running control plane.
+type ControlPlane struct {
+	Dir             string
+	AdminKubeconfig string
+	AdminConfig     *rest.Config
+	Client          kubernetes.Interface
+	URL             string
+
+	procs   []*process
+	ownsDir bool
+}
+
+const adminToken = "draxr-e2e-admin-token"
+
+// Start brings up etcd, kube-apiserver and kube-controller-manager and
+// waits until the API server is ready. On error everything started is
+// stopped.
+func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
+	cp = &ControlPlane{Dir: opts.Dir}
+	if cp.Dir == "" {
+		if cp.Dir, err = os.MkdirTemp("", "draxr-controlplane-"); err != nil {
+			return nil, err
+		}
+		cp.ownsDir = true
+	}
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("%w%s", err, cp.logs())
+			cp.Stop()
+		}
+	}()
+	for _, bin := range []string{"etcd", "kube-apiserver", "kube-controller-manager"} {
+		if _, err := os.Stat(filepath.Join(opts.BinDir, bin)); err != nil {
+			return nil, fmt.Errorf("%s not built (run make controlplane): %w", bin, err)
+		}
+	}
+	etcdURL, err := cp.startEtcd(ctx, opts.BinDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := cp.startAPIServer(ctx, opts.BinDir, etcdURL); err != nil {
+		return nil, err
+	}
+	controllers := opts.Controllers
+	if controllers == nil {
+		controllers = DefaultControllers
+	}
+	if err := cp.startControllerManager(opts.BinDir, controllers); err != nil {
+		return nil, err
+	}
+	return cp, nil
+}
+
+func (cp *ControlPlane) startEtcd(ctx context.Context, binDir string) (string, error) {
+	clientPort, err := freePort()
+	if err != nil {
+		return "", err
+	}
+	peerPort, err := freePort()
+	if err != nil {
+		return "", err
+	}
+	client := fmt.Sprintf("http://127.0.0.1:%d", clientPort)
+	peer := fmt.Sprintf("http://127.0.0.1:%d", peerPort)
+	p, err := startProcess(cp.Dir, "etcd", filepath.Join(binDir, "etcd"),
+		"--name=e2e", "--data-dir="+filepath.Join(cp.Dir, "etcd"),
+		"--listen-client-urls="+client, "--advertise-client-urls="+client,
+		"--listen-peer-urls="+peer, "--initial-advertise-peer-urls="+peer,
+		"--initial-cluster=e2e="+peer, "--log-level=warn", "--quota-backend-bytes=4294967296",
+		"--unsafe-no-fsync")
+	if err != nil {
+		return "", err
+	}
+	cp.procs = append(cp.procs, p)
+	return client, waitFor(ctx, p, 60*time.Second, func() error {
+		resp, err := http.Get(client + "/health")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("etcd /health: %s", resp.Status)
+		}
+		return nil
+	})
+}
+
+func (cp *ControlPlane) startAPIServer(ctx context.Context, binDir, etcdURL string) error {
+	keyPath, pubPath, err := writeServiceAccountKeys(cp.Dir)
+	if err != nil {
+		return err
+	}
+	tokens := filepath.Join(cp.Dir, "tokens.csv")
+	if err := os.WriteFile(tokens, []byte(adminToken+",admin,admin-uid,system:masters\n"), 0o600); err != nil {
+		return err
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	certDir := filepath.Join(cp.Dir, "apiserver")
+	p, err := startProcess(cp.Dir, "kube-apiserver", filepath.Join(binDir, "kube-apiserver"),
+		"--etcd-servers="+etcdURL,
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port),
+		"--cert-dir="+certDir,
+		"--token-auth-file="+tokens,
+		"--authorization-mode=RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file="+pubPath, "--service-account-signing-key-file="+keyPath,
+		"--service-cluster-ip-range=10.0.0.0/24",
+		"--endpoint-reconciler-type=none",
+		"--enable-priority-and-fairness=false")
+	if err != nil {
+		return err
+	}
+	cp.procs = append(cp.procs, p)
+	cp.URL = fmt.Sprintf("https://127.0.0.1:%d", port)
+	insecure := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	if err := waitFor(ctx, p, 120*time.Second, func() error {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, cp.URL+"/readyz", nil)
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+		resp, err := insecure.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("kube-apiserver /readyz: %s", resp.Status)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	ca, err := os.ReadFile(filepath.Join(certDir, "apiserver.crt"))
+	if err != nil {
+		return err
+	}
+	cp.AdminKubeconfig = filepath.Join(cp.Dir, "admin.kubeconfig")
+	if err := WriteKubeconfig(cp.AdminKubeconfig, cp.URL, ca, adminToken); err != nil {
+		return err
+	}
+	cp.AdminConfig = &rest.Config{Host: cp.URL, BearerToken: adminToken,
+		TLSClientConfig: rest.TLSClientConfig{CAData: ca}, QPS: 200, Burst: 400}
+	cp.Client, err = kubernetes.NewForConfig(cp.AdminConfig)
+	return err
+}
+
+func (cp *ControlPlane) startControllerManager(binDir string, controllers []string) error {
+	p, err := startProcess(cp.Dir, "kube-controller-manager", filepath.Join(binDir, "kube-controller-manager"),
+		"--kubeconfig="+cp.AdminKubeconfig,
+		"--controllers="+strings.Join(controllers, ","),
+		"--service-account-private-key-file="+filepath.Join(cp.Dir, "sa.key"),
+		"--root-ca-file="+filepath.Join(cp.Dir, "apiserver", "apiserver.crt"),
+		"--use-service-account-credentials=false",
+		"--leader-elect=false", "--secure-port=0",
+		"--concurrent-gc-syncs=5")
+	if err != nil {
+		return err
+	}
+	cp.procs = append(cp.procs, p)
+	return nil
+}
+
+// Stop stops every process the harness started, newest first, by PID, and
+// removes the working directory if the harness made it.
+func (cp *ControlPlane) Stop() {
+	for i := len(cp.procs) - 1; i >= 0; i-- {
+		cp.procs[i].stop(10 * time.Second)
+	}
+	cp.procs = nil
+	if cp.ownsDir && os.Getenv("DRAXR_KEEP_E2E_DIR") == "" {
+		_ = os.RemoveAll(cp.Dir)
+	}
+}
+
+// PIDs lists the running processes, for tests that check cleanup.
+func (cp *ControlPlane) PIDs() map[string]int {
+	out := map[string]int{}
+	for _, p := range cp.procs {
+		if !p.exited() {
+			out[p.name] = p.PID()
+		}
+	}
+	return out
+}
+
+func (cp *ControlPlane) logs() string {
+	var b strings.Builder
+	for _, p := range cp.procs {
+		fmt.Fprintf(&b, "\n--- %s log (tail) ---\n%s", p.name, p.logTail(3000))
+	}
+	return b.String()
+}
+
+// Logs returns the tail of every component's log.
+func (cp *ControlPlane) Logs() string { return cp.logs() }
+
+// waitFor polls check until it passes, the process dies, or timeout.
+func waitFor(ctx context.Context, p *process, timeout time.Duration, check func() error) error {
+	deadline := time.Now().Add(timeout)
+	var last error
+	for time.Now().Before(deadline) {
+		if p.exited() {
+			return fmt.Errorf("%s exited: %v", p.name, p.err)
+		}
+		if last = check(); last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("%s not ready after %s: %w", p.name, timeout, last)
+}
+
+func writeServiceAccountKeys(dir string) (string, string, error) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return "", "", err
+	}
+	keyPath, pubPath := filepath.Join(dir, "sa.key"), filepath.Join(dir, "sa.pub")
+	pub, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	if err != nil {
+		return "", "", err
+	}
+	err = errors.Join(
+		os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}), 0o600),
+		os.WriteFile(pubPath, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o644))
+	return keyPath, pubPath, err
+}
+
+// WriteKubeconfig writes a kubeconfig for a bearer token.
+func WriteKubeconfig(path, server string, ca []byte, token string) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["e2e"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
+	cfg.AuthInfos["user"] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: "user"}
+	cfg.CurrentContext = "e2e"
+	return clientcmd.WriteToFile(*cfg, path)
+}
