@@ -6,7 +6,7 @@ PKGS := ./...
 BENCH_COUNT ?= 6
 BENCH_PKGS ?= ./simulator/... ./autoscaler/...
 
-.PHONY: all build test test-unit lint bench fmt vet example controlplane cluster-up cluster-down
+.PHONY: all build test test-unit lint bench fmt vet example controlplane print-controlplane-dir cluster-up cluster-down
 
 # Control-plane binaries for end-to-end tests, built from the go.mod
 # versions into an ignored cache folder; rebuilt only when versions change.
@@ -42,6 +42,9 @@ fmt:
 
 controlplane: $(CONTROLPLANE_DIR)/.built
 
+print-controlplane-dir:
+	@echo $(CONTROLPLANE_DIR)
+
 $(CONTROLPLANE_DIR)/.built:
 	mkdir -p $(CONTROLPLANE_DIR)
 	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(CONTROLPLANE_DIR)/ \
@@ -49,6 +52,16 @@ $(CONTROLPLANE_DIR)/.built:
 		k8s.io/kubernetes/cmd/kube-controller-manager
 	$(GO) build -o $(CONTROLPLANE_DIR)/etcd go.etcd.io/etcd/server/v3
 	touch $@
+
+# A control plane with draxr-scheduler on 127.0.0.1 for people.
+CLUSTER_DIR = .cache/cluster
+cluster-up: controlplane
+	$(GO) build -o $(BIN)/ ./scheduler/cmd/draxr-scheduler ./test/controlplane/cmd/draxr-cluster
+	$(BIN)/draxr-cluster up $(CLUSTER_DIR) $(CONTROLPLANE_DIR) $(BIN)/draxr-scheduler
+
+cluster-down:
+	$(GO) build -o $(BIN)/ ./test/controlplane/cmd/draxr-cluster
+	$(BIN)/draxr-cluster down $(CLUSTER_DIR) - -
 
 # Benchmarks: medians over BENCH_COUNT runs; compare with benchstat.
 bench:

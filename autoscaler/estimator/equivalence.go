@@ -67,8 +67,15 @@ func specHash(pod *v1.Pod) uint64 {
 		// Claims from the same template are alike; named claims are not.
 		w("rc", rc.Name, "|", ptr.Deref(rc.ResourceClaimTemplateName, ""), "|", ptr.Deref(rc.ResourceClaimName, ""))
 	}
+	// Only volumes that bind cluster-wide matter; others (the projected
+	// ServiceAccount token volume has a random name per pod) do not.
 	for _, vol := range pod.Spec.Volumes {
-		w("v", vol.Name, vol.PersistentVolumeClaim != nil)
+		switch {
+		case vol.PersistentVolumeClaim != nil:
+			w("pvc", vol.PersistentVolumeClaim.ClaimName)
+		case vol.Ephemeral != nil:
+			w("ephemeral", vol.Name)
+		}
 	}
 	return h.Sum64()
 }

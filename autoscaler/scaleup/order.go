@@ -5,6 +5,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
+	"k8s.io/utils/ptr"
 
 	"draxr.dev/draxr/autoscaler/estimator"
 	"draxr.dev/draxr/simulator/dynres"
@@ -52,5 +53,25 @@ func SortLargestFirst(pods []*v1.Pod, kinds *estimator.Kinds) []*v1.Pod {
 	for i := range ks {
 		out[i] = ks[i].pod
 	}
+	return out
+}
+
+// SortSchedulerQueue orders pods as kube-scheduler's default queue takes
+// them: higher priority first, then earlier creation, then name.
+func SortSchedulerQueue(pods []*v1.Pod) []*v1.Pod {
+	out := append([]*v1.Pod(nil), pods...)
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		pa, pb := ptr.Deref(a.Spec.Priority, 0), ptr.Deref(b.Spec.Priority, 0)
+		switch {
+		case pa != pb:
+			return pa > pb
+		case !a.CreationTimestamp.Equal(&b.CreationTimestamp):
+			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		case a.Namespace != b.Namespace:
+			return a.Namespace < b.Namespace
+		}
+		return a.Name < b.Name
+	})
 	return out
 }

@@ -79,9 +79,12 @@ func (p *Planner) Plan(pending []*v1.Pod) (*Plan, error) {
 	sort.Slice(groups, func(i, j int) bool { return groups[i].Name < groups[j].Name })
 	st := newState(p, groups)
 
-	pods := SortLargestFirst(pending, st.kinds)
 	plan := &Plan{}
-	remaining := p.placeOnExisting(pods, plan, st.kinds)
+	// Existing nodes take pods in the scheduler's order, so the plan
+	// predicts what the scheduler will bind; new nodes are packed largest
+	// first, as the Cluster Autoscaler's estimator does.
+	remaining := p.placeOnExisting(SortSchedulerQueue(pending), plan, st.kinds)
+	remaining = SortLargestFirst(remaining, st.kinds)
 	for len(remaining) > 0 {
 		best, ok, err := p.bestOption(st, remaining)
 		if err != nil {

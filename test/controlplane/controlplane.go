@@ -43,6 +43,9 @@ type Options struct {
 	Dir string
 	// Controllers for kube-controller-manager; DefaultControllers if nil.
 	Controllers []string
+	// Detach leaves the processes running when this process exits, for
+	// people who want a cluster to poke at (make cluster-up).
+	Detach bool
 }
 
 // ControlPlane is a running control plane.
@@ -63,6 +66,7 @@ const adminToken = "draxr-e2e-admin-token"
 // waits until the API server is ready. On error everything started is
 // stopped.
 func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
+	detached = opts.Detach
 	cp = &ControlPlane{Dir: opts.Dir}
 	if cp.Dir == "" {
 		if cp.Dir, err = os.MkdirTemp("", "draxr-controlplane-"); err != nil {

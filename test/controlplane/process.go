@@ -21,6 +21,9 @@ type process struct {
 	err     error
 }
 
+// detached processes outlive the test binary (make cluster-up).
+var detached bool
+
 func startProcess(dir, name, binary string, args ...string) (*process, error) {
 	logPath := filepath.Join(dir, name+".log")
 	logFile, err := os.Create(logPath)
@@ -30,6 +33,9 @@ func startProcess(dir, name, binary string, args ...string) (*process, error) {
 	cmd := exec.Command(binary, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if detached {
+		cmd.SysProcAttr.Pdeathsig = 0
+	}
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)

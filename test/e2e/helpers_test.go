@@ -1,0 +1,217 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+
+	fx "draxr.dev/draxr/simulator/fixtures"
+)
+
+// env is one test's slice of the shared cluster: its own namespace,
+// driver, resource name and node label, so tests cannot take each other's
+// nodes or devices.
+type env struct {
+	t        *testing.T
+	ctx      context.Context
+	name     string // short, DNS-safe
+	ns       string
+	driver   string
+	resource v1.ResourceName
+}
+
+func newEnv(t *testing.T, name string) *env {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	e := &env{t: t, ctx: ctx, name: name, ns: "e2e-" + name,
+		driver: name + ".example.com", resource: v1.ResourceName(name + ".example.com/gpu")}
+	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Pods need the namespace's default ServiceAccount, made by the controller-manager.
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := cp.Client.CoreV1().ServiceAccounts(e.ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	}); err != nil {
+		t.Fatalf("namespace %s: no default ServiceAccount: %v", e.ns, err)
+	}
+	return e
+}
+
+// class creates a DeviceClass selecting the env's driver (or another),
+// mapping the explicit name when given.
+func (e *env) class(name, driver string, explicit v1.ResourceName) *resourceapi.DeviceClass {
+	e.t.Helper()
+	c := fx.Class(name, driver, explicit, time.Time{})
+	c.UID, c.CreationTimestamp = "", metav1.Time{}
+	created, err := cp.Client.ResourceV1().DeviceClasses().Create(e.ctx, c, metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return created
+}
+
+// draNode adds a Ready node whose driver publishes devices GPUs.
+func (e *env) draNode(name, driver string, devices int) {
+	e.t.Helper()
+	n := fx.Node(name, 32, 128, nil)
+	n.UID = ""
+	n.Labels["e2e-test"] = e.name
+	if _, err := cp.AddReadyNode(e.ctx, n); err != nil {
+		e.t.Fatal(err)
+	}
+	if devices == 0 {
+		return
+	}
+	s := fx.DeviceSlice(name, driver, devices, "gpu")
+	if _, err := cp.Client.ResourceV1().ResourceSlices().Create(e.ctx, s, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// devicePluginNode adds a Ready node advertising n of the env's resource
+// in allocatable, as a device plugin would.
+func (e *env) devicePluginNode(name string, n int64) {
+	e.t.Helper()
+	node := fx.Node(name, 32, 128, fx.GPUs(e.resource, n))
+	node.UID = ""
+	node.Labels["e2e-test"] = e.name
+	if _, err := cp.AddReadyNode(e.ctx, node); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// pod creates a pod asking for count of resource in limits only, as users
+// write it, restricted to the env's nodes.
+func (e *env) pod(name string, resource v1.ResourceName, count int64) *v1.Pod {
+	e.t.Helper()
+	p := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
+		Spec: v1.PodSpec{
+			NodeSelector:                  map[string]string{"e2e-test": e.name},
+			TerminationGracePeriodSeconds: ptr.To[int64](0),
+			Containers: []v1.Container{{Name: "main", Image: "registry.example/app",
+				Resources: v1.ResourceRequirements{Limits: v1.ResourceList{resource: fx.Count(count)}}}},
+		},
+	}
+	created, err := cp.Client.CoreV1().Pods(e.ns).Create(e.ctx, p, metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return created
+}
+
+// waitBound waits until the pod is bound and its status written, and
+// returns it.
+func (e *env) waitBound(name string) *v1.Pod {
+	e.t.Helper()
+	var pod *v1.Pod
+	err := wait.PollUntilContextTimeout(e.ctx, 100*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+		p, err := cp.Client.CoreV1().Pods(e.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		pod = p
+		return p.Spec.NodeName != "", nil
+	})
+	if err != nil {
+		e.t.Fatalf("pod %s/%s not bound: %v; conditions: %v", e.ns, name, err, conditions(pod))
+	}
+	return pod
+}
+
+// waitUnschedulable waits until the scheduler reports the pod unschedulable.
+func (e *env) waitUnschedulable(name string) *v1.Pod {
+	e.t.Helper()
+	var pod *v1.Pod
+	err := wait.PollUntilContextTimeout(e.ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		p, err := cp.Client.CoreV1().Pods(e.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		pod = p
+		for _, c := range p.Status.Conditions {
+			if c.Type == v1.PodScheduled && c.Reason == v1.PodReasonUnschedulable {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		e.t.Fatalf("pod %s/%s not reported unschedulable: %v (node %q)", e.ns, name, err, pod.Spec.NodeName)
+	}
+	return pod
+}
+
+func conditions(p *v1.Pod) string {
+	if p == nil {
+		return "pod not found"
+	}
+	var parts []string
+	for _, c := range p.Status.Conditions {
+		parts = append(parts, fmt.Sprintf("%s=%s (%s: %s)", c.Type, c.Status, c.Reason, c.Message))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// claimOf returns the pod's extended-resource claim from its status.
+func (e *env) claimOf(pod *v1.Pod) *resourceapi.ResourceClaim {
+	e.t.Helper()
+	st := pod.Status.ExtendedResourceClaimStatus
+	if st == nil {
+		e.t.Fatalf("pod %s has no extendedResourceClaimStatus", pod.Name)
+	}
+	c, err := cp.Client.ResourceV1().ResourceClaims(e.ns).Get(e.ctx, st.ResourceClaimName, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return c
+}
+
+// waitStatus waits for the scheduler's PreBind status patch to be visible.
+func (e *env) waitExtendedStatus(name string) *v1.Pod {
+	e.t.Helper()
+	var pod *v1.Pod
+	if err := wait.PollUntilContextTimeout(e.ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		p, err := cp.Client.CoreV1().Pods(e.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		pod = p
+		return p.Spec.NodeName != "" && p.Status.ExtendedResourceClaimStatus != nil, nil
+	}); err != nil {
+		e.t.Fatalf("pod %s: no extendedResourceClaimStatus: %v", name, err)
+	}
+	return pod
+}
+
+func (e *env) deletePod(name string) {
+	e.t.Helper()
+	if err := cp.Client.CoreV1().Pods(e.ns).Delete(e.ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// devices lists "pool/device" of an allocated claim.
+func devices(c *resourceapi.ResourceClaim) []string {
+	if c.Status.Allocation == nil {
+		return nil
+	}
+	var out []string
+	for _, r := range c.Status.Allocation.Devices.Results {
+		out = append(out, r.Pool+"/"+r.Device)
+	}
+	return out
+}
+
+func resourceQuantity(n int64) *resource.Quantity { return resource.NewQuantity(n, resource.DecimalSI) }

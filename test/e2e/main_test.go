@@ -1,0 +1,109 @@
+// Package e2e runs draxr against a real control plane on 127.0.0.1: etcd,
+// kube-apiserver and kube-controller-manager built from go.mod versions,
+// and draxr-scheduler under its own ServiceAccount.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"draxr.dev/draxr/test/controlplane"
+)
+
+var (
+	cp   *controlplane.ControlPlane
+	root string // repository root
+	bins string // draxr binaries built for the tests
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	var err error
+	if root, err = repoRoot(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	binDir, err := buildControlPlane()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: build control plane:", err)
+		return 1
+	}
+	bins = filepath.Join(root, ".cache", "e2e-bin")
+	if out, err := goCmd("build", "-o", bins+"/", "./scheduler/cmd/draxr-scheduler").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: build draxr-scheduler: %v\n%s", err, out)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cp, err = controlplane.Start(ctx, controlplane.Options{BinDir: binDir})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: start control plane:", err)
+		return 1
+	}
+	defer cp.Stop()
+	if _, err := cp.StartScheduler(ctx, schedulerOptions("")); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: start draxr-scheduler:", err)
+		return 1
+	}
+	code := m.Run()
+	if code != 0 {
+		fmt.Fprintln(os.Stderr, cp.Logs())
+	}
+	return code
+}
+
+func schedulerOptions(profile string) controlplane.SchedulerOptions {
+	name := "draxr-scheduler"
+	if profile != "" {
+		name = "draxr-scheduler-" + profile
+	}
+	return controlplane.SchedulerOptions{
+		Binary:         filepath.Join(bins, "draxr-scheduler"),
+		Config:         filepath.Join(root, "scheduler/deploy/scheduler-config.yaml"),
+		RBAC:           filepath.Join(root, "scheduler/deploy/rbac.yaml"),
+		ServiceAccount: "kube-system/draxr-scheduler",
+		ProfileName:    profile,
+		Name:           name,
+	}
+}
+
+// buildControlPlane runs `make controlplane` (a no-op when the binaries for
+// the go.mod versions exist) and returns their folder.
+func buildControlPlane() (string, error) {
+	out, err := exec.Command("make", "-s", "-C", root, "controlplane").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("%v\n%s", err, out)
+	}
+	dirs, err := filepath.Glob(filepath.Join(root, ".cache", "controlplane", "*", ".built"))
+	if err != nil || len(dirs) == 0 {
+		return "", fmt.Errorf("no built control plane under .cache/controlplane")
+	}
+	want, err := exec.Command("make", "-s", "-C", root, "print-controlplane-dir").Output()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, strings.TrimSpace(string(want))), nil
+}
+
+func goCmd(args ...string) *exec.Cmd {
+	cmd := exec.Command("go", args...)
+	cmd.Dir = root
+	return cmd
+}
+
+func repoRoot() (string, error) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	if err != nil {
+		return "", fmt.Errorf("go list -m: %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
