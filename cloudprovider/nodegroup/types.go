@@ -76,3 +76,15 @@ func (g *NodeGroup) Validate() field.ErrorList {
 	}
 	return errs
 }
+
+// DeepCopy returns a copy sharing nothing with g.
+func (g *NodeGroup) DeepCopy() *NodeGroup {
+	out := &NodeGroup{TypeMeta: g.TypeMeta}
+	g.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	out.Spec.MinSize, out.Spec.MaxSize = g.Spec.MinSize, g.Spec.MaxSize
+	g.Spec.Template.DeepCopyInto(&out.Spec.Template)
+	for i := range g.Spec.ResourceSlices {
+		out.Spec.ResourceSlices = append(out.Spec.ResourceSlices, *g.Spec.ResourceSlices[i].DeepCopy())
+	}
+	return out
+}

@@ -58,7 +58,8 @@ func New(ctx context.Context, snap *snapshot.Snapshot, profile *config.KubeSched
 		frameworkruntime.WithInformerFactory(factory),
 		frameworkruntime.WithSnapshotSharedLister(snap),
 		frameworkruntime.WithSharedDRAManager(snap),
-		frameworkruntime.WithLogger(klog.FromContext(ctx)),
+		// The framework logs its plugin set at V(2); every loop builds one.
+		frameworkruntime.WithLogger(klog.FromContext(ctx).V(3)),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("build scheduler framework for profile %q: %w", profile.SchedulerName, err)

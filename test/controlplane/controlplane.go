@@ -33,6 +33,7 @@ var DefaultControllers = []string{
 	"resourceclaim-controller", "garbage-collector-controller", "serviceaccount-controller",
 	"serviceaccount-token-controller", "root-ca-certificate-publisher-controller",
 	"replicaset-controller", "deployment-controller", "job-controller", "disruption-controller",
+	"pod-garbage-collector-controller",
 }
 
 // Options configure Start.

@@ -101,3 +101,12 @@ func freePort() (int, error) {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
+
+// kill sends SIGKILL to the process group, as a crash or OOM kill would.
+func (p *process) kill() {
+	if p.exited() {
+		return
+	}
+	_ = syscall.Kill(-p.PID(), syscall.SIGKILL)
+	<-p.done
+}

@@ -34,16 +34,8 @@ func (cp *ControlPlane) StartScheduler(ctx context.Context, opts SchedulerOption
 	if opts.Name == "" {
 		opts.Name = "draxr-scheduler"
 	}
-	if err := cp.Apply(ctx, opts.RBAC); err != nil {
-		return nil, err
-	}
-	ns, name, _ := strings.Cut(opts.ServiceAccount, "/")
-	token, err := cp.ServiceAccountToken(ctx, ns, name)
+	kubeconfig, err := cp.ServiceAccountKubeconfig(ctx, opts.Name, opts.RBAC, opts.ServiceAccount)
 	if err != nil {
-		return nil, err
-	}
-	kubeconfig := filepath.Join(cp.Dir, opts.Name+".kubeconfig")
-	if err := WriteKubeconfig(kubeconfig, cp.URL, cp.AdminConfig.CAData, token); err != nil {
 		return nil, err
 	}
 	cfgPath := filepath.Join(cp.Dir, opts.Name+"-config.yaml")
@@ -66,6 +58,47 @@ func (cp *ControlPlane) StartScheduler(ctx context.Context, opts SchedulerOption
 		return nil, fmt.Errorf("%w\n%s", err, p.logTail(3000))
 	}
 	return func() { p.stop(10 * time.Second) }, nil
+}
+
+// ServiceAccountKubeconfig applies the RBAC manifests and writes a
+// kubeconfig with a token of the ServiceAccount (namespace/name).
+func (cp *ControlPlane) ServiceAccountKubeconfig(ctx context.Context, name, rbac, serviceAccount string) (string, error) {
+	if err := cp.Apply(ctx, rbac); err != nil {
+		return "", err
+	}
+	ns, sa, _ := strings.Cut(serviceAccount, "/")
+	token, err := cp.ServiceAccountToken(ctx, ns, sa)
+	if err != nil {
+		return "", err
+	}
+	kubeconfig := filepath.Join(cp.Dir, name+".kubeconfig")
+	return kubeconfig, WriteKubeconfig(kubeconfig, cp.URL, cp.AdminConfig.CAData, token)
+}
+
+// Process is a component a test started and may stop or kill.
+type Process struct{ p *process }
+
+// PID is the process ID.
+func (p Process) PID() int { return p.p.PID() }
+
+// Stop terminates the process (SIGTERM, then SIGKILL).
+func (p Process) Stop() { p.p.stop(10 * time.Second) }
+
+// Kill kills the process at once, as a crash would.
+func (p Process) Kill() { p.p.kill() }
+
+// LogTail returns the end of its log.
+func (p Process) LogTail(n int64) string { return p.p.logTail(n) }
+
+// StartProcess starts a binary whose log goes to the control plane's
+// folder; Stop stops it with the rest.
+func (cp *ControlPlane) StartProcess(name, binary string, args ...string) (Process, error) {
+	p, err := startProcess(cp.Dir, name, binary, args...)
+	if err != nil {
+		return Process{}, err
+	}
+	cp.procs = append(cp.procs, p)
+	return Process{p}, nil
 }
 
 // ServiceAccountToken mints a token through the TokenRequest API.

@@ -38,8 +38,8 @@ func run(m *testing.M) int {
 		return 1
 	}
 	bins = filepath.Join(root, ".cache", "e2e-bin")
-	if out, err := goCmd("build", "-o", bins+"/", "./scheduler/cmd/draxr-scheduler").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: build draxr-scheduler: %v\n%s", err, out)
+	if out, err := goCmd("build", "-o", bins+"/", "./scheduler/cmd/draxr-scheduler", "./autoscaler/cmd/draxr-autoscaler").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: build draxr binaries: %v\n%s", err, out)
 		return 1
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

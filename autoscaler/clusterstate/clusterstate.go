@@ -1,0 +1,219 @@
+// Package clusterstate turns what the informers and the cloud provider say
+// into the planner's inputs for one autoscaler loop: cluster objects, node
+// groups, and nodes that are coming but cannot take pods yet.
+package clusterstate
+
+import (
+	"fmt"
+	"sort"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	policylisters "k8s.io/client-go/listers/policy/v1"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
+
+	"draxr.dev/draxr/cloudprovider"
+	"draxr.dev/draxr/cloudprovider/nodegroup"
+	"draxr.dev/draxr/simulator/input"
+)
+
+// Listers are the informer caches the autoscaler reads.
+type Listers struct {
+	Nodes     corelisters.NodeLister
+	Pods      corelisters.PodLister
+	PDBs      policylisters.PodDisruptionBudgetLister
+	Slices    resourcelisters.ResourceSliceLister
+	Classes   resourcelisters.DeviceClassLister
+	Claims    resourcelisters.ResourceClaimLister
+	Templates resourcelisters.ResourceClaimTemplateLister
+}
+
+// NewListers registers the informers with the factory (start it after).
+func NewListers(f informers.SharedInformerFactory) Listers {
+	r := f.Resource().V1()
+	return Listers{
+		Nodes: f.Core().V1().Nodes().Lister(), Pods: f.Core().V1().Pods().Lister(),
+		PDBs:   f.Policy().V1().PodDisruptionBudgets().Lister(),
+		Slices: r.ResourceSlices().Lister(), Classes: r.DeviceClasses().Lister(),
+		Claims: r.ResourceClaims().Lister(), Templates: r.ResourceClaimTemplates().Lister(),
+	}
+}
+
+// State is one loop's view.
+type State struct {
+	Objects *input.Objects
+	// Groups are the provider's groups as the planner sees them.
+	Groups []*nodegroup.NodeGroup
+	// Unschedulable are pending pods the scheduler has given up on.
+	Unschedulable []*v1.Pod
+	// Upcoming counts, per group, nodes asked for that cannot take pods
+	// yet (not registered, not Ready, or devices not yet published); they
+	// are in Objects as template nodes so the same pods do not trigger a
+	// second scale-up.
+	Upcoming map[string]int
+	// Ready lists nodes that are Ready with their devices published, the
+	// only ones scale-down may touch.
+	Ready map[string]bool
+	// GroupOf maps node names to their group (managed nodes only).
+	GroupOf map[string]string
+}
+
+// Build reads the listers and the provider.
+func Build(l Listers, provider cloudprovider.Provider) (*State, error) {
+	st := &State{Objects: &input.Objects{}, Upcoming: map[string]int{}, Ready: map[string]bool{}, GroupOf: map[string]string{}}
+	all := labels.Everything()
+	slices, err := l.Slices.List(all)
+	if err != nil {
+		return nil, err
+	}
+	slicesOf := map[string]int{}
+	for _, s := range slices {
+		if s.Spec.NodeName != nil {
+			slicesOf[*s.Spec.NodeName]++
+		}
+		st.Objects.ResourceSlices = append(st.Objects.ResourceSlices, s)
+	}
+	groups := map[string]*nodegroup.NodeGroup{}
+	registered := map[string]int{}
+	for _, ng := range provider.NodeGroups() {
+		g, err := planningGroup(ng)
+		if err != nil {
+			return nil, err
+		}
+		groups[g.Name] = g
+		st.Groups = append(st.Groups, g)
+	}
+	nodes, err := l.Nodes.List(all)
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	for _, n := range nodes {
+		ng, err := provider.NodeGroupForNode(n)
+		if err != nil {
+			return nil, err
+		}
+		if ng == nil {
+			if isReady(n) {
+				st.Objects.Nodes = append(st.Objects.Nodes, n)
+				st.Ready[n.Name] = true
+			}
+			continue
+		}
+		g := groups[ng.Id()]
+		st.GroupOf[n.Name] = g.Name
+		registered[g.Name]++
+		if isReady(n) && (len(g.Spec.ResourceSlices) == 0 || slicesOf[n.Name] > 0) {
+			st.Objects.Nodes = append(st.Objects.Nodes, n)
+			st.Ready[n.Name] = true
+			continue
+		}
+		// Coming up: the node as its group's template says it will be,
+		// devices included, under its own name.
+		tmpl, tmplSlices := g.NewNode(n.Name)
+		st.Objects.Nodes = append(st.Objects.Nodes, tmpl)
+		if slicesOf[n.Name] == 0 {
+			st.Objects.ResourceSlices = append(st.Objects.ResourceSlices, tmplSlices...)
+		}
+		st.Upcoming[g.Name]++
+	}
+	for _, ng := range provider.NodeGroups() {
+		target, err := ng.TargetSize()
+		if err != nil {
+			return nil, fmt.Errorf("node group %s: target size: %w", ng.Id(), err)
+		}
+		for i := registered[ng.Id()]; i < target; i++ {
+			tmpl, tmplSlices := groups[ng.Id()].NewNode(fmt.Sprintf("upcoming-%s-%d", ng.Id(), i))
+			st.Objects.Nodes = append(st.Objects.Nodes, tmpl)
+			st.Objects.ResourceSlices = append(st.Objects.ResourceSlices, tmplSlices...)
+			st.Upcoming[ng.Id()]++
+		}
+	}
+	if err := st.addPods(l); err != nil {
+		return nil, err
+	}
+	return st, st.addDRA(l)
+}
+
+func (st *State) addPods(l Listers) error {
+	pods, err := l.Pods.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	inSnapshot := map[string]bool{}
+	for _, n := range st.Objects.Nodes {
+		inSnapshot[n.Name] = true
+	}
+	sort.Slice(pods, func(i, j int) bool {
+		return pods[i].Namespace+"/"+pods[i].Name < pods[j].Namespace+"/"+pods[j].Name
+	})
+	for _, p := range pods {
+		switch {
+		case p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed:
+		case p.Spec.NodeName != "":
+			if inSnapshot[p.Spec.NodeName] && p.DeletionTimestamp == nil {
+				st.Objects.RunningPods = append(st.Objects.RunningPods, p)
+			}
+		case p.DeletionTimestamp == nil && len(p.Spec.SchedulingGates) == 0 && unschedulable(p):
+			st.Unschedulable = append(st.Unschedulable, p)
+		}
+	}
+	st.Objects.PendingPods = st.Unschedulable
+	return nil
+}
+
+func (st *State) addDRA(l Listers) error {
+	all := labels.Everything()
+	classes, err := l.Classes.List(all)
+	if err != nil {
+		return err
+	}
+	st.Objects.DeviceClasses = classes
+	claims, err := l.Claims.List(all)
+	if err != nil {
+		return err
+	}
+	st.Objects.ResourceClaims = claims
+	templates, err := l.Templates.List(all)
+	if err != nil {
+		return err
+	}
+	st.Objects.ResourceClaimTemplates = templates
+	return nil
+}
+
+// planningGroup is the provider's group as a NodeGroup object.
+func planningGroup(ng cloudprovider.NodeGroup) (*nodegroup.NodeGroup, error) {
+	node, slices, err := ng.TemplateNodeInfo()
+	if err != nil {
+		return nil, fmt.Errorf("node group %s: template: %w", ng.Id(), err)
+	}
+	g := &nodegroup.NodeGroup{}
+	g.Name = ng.Id()
+	g.Spec.MinSize, g.Spec.MaxSize = ng.MinSize(), ng.MaxSize()
+	g.Spec.Template = *node
+	for _, s := range slices {
+		g.Spec.ResourceSlices = append(g.Spec.ResourceSlices, s.Spec)
+	}
+	return g, nil
+}
+
+func isReady(n *v1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == v1.NodeReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func unschedulable(p *v1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && c.Reason == v1.PodReasonUnschedulable {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/cobra"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/klog/v2"
+
+	"draxr.dev/draxr/autoscaler/clusterstate"
+	"draxr.dev/draxr/autoscaler/core"
+	"draxr.dev/draxr/autoscaler/expander"
+	"draxr.dev/draxr/cloudprovider/local"
+	"draxr.dev/draxr/simulator/harness"
+	"draxr.dev/draxr/simulator/input"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+)
+
+func newCommand() *cobra.Command {
+	o := &options{}
+	cmd := &cobra.Command{
+		Use:          "draxr-autoscaler",
+		Short:        "Scale node groups for pods that ask for DRA-backed extended resources",
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
+			return run(cmd.Context(), o)
+		},
+	}
+	o.addFlags(cmd.Flags())
+	return cmd
+}
+
+func run(ctx context.Context, o *options) error {
+	logger := klog.FromContext(ctx)
+	cfg, err := restConfig(o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	objs, err := input.LoadPaths(o.nodeGroupConfig)
+	if err != nil {
+		return fmt.Errorf("--node-group-config: %w", err)
+	}
+	if len(objs.NodeGroups) == 0 {
+		return fmt.Errorf("--node-group-config: no NodeGroup objects found")
+	}
+	profile, err := loadProfile(o.schedulerConfig)
+	if err != nil {
+		return err
+	}
+	var prio []byte
+	if o.expanderPriorities != "" {
+		if prio, err = os.ReadFile(o.expanderPriorities); err != nil {
+			return fmt.Errorf("--expander-priorities: %w", err)
+		}
+	}
+	exp, err := expander.New(o.expander, prio, time.Now().UnixNano())
+	if err != nil {
+		return err
+	}
+	factory := informers.NewSharedInformerFactory(client, 0)
+	listers := clusterstate.NewListers(factory)
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	a := core.New(core.Config{
+		Client: client, Listers: listers, Profile: profile, Expander: exp, MaxNodesTotal: o.maxNodesTotal,
+		Provider: local.New(local.Options{Client: client, Groups: objs.NodeGroups,
+			NodeReadyDelay: o.localNodeReadyDelay, SlicesDelay: o.localSlicesDelay}),
+		ScaleDown: core.ScaleDownConfig{Enabled: o.scaleDownEnabled, UnneededTime: o.scaleDownUnneededTime,
+			UtilizationThreshold: o.scaleDownUtilization, DelayAfterAdd: o.scaleDownDelayAfterAdd},
+		Recorder:        broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "draxr-autoscaler"}),
+		StatusNamespace: o.namespace, StatusName: o.statusConfigMap,
+	})
+
+	var healthy atomic.Int64 // unix time of the last finished loop
+	healthy.Store(time.Now().Unix())
+	go serve(ctx, o.address, o.scanInterval, &healthy)
+
+	loop := func(ctx context.Context) {
+		factory.Start(ctx.Done())
+		for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+			if !ok {
+				logger.Error(nil, "Informer did not sync", "type", typ)
+				return
+			}
+		}
+		ticker := time.NewTicker(o.scanInterval)
+		defer ticker.Stop()
+		for {
+			if _, err := a.RunOnce(ctx); err != nil {
+				logger.Error(err, "Autoscaler loop failed; retrying next loop")
+			}
+			healthy.Store(time.Now().Unix())
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+			}
+		}
+	}
+	if !o.leaderElect {
+		loop(ctx)
+		return nil
+	}
+	return leaderElect(ctx, client, o, loop)
+}
+
+func leaderElect(ctx context.Context, client kubernetes.Interface, o *options, loop func(context.Context)) error {
+	id, err := os.Hostname()
+	if err != nil {
+		return err
+	}
+	id = fmt.Sprintf("%s_%d", id, os.Getpid())
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, o.namespace, o.leaderElectLeaseName,
+		client.CoreV1(), client.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id})
+	if err != nil {
+		return err
+	}
+	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+		Lock: lock, ReleaseOnCancel: true,
+		LeaseDuration: o.leaderElectLeaseTimeout, RenewDeadline: o.leaderElectLeaseTimeout * 2 / 3, RetryPeriod: 2 * time.Second,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: loop,
+			OnStoppedLeading: func() { klog.FromContext(ctx).Info("Lost the leader lease") },
+		},
+	})
+	return nil
+}
+
+// serve exposes /metrics and /healthz (unhealthy when no loop finished in
+// five scan intervals).
+func serve(ctx context.Context, addr string, interval time.Duration, last *atomic.Int64) {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", legacyregistry.Handler())
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if age := time.Since(time.Unix(last.Load(), 0)); age > 5*interval+time.Minute {
+			http.Error(w, fmt.Sprintf("no loop finished for %s", age.Round(time.Second)), http.StatusInternalServerError)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		klog.FromContext(ctx).Error(err, "Serving /metrics and /healthz", "address", addr)
+	}
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		return rest.InClusterConfig()
+	}
+	return clientcmd.BuildConfigFromFlags("", kubeconfig)
+}
+
+func loadProfile(path string) (*harnessProfile, error) {
+	if path == "" {
+		return nil, nil
+	}
+	return harness.LoadProfile(path, "")
+}
+
+type harnessProfile = config.KubeSchedulerProfile

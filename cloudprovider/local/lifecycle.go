@@ -1,0 +1,93 @@
+package local
+
+import (
+	"context"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// advance moves a node one step: Ready once NodeReadyDelay has passed
+// since creation, then its DRA driver's slices once SlicesDelay has passed
+// since it turned Ready.
+func (g *group) advance(ctx context.Context, n *v1.Node) error {
+	now := g.p.opts.Now()
+	ready := readyCondition(n)
+	if ready == nil || ready.Status != v1.ConditionTrue {
+		if now.Sub(n.CreationTimestamp.Time) < g.p.opts.NodeReadyDelay {
+			return nil
+		}
+		return g.markReady(ctx, n)
+	}
+	if len(g.cfg.Spec.ResourceSlices) == 0 || now.Sub(ready.LastTransitionTime.Time) < g.p.opts.SlicesDelay {
+		return nil
+	}
+	return g.publishSlices(ctx, n)
+}
+
+func readyCondition(n *v1.Node) *v1.NodeCondition {
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == v1.NodeReady {
+			return &n.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// markReady reports Ready and lifts the not-ready taint the API server's
+// admission added, which the node lifecycle controller would lift for a
+// kubelet-backed node.
+func (g *group) markReady(ctx context.Context, n *v1.Node) error {
+	c := g.p.opts.Client.CoreV1().Nodes()
+	n = n.DeepCopy()
+	now := metav1.NewTime(g.p.opts.Now())
+	cond := readyCondition(n)
+	if cond == nil {
+		n.Status.Conditions = append(n.Status.Conditions, v1.NodeCondition{Type: v1.NodeReady})
+		cond = &n.Status.Conditions[len(n.Status.Conditions)-1]
+	}
+	cond.Status, cond.Reason, cond.LastTransitionTime, cond.LastHeartbeatTime = v1.ConditionTrue, "KubeletReady", now, now
+	updated, err := c.UpdateStatus(ctx, n, metav1.UpdateOptions{})
+	if err != nil {
+		return fmt.Errorf("node %s: mark Ready: %w", n.Name, err)
+	}
+	var kept []v1.Taint
+	for _, t := range updated.Spec.Taints {
+		if t.Key != v1.TaintNodeNotReady && t.Key != v1.TaintNodeUnreachable {
+			kept = append(kept, t)
+		}
+	}
+	if len(kept) != len(updated.Spec.Taints) {
+		updated.Spec.Taints = kept
+		if _, err := c.Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("node %s: lift not-ready taint: %w", n.Name, err)
+		}
+	}
+	return nil
+}
+
+// publishSlices creates the node's slices, owned by the Node so that they
+// go with it, as a kubelet plugin's slices do.
+func (g *group) publishSlices(ctx context.Context, n *v1.Node) error {
+	g.p.mu.Lock()
+	done := g.p.published[n.UID]
+	g.p.mu.Unlock()
+	if done {
+		return nil
+	}
+	_, slices := g.cfg.NewNode(n.Name)
+	for _, s := range slices {
+		s.UID = ""
+		s.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: n.Name, UID: n.UID}}
+		_, err := g.p.opts.Client.ResourceV1().ResourceSlices().Create(ctx, s, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("node %s: publish ResourceSlice %s: %w", n.Name, s.Name, err)
+		}
+	}
+	g.p.mu.Lock()
+	g.p.published[n.UID] = true
+	g.p.mu.Unlock()
+	return nil
+}

@@ -1,0 +1,253 @@
+// Package local is a cloud provider without a cloud: node groups described
+// by NodeGroup objects, whose nodes are Node objects created in the API
+// server, as kwok does. A new node turns Ready after NodeReadyDelay and its
+// DRA driver publishes the group's ResourceSlices after SlicesDelay, so the
+// "node up, devices not yet published" window exists as on real machines.
+//
+// Everything is level-triggered from the API server's state (Refresh), so a
+// restarted autoscaler picks up nodes that are still coming up.
+package local
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"draxr.dev/draxr/cloudprovider"
+	"draxr.dev/draxr/cloudprovider/nodegroup"
+)
+
+// ProviderIDPrefix starts every provider ID this provider assigns.
+const ProviderIDPrefix = "draxr-local:///"
+
+// Options configure the provider.
+type Options struct {
+	Client         kubernetes.Interface
+	Groups         []*nodegroup.NodeGroup
+	NodeReadyDelay time.Duration
+	SlicesDelay    time.Duration // after the node is Ready
+	Now            func() time.Time
+}
+
+// Provider implements cloudprovider.Provider.
+type Provider struct {
+	opts   Options
+	mu     sync.Mutex
+	groups []*group
+	// nodes is the API server's view at the last Refresh, per group.
+	nodes map[string][]*v1.Node
+	// published remembers nodes whose slices exist (by Node UID).
+	published map[types.UID]bool
+}
+
+var _ cloudprovider.Provider = &Provider{}
+
+// New returns a provider for the groups.
+func New(opts Options) *Provider {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	p := &Provider{opts: opts, nodes: map[string][]*v1.Node{}, published: map[types.UID]bool{}}
+	for _, g := range opts.Groups {
+		p.groups = append(p.groups, &group{p: p, cfg: g})
+	}
+	sort.Slice(p.groups, func(i, j int) bool { return p.groups[i].cfg.Name < p.groups[j].cfg.Name })
+	return p
+}
+
+// NodeGroups implements cloudprovider.Provider.
+func (p *Provider) NodeGroups() []cloudprovider.NodeGroup {
+	out := make([]cloudprovider.NodeGroup, len(p.groups))
+	for i, g := range p.groups {
+		out[i] = g
+	}
+	return out
+}
+
+// NodeGroupForNode matches by provider ID, then by the group label.
+func (p *Provider) NodeGroupForNode(node *v1.Node) (cloudprovider.NodeGroup, error) {
+	name := nodegroup.Group(node)
+	if rest, ok := strings.CutPrefix(node.Spec.ProviderID, ProviderIDPrefix); ok {
+		name, _, _ = strings.Cut(rest, "/")
+	}
+	for _, g := range p.groups {
+		if g.cfg.Name == name {
+			return g, nil
+		}
+	}
+	return nil, nil
+}
+
+// Refresh reads the groups' nodes and moves each along its life: Ready
+// after NodeReadyDelay, slices published SlicesDelay after that.
+func (p *Provider) Refresh(ctx context.Context) error {
+	list, err := p.opts.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: nodegroup.GroupLabel})
+	if err != nil {
+		return fmt.Errorf("local provider: list nodes: %w", err)
+	}
+	byGroup := map[string][]*v1.Node{}
+	for i := range list.Items {
+		n := &list.Items[i]
+		byGroup[nodegroup.Group(n)] = append(byGroup[nodegroup.Group(n)], n)
+	}
+	p.mu.Lock()
+	p.nodes = byGroup
+	p.mu.Unlock()
+	for _, g := range p.groups {
+		for _, n := range byGroup[g.cfg.Name] {
+			if err := g.advance(ctx, n); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (p *Provider) groupNodes(name string) []*v1.Node {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.nodes[name]
+}
+
+type group struct {
+	p   *Provider
+	cfg *nodegroup.NodeGroup
+}
+
+func (g *group) Id() string   { return g.cfg.Name }
+func (g *group) MinSize() int { return g.cfg.Spec.MinSize }
+func (g *group) MaxSize() int { return g.cfg.Spec.MaxSize }
+
+// TargetSize counts the group's Node objects: they are created at once.
+func (g *group) TargetSize() (int, error) { return len(g.p.groupNodes(g.cfg.Name)), nil }
+
+func (g *group) IncreaseSize(ctx context.Context, delta int) error {
+	if delta <= 0 {
+		return fmt.Errorf("node group %s: size increase must be positive, got %d", g.cfg.Name, delta)
+	}
+	current := g.p.groupNodes(g.cfg.Name)
+	if len(current)+delta > g.cfg.Spec.MaxSize {
+		return fmt.Errorf("node group %s: %d + %d nodes exceeds max size %d", g.cfg.Name, len(current), delta, g.cfg.Spec.MaxSize)
+	}
+	next := nextIndex(g.cfg.Name, current)
+	for i := 0; i < delta; i++ {
+		name := fmt.Sprintf("%s-%d", g.cfg.Name, next+i)
+		node, _ := g.cfg.NewNode(name)
+		node.UID = ""
+		node.Spec.ProviderID = ProviderIDPrefix + g.cfg.Name + "/" + name
+		node.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionFalse, Reason: "Provisioning",
+			LastTransitionTime: metav1.NewTime(g.p.opts.Now())}}
+		status := node.Status
+		created, err := g.p.opts.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("node group %s: create node %s: %w", g.cfg.Name, name, err)
+		}
+		created.Status = status
+		if _, err := g.p.opts.Client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("node group %s: node %s status: %w", g.cfg.Name, name, err)
+		}
+	}
+	return nil
+}
+
+func nextIndex(group string, nodes []*v1.Node) int {
+	next := 0
+	for _, n := range nodes {
+		if i, err := strconv.Atoi(strings.TrimPrefix(n.Name, group+"-")); err == nil && i >= next {
+			next = i + 1
+		}
+	}
+	return next
+}
+
+// DecreaseTargetSize: nodes exist as soon as they are asked for, so there
+// is never an unregistered node to give up.
+func (g *group) DecreaseTargetSize(context.Context, int) error {
+	return cloudprovider.ErrNotImplemented
+}
+
+// DeleteNodes removes the nodes' slices and the Node objects. With no
+// kubelet behind them, the pods still bound to a deleted machine are
+// deleted too, as they would die with it.
+func (g *group) DeleteNodes(ctx context.Context, nodes []*v1.Node) error {
+	current := len(g.p.groupNodes(g.cfg.Name))
+	if current-len(nodes) < g.cfg.Spec.MinSize {
+		return fmt.Errorf("node group %s: deleting %d of %d nodes goes below min size %d", g.cfg.Name, len(nodes), current, g.cfg.Spec.MinSize)
+	}
+	c := g.p.opts.Client
+	for _, n := range nodes {
+		if ng := nodegroup.Group(n); ng != g.cfg.Name {
+			return fmt.Errorf("node group %s: node %s belongs to %q", g.cfg.Name, n.Name, ng)
+		}
+		err := c.ResourceV1().ResourceSlices().DeleteCollection(ctx, metav1.DeleteOptions{},
+			metav1.ListOptions{FieldSelector: resourceapi.ResourceSliceSelectorNodeName + "=" + n.Name})
+		if err != nil {
+			return fmt.Errorf("node %s: delete slices: %w", n.Name, err)
+		}
+		pods, err := c.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + n.Name})
+		if err != nil {
+			return fmt.Errorf("node %s: list pods: %w", n.Name, err)
+		}
+		for _, pod := range pods.Items {
+			err := c.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("node %s: delete pod %s/%s: %w", n.Name, pod.Namespace, pod.Name, err)
+			}
+		}
+		if err := c.CoreV1().Nodes().Delete(ctx, n.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("node %s: delete: %w", n.Name, err)
+		}
+	}
+	return nil
+}
+
+func (g *group) Nodes() ([]cloudprovider.Instance, error) {
+	var out []cloudprovider.Instance
+	for _, n := range g.p.groupNodes(g.cfg.Name) {
+		out = append(out, cloudprovider.Instance{ProviderID: n.Spec.ProviderID, NodeName: n.Name})
+	}
+	return out, nil
+}
+
+// TemplateNodeInfo instantiates the group's template. When the config
+// gives no slices but a live node of the group publishes some, those are
+// copied (the early KEP's template-from-an-existing-node idea).
+func (g *group) TemplateNodeInfo() (*v1.Node, []*resourceapi.ResourceSlice, error) {
+	cfg := g.cfg
+	if len(cfg.Spec.ResourceSlices) == 0 {
+		if specs := g.liveSlices(); len(specs) > 0 {
+			cfg = cfg.DeepCopy()
+			cfg.Spec.ResourceSlices = specs
+		}
+	}
+	node, slices := cfg.NewNode("template-" + cfg.Name)
+	return node, slices, nil
+}
+
+func (g *group) liveSlices() []resourceapi.ResourceSliceSpec {
+	for _, n := range g.p.groupNodes(g.cfg.Name) {
+		list, err := g.p.opts.Client.ResourceV1().ResourceSlices().List(context.Background(),
+			metav1.ListOptions{FieldSelector: resourceapi.ResourceSliceSelectorNodeName + "=" + n.Name})
+		if err != nil || len(list.Items) == 0 {
+			continue
+		}
+		var specs []resourceapi.ResourceSliceSpec
+		for _, s := range list.Items {
+			specs = append(specs, s.Spec)
+		}
+		return specs
+	}
+	return nil
+}

@@ -1,0 +1,57 @@
+// Package cloudprovider is how the autoscaler changes the cluster: node
+// groups that grow and shrink. Providers implement these interfaces; the
+// autoscaler never talks to a cloud API directly.
+package cloudprovider
+
+import (
+	"context"
+	"errors"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+)
+
+//go:generate go run go.uber.org/mock/mockgen@v0.6.0 -destination=mocks/mocks.go -package=mocks draxr.dev/draxr/cloudprovider Provider,NodeGroup
+
+// Provider lists node groups and maps nodes to them.
+type Provider interface {
+	// NodeGroups returns every group the autoscaler may change.
+	NodeGroups() []NodeGroup
+	// NodeGroupForNode returns the group of a node, or nil when the node
+	// is not managed (matched by spec.providerID or the group label).
+	NodeGroupForNode(node *v1.Node) (NodeGroup, error)
+	// Refresh is called at the start of every loop.
+	Refresh(ctx context.Context) error
+}
+
+// NodeGroup is a set of identical nodes.
+type NodeGroup interface {
+	Id() string
+	MinSize() int
+	MaxSize() int
+	// TargetSize is the number of nodes the group should have, including
+	// nodes asked for that have not registered yet.
+	TargetSize() (int, error)
+	// IncreaseSize asks for delta more nodes.
+	IncreaseSize(ctx context.Context, delta int) error
+	// DecreaseTargetSize gives up on delta nodes not yet registered.
+	DecreaseTargetSize(ctx context.Context, delta int) error
+	// DeleteNodes removes registered nodes and shrinks the target.
+	DeleteNodes(ctx context.Context, nodes []*v1.Node) error
+	// Nodes lists the group's instances by provider ID.
+	Nodes() ([]Instance, error)
+	// TemplateNodeInfo is what a new node of the group looks like: the
+	// Node and the ResourceSlices its DRA drivers will publish.
+	TemplateNodeInfo() (*v1.Node, []*resourceapi.ResourceSlice, error)
+}
+
+// Instance is one node of a group as the provider knows it.
+type Instance struct {
+	ProviderID string
+	NodeName   string
+	// Creating is true until the node has registered with the API server.
+	Creating bool
+}
+
+// ErrNotImplemented is returned by providers for optional operations.
+var ErrNotImplemented = errors.New("not implemented by this cloud provider")

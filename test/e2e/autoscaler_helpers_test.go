@@ -1,0 +1,214 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"draxr.dev/draxr/cloudprovider/nodegroup"
+	fx "draxr.dev/draxr/simulator/fixtures"
+	"draxr.dev/draxr/test/controlplane"
+)
+
+// groupSpec describes one node group of a test.
+type groupSpec struct {
+	name          string
+	min, max      int
+	draDevices    int   // devices published by the group's DRA driver
+	pluginDevices int64 // devices in allocatable (device plugin)
+}
+
+// nodeGroups writes NodeGroup objects whose nodes carry the env's label,
+// so only the env's pods fit them.
+func (e *env) nodeGroups(groups ...groupSpec) string {
+	e.t.Helper()
+	var docs []string
+	for _, g := range groups {
+		tmpl := fx.Node("template", 32, 128, nil)
+		if g.pluginDevices > 0 {
+			tmpl = fx.Node("template", 32, 128, fx.GPUs(e.resource, g.pluginDevices))
+		}
+		tmpl.Name, tmpl.UID = "", ""
+		tmpl.Labels = map[string]string{"e2e-test": e.name}
+		tmpl.Status.Conditions = nil
+		ng := nodegroup.NodeGroup{TypeMeta: metav1.TypeMeta{APIVersion: nodegroup.APIVersion, Kind: nodegroup.Kind},
+			ObjectMeta: metav1.ObjectMeta{Name: g.name},
+			Spec:       nodegroup.Spec{MinSize: g.min, MaxSize: g.max, Template: *tmpl}}
+		if g.draDevices > 0 {
+			ng.Spec.ResourceSlices = append(ng.Spec.ResourceSlices, fx.DeviceSlice("x", e.driver, g.draDevices, "gpu").Spec)
+			ng.Spec.ResourceSlices[0].NodeName, ng.Spec.ResourceSlices[0].Pool = nil, resourcePool()
+		}
+		data, err := yaml.Marshal(ng)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		docs = append(docs, string(data))
+	}
+	path := filepath.Join(e.t.TempDir(), "nodegroups.yaml")
+	if err := os.WriteFile(path, []byte(strings.Join(docs, "---\n")), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+	return path
+}
+
+// autoscaler runs draxr-autoscaler as its own ServiceAccount with fast
+// timings; it is stopped when the test ends.
+func (e *env) autoscaler(nodeGroups string, extra ...string) controlplane.Process {
+	e.t.Helper()
+	kubeconfig, err := cp.ServiceAccountKubeconfig(e.ctx, "draxr-autoscaler-"+e.name,
+		filepath.Join(root, "autoscaler/deploy/rbac.yaml"), "kube-system/draxr-autoscaler")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	port, err := freePort()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	args := append([]string{
+		"--kubeconfig=" + kubeconfig, "--node-group-config=" + nodeGroups,
+		"--scheduler-config=" + filepath.Join(root, "scheduler/deploy/scheduler-config.yaml"),
+		"--scan-interval=1s", "--local-node-ready-delay=1s", "--local-slices-delay=1s",
+		"--scale-down-unneeded-time=2s", "--scale-down-delay-after-add=0s",
+		"--leader-elect=false", "--status-config-map-name=draxr-autoscaler-status-" + e.name,
+		fmt.Sprintf("--address=127.0.0.1:%d", port), "--v=2",
+	}, extra...)
+	p, err := cp.StartProcess("draxr-autoscaler-"+e.name, filepath.Join(bins, "draxr-autoscaler"), args...)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() {
+		if e.t.Failed() {
+			e.t.Logf("autoscaler log:\n%s", p.LogTail(6000))
+		}
+		p.Stop()
+	})
+	return p
+}
+
+// groupNodes lists the nodes of a group.
+func (e *env) groupNodes(group string) []v1.Node {
+	e.t.Helper()
+	list, err := cp.Client.CoreV1().Nodes().List(e.ctx, metav1.ListOptions{LabelSelector: nodegroup.GroupLabel + "=" + group})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return list.Items
+}
+
+// replicaSet creates a ReplicaSet of pods asking for count of resource.
+func (e *env) replicaSet(name string, replicas int32, resource v1.ResourceName, count int64) {
+	e.t.Helper()
+	labels := map[string]string{"app": name}
+	rs := &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
+		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To(replicas), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: v1.PodSpec{
+				NodeSelector:                  map[string]string{"e2e-test": e.name},
+				TerminationGracePeriodSeconds: ptr.To[int64](0),
+				Containers: []v1.Container{{Name: "main", Image: "registry.example/app",
+					Resources: v1.ResourceRequirements{Limits: v1.ResourceList{resource: fx.Count(count)}}}},
+			}}},
+	}
+	if _, err := cp.Client.AppsV1().ReplicaSets(e.ns).Create(e.ctx, rs, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) scaleReplicaSet(name string, replicas int32) {
+	e.t.Helper()
+	err := wait.PollUntilContextTimeout(e.ctx, 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		rs, err := cp.Client.AppsV1().ReplicaSets(e.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		rs.Spec.Replicas = ptr.To(replicas)
+		_, err = cp.Client.AppsV1().ReplicaSets(e.ns).Update(ctx, rs, metav1.UpdateOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// waitPods waits until the namespace has want pods bound and none pending
+// (terminating pods aside), and returns pods per node.
+func (e *env) waitPodsBound(want int, timeout time.Duration) map[string]int {
+	e.t.Helper()
+	perNode := map[string]int{}
+	var last string
+	err := wait.PollUntilContextTimeout(e.ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		pods, err := cp.Client.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		clear(perNode)
+		bound, pending := 0, 0
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp != nil {
+				continue
+			}
+			if p.Spec.NodeName != "" {
+				bound++
+				perNode[p.Spec.NodeName]++
+			} else {
+				pending++
+			}
+		}
+		last = fmt.Sprintf("%d bound, %d pending", bound, pending)
+		return bound == want && pending == 0, nil
+	})
+	if err != nil {
+		e.t.Fatalf("want %d pods bound: %v (%s)", want, err, last)
+	}
+	return perNode
+}
+
+// consistently checks cond every 250ms for d.
+func (e *env) consistently(d time.Duration, what string, cond func() error) {
+	e.t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if err := cond(); err != nil {
+			e.t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func (e *env) eventually(d time.Duration, what string, cond func() error) {
+	e.t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(e.ctx, 250*time.Millisecond, d, true, func(context.Context) (bool, error) {
+		last = cond()
+		return last == nil, nil
+	})
+	if err != nil {
+		e.t.Fatalf("%s: %v (last: %v)", what, err, last)
+	}
+}
+
+// podsPerNode counts the namespace's bound, not terminating pods per node.
+func (e *env) podsPerNode() map[string]int {
+	e.t.Helper()
+	pods, err := cp.Client.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil && p.Spec.NodeName != "" {
+			out[p.Spec.NodeName]++
+		}
+	}
+	return out
+}

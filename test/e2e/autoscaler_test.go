@@ -1,0 +1,185 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+
+	"draxr.dev/draxr/simulator/classes"
+)
+
+// From zero nodes, 20 one-GPU pods and a group of 8-GPU nodes: exactly 3
+// nodes, every pod bound, and no further scale-up in the next loops. Then
+// the pods go and the group shrinks back to its min size.
+func TestAutoscalerFromZeroDRA(t *testing.T) {
+	e := newEnv(t, "asdra")
+	e.class("asdra-gpu", e.driver, e.resource)
+	e.autoscaler(e.nodeGroups(groupSpec{name: "asdra-gpu", min: 1, max: 10, draDevices: 8}))
+	e.replicaSet("train", 20, e.resource, 1)
+	perNode := e.waitPodsBound(20, 90*time.Second)
+	if len(perNode) != 3 {
+		t.Fatalf("pods per node = %v, want 3 nodes", perNode)
+	}
+	e.consistently(4*time.Second, "no further scale-up", func() error {
+		if n := len(e.groupNodes("asdra-gpu")); n != 3 {
+			return fmt.Errorf("group has %d nodes, want 3", n)
+		}
+		return nil
+	})
+	claims, err := cp.Client.ResourceV1().ResourceClaims(e.ns).List(e.ctx, metav1.ListOptions{})
+	if err != nil || len(claims.Items) != 20 {
+		t.Fatalf("extended-resource claims = %d (%v), want 20", len(claims.Items), err)
+	}
+
+	e.scaleReplicaSet("train", 0)
+	e.eventually(60*time.Second, "scale down to min size 1", func() error {
+		if n := len(e.groupNodes("asdra-gpu")); n != 1 {
+			return fmt.Errorf("group has %d nodes", n)
+		}
+		return nil
+	})
+	e.consistently(3*time.Second, "never below min size", func() error {
+		if n := len(e.groupNodes("asdra-gpu")); n != 1 {
+			return fmt.Errorf("group has %d nodes, want 1", n)
+		}
+		return nil
+	})
+}
+
+// The same with a device-plugin group: the template advertises 8 GPUs in
+// allocatable.
+func TestAutoscalerFromZeroDevicePlugin(t *testing.T) {
+	e := newEnv(t, "asdp")
+	e.autoscaler(e.nodeGroups(groupSpec{name: "asdp-gpu", min: 0, max: 10, pluginDevices: 8}))
+	e.replicaSet("train", 20, e.resource, 1)
+	if perNode := e.waitPodsBound(20, 90*time.Second); len(perNode) != 3 {
+		t.Fatalf("pods per node = %v, want 3 nodes", perNode)
+	}
+	e.consistently(3*time.Second, "no further scale-up", func() error {
+		if n := len(e.groupNodes("asdp-gpu")); n != 3 {
+			return fmt.Errorf("group has %d nodes, want 3", n)
+		}
+		return nil
+	})
+}
+
+// The implicit name deviceclass.resource.kubernetes.io/<class> from zero.
+func TestAutoscalerImplicitName(t *testing.T) {
+	e := newEnv(t, "asimpl")
+	class := e.class("asimpl-gpu", e.driver, "")
+	e.autoscaler(e.nodeGroups(groupSpec{name: "asimpl-gpu", min: 0, max: 10, draDevices: 4}))
+	e.replicaSet("train", 6, classes.ImplicitName(class.Name), 2)
+	if perNode := e.waitPodsBound(6, 90*time.Second); len(perNode) != 3 {
+		t.Fatalf("pods per node = %v, want 3 nodes (2 two-device pods each)", perNode)
+	}
+}
+
+// Two half-used GPU nodes are consolidated into one: the pods of one move
+// (evicted, recreated by their ReplicaSet) and the node goes.
+func TestAutoscalerConsolidates(t *testing.T) {
+	e := newEnv(t, "ascons")
+	e.class("ascons-gpu", e.driver, e.resource)
+	e.autoscaler(e.nodeGroups(groupSpec{name: "ascons-gpu", min: 0, max: 10, draDevices: 8}))
+	e.replicaSet("train", 12, e.resource, 1)
+	e.waitPodsBound(12, 90*time.Second)
+	e.scaleReplicaSet("train", 6)
+	e.eventually(60*time.Second, "consolidation to one node", func() error {
+		if n := len(e.groupNodes("ascons-gpu")); n != 1 {
+			return fmt.Errorf("group has %d nodes", n)
+		}
+		return nil
+	})
+	e.eventually(60*time.Second, "all 6 pods on the remaining node", func() error {
+		if perNode := e.podsPerNode(); len(perNode) != 1 || sum(perNode) != 6 {
+			return fmt.Errorf("pods per node = %v", perNode)
+		}
+		return nil
+	})
+	events, err := cp.Client.CoreV1().Events("").List(e.ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("reason", "ScaleDown").String()})
+	if err != nil || len(events.Items) == 0 {
+		t.Errorf("no ScaleDown event on the removed node (%v)", err)
+	}
+}
+
+// Killed right after asking for nodes, a restarted autoscaler counts the
+// nodes still coming up and asks for no more.
+func TestAutoscalerRestartDoesNotScaleUpTwice(t *testing.T) {
+	e := newEnv(t, "asrestart")
+	e.class("asrestart-gpu", e.driver, e.resource)
+	groups := e.nodeGroups(groupSpec{name: "asrestart-gpu", min: 0, max: 10, draDevices: 8})
+	slow := []string{"--local-node-ready-delay=4s"}
+	first := e.autoscaler(groups, slow...)
+	e.replicaSet("train", 20, e.resource, 1)
+	e.eventually(30*time.Second, "scale-up asked for", func() error {
+		if n := len(e.groupNodes("asrestart-gpu")); n == 0 {
+			return fmt.Errorf("no nodes yet")
+		}
+		return nil
+	})
+	first.Kill()
+	nodes := len(e.groupNodes("asrestart-gpu"))
+	if nodes != 3 {
+		t.Fatalf("after the first scale-up the group has %d nodes, want 3", nodes)
+	}
+	for _, n := range e.groupNodes("asrestart-gpu") {
+		for _, c := range n.Status.Conditions {
+			if c.Type == v1.NodeReady && c.Status == v1.ConditionTrue {
+				t.Logf("node %s was already Ready when the autoscaler was killed", n.Name)
+			}
+		}
+	}
+	e.autoscaler(groups, slow...)
+	e.waitPodsBound(20, 90*time.Second)
+	e.consistently(3*time.Second, "no extra nodes after the restart", func() error {
+		if n := len(e.groupNodes("asrestart-gpu")); n != 3 {
+			return fmt.Errorf("group has %d nodes, want 3", n)
+		}
+		return nil
+	})
+}
+
+// A pod no node of any group can hold gets a NotTriggerScaleUp event with
+// the planner's reason; the status ConfigMap carries it too.
+func TestAutoscalerExplainsPodsItCannotHelp(t *testing.T) {
+	e := newEnv(t, "asreason")
+	e.class("asreason-gpu", e.driver, e.resource)
+	e.autoscaler(e.nodeGroups(groupSpec{name: "asreason-gpu", min: 0, max: 2, draDevices: 8}))
+	e.pod("giant", e.resource, 9)
+	want := fmt.Sprintf("needs 9 %s; a asreason-gpu node offers 8", e.resource)
+	e.eventually(60*time.Second, "NotTriggerScaleUp event", func() error {
+		events, err := cp.Client.CoreV1().Events(e.ns).List(e.ctx, metav1.ListOptions{
+			FieldSelector: fields.OneTermEqualSelector("involvedObject.name", "giant").String()})
+		if err != nil {
+			return err
+		}
+		for _, ev := range events.Items {
+			if ev.Reason == "NotTriggerScaleUp" && strings.Contains(ev.Message, want) {
+				return nil
+			}
+		}
+		return fmt.Errorf("%d events, none NotTriggerScaleUp with %q", len(events.Items), want)
+	})
+	cm, err := cp.Client.CoreV1().ConfigMaps("kube-system").Get(e.ctx, "draxr-autoscaler-status-"+e.name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(cm.Data["status"], want) || !strings.Contains(cm.Data["status"], "name: asreason-gpu") {
+		t.Errorf("status ConfigMap lacks the reason or the group:\n%s", cm.Data["status"])
+	}
+	if n := len(e.groupNodes("asreason-gpu")); n != 0 {
+		t.Errorf("group has %d nodes, want none for an unhelpable pod", n)
+	}
+}
+
+func sum(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
