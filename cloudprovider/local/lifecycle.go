@@ -72,7 +72,7 @@ func (g *group) markReady(ctx context.Context, n *v1.Node) error {
 // go with it, as a kubelet plugin's slices do.
 func (g *group) publishSlices(ctx context.Context, n *v1.Node) error {
 	g.p.mu.Lock()
-	done := g.p.published[n.UID]
+	done := g.p.published[publishedKey(n)]
 	g.p.mu.Unlock()
 	if done {
 		return nil
@@ -87,7 +87,11 @@ func (g *group) publishSlices(ctx context.Context, n *v1.Node) error {
 		}
 	}
 	g.p.mu.Lock()
-	g.p.published[n.UID] = true
+	g.p.published[publishedKey(n)] = true
 	g.p.mu.Unlock()
 	return nil
 }
+
+// publishedKey names a node incarnation: a node deleted and created again
+// under its name publishes anew.
+func publishedKey(n *v1.Node) string { return n.Name + "/" + string(n.UID) }

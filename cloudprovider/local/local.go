@@ -21,7 +21,6 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
@@ -48,8 +47,8 @@ type Provider struct {
 	groups []*group
 	// nodes is the API server's view at the last Refresh, per group.
 	nodes map[string][]*v1.Node
-	// published remembers nodes whose slices exist (by Node UID).
-	published map[types.UID]bool
+	// published remembers nodes whose slices exist (publishedKey).
+	published map[string]bool
 }
 
 var _ cloudprovider.Provider = &Provider{}
@@ -59,7 +58,7 @@ func New(opts Options) *Provider {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	p := &Provider{opts: opts, nodes: map[string][]*v1.Node{}, published: map[types.UID]bool{}}
+	p := &Provider{opts: opts, nodes: map[string][]*v1.Node{}, published: map[string]bool{}}
 	for _, g := range opts.Groups {
 		p.groups = append(p.groups, &group{p: p, cfg: g})
 	}

@@ -18,6 +18,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	"k8s.io/klog/v2"
+	drahealthv1alpha1 "k8s.io/kubelet/pkg/apis/dra-health/v1alpha1"
 
 	"draxr.dev/draxr/kubelet/cdi"
 	"draxr.dev/draxr/kubelet/inventory"
@@ -41,9 +42,12 @@ type Config struct {
 
 // Driver implements kubeletplugin.DRAPlugin.
 type Driver struct {
-	cfg     Config
-	cdi     cdi.Dir
-	devices map[string]bool // names in the inventory
+	drahealthv1alpha1.UnimplementedDRAResourceHealthServer
+
+	cfg         Config
+	cdi         cdi.Dir
+	devices     map[string]bool // names in the inventory
+	deviceNames []string        // the same, in inventory order
 
 	mu    sync.Mutex
 	state State
@@ -53,7 +57,10 @@ type Driver struct {
 	fatal func(error)
 }
 
-var _ kubeletplugin.DRAPlugin = (*Driver)(nil)
+var (
+	_ kubeletplugin.DRAPlugin                   = (*Driver)(nil)
+	_ drahealthv1alpha1.DRAResourceHealthServer = (*Driver)(nil)
+)
 
 // New validates the configuration and loads the prepared claims a
 // previous run left in the state file.
@@ -76,6 +83,7 @@ func New(cfg Config) (*Driver, error) {
 	d := &Driver{cfg: cfg, cdi: dir, devices: map[string]bool{}, state: st}
 	for _, dev := range devices {
 		d.devices[dev.Name] = true
+		d.deviceNames = append(d.deviceNames, dev.Name)
 	}
 	return d, nil
 }

@@ -38,7 +38,7 @@ type Group struct {
 	// Name-(Count-1).
 	Name string `json:"name"`
 	// Count of devices in the group; 0 means one device called Name.
-	Count      int                                                         `json:"count,omitempty"`
+	Count      int                                                       `json:"count,omitempty"`
 	Attributes map[resourceapi.QualifiedName]resourceapi.DeviceAttribute `json:"attributes,omitempty"`
 	Capacity   map[resourceapi.QualifiedName]resourceapi.DeviceCapacity  `json:"capacity,omitempty"`
 }

@@ -1,0 +1,163 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/mock/gomock"
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
+
+	"draxr.dev/draxr/autoscaler/clusterstate"
+	"draxr.dev/draxr/autoscaler/expander"
+	"draxr.dev/draxr/cloudprovider"
+	"draxr.dev/draxr/cloudprovider/mocks"
+	"draxr.dev/draxr/cloudprovider/nodegroup"
+	fx "draxr.dev/draxr/simulator/fixtures"
+)
+
+// unschedulablePods are n one-GPU pods the scheduler gave up on.
+func unschedulablePods(n int) []runtime.Object {
+	var out []runtime.Object
+	for i := 0; i < n; i++ {
+		p := fx.Pod(fmt.Sprintf("train-%d", i), 100, fx.GPUs(fx.GPUResource, 1))
+		p.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: v1.PodReasonUnschedulable}}
+		out = append(out, p)
+	}
+	return out
+}
+
+// setup returns an autoscaler over a fake API server holding objs, with a
+// mocked provider of one 8-GPU DRA group, and the event recorder.
+func setup(t *testing.T, objs ...runtime.Object) (*Autoscaler, *mocks.MockProvider, *mocks.MockNodeGroup, *record.FakeRecorder) {
+	t.Helper()
+	ctrl := gomock.NewController(t)
+	objs = append(objs, fx.Class("gpu.example.com", fx.Driver, fx.GPUResource, fx.Epoch))
+	client := fake.NewClientset(objs...)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	listers := clusterstate.NewListers(factory)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+
+	group := mocks.NewMockNodeGroup(ctrl)
+	tmpl, slices := (&nodegroup.NodeGroup{ObjectMeta: metav1.ObjectMeta{Name: "gpu"},
+		Spec: nodegroup.Spec{Template: *fx.Node("t", 64, 256, nil),
+			ResourceSlices: []resourceapi.ResourceSliceSpec{fx.GPUSlice("x", 8).Spec}}}).NewNode("template-gpu")
+	group.EXPECT().Id().Return("gpu").AnyTimes()
+	group.EXPECT().MinSize().Return(0).AnyTimes()
+	group.EXPECT().MaxSize().Return(10).AnyTimes()
+	group.EXPECT().TargetSize().Return(0, nil).AnyTimes()
+	group.EXPECT().TemplateNodeInfo().Return(tmpl, slices, nil).AnyTimes()
+	provider := mocks.NewMockProvider(ctrl)
+	provider.EXPECT().NodeGroups().Return([]cloudprovider.NodeGroup{group}).AnyTimes()
+	provider.EXPECT().NodeGroupForNode(gomock.Any()).Return(nil, nil).AnyTimes()
+
+	exp, _ := expander.New("least-waste", nil, 1)
+	recorder := record.NewFakeRecorder(1000)
+	a := New(Config{Client: client, Listers: listers, Provider: provider, Expander: exp, Recorder: recorder,
+		StatusNamespace: "kube-system", StatusName: "draxr-autoscaler-status"})
+	return a, provider, group, recorder
+}
+
+func events(r *record.FakeRecorder) []string {
+	var out []string
+	for {
+		select {
+		case e := <-r.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+func TestScaleUpExecutesFirstStep(t *testing.T) {
+	a, provider, group, recorder := setup(t, unschedulablePods(20)...)
+	provider.EXPECT().Refresh(gomock.Any()).Return(nil)
+	group.EXPECT().IncreaseSize(gomock.Any(), 3).Return(nil)
+	res, err := a.RunOnce(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ScaleUp == nil || res.ScaleUp.NewNodes != 3 || len(res.ScaleUp.Pods) != 20 {
+		t.Fatalf("scale-up = %+v, want gpu +3 for 20 pods", res.ScaleUp)
+	}
+	triggered := 0
+	for _, e := range events(recorder) {
+		if strings.Contains(e, "TriggeredScaleUp") && strings.Contains(e, "{gpu 0->3 (max: 10)}") {
+			triggered++
+		}
+	}
+	if triggered != 20 {
+		t.Errorf("TriggeredScaleUp events = %d, want one per pod (20)", triggered)
+	}
+	cm, err := a.cfg.Client.CoreV1().ConfigMaps("kube-system").Get(context.Background(), "draxr-autoscaler-status", metav1.GetOptions{})
+	if err != nil || !strings.Contains(cm.Data["status"], "newNodes: 3") {
+		t.Errorf("status ConfigMap = %v (%v), want the scale-up recorded", cm, err)
+	}
+}
+
+// A provider error is reported (error, event, metric) and the next loop
+// runs normally.
+func TestProviderErrorKeepsLooping(t *testing.T) {
+	a, provider, group, recorder := setup(t, unschedulablePods(4)...)
+	provider.EXPECT().Refresh(gomock.Any()).Return(nil).Times(2)
+	gomock.InOrder(
+		group.EXPECT().IncreaseSize(gomock.Any(), 1).Return(errors.New("quota exceeded")),
+		group.EXPECT().IncreaseSize(gomock.Any(), 1).Return(nil),
+	)
+	_, err := a.RunOnce(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "scale up node group gpu by 1: quota exceeded") {
+		t.Fatalf("first loop error = %v", err)
+	}
+	failed := 0
+	for _, e := range events(recorder) {
+		if strings.Contains(e, "FailedScaleUp") && strings.Contains(e, "quota exceeded") {
+			failed++
+		}
+	}
+	if failed != 4 {
+		t.Errorf("FailedScaleUp events = %d, want 4", failed)
+	}
+	res, err := a.RunOnce(context.Background())
+	if err != nil || res.ScaleUp == nil {
+		t.Fatalf("second loop: %+v, %v; want the scale-up to go through", res, err)
+	}
+}
+
+func TestRefreshErrorIsReturned(t *testing.T) {
+	a, provider, _, _ := setup(t)
+	provider.EXPECT().Refresh(gomock.Any()).Return(errors.New("API unavailable"))
+	if _, err := a.RunOnce(context.Background()); err == nil || !strings.Contains(err.Error(), "API unavailable") {
+		t.Fatalf("RunOnce = %v", err)
+	}
+}
+
+// A pod no group can hold gets NotTriggerScaleUp with the planner's reason.
+func TestNotTriggerScaleUpReason(t *testing.T) {
+	giant := fx.Pod("giant", 100, fx.GPUs(fx.GPUResource, 9))
+	giant.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: v1.PodReasonUnschedulable}}
+	a, provider, _, recorder := setup(t, giant)
+	provider.EXPECT().Refresh(gomock.Any()).Return(nil)
+	a.cfg.Now = func() time.Time { return time.Now() }
+	if _, err := a.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events(recorder) {
+		if strings.Contains(e, "NotTriggerScaleUp") && strings.Contains(e, "needs 9 example.com/gpu; a gpu node offers 8") {
+			return
+		}
+	}
+	t.Fatal("no NotTriggerScaleUp event with the reason")
+}
