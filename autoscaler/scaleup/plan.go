@@ -79,7 +79,7 @@ func (p *Planner) Plan(pending []*v1.Pod) (*Plan, error) {
 	sort.Slice(groups, func(i, j int) bool { return groups[i].Name < groups[j].Name })
 	st := newState(p, groups)
 
-	plan := &Plan{}
+	plan := &Plan{ScaleUps: []ScaleUp{}, ExistingNodes: []Placement{}, NoScaleUp: []NoScaleUp{}}
 	// Existing nodes take pods in the scheduler's order, so the plan
 	// predicts what the scheduler will bind; new nodes are packed largest
 	// first, as the Cluster Autoscaler's estimator does.

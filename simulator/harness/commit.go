@@ -33,8 +33,7 @@ func (h *Harness) commit(pod *v1.Pod, nodeName string) (*v1.Pod, error) {
 		if allocated.Name != specialClaimName {
 			continue
 		}
-		claim := extendedResourceClaim(placed, allocated)
-		claim.Name = h.freeClaimName(placed, placed.Name+"-extended-resources-", string(placed.UID))
+		claim := h.extendedResourceClaim(placed, allocated)
 		mappings, err := requestMappings(placed, claim)
 		if err != nil {
 			return nil, err
@@ -82,12 +81,13 @@ func reserveFor(claim *resourceapi.ResourceClaim, pod *v1.Pod) {
 }
 
 // extendedResourceClaim turns the plugin's in-memory claim into the object
-// the scheduler creates: a deterministic name and UID derived from the pod,
-// owned by it, allocated and reserved for it. The plugin hands over a copy
-// in Reserve and keeps no reference to it, so it is finished in place.
-func extendedResourceClaim(pod *v1.Pod, allocated *resourceapi.ResourceClaim) *resourceapi.ResourceClaim {
+// the scheduler creates: the scheduler's generateName prefix with a suffix
+// derived from the pod UID, owned by the pod, allocated and reserved for
+// it. The plugin hands over a copy in Reserve and keeps no reference to
+// it, so it is finished in place.
+func (h *Harness) extendedResourceClaim(pod *v1.Pod, allocated *resourceapi.ResourceClaim) *resourceapi.ResourceClaim {
 	claim := allocated
-	claim.Name = ExtendedResourceClaimName(pod)
+	claim.Name = h.freeClaimName(pod, pod.Name+"-extended-resources-", string(pod.UID))
 	claim.GenerateName = ""
 	claim.UID = types.UID("draxr-xr-" + string(pod.UID))
 	if !slices.Contains(claim.Finalizers, resourceapi.Finalizer) {
@@ -96,13 +96,6 @@ func extendedResourceClaim(pod *v1.Pod, allocated *resourceapi.ResourceClaim) *r
 	claim.Status.ReservedFor = nil
 	reserveFor(claim, pod)
 	return claim
-}
-
-// ExtendedResourceClaimName is the name draxr gives a pod's
-// extended-resource claim: the scheduler's generateName prefix with a
-// suffix derived from the pod UID instead of a random one.
-func ExtendedResourceClaimName(pod *v1.Pod) string {
-	return generatedName(pod.Name+"-extended-resources-", string(pod.UID))
 }
 
 // freeClaimName is generatedName(prefix, seed) unless a claim of another

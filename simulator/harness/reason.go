@@ -28,7 +28,10 @@ func (r Reason) String() string {
 	return r.Plugin + ": " + r.Message
 }
 
-var insufficient = regexp.MustCompile(`^Insufficient (\S+)$`)
+var (
+	insufficient  = regexp.MustCompile(`^Insufficient (\S+)$`)
+	inMemoryClaim = regexp.MustCompile(`(claim )?(\S+/)?` + regexp.QuoteMeta(specialClaimName))
+)
 
 // reasonsFromStatus turns a framework status into reasons.
 func reasonsFromStatus(st *fwk.Status) []Reason {
@@ -43,6 +46,10 @@ func reasonsFromStatus(st *fwk.Status) []Reason {
 	}
 	out := make([]Reason, 0, len(msgs))
 	for _, m := range msgs {
+		// One line per reason (CEL errors span several), and the
+		// extended-resource claim under a name people can read.
+		m = strings.Join(strings.Fields(m), " ")
+		m = inMemoryClaim.ReplaceAllString(m, "the pod's extended-resource claim")
 		r := Reason{Plugin: st.Plugin(), Message: m, Never: never}
 		if m := insufficient.FindStringSubmatch(m); m != nil {
 			r.Resource = v1.ResourceName(m[1])

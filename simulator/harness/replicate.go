@@ -55,7 +55,7 @@ func (h *Harness) replicateOne(srcNode string, src *v1.Pod, dstNode string, pod 
 		claim.OwnerReferences = []metav1.OwnerReference{{
 			APIVersion: "v1", Kind: "Pod", Name: placed.Name, UID: placed.UID, Controller: ptr.To(true),
 		}}
-		claim = extendedResourceClaim(placed, claim)
+		claim = h.extendedResourceClaim(placed, claim)
 		placed.Status.ExtendedResourceClaimStatus = &v1.PodExtendedResourceClaimStatus{
 			ResourceClaimName: claim.Name,
 			RequestMappings:   src.Status.ExtendedResourceClaimStatus.RequestMappings,

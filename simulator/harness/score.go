@@ -12,6 +12,9 @@ import (
 // reproducible. It evaluates every candidate (kube-scheduler may stop at
 // percentageOfNodesToScore in clusters over 100 nodes).
 func (h *Harness) PlaceBest(pod *v1.Pod, candidates []string) (string, *v1.Pod, *FitError) {
+	if ferr := h.alreadyPlaced(pod); ferr != nil {
+		return "", nil, ferr
+	}
 	c, ferr := h.preFilter(pod, candidates)
 	if ferr != nil {
 		return "", nil, ferr
