@@ -87,97 +87,188 @@ type BinPacking struct {
 // Estimate mutates the harness's snapshot; callers Fork before and Revert
 // or Commit after.
 func (b *BinPacking) Estimate(g *nodegroup.NodeGroup, pods []*v1.Pod, maxNodes int) (*Result, error) {
-	snap := b.Harness.Snapshot()
-	res := &Result{Group: g.Name, Placed: map[types.UID]string{}}
+	r := &run{b: b, g: g, snap: b.Harness.Snapshot(), kinds: b.Kinds,
+		res:    &Result{Group: g.Name, Placed: map[types.UID]string{}},
+		cursor: map[string]int{}, rejects: map[string]*harness.FitError{},
+		fill: fillMemo{noReplicate: map[string]bool{}}, noFitCopy: map[string]map[string]bool{}}
+	if r.kinds == nil {
+		r.kinds = &Kinds{}
+	}
+	for i := 0; i < len(pods); i++ {
+		n, err := r.place(pods, i, maxNodes)
+		if err != nil {
+			return nil, err
+		}
+		i += n - 1
+	}
+	for _, c := range r.counted {
+		if !c.materialized {
+			r.res.Counted = append(r.res.Counted, CountedNode{Name: c.name, Source: c.src.node, Pods: len(c.pods), PerPod: c.src.perPod})
+		}
+	}
+	return r.res, nil
+}
+
+// run is one estimate's state.
+type run struct {
+	b     *BinPacking
+	g     *nodegroup.NodeGroup
+	snap  *snapshot.Snapshot
+	kinds *Kinds
+	res   *Result
 	// Nodes only fill up, so a node that rejected a kind of pod keeps
-	// rejecting it: each kind keeps a cursor into NewNodes.
-	cursor := map[string]int{}
-	emptyNodeRejects := map[string]*harness.FitError{}
-	fill := fillMemo{noReplicate: map[string]bool{}}
-	kinds := b.Kinds
-	if kinds == nil {
-		kinds = &Kinds{}
+	// rejecting it: each kind keeps a cursor into simulated.
+	cursor    map[string]int
+	simulated []string // new nodes that exist in the snapshot
+	rejects   map[string]*harness.FitError
+	fill      fillMemo
+	// counted are CountOnly nodes; they are materialized (replicated into
+	// the snapshot) when a pod of another kind needs their spare room.
+	counted   []*countedNode
+	noFitCopy map[string]map[string]bool // kind -> source node whose copies reject it
+}
+
+type countedNode struct {
+	name         string
+	src          filled
+	pods         []*v1.Pod
+	materialized bool
+}
+
+// place places pods[i] (and, when it replicates a filled node, the run of
+// pods after it) and returns how many pods it consumed.
+func (r *run) place(pods []*v1.Pod, i, maxNodes int) (int, error) {
+	pod := pods[i]
+	kind := r.kinds.Of(pod)
+	if ferr, ok := r.rejects[kind]; ok {
+		r.res.Unplaced = append(r.res.Unplaced, Unplaced{Pod: pod, Err: ferr})
+		return 1, nil
 	}
-	// simulated lists the new nodes that exist in the snapshot (not the
-	// counted-only ones); cursors index it.
-	var simulated []string
-	virtual := virtualNodes{}
-	skip := 0
-	for i, pod := range pods {
-		if skip > 0 {
-			skip--
-			continue
-		}
-		kind := kinds.Of(pod)
-		if ferr, ok := emptyNodeRejects[kind]; ok {
-			res.Unplaced = append(res.Unplaced, Unplaced{Pod: pod, Err: ferr})
-			continue
-		}
-		if b.CountOnly && virtual.take(kind) {
-			res.Counted[len(res.Counted)-1].Pods++
-			res.Placed[pod.UID] = virtual.node
-			res.PlacedOrder = append(res.PlacedOrder, pod)
-			continue
-		}
-		placedOn := ""
-		for j := cursor[kind]; j < len(simulated); j++ {
-			if _, _, ferr := b.Harness.PlaceOnAnyNode(pod, simulated[j:j+1]); ferr == nil {
-				placedOn = simulated[j]
-				break
-			}
-			fill.full(snap, simulated[j], kind)
-			cursor[kind] = j + 1
-		}
-		if placedOn == "" {
-			if b.NoNewNodeFor != nil && b.NoNewNodeFor(pod) {
-				res.Unplaced = append(res.Unplaced, Unplaced{Pod: pod, Held: true})
-				continue
-			}
-			if len(res.NewNodes) >= maxNodes {
-				res.Unplaced = append(res.Unplaced, Unplaced{Pod: pod})
-				continue
-			}
-			if m, ok := fill.perNode[kind]; ok && !b.CountOnly && fill.runOf(pods[i:], kind, m.n, kinds) {
-				if b.replicate(g, m, pods[i:i+m.n], res) {
-					simulated = append(simulated, res.NewNodes[len(res.NewNodes)-1])
-					cursor[kind] = len(simulated) // the copy is as full as its source
-					skip = m.n - 1
-					continue
-				}
-				fill.noReplicate[kind] = true
-			}
-			if m, ok := fill.perNode[kind]; ok && b.CountOnly {
-				n := m.n
-				name := b.Namer(g.Name, len(res.NewNodes))
-				res.NewNodes = append(res.NewNodes, name)
-				virtual = virtualNodes{kind: kind, left: n - 1, node: name}
-				res.Counted = append(res.Counted, CountedNode{Name: name, Source: m.node, Pods: 1, PerPod: m.perPod})
-				res.Placed[pod.UID] = name
-				res.PlacedOrder = append(res.PlacedOrder, pod)
-				continue
-			}
-			name := b.Namer(g.Name, len(res.NewNodes))
-			snap.Fork()
-			if err := b.addNode(g, name); err != nil {
-				snap.Revert()
-				return nil, err
-			}
-			if _, _, ferr := b.Harness.PlaceOnAnyNode(pod, []string{name}); ferr != nil {
-				snap.Revert() // an empty node of this group cannot take the pod
-				emptyNodeRejects[kind] = ferr
-				res.Unplaced = append(res.Unplaced, Unplaced{Pod: pod, Err: ferr})
-				continue
-			}
-			snap.Commit()
-			res.NewNodes = append(res.NewNodes, name)
-			simulated = append(simulated, name)
-			placedOn = name
-		}
-		fill.placed(placedOn, kind)
-		res.Placed[pod.UID] = placedOn
-		res.PlacedOrder = append(res.PlacedOrder, pod)
+	if c := r.openCounted(kind); c != nil {
+		c.pods = append(c.pods, pod)
+		r.record(pod, c.name)
+		return 1, nil
 	}
-	return res, nil
+	if node, err := r.onExisting(pod, kind); err != nil || node != "" {
+		return 1, err
+	}
+	if r.b.NoNewNodeFor != nil && r.b.NoNewNodeFor(pod) {
+		r.res.Unplaced = append(r.res.Unplaced, Unplaced{Pod: pod, Held: true})
+		return 1, nil
+	}
+	if len(r.res.NewNodes) >= maxNodes {
+		r.res.Unplaced = append(r.res.Unplaced, Unplaced{Pod: pod})
+		return 1, nil
+	}
+	if m, ok := r.fill.perNode[kind]; ok {
+		if r.b.CountOnly {
+			c := &countedNode{name: r.b.Namer(r.g.Name, len(r.res.NewNodes)), src: m, pods: []*v1.Pod{pod}}
+			r.counted = append(r.counted, c)
+			r.res.NewNodes = append(r.res.NewNodes, c.name)
+			r.record(pod, c.name)
+			return 1, nil
+		}
+		if r.fill.runOf(pods[i:], kind, m.n, r.kinds) {
+			if r.b.replicate(r.g, m, pods[i:i+m.n], r.res) {
+				r.simulated = append(r.simulated, r.res.NewNodes[len(r.res.NewNodes)-1])
+				r.cursor[kind] = len(r.simulated) // the copy is as full as its source
+				return m.n, nil
+			}
+			r.fill.noReplicate[kind] = true
+		}
+	}
+	return 1, r.openNode(pod, kind)
+}
+
+// openCounted returns the CountOnly node still filling with this kind.
+func (r *run) openCounted(kind string) *countedNode {
+	if !r.b.CountOnly || len(r.counted) == 0 {
+		return nil
+	}
+	c := r.counted[len(r.counted)-1]
+	if c.materialized || r.kinds.Of(c.src.pods[0]) != kind || len(c.pods) >= c.src.n {
+		return nil
+	}
+	return c
+}
+
+// onExisting tries the new nodes: simulated ones from the kind's cursor,
+// then counted ones, materialized one at a time.
+func (r *run) onExisting(pod *v1.Pod, kind string) (string, error) {
+	for j := r.cursor[kind]; j < len(r.simulated); j++ {
+		if _, _, ferr := r.b.Harness.PlaceOnAnyNode(pod, r.simulated[j:j+1]); ferr == nil {
+			r.fill.placed(r.simulated[j], kind)
+			r.record(pod, r.simulated[j])
+			return r.simulated[j], nil
+		}
+		r.fill.full(r.snap, r.simulated[j], kind)
+		r.cursor[kind] = j + 1
+	}
+	for _, c := range r.counted {
+		// Copies of a node filled by this kind are full for it.
+		if c.materialized || r.noFitCopy[kind][c.src.node] || r.kinds.Of(c.src.pods[0]) == kind {
+			continue
+		}
+		if err := r.materialize(c); err != nil {
+			return "", err
+		}
+		j := len(r.simulated) - 1
+		if _, _, ferr := r.b.Harness.PlaceOnAnyNode(pod, r.simulated[j:]); ferr == nil {
+			r.fill.placed(c.name, kind)
+			r.record(pod, c.name)
+			return c.name, nil
+		}
+		r.cursor[kind] = len(r.simulated)
+		if r.noFitCopy[kind] == nil {
+			r.noFitCopy[kind] = map[string]bool{}
+		}
+		r.noFitCopy[kind][c.src.node] = true // its other copies reject the kind too
+	}
+	return "", nil
+}
+
+// materialize replicates a counted node's pods into the snapshot.
+func (r *run) materialize(c *countedNode) error {
+	if err := r.b.addNode(r.g, c.name); err != nil {
+		return err
+	}
+	if err := r.b.Harness.Replicate(c.src.node, c.src.pods[:len(c.pods)], c.name, c.pods); err != nil {
+		return fmt.Errorf("node group %s: %w", r.g.Name, err)
+	}
+	c.materialized = true
+	r.simulated = append(r.simulated, c.name)
+	for _, p := range c.pods {
+		r.fill.placed(c.name, r.kinds.Of(p))
+	}
+	return nil
+}
+
+// openNode adds a fresh node for the pod, or learns that an empty node of
+// the group rejects its kind.
+func (r *run) openNode(pod *v1.Pod, kind string) error {
+	name := r.b.Namer(r.g.Name, len(r.res.NewNodes))
+	r.snap.Fork()
+	if err := r.b.addNode(r.g, name); err != nil {
+		r.snap.Revert()
+		return err
+	}
+	if _, _, ferr := r.b.Harness.PlaceOnAnyNode(pod, []string{name}); ferr != nil {
+		r.snap.Revert()
+		r.rejects[kind] = ferr
+		r.res.Unplaced = append(r.res.Unplaced, Unplaced{Pod: pod, Err: ferr})
+		return nil
+	}
+	r.snap.Commit()
+	r.res.NewNodes = append(r.res.NewNodes, name)
+	r.simulated = append(r.simulated, name)
+	r.fill.placed(name, kind)
+	r.record(pod, name)
+	return nil
+}
+
+func (r *run) record(pod *v1.Pod, node string) {
+	r.res.Placed[pod.UID] = node
+	r.res.PlacedOrder = append(r.res.PlacedOrder, pod)
 }
 
 // replicate adds a fresh node holding a copy of the memo's placements for
@@ -276,20 +367,5 @@ func (f *fillMemo) runOf(pods []*v1.Pod, kind string, n int, kinds *Kinds) bool 
 			return false
 		}
 	}
-	return true
-}
-
-// virtualNodes is the counted-only node being filled by a run of one kind.
-type virtualNodes struct {
-	kind string
-	left int
-	node string
-}
-
-func (v *virtualNodes) take(kind string) bool {
-	if v.left <= 0 || v.kind != kind {
-		return false
-	}
-	v.left--
 	return true
 }

@@ -138,8 +138,26 @@ func (p *Planner) placeOnExisting(pods []*v1.Pod, plan *Plan, kinds *estimator.K
 // expander to choose among those that help at least one pod.
 func (p *Planner) bestOption(st *state, pods []*v1.Pod) (expander.Option, bool, error) {
 	var options []expander.Option
+	// Groups with the same template and the same room give the same answer
+	// but for their name: estimate one of them.
+	type answer struct {
+		option expander.Option
+		group  string
+	}
+	seen := map[string]answer{}
 	for _, g := range st.groups {
-		if st.room(g) <= 0 {
+		room := st.room(g)
+		if room <= 0 {
+			continue
+		}
+		key := fmt.Sprintf("%s/%d", st.signature[g.Name], room)
+		if a, ok := seen[key]; ok && !selectsNodesByName(pods) {
+			st.copyVerdicts(a.group, g.Name)
+			if a.option.PodCount > 0 {
+				o := a.option
+				o.Group = g.Name
+				options = append(options, o)
+			}
 			continue
 		}
 		snap := p.Harness.Snapshot()
@@ -149,13 +167,12 @@ func (p *Planner) bestOption(st *state, pods []*v1.Pod) (expander.Option, bool, 
 			snap.Revert()
 			return expander.Option{}, false, err
 		}
-		if len(res.Placed) > 0 {
-			options = append(options, expander.Option{
-				Group: g.Name, NewNodes: len(res.NewNodes), PodCount: len(res.Placed),
-				Waste: waste(p.Harness.Snapshot(), res),
-			})
-		}
+		o := expander.Option{Group: g.Name, NewNodes: len(res.NewNodes), PodCount: len(res.Placed), Waste: waste(snap, res)}
 		snap.Revert()
+		seen[key] = answer{option: o, group: g.Name}
+		if o.PodCount > 0 {
+			options = append(options, o)
+		}
 	}
 	if len(options) == 0 {
 		return expander.Option{}, false, nil
@@ -211,4 +228,40 @@ func devicesOf(h *harness.Harness, pod *v1.Pod) []string {
 		}
 	}
 	return out
+}
+
+// selectsNodesByName reports whether some pod's node selection names a
+// node group or a node: alike groups then differ after all.
+func selectsNodesByName(pods []*v1.Pod) bool {
+	names := func(key string) bool { return key == nodegroup.GroupLabel || key == v1.LabelHostname }
+	for _, p := range pods {
+		for k := range p.Spec.NodeSelector {
+			if names(k) {
+				return true
+			}
+		}
+		a := p.Spec.Affinity
+		if a == nil || a.NodeAffinity == nil {
+			continue
+		}
+		na := a.NodeAffinity
+		var terms []v1.NodeSelectorTerm
+		if na.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+			terms = na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+		}
+		for _, pt := range na.PreferredDuringSchedulingIgnoredDuringExecution {
+			terms = append(terms, pt.Preference)
+		}
+		for _, t := range terms {
+			for _, r := range t.MatchExpressions {
+				if names(r.Key) {
+					return true
+				}
+			}
+			if len(t.MatchFields) > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }

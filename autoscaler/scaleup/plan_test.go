@@ -122,3 +122,22 @@ func TestPlanReasons(t *testing.T) {
 		}
 	}
 }
+
+// Alike groups share one estimate, unless pods pick a group by name.
+func TestAlikeGroupsDifferWhenPodsSelectByGroup(t *testing.T) {
+	p := newPlanner(t, snapshot.New(), draGroup("gpu-a", 8, 10), draGroup("gpu-b", 8, 10))
+	pods := replicas("pinned", 10, 100, fx.GPUs(fx.GPUResource, 1))
+	for _, pod := range pods {
+		pod.Spec.NodeSelector = map[string]string{nodegroup.GroupLabel: "gpu-b"}
+	}
+	plan, err := p.Plan(pods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.ScaleUps) != 1 || plan.ScaleUps[0].NodeGroup != "gpu-b" || plan.ScaleUps[0].NewNodes != 2 {
+		t.Fatalf("scale-ups = %+v, want gpu-b +2", plan.ScaleUps)
+	}
+	if len(plan.NoScaleUp) != 0 {
+		t.Fatalf("noScaleUp = %+v", plan.NoScaleUp)
+	}
+}

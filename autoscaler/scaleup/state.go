@@ -1,7 +1,9 @@
 package scaleup
 
 import (
+	"encoding/json"
 	"fmt"
+	"hash/fnv"
 
 	"draxr.dev/draxr/autoscaler/estimator"
 	"draxr.dev/draxr/cloudprovider/nodegroup"
@@ -27,18 +29,21 @@ type state struct {
 	held map[string]map[string]bool
 	// plainGroups counts groups whose nodes offer no extended resources.
 	plainGroups int
+	// signature identifies groups whose new nodes are alike.
+	signature map[string]string
 }
 
 func newState(p *Planner, groups []*nodegroup.NodeGroup) *state {
 	st := &state{
 		p: p, groups: groups,
-		byName:   map[string]*nodegroup.NodeGroup{},
-		current:  map[string]int{},
-		planned:  map[string]int{},
-		template: map[string][]dynres.Entry{},
-		rejects:  map[string]map[string]*harness.FitError{},
-		kinds:    &estimator.Kinds{},
-		held:     map[string]map[string]bool{},
+		byName:    map[string]*nodegroup.NodeGroup{},
+		current:   map[string]int{},
+		planned:   map[string]int{},
+		template:  map[string][]dynres.Entry{},
+		rejects:   map[string]map[string]*harness.FitError{},
+		kinds:     &estimator.Kinds{},
+		held:      map[string]map[string]bool{},
+		signature: map[string]string{},
 	}
 	snap := p.Harness.Snapshot()
 	for _, name := range snap.NodeNames() {
@@ -51,6 +56,7 @@ func newState(p *Planner, groups []*nodegroup.NodeGroup) *state {
 		st.rejects[g.Name] = map[string]*harness.FitError{}
 		st.template[g.Name] = templateResources(p, g)
 		st.held[g.Name] = map[string]bool{}
+		st.signature[g.Name] = templateSignature(g)
 		if len(st.template[g.Name]) == 0 {
 			st.plainGroups++
 		}
@@ -142,4 +148,24 @@ func usesNoDevices(pod *v1.Pod) bool {
 		}
 	}
 	return true
+}
+
+// templateSignature hashes what a new node of the group is: its template
+// Node (labels, taints, capacity) and its ResourceSlices.
+func templateSignature(g *nodegroup.NodeGroup) string {
+	t := g.Spec.Template
+	b, _ := json.Marshal([]any{t.Labels, t.Annotations, t.Spec.Taints, t.Status.Capacity, t.Status.Allocatable, g.Spec.ResourceSlices})
+	h := fnv.New64a()
+	_, _ = h.Write(b)
+	return fmt.Sprintf("%x", h.Sum64())
+}
+
+// copyVerdicts gives a group the per-pod verdicts of an alike group.
+func (st *state) copyVerdicts(from, to string) {
+	for k, v := range st.rejects[from] {
+		st.rejects[to][k] = v
+	}
+	for k, v := range st.held[from] {
+		st.held[to][k] = v
+	}
 }
