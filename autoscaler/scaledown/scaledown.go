@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/structured"
 
+	"draxr.dev/draxr/autoscaler/estimator"
 	"draxr.dev/draxr/simulator/harness"
 )
 
@@ -68,8 +69,12 @@ func Find(h *harness.Harness, opts Options) ([]Removal, []Rejection) {
 
 	removed := map[string]bool{}
 	var out []Removal
+	// Targets only fill up during a Find, so a target that rejected a kind
+	// of pod keeps rejecting it: each kind skips the targets it already
+	// knows are full.
+	full := map[string]map[string]bool{}
 	for _, c := range cands {
-		moves, err := drain(h, c.name, removed, opts)
+		moves, err := drain(h, c.name, removed, full, opts)
 		if err != nil {
 			rejected = append(rejected, Rejection{Node: c.name, Reason: err.Error()})
 			continue
@@ -82,7 +87,7 @@ func Find(h *harness.Harness, opts Options) ([]Removal, []Rejection) {
 
 // drain moves every pod off the node onto nodes that stay, or changes
 // nothing and says which pod could not move.
-func drain(h *harness.Harness, nodeName string, removed map[string]bool, opts Options) (map[string]string, error) {
+func drain(h *harness.Harness, nodeName string, removed map[string]bool, full map[string]map[string]bool, opts Options) (map[string]string, error) {
 	snap := h.Snapshot()
 	var targets []string
 	for _, n := range snap.NodeNames() {
@@ -96,6 +101,9 @@ func drain(h *harness.Harness, nodeName string, removed map[string]bool, opts Op
 	}
 	snap.Fork()
 	moves := map[string]string{}
+	// Targets found full count only if this drain is kept: a revert frees
+	// the room its moved pods took.
+	var learned [][2]string
 	for _, uid := range uids {
 		pod, _, _ := snap.Pod(uid)
 		if leavesWithNode(pod) {
@@ -112,10 +120,26 @@ func drain(h *harness.Harness, nodeName string, removed map[string]bool, opts Op
 			snap.Revert()
 			return nil, err
 		}
-		to, _, ferr := h.PlaceOnAnyNode(pending, targets)
+		kind := estimator.EquivalenceKey(pending)
+		if full[kind] == nil {
+			full[kind] = map[string]bool{}
+		}
+		var open []string
+		for _, t := range targets {
+			if !full[kind][t] {
+				open = append(open, t)
+			}
+		}
+		to, _, ferr := h.PlaceOnAnyNode(pending, open)
 		if ferr != nil {
 			snap.Revert()
 			return nil, fmt.Errorf("pod %s/%s fits no other node: %s", pod.Namespace, pod.Name, ferr.Error())
+		}
+		for _, t := range open {
+			if t == to {
+				break
+			}
+			learned = append(learned, [2]string{kind, t})
 		}
 		moves[pod.Namespace+"/"+pod.Name] = to
 	}
@@ -124,6 +148,9 @@ func drain(h *harness.Harness, nodeName string, removed map[string]bool, opts Op
 		return nil, err
 	}
 	snap.Commit()
+	for _, l := range learned {
+		full[l[0]][l[1]] = true
+	}
 	return moves, nil
 }
 

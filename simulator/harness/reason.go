@@ -28,10 +28,7 @@ func (r Reason) String() string {
 	return r.Plugin + ": " + r.Message
 }
 
-var (
-	insufficient  = regexp.MustCompile(`^Insufficient (\S+)$`)
-	inMemoryClaim = regexp.MustCompile(`(claim )?(\S+/)?` + regexp.QuoteMeta(specialClaimName))
-)
+var inMemoryClaim = regexp.MustCompile(`(claim )?(\S+/)?` + regexp.QuoteMeta(specialClaimName))
 
 // reasonsFromStatus turns a framework status into reasons.
 func reasonsFromStatus(st *fwk.Status) []Reason {
@@ -48,11 +45,15 @@ func reasonsFromStatus(st *fwk.Status) []Reason {
 	for _, m := range msgs {
 		// One line per reason (CEL errors span several), and the
 		// extended-resource claim under a name people can read.
-		m = strings.Join(strings.Fields(m), " ")
-		m = inMemoryClaim.ReplaceAllString(m, "the pod's extended-resource claim")
+		if strings.ContainsAny(m, "\n\t") {
+			m = strings.Join(strings.Fields(m), " ")
+		}
+		if strings.Contains(m, specialClaimName) {
+			m = inMemoryClaim.ReplaceAllString(m, "the pod's extended-resource claim")
+		}
 		r := Reason{Plugin: st.Plugin(), Message: m, Never: never}
-		if m := insufficient.FindStringSubmatch(m); m != nil {
-			r.Resource = v1.ResourceName(m[1])
+		if name, ok := strings.CutPrefix(m, "Insufficient "); ok && !strings.Contains(name, " ") {
+			r.Resource = v1.ResourceName(name)
 		}
 		if never && !strings.HasPrefix(r.Message, "cannot be placed: ") {
 			r.Message = "cannot be placed: " + r.Message
