@@ -64,6 +64,12 @@ func (e *env) nodeGroups(groups ...groupSpec) string {
 // autoscaler runs draxr-autoscaler as its own ServiceAccount with fast
 // timings; it is stopped when the test ends.
 func (e *env) autoscaler(nodeGroups string, extra ...string) controlplane.Process {
+	p, _ := e.autoscalerWithAddress(nodeGroups, extra...)
+	return p
+}
+
+// autoscalerWithAddress also returns where it serves /metrics and /healthz.
+func (e *env) autoscalerWithAddress(nodeGroups string, extra ...string) (controlplane.Process, string) {
 	e.t.Helper()
 	kubeconfig, err := cp.ServiceAccountKubeconfig(e.ctx, "draxr-autoscaler-"+e.name,
 		filepath.Join(root, "autoscaler/deploy/rbac.yaml"), "kube-system/draxr-autoscaler")
@@ -92,7 +98,7 @@ func (e *env) autoscaler(nodeGroups string, extra ...string) controlplane.Proces
 		}
 		p.Stop()
 	})
-	return p
+	return p, fmt.Sprintf("127.0.0.1:%d", port)
 }
 
 // groupNodes lists the nodes of a group.

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +21,7 @@ import (
 func TestAutoscalerFromZeroDRA(t *testing.T) {
 	e := newEnv(t, "asdra")
 	e.class("asdra-gpu", e.driver, e.resource)
-	e.autoscaler(e.nodeGroups(groupSpec{name: "asdra-gpu", min: 1, max: 10, draDevices: 8}))
+	_, addr := e.autoscalerWithAddress(e.nodeGroups(groupSpec{name: "asdra-gpu", min: 1, max: 10, draDevices: 8}))
 	e.replicaSet("train", 20, e.resource, 1)
 	perNode := e.waitPodsBound(20, 90*time.Second)
 	if len(perNode) != 3 {
@@ -34,6 +36,12 @@ func TestAutoscalerFromZeroDRA(t *testing.T) {
 	claims, err := cp.Client.ResourceV1().ResourceClaims(e.ns).List(e.ctx, metav1.ListOptions{})
 	if err != nil || len(claims.Items) != 20 {
 		t.Fatalf("extended-resource claims = %d (%v), want 20", len(claims.Items), err)
+	}
+	if body := httpGet(t, "http://"+addr+"/healthz"); body != "ok" {
+		t.Errorf("/healthz = %q", body)
+	}
+	if body := httpGet(t, "http://"+addr+"/metrics"); !strings.Contains(body, `draxr_autoscaler_scaled_up_nodes_total{node_group="asdra-gpu"} 3`) {
+		t.Errorf("/metrics lacks 3 scaled-up nodes for asdra-gpu:\n%s", grepLines(body, "draxr_autoscaler"))
 	}
 
 	e.scaleReplicaSet("train", 0)
@@ -182,4 +190,25 @@ func sum(m map[string]int) int {
 		n += v
 	}
 	return n
+}
+
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+func grepLines(s, substr string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, substr) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -177,6 +177,10 @@ func TestSchedulerRunsAsServiceAccount(t *testing.T) {
 	if _, err := c.CoreV1().Secrets("kube-system").List(e.ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("listing secrets as the scheduler: %v, want forbidden (least privilege)", err)
 	}
+	// Built with version ldflags, so kubectl version reports the pin.
+	if v, err := cp.Client.Discovery().ServerVersion(); err != nil || v.GitVersion != "v1.36.3" {
+		t.Errorf("server version = %v (%v), want v1.36.3", v, err)
+	}
 	if logs := cp.Logs(); strings.Contains(logs, "is forbidden") {
 		t.Errorf("a component hit an authorization error:\n%s", logs)
 	}
