@@ -191,43 +191,31 @@ func (s *Snapshot) PodGroupStates() fwk.PodGroupStateLister { return noPodGroups
 type nodeInfoLister struct{ s *Snapshot }
 
 func (l nodeInfoLister) List() ([]fwk.NodeInfo, error) {
-	s := l.s
-	if !s.lists.allValid {
-		s.lists.all = s.lists.all[:0]
-		for _, name := range s.nodeOrder {
-			s.lists.all = append(s.lists.all, s.nodes[name])
-		}
-		s.lists.allValid = true
-	}
-	return s.lists.all, nil
+	return l.s.nodeList(&l.s.lists.all, &l.s.lists.allValid, func(*framework.NodeInfo) bool { return true }), nil
 }
 
 func (l nodeInfoLister) HavePodsWithAffinityList() ([]fwk.NodeInfo, error) {
-	s := l.s
-	if !s.lists.affinityValid {
-		s.lists.affinity = s.lists.affinity[:0]
-		for _, name := range s.nodeOrder {
-			if ni := s.nodes[name]; len(ni.PodsWithAffinity) > 0 {
-				s.lists.affinity = append(s.lists.affinity, ni)
-			}
-		}
-		s.lists.affinityValid = true
-	}
-	return s.lists.affinity, nil
+	return l.s.nodeList(&l.s.lists.affinity, &l.s.lists.affinityValid,
+		func(ni *framework.NodeInfo) bool { return len(ni.PodsWithAffinity) > 0 }), nil
 }
 
 func (l nodeInfoLister) HavePodsWithRequiredAntiAffinityList() ([]fwk.NodeInfo, error) {
-	s := l.s
-	if !s.lists.antiAffValid {
-		s.lists.antiAffinity = s.lists.antiAffinity[:0]
+	return l.s.nodeList(&l.s.lists.antiAffinity, &l.s.lists.antiAffValid,
+		func(ni *framework.NodeInfo) bool { return len(ni.PodsWithRequiredAntiAffinity) > 0 }), nil
+}
+
+// nodeList rebuilds a cached list, in node order, when it is stale.
+func (s *Snapshot) nodeList(list *[]fwk.NodeInfo, valid *bool, keep func(*framework.NodeInfo) bool) []fwk.NodeInfo {
+	if !*valid {
+		*list = (*list)[:0]
 		for _, name := range s.nodeOrder {
-			if ni := s.nodes[name]; len(ni.PodsWithRequiredAntiAffinity) > 0 {
-				s.lists.antiAffinity = append(s.lists.antiAffinity, ni)
+			if ni := s.nodes[name]; keep(ni) {
+				*list = append(*list, ni)
 			}
 		}
-		s.lists.antiAffValid = true
+		*valid = true
 	}
-	return s.lists.antiAffinity, nil
+	return *list
 }
 
 func (l nodeInfoLister) Get(nodeName string) (fwk.NodeInfo, error) {
