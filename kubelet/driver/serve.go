@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	"k8s.io/klog/v2"
@@ -71,10 +73,33 @@ func Start(ctx context.Context, d *Driver, client kubernetes.Interface, paths Ku
 		cancel(err)
 		return nil, fmt.Errorf("publish ResourceSlices: %w", err)
 	}
-	klog.FromContext(ctx).Info("DRA driver started", "driver", d.cfg.DriverName, "node", d.cfg.NodeName,
+	logger := klog.FromContext(ctx)
+	logger.Info("DRA driver started", "driver", d.cfg.DriverName, "node", d.cfg.NodeName,
 		"registrar", paths.RegistrarDir, "cdiDir", d.cfg.CDIDir, "prepared", len(d.Prepared().Claims))
+	go logRegistration(ctx, helper)
 	return &Running{helper: helper, cancel: cancel, ctx: ctx}, nil
 }
+
+// logRegistration logs the kubelet's answer to the registration once it
+// comes: the one sign in the driver's log that the kubelet will call it.
+func logRegistration(ctx context.Context, helper *kubeletplugin.Helper) {
+	logger := klog.FromContext(ctx)
+	_ = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+		st := helper.RegistrationStatus()
+		switch {
+		case st == nil:
+			return false, nil
+		case st.PluginRegistered:
+			logger.Info(RegisteredMessage)
+		default:
+			logger.Error(nil, "Kubelet rejected the driver", "error", st.Error)
+		}
+		return true, nil
+	})
+}
+
+// RegisteredMessage is logged once the kubelet has accepted the driver.
+const RegisteredMessage = "Kubelet registered the driver"
 
 // Wait blocks until the driver stops: its context ends or a fatal error
 // occurs. It returns nil for a normal stop.

@@ -33,6 +33,7 @@ import (
 
 	"draxr.dev/draxr/kubelet/driver"
 	"draxr.dev/draxr/kubelet/testnode/dracm"
+	"draxr.dev/draxr/kubelet/testnode/nodefs"
 	"draxr.dev/draxr/kubelet/testnode/recordingcri"
 )
 
@@ -57,14 +58,9 @@ type Options struct {
 	Driver *driver.Config
 }
 
-// RecordFile is where the node's runtime records created containers; read
-// it with recordingcri.Load.
-func RecordFile(rootDir string) string { return filepath.Join(rootDir, "containers.jsonl") }
-
 // Run starts the node and blocks until ctx ends.
 func Run(ctx context.Context, opts Options) error {
 	logger := klog.FromContext(ctx)
-	start := time.Now()
 	if opts.NodeName == "" || opts.RootDir == "" || opts.Kubeconfig == "" {
 		return errors.New("node name, root dir and kubeconfig are required")
 	}
@@ -80,7 +76,7 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 
-	rt, err := recordingcri.Start(filepath.Join(root, "cri.sock"), RecordFile(root))
+	rt, err := recordingcri.Start(filepath.Join(root, "cri.sock"), nodefs.RecordFile(root))
 	if err != nil {
 		return fmt.Errorf("fake runtime: %w", err)
 	}
@@ -109,7 +105,7 @@ func Run(ctx context.Context, opts Options) error {
 	if err := kubeletapp.RunKubelet(ctx, server, hollow.KubeletDeps); err != nil {
 		return fmt.Errorf("kubelet: %w", err)
 	}
-	logger.Info("Test node kubelet started", "node", opts.NodeName, "rootDir", root, "dra", !opts.Stub, "startup", time.Since(start))
+	logger.Info("Test node kubelet started", "node", opts.NodeName, "rootDir", root, "dra", !opts.Stub)
 
 	if opts.Driver != nil {
 		cfg := *opts.Driver

@@ -24,6 +24,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"draxr.dev/draxr/test/proc"
 )
 
 // DefaultControllers are the controllers draxr's tests rely on: claims
@@ -57,7 +59,7 @@ type ControlPlane struct {
 	Client          kubernetes.Interface
 	URL             string
 
-	procs   []*process
+	procs   []*proc.Process
 	ownsDir bool
 }
 
@@ -217,7 +219,7 @@ func (cp *ControlPlane) startControllerManager(binDir string, controllers []stri
 // removes the working directory if the harness made it.
 func (cp *ControlPlane) Stop() {
 	for i := len(cp.procs) - 1; i >= 0; i-- {
-		cp.procs[i].stop(10 * time.Second)
+		cp.procs[i].Stop(10 * time.Second)
 	}
 	cp.procs = nil
 	if cp.ownsDir && os.Getenv("DRAXR_KEEP_E2E_DIR") == "" {
@@ -229,8 +231,8 @@ func (cp *ControlPlane) Stop() {
 func (cp *ControlPlane) PIDs() map[string]int {
 	out := map[string]int{}
 	for _, p := range cp.procs {
-		if !p.exited() {
-			out[p.name] = p.PID()
+		if done, _ := p.Exited(); !done {
+			out[p.Name] = p.PID()
 		}
 	}
 	return out
@@ -239,7 +241,7 @@ func (cp *ControlPlane) PIDs() map[string]int {
 func (cp *ControlPlane) logs() string {
 	var b strings.Builder
 	for _, p := range cp.procs {
-		fmt.Fprintf(&b, "\n--- %s log (tail) ---\n%s", p.name, p.logTail(3000))
+		fmt.Fprintf(&b, "\n--- %s log (tail) ---\n%s", p.Name, p.LogTail(3000))
 	}
 	return b.String()
 }
@@ -248,12 +250,12 @@ func (cp *ControlPlane) logs() string {
 func (cp *ControlPlane) Logs() string { return cp.logs() }
 
 // waitFor polls check until it passes, the process dies, or timeout.
-func waitFor(ctx context.Context, p *process, timeout time.Duration, check func() error) error {
+func waitFor(ctx context.Context, p *proc.Process, timeout time.Duration, check func() error) error {
 	deadline := time.Now().Add(timeout)
 	var last error
 	for time.Now().Before(deadline) {
-		if p.exited() {
-			return fmt.Errorf("%s exited: %v", p.name, p.err)
+		if done, err := p.Exited(); done {
+			return fmt.Errorf("%s exited: %v", p.Name, err)
 		}
 		if last = check(); last == nil {
 			return nil
@@ -264,7 +266,7 @@ func waitFor(ctx context.Context, p *process, timeout time.Duration, check func(
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("%s not ready after %s: %w", p.name, timeout, last)
+	return fmt.Errorf("%s not ready after %s: %w", p.Name, timeout, last)
 }
 
 func writeServiceAccountKeys(dir string) (string, string, error) {

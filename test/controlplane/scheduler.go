@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
+
+	"draxr.dev/draxr/test/proc"
 )
 
 // SchedulerOptions configure StartScheduler.
@@ -49,15 +51,15 @@ func (cp *ControlPlane) StartScheduler(ctx context.Context, opts SchedulerOption
 	cp.procs = append(cp.procs, p)
 	// The scheduler is up once it logs that it serves; until then pods wait.
 	if err := waitFor(ctx, p, 60*time.Second, func() error {
-		if strings.Contains(p.logTail(1<<20), "Attempting to acquire leader lease") ||
-			strings.Contains(p.logTail(1<<20), "Starting Kubernetes Scheduler") {
+		if strings.Contains(p.LogTail(1<<20), "Attempting to acquire leader lease") ||
+			strings.Contains(p.LogTail(1<<20), "Starting Kubernetes Scheduler") {
 			return nil
 		}
 		return fmt.Errorf("%s has not started yet", opts.Name)
 	}); err != nil {
-		return nil, fmt.Errorf("%w\n%s", err, p.logTail(3000))
+		return nil, fmt.Errorf("%w\n%s", err, p.LogTail(3000))
 	}
-	return func() { p.stop(10 * time.Second) }, nil
+	return func() { p.Stop(10 * time.Second) }, nil
 }
 
 // ServiceAccountKubeconfig applies the RBAC manifests and writes a
@@ -75,30 +77,15 @@ func (cp *ControlPlane) ServiceAccountKubeconfig(ctx context.Context, name, rbac
 	return kubeconfig, WriteKubeconfig(kubeconfig, cp.URL, cp.AdminConfig.CAData, token)
 }
 
-// Process is a component a test started and may stop or kill.
-type Process struct{ p *process }
-
-// PID is the process ID.
-func (p Process) PID() int { return p.p.PID() }
-
-// Stop terminates the process (SIGTERM, then SIGKILL).
-func (p Process) Stop() { p.p.stop(10 * time.Second) }
-
-// Kill kills the process at once, as a crash would.
-func (p Process) Kill() { p.p.kill() }
-
-// LogTail returns the end of its log.
-func (p Process) LogTail(n int64) string { return p.p.logTail(n) }
-
 // StartProcess starts a binary whose log goes to the control plane's
 // folder; Stop stops it with the rest.
-func (cp *ControlPlane) StartProcess(name, binary string, args ...string) (Process, error) {
+func (cp *ControlPlane) StartProcess(name, binary string, args ...string) (*proc.Process, error) {
 	p, err := startProcess(cp.Dir, name, binary, args...)
 	if err != nil {
-		return Process{}, err
+		return nil, err
 	}
 	cp.procs = append(cp.procs, p)
-	return Process{p}, nil
+	return p, nil
 }
 
 // ServiceAccountToken mints a token through the TokenRequest API.

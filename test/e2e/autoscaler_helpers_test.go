@@ -17,7 +17,7 @@ import (
 
 	"draxr.dev/draxr/cloudprovider/nodegroup"
 	fx "draxr.dev/draxr/simulator/fixtures"
-	"draxr.dev/draxr/test/controlplane"
+	"draxr.dev/draxr/test/proc"
 )
 
 // groupSpec describes one node group of a test.
@@ -63,13 +63,13 @@ func (e *env) nodeGroups(groups ...groupSpec) string {
 
 // autoscaler runs draxr-autoscaler as its own ServiceAccount with fast
 // timings; it is stopped when the test ends.
-func (e *env) autoscaler(nodeGroups string, extra ...string) controlplane.Process {
+func (e *env) autoscaler(nodeGroups string, extra ...string) *proc.Process {
 	p, _ := e.autoscalerWithAddress(nodeGroups, extra...)
 	return p
 }
 
 // autoscalerWithAddress also returns where it serves /metrics and /healthz.
-func (e *env) autoscalerWithAddress(nodeGroups string, extra ...string) (controlplane.Process, string) {
+func (e *env) autoscalerWithAddress(nodeGroups string, extra ...string) (*proc.Process, string) {
 	e.t.Helper()
 	kubeconfig, err := cp.ServiceAccountKubeconfig(e.ctx, "draxr-autoscaler-"+e.name,
 		filepath.Join(root, "autoscaler/deploy/rbac.yaml"), "kube-system/draxr-autoscaler")
@@ -96,7 +96,7 @@ func (e *env) autoscalerWithAddress(nodeGroups string, extra ...string) (control
 		if e.t.Failed() {
 			e.t.Logf("autoscaler log:\n%s", p.LogTail(6000))
 		}
-		p.Stop()
+		p.Stop(10 * time.Second)
 	})
 	return p, fmt.Sprintf("127.0.0.1:%d", port)
 }

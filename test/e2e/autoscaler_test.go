@@ -123,17 +123,15 @@ func TestAutoscalerRestartDoesNotScaleUpTwice(t *testing.T) {
 	slow := []string{"--local-node-ready-delay=4s"}
 	first := e.autoscaler(groups, slow...)
 	e.replicaSet("train", 20, e.resource, 1)
+	// IncreaseSize creates the three Node objects one by one; kill the
+	// autoscaler as soon as it has returned, while the nodes are not Ready.
 	e.eventually(30*time.Second, "scale-up asked for", func() error {
-		if n := len(e.groupNodes("asrestart-gpu")); n == 0 {
-			return fmt.Errorf("no nodes yet")
+		if n := len(e.groupNodes("asrestart-gpu")); n != 3 {
+			return fmt.Errorf("%d nodes so far", n)
 		}
 		return nil
 	})
 	first.Kill()
-	nodes := len(e.groupNodes("asrestart-gpu"))
-	if nodes != 3 {
-		t.Fatalf("after the first scale-up the group has %d nodes, want 3", nodes)
-	}
 	for _, n := range e.groupNodes("asrestart-gpu") {
 		for _, c := range n.Status.Conditions {
 			if c.Type == v1.NodeReady && c.Status == v1.ConditionTrue {

@@ -24,45 +24,64 @@ import (
 )
 
 func main() {
-	klog.InitFlags(nil)
-	var (
-		driverName  = flag.String("driver-name", "gpu.example.com", "DRA driver name; also the CDI vendor")
-		nodeName    = flag.String("node-name", os.Getenv("NODE_NAME"), "node this driver runs on (default $NODE_NAME)")
-		kubeconfig  = flag.String("kubeconfig", "", "kubeconfig file; in-cluster credentials if empty")
-		kubeletDir  = flag.String("kubelet-dir", "/var/lib/kubelet", "kubelet root directory (holds plugins_registry and plugins)")
-		cdiDir      = flag.String("cdi-dir", "/var/run/cdi", "folder the container runtime reads CDI specs from")
-		cdiClass    = flag.String("cdi-class", "gpu", "CDI class: device IDs read <driver-name>/<cdi-class>=<device>")
-		stateFile   = flag.String("state-file", "", "file remembering prepared claims (default <kubelet-dir>/plugins/<driver-name>/prepared-claims.json)")
-		invFile     = flag.String("inventory", "", "YAML file listing the devices (see kubelet/deploy/inventory.yaml); overrides --devices")
-		count       = flag.Int("devices", 8, "without --inventory: number of devices <device-prefix>-0 ..")
-		prefix      = flag.String("device-prefix", "gpu", "without --inventory: device name prefix")
-		deviceModel = flag.String("device-model", "example", "without --inventory: value of the devices' model attribute")
-	)
-	flag.Parse()
-	if err := run(*driverName, *nodeName, *kubeconfig, *kubeletDir, *cdiDir, *cdiClass, *stateFile, *invFile, *count, *prefix, *deviceModel); err != nil {
+	fs := flag.NewFlagSet(os.Args[0], flag.ExitOnError)
+	klog.InitFlags(fs)
+	o, err := parse(fs, os.Args[1:])
+	if err == nil {
+		err = run(o)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "draxr-example-driver:", err)
 		os.Exit(1)
 	}
 }
 
-func run(driverName, nodeName, kubeconfig, kubeletDir, cdiDir, cdiClass, stateFile, invFile string, count int, prefix, model string) error {
-	inv := inventory.Uniform(prefix, count, model)
-	if invFile != "" {
+// options are the parsed flags.
+type options struct {
+	cfg        driver.Config
+	paths      driver.KubeletPaths
+	kubeconfig string
+}
+
+func parse(fs *flag.FlagSet, args []string) (options, error) {
+	var (
+		driverName = fs.String("driver-name", "gpu.example.com", "DRA driver name; also the CDI vendor")
+		nodeName   = fs.String("node-name", os.Getenv("NODE_NAME"), "node this driver runs on (default $NODE_NAME)")
+		kubeconfig = fs.String("kubeconfig", "", "kubeconfig file; in-cluster credentials if empty")
+		kubeletDir = fs.String("kubelet-dir", "/var/lib/kubelet", "kubelet root directory (holds plugins_registry and plugins)")
+		cdiDir     = fs.String("cdi-dir", "/var/run/cdi", "folder the container runtime reads CDI specs from")
+		cdiClass   = fs.String("cdi-class", "gpu", "CDI class: device IDs read <driver-name>/<cdi-class>=<device>")
+		stateFile  = fs.String("state-file", "", "file remembering prepared claims (default <kubelet-dir>/plugins/<driver-name>/prepared-claims.json)")
+		invFile    = fs.String("inventory", "", "YAML file listing the devices (see kubelet/inventory); overrides --devices")
+		count      = fs.Int("devices", 8, "without --inventory: number of devices <device-prefix>-0 ..")
+		prefix     = fs.String("device-prefix", "gpu", "without --inventory: device name prefix")
+		model      = fs.String("device-model", "example", "without --inventory: value of the devices' model attribute")
+	)
+	if err := fs.Parse(args); err != nil {
+		return options{}, err
+	}
+	inv := inventory.Uniform(*prefix, *count, *model)
+	if *invFile != "" {
 		var err error
-		if inv, err = inventory.Load(invFile); err != nil {
-			return err
+		if inv, err = inventory.Load(*invFile); err != nil {
+			return options{}, err
 		}
 	}
-	paths := driver.PathsUnder(kubeletDir, driverName)
-	if stateFile == "" {
-		stateFile = filepath.Join(paths.PluginDir, "prepared-claims.json")
+	o := options{paths: driver.PathsUnder(*kubeletDir, *driverName), kubeconfig: *kubeconfig}
+	if *stateFile == "" {
+		*stateFile = filepath.Join(o.paths.PluginDir, "prepared-claims.json")
 	}
-	d, err := driver.New(driver.Config{DriverName: driverName, NodeName: nodeName, Inventory: inv,
-		CDIDir: cdiDir, CDIClass: cdiClass, StateFile: stateFile})
+	o.cfg = driver.Config{DriverName: *driverName, NodeName: *nodeName, Inventory: inv,
+		CDIDir: *cdiDir, CDIClass: *cdiClass, StateFile: *stateFile}
+	return o, nil
+}
+
+func run(o options) error {
+	d, err := driver.New(o.cfg)
 	if err != nil {
 		return err
 	}
-	cfg, err := restConfig(kubeconfig)
+	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -73,7 +92,7 @@ func run(driverName, nodeName, kubeconfig, kubeletDir, cdiDir, cdiClass, stateFi
 	// SIGTERM unregisters cleanly; a DaemonSet rollout relies on it.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	running, err := driver.Start(ctx, d, client, paths)
+	running, err := driver.Start(ctx, d, client, o.paths)
 	if err != nil {
 		return err
 	}

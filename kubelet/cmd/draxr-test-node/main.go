@@ -2,9 +2,10 @@
 // end-to-end and scale tests of DRA: the real kubelet code with kubemark's
 // fakes, the kubelet's real DRA manager, and a fake CRI runtime that
 // records the CDI devices every container receives (containers.jsonl in
-// the root directory). With --driver-name it also runs the reference DRA
-// driver in the same process; otherwise start draxr-example-driver with
-// --kubelet-dir pointing at this node's root directory.
+// the root directory, see kubelet/testnode/nodefs). With --driver-name it
+// also runs the reference DRA driver in the same process; otherwise start
+// draxr-example-driver with --kubelet-dir pointing at this node's root
+// directory.
 package main
 
 import (
@@ -13,7 +14,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -23,6 +23,7 @@ import (
 	"draxr.dev/draxr/kubelet/driver"
 	"draxr.dev/draxr/kubelet/inventory"
 	"draxr.dev/draxr/kubelet/testnode"
+	"draxr.dev/draxr/kubelet/testnode/nodefs"
 )
 
 func main() {
@@ -63,10 +64,10 @@ func main() {
 			}
 			dir := *cdiDir
 			if dir == "" {
-				dir = filepath.Join(opts.RootDir, "cdi")
+				dir = nodefs.DriverCDIDir(opts.RootDir)
 			}
 			opts.Driver = &driver.Config{DriverName: *driverName, Inventory: inv, CDIDir: dir, CDIClass: *cdiClass,
-				StateFile: filepath.Join(driver.PathsUnder(opts.RootDir, *driverName).PluginDir, "prepared-claims.json")}
+				StateFile: nodefs.DriverStateFile(opts.RootDir, *driverName)}
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 		defer stop()

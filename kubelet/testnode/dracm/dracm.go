@@ -35,7 +35,8 @@ import (
 )
 
 // Manager is a cm.ContainerManager. Methods not defined here are the
-// stub's.
+// stub's; device health (UpdateAllocatedResourcesStatus, Updates) is one
+// of them, so pod status carries no allocatedResourcesStatus.
 type Manager struct {
 	cm.ContainerManager
 	dra *dra.Manager
