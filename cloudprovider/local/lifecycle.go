@@ -36,6 +36,29 @@ func readyCondition(n *v1.Node) *v1.NodeCondition {
 	return nil
 }
 
+// liftNotReadyTaint is the node lifecycle controller's part for a test
+// node that reports Ready itself.
+func (g *group) liftNotReadyTaint(ctx context.Context, n *v1.Node) error {
+	if c := readyCondition(n); c == nil || c.Status != v1.ConditionTrue {
+		return nil
+	}
+	var kept []v1.Taint
+	for _, t := range n.Spec.Taints {
+		if t.Key != v1.TaintNodeNotReady {
+			kept = append(kept, t)
+		}
+	}
+	if len(kept) == len(n.Spec.Taints) {
+		return nil
+	}
+	n = n.DeepCopy()
+	n.Spec.Taints = kept
+	if _, err := g.p.opts.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
+		return fmt.Errorf("node %s: lift not-ready taint: %w", n.Name, err)
+	}
+	return nil
+}
+
 // markReady reports Ready and lifts the not-ready taint the API server's
 // admission added, which the node lifecycle controller would lift for a
 // kubelet-backed node.

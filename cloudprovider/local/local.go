@@ -38,6 +38,9 @@ type Options struct {
 	NodeReadyDelay time.Duration
 	SlicesDelay    time.Duration // after the node is Ready
 	Now            func() time.Time
+	// TestNodes, when set, starts real test nodes instead of creating Node
+	// objects (the delays then come from the nodes themselves).
+	TestNodes *TestNodes
 }
 
 // Provider implements cloudprovider.Provider.
@@ -106,7 +109,11 @@ func (p *Provider) Refresh(ctx context.Context) error {
 	p.mu.Unlock()
 	for _, g := range p.groups {
 		for _, n := range byGroup[g.cfg.Name] {
-			if err := g.advance(ctx, n); err != nil {
+			advance := g.advance
+			if p.opts.TestNodes != nil {
+				advance = g.liftNotReadyTaint
+			}
+			if err := advance(ctx, n); err != nil {
 				return err
 			}
 		}
@@ -129,20 +136,40 @@ func (g *group) Id() string   { return g.cfg.Name }
 func (g *group) MinSize() int { return g.cfg.Spec.MinSize }
 func (g *group) MaxSize() int { return g.cfg.Spec.MaxSize }
 
-// TargetSize counts the group's Node objects: they are created at once.
-func (g *group) TargetSize() (int, error) { return len(g.p.groupNodes(g.cfg.Name)), nil }
+// TargetSize counts the group's nodes: Node objects, which are created at
+// once, and test nodes started but not yet registered.
+func (g *group) TargetSize() (int, error) { return len(g.names()), nil }
+
+func (g *group) names() map[string]bool {
+	names := map[string]bool{}
+	for _, n := range g.p.groupNodes(g.cfg.Name) {
+		names[n.Name] = true
+	}
+	if t := g.p.opts.TestNodes; t != nil {
+		for _, n := range t.launched(g.cfg.Name) {
+			names[n] = true
+		}
+	}
+	return names
+}
 
 func (g *group) IncreaseSize(ctx context.Context, delta int) error {
 	if delta <= 0 {
 		return fmt.Errorf("node group %s: size increase must be positive, got %d", g.cfg.Name, delta)
 	}
-	current := g.p.groupNodes(g.cfg.Name)
+	current := g.names()
 	if len(current)+delta > g.cfg.Spec.MaxSize {
 		return fmt.Errorf("node group %s: %d + %d nodes exceeds max size %d", g.cfg.Name, len(current), delta, g.cfg.Spec.MaxSize)
 	}
 	next := nextIndex(g.cfg.Name, current)
 	for i := 0; i < delta; i++ {
 		name := fmt.Sprintf("%s-%d", g.cfg.Name, next+i)
+		if t := g.p.opts.TestNodes; t != nil {
+			if err := t.start(g.cfg, name); err != nil {
+				return err
+			}
+			continue
+		}
 		node, _ := g.cfg.NewNode(name)
 		node.UID = ""
 		node.Spec.ProviderID = ProviderIDPrefix + g.cfg.Name + "/" + name
@@ -161,10 +188,10 @@ func (g *group) IncreaseSize(ctx context.Context, delta int) error {
 	return nil
 }
 
-func nextIndex(group string, nodes []*v1.Node) int {
+func nextIndex(group string, names map[string]bool) int {
 	next := 0
-	for _, n := range nodes {
-		if i, err := strconv.Atoi(strings.TrimPrefix(n.Name, group+"-")); err == nil && i >= next {
+	for n := range names {
+		if i, err := strconv.Atoi(strings.TrimPrefix(n, group+"-")); err == nil && i >= next {
 			next = i + 1
 		}
 	}
@@ -181,7 +208,7 @@ func (g *group) DecreaseTargetSize(context.Context, int) error {
 // kubelet behind them, the pods still bound to a deleted machine are
 // deleted too, as they would die with it.
 func (g *group) DeleteNodes(ctx context.Context, nodes []*v1.Node) error {
-	current := len(g.p.groupNodes(g.cfg.Name))
+	current := len(g.names())
 	if current-len(nodes) < g.cfg.Spec.MinSize {
 		return fmt.Errorf("node group %s: deleting %d of %d nodes goes below min size %d", g.cfg.Name, len(nodes), current, g.cfg.Spec.MinSize)
 	}
@@ -189,6 +216,11 @@ func (g *group) DeleteNodes(ctx context.Context, nodes []*v1.Node) error {
 	for _, n := range nodes {
 		if ng := nodegroup.Group(n); ng != g.cfg.Name {
 			return fmt.Errorf("node group %s: node %s belongs to %q", g.cfg.Name, n.Name, ng)
+		}
+		if t := g.p.opts.TestNodes; t != nil {
+			if err := t.stop(ctx, n.Name); err != nil {
+				return fmt.Errorf("node %s: stop test node: %w", n.Name, err)
+			}
 		}
 		err := c.ResourceV1().ResourceSlices().DeleteCollection(ctx, metav1.DeleteOptions{},
 			metav1.ListOptions{FieldSelector: resourceapi.ResourceSliceSelectorNodeName + "=" + n.Name})

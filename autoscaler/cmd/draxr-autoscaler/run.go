@@ -80,6 +80,10 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
+	var testNodes *local.TestNodes
+	if o.testNodeBinary != "" {
+		testNodes = &local.TestNodes{Binary: o.testNodeBinary, Dir: o.testNodeDir, Kubeconfig: o.testNodeKubeconfig}
+	}
 	factory := informers.NewSharedInformerFactory(client, 0)
 	listers := clusterstate.NewListers(factory)
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
@@ -88,7 +92,7 @@ func run(ctx context.Context, o *options) error {
 	a := core.New(core.Config{
 		Client: client, Listers: listers, Profile: profile, Expander: exp, MaxNodesTotal: o.maxNodesTotal,
 		Provider: local.New(local.Options{Client: client, Groups: objs.NodeGroups,
-			NodeReadyDelay: o.localNodeReadyDelay, SlicesDelay: o.localSlicesDelay}),
+			NodeReadyDelay: o.localNodeReadyDelay, SlicesDelay: o.localSlicesDelay, TestNodes: testNodes}),
 		ScaleDown: core.ScaleDownConfig{Enabled: o.scaleDownEnabled, UnneededTime: o.scaleDownUnneededTime,
 			UtilizationThreshold: o.scaleDownUtilization, DelayAfterAdd: o.scaleDownDelayAfterAdd},
 		Recorder:        broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "draxr-autoscaler"}),

@@ -36,6 +36,9 @@ type Node struct {
 	Driver *InProcessDriver
 	// Verbosity is the klog -v level.
 	Verbosity int
+	// Detached nodes outlive the process that started them, as machines
+	// outlive the autoscaler that asked for them.
+	Detached bool
 }
 
 // InProcessDriver configures the reference driver inside a test node.
@@ -94,7 +97,11 @@ func StartNode(n Node) (*RunningNode, error) {
 	if n.Binary == "" || n.Name == "" || n.RootDir == "" || n.Kubeconfig == "" {
 		return nil, errors.New("binary, name, root dir and kubeconfig are required")
 	}
-	p, err := proc.Start(n.Name, n.Binary, filepath.Clean(n.RootDir)+".log", n.Args()...)
+	start := proc.Start
+	if n.Detached {
+		start = proc.StartDetached
+	}
+	p, err := start(n.Name, n.Binary, filepath.Clean(n.RootDir)+".log", n.Args()...)
 	if err != nil {
 		return nil, err
 	}
