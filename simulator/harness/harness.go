@@ -132,14 +132,10 @@ func (h *Harness) Place(pod *v1.Pod, nodeName string) (*v1.Pod, *FitError) {
 // PlaceOnAnyNode tries the candidate nodes in order and places the pod on
 // the first that fits. It returns the node, the placed pod, or why none fit.
 func (h *Harness) PlaceOnAnyNode(pod *v1.Pod, candidates []string) (string, *v1.Pod, *FitError) {
-	if ferr := h.alreadyPlaced(pod); ferr != nil {
-		return "", nil, ferr
+	c, fitErr := h.begin(pod, candidates)
+	if c == nil {
+		return "", nil, fitErr
 	}
-	c, ferr := h.preFilter(pod, candidates)
-	if ferr != nil {
-		return "", nil, ferr
-	}
-	fitErr := &FitError{Pod: podKey(pod), PerNode: map[string][]Reason{}}
 	for _, nodeName := range candidates {
 		if rs := h.filter(c, nodeName); len(rs) > 0 {
 			fitErr.PerNode[nodeName] = rs
@@ -153,6 +149,20 @@ func (h *Harness) PlaceOnAnyNode(pod *v1.Pod, candidates []string) (string, *v1.
 		return nodeName, placed, nil
 	}
 	return "", nil, fitErr
+}
+
+// begin starts placing a pod: it refuses a placed pod and runs PreFilter.
+// It returns the cycle and an empty FitError for per-node reasons, or no
+// cycle and the error.
+func (h *Harness) begin(pod *v1.Pod, candidates []string) (*cycle, *FitError) {
+	if ferr := h.alreadyPlaced(pod); ferr != nil {
+		return nil, ferr
+	}
+	c, ferr := h.preFilter(pod, candidates)
+	if ferr != nil {
+		return nil, ferr
+	}
+	return c, &FitError{Pod: podKey(pod), PerNode: map[string][]Reason{}}
 }
 
 // alreadyPlaced refuses a pod whose UID is placed: committing it would fail

@@ -12,14 +12,10 @@ import (
 // reproducible. It evaluates every candidate (kube-scheduler may stop at
 // percentageOfNodesToScore in clusters over 100 nodes).
 func (h *Harness) PlaceBest(pod *v1.Pod, candidates []string) (string, *v1.Pod, *FitError) {
-	if ferr := h.alreadyPlaced(pod); ferr != nil {
-		return "", nil, ferr
+	c, fitErr := h.begin(pod, candidates)
+	if c == nil {
+		return "", nil, fitErr
 	}
-	c, ferr := h.preFilter(pod, candidates)
-	if ferr != nil {
-		return "", nil, ferr
-	}
-	fitErr := &FitError{Pod: podKey(pod), PerNode: map[string][]Reason{}}
 	var feasible []fwk.NodeInfo
 	for _, name := range candidates {
 		if rs := h.filter(c, name); len(rs) > 0 {
