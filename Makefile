@@ -28,8 +28,10 @@ build:
 example: build
 	$(BIN)/draxr simulate
 
-test:
-	$(GO) test -count=1 $(PKGS)
+# The end-to-end tests need the control-plane binaries; building them here
+# keeps a cold build out of go test's per-package timeout.
+test: controlplane
+	$(GO) test -count=1 -timeout 30m $(PKGS)
 
 lint: vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
