@@ -210,3 +210,43 @@ func grepLines(s, substr string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// Two replicas with leader election: one acts, so the pods get exactly the
+// nodes they need, not twice as many; when the leader dies the other
+// takes over and keeps scaling.
+func TestAutoscalerLeaderElection(t *testing.T) {
+	e := newEnv(t, "asleader")
+	e.class("asleader-gpu", e.driver, e.resource)
+	groups := e.nodeGroups(groupSpec{name: "asleader-gpu", min: 0, max: 10, draDevices: 8})
+	election := []string{"--leader-elect=true", "--leader-elect-resource-name=draxr-autoscaler-" + e.name,
+		"--leader-elect-lease-duration=4s"}
+	first := e.autoscaler(groups, election...)
+	second := e.autoscaler(groups, election...)
+	e.replicaSet("train", 12, e.resource, 1)
+	if perNode := e.waitPodsBound(12, 90*time.Second); len(perNode) != 2 {
+		t.Fatalf("pods per node = %v, want 2 nodes", perNode)
+	}
+	e.consistently(3*time.Second, "one replica acts", func() error {
+		if n := len(e.groupNodes("asleader-gpu")); n != 2 {
+			return fmt.Errorf("group has %d nodes, want 2", n)
+		}
+		return nil
+	})
+	lease, err := cp.Client.CoordinationV1().Leases("kube-system").Get(e.ctx, "draxr-autoscaler-"+e.name, metav1.GetOptions{})
+	if err != nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
+		t.Fatalf("lease = %v (%v), want a holder", lease, err)
+	}
+	// Identities end in _<pid>: kill the leader as a crash would.
+	holder := *lease.Spec.HolderIdentity
+	leader := first
+	if strings.HasSuffix(holder, fmt.Sprintf("_%d", second.PID())) {
+		leader = second
+	} else if !strings.HasSuffix(holder, fmt.Sprintf("_%d", first.PID())) {
+		t.Fatalf("lease holder %q is neither replica", holder)
+	}
+	leader.Kill()
+	e.scaleReplicaSet("train", 20)
+	if perNode := e.waitPodsBound(20, 90*time.Second); len(perNode) != 3 {
+		t.Fatalf("after the leader died: pods per node = %v, want 3 nodes", perNode)
+	}
+}
