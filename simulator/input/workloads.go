@@ -24,7 +24,7 @@ import (
 // maxPodsPerWorkload bounds the expansion of one workload, so a typo like
 // "replicas: 1000000000" fails with a message instead of exhausting
 // memory. It is Kubernetes' documented limit of pods in one cluster.
-const maxPodsPerWorkload = 150000
+var maxPodsPerWorkload int64 = 150000 // a variable so the fuzz test can lower it
 
 // maxGeneratedBase is the API server's limit on the generateName part of a
 // generated name (63 minus the 5-character suffix).
