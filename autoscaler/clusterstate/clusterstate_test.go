@@ -1,0 +1,134 @@
+package clusterstate
+
+import (
+	"context"
+	"sort"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"draxr.dev/draxr/cloudprovider"
+	"draxr.dev/draxr/cloudprovider/nodegroup"
+	fx "draxr.dev/draxr/simulator/fixtures"
+)
+
+// fakeGroup is a node group with a fixed target size.
+type fakeGroup struct {
+	g      *nodegroup.NodeGroup
+	target int
+}
+
+func (f fakeGroup) Id() string                                    { return f.g.Name }
+func (f fakeGroup) MinSize() int                                  { return f.g.Spec.MinSize }
+func (f fakeGroup) MaxSize() int                                  { return f.g.Spec.MaxSize }
+func (f fakeGroup) TargetSize() (int, error)                      { return f.target, nil }
+func (f fakeGroup) IncreaseSize(context.Context, int) error       { return nil }
+func (f fakeGroup) DecreaseTargetSize(context.Context, int) error { return nil }
+func (f fakeGroup) DeleteNodes(context.Context, []*v1.Node) error { return nil }
+func (f fakeGroup) Nodes() ([]cloudprovider.Instance, error)      { return nil, nil }
+func (f fakeGroup) TemplateNodeInfo() (*v1.Node, []*resourceapi.ResourceSlice, error) {
+	n, s := f.g.NewNode("template-" + f.g.Name)
+	return n, s, nil
+}
+
+type fakeProvider struct{ groups []cloudprovider.NodeGroup }
+
+func (p fakeProvider) NodeGroups() []cloudprovider.NodeGroup { return p.groups }
+func (p fakeProvider) Refresh(context.Context) error         { return nil }
+func (p fakeProvider) NodeGroupForNode(n *v1.Node) (cloudprovider.NodeGroup, error) {
+	for _, g := range p.groups {
+		if g.Id() == nodegroup.Group(n) {
+			return g, nil
+		}
+	}
+	return nil, nil
+}
+
+func groupNode(name string, ready bool) *v1.Node {
+	n := fx.Node(name, 64, 256, nil)
+	n.Labels[nodegroup.GroupLabel] = "gpu"
+	if !ready {
+		n.Status.Conditions[0].Status = v1.ConditionFalse
+	}
+	return n
+}
+
+func pending(name string, unschedulable, gated bool) *v1.Pod {
+	p := fx.Pod(name, 100, fx.GPUs(fx.GPUResource, 1))
+	if unschedulable {
+		p.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: v1.PodReasonUnschedulable}}
+	}
+	if gated {
+		p.Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "hold"}}
+	}
+	return p
+}
+
+// Nodes that cannot take pods yet stand in the snapshot as their
+// template, devices included, and count as upcoming; so do nodes asked
+// for that have not registered.
+func TestBuildCountsUpcomingNodes(t *testing.T) {
+	g := &nodegroup.NodeGroup{ObjectMeta: metav1.ObjectMeta{Name: "gpu"}, Spec: nodegroup.Spec{MaxSize: 10,
+		Template: *fx.Node("t", 64, 256, nil), ResourceSlices: []resourceapi.ResourceSliceSpec{fx.GPUSlice("x", 8).Spec}}}
+	objs := []runtime.Object{
+		groupNode("gpu-0", true), fx.GPUSlice("gpu-0", 8), // ready, devices published
+		groupNode("gpu-1", true),  // ready, devices not yet published
+		groupNode("gpu-2", false), // not Ready
+		fx.Node("other", 8, 32, nil),
+		pending("waiting", true, false), pending("fresh", false, false), pending("gated", true, true),
+	}
+	client := fake.NewClientset(objs...)
+	f := informers.NewSharedInformerFactory(client, 0)
+	l := NewListers(f)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f.Start(ctx.Done())
+	f.WaitForCacheSync(ctx.Done())
+
+	st, err := Build(l, fakeProvider{groups: []cloudprovider.NodeGroup{fakeGroup{g: g, target: 5}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Upcoming["gpu"] != 4 {
+		t.Errorf("upcoming = %d, want 4 (gpu-1 without devices, gpu-2 not Ready, 2 not registered)", st.Upcoming["gpu"])
+	}
+	var ready []string
+	for n := range st.Ready {
+		ready = append(ready, n)
+	}
+	sort.Strings(ready)
+	if len(ready) != 2 || ready[0] != "gpu-0" || ready[1] != "other" {
+		t.Errorf("ready nodes = %v, want gpu-0 and other", ready)
+	}
+	var nodes []string
+	for _, n := range st.Objects.Nodes {
+		nodes = append(nodes, n.Name)
+	}
+	sort.Strings(nodes)
+	want := []string{"gpu-0", "gpu-1", "gpu-2", "other", "upcoming-gpu-3", "upcoming-gpu-4"}
+	if len(nodes) != len(want) {
+		t.Fatalf("snapshot nodes = %v, want %v", nodes, want)
+	}
+	for i := range want {
+		if nodes[i] != want[i] {
+			t.Fatalf("snapshot nodes = %v, want %v", nodes, want)
+		}
+	}
+	slicesOf := map[string]int{}
+	for _, s := range st.Objects.ResourceSlices {
+		slicesOf[*s.Spec.NodeName]++
+	}
+	for _, n := range []string{"gpu-0", "gpu-1", "gpu-2", "upcoming-gpu-3", "upcoming-gpu-4"} {
+		if slicesOf[n] != 1 {
+			t.Errorf("node %s has %d slices in the snapshot, want 1 (published or from the template)", n, slicesOf[n])
+		}
+	}
+	if len(st.Unschedulable) != 1 || st.Unschedulable[0].Name != "waiting" {
+		t.Errorf("unschedulable = %v, want only the pod the scheduler gave up on (not gated, not untried)", st.Unschedulable)
+	}
+}

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+func TestFlagValidation(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string // "" means valid
+	}{
+		{[]string{"--node-group-config=g.yaml"}, ""},
+		{nil, "--node-group-config is required"},
+		{[]string{"--node-group-config=g.yaml", "--scan-interval=0s"}, "--scan-interval must be positive"},
+		{[]string{"--node-group-config=g.yaml", "--max-nodes-total=-1"}, "--max-nodes-total must be >= 0"},
+		{[]string{"--node-group-config=g.yaml", "--scale-down-utilization-threshold=1.5"}, "within [0, 1]"},
+		{[]string{"--node-group-config=g.yaml", "--cloud-provider=aws"}, `--cloud-provider "aws" is not supported`},
+		{[]string{"--node-group-config=g.yaml", "--local-test-node-binary=n"}, "needs --local-test-node-dir"},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			o := &options{}
+			fs := pflag.NewFlagSet("draxr-autoscaler", pflag.ContinueOnError)
+			o.addFlags(fs)
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			err := o.validate()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("validate() = %v, want valid", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("validate() = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
