@@ -10,7 +10,6 @@
 package classes
 
 import (
-	"fmt"
 	"sort"
 
 	v1 "k8s.io/api/core/v1"
@@ -162,9 +161,6 @@ func (x *Index) List() ([]*resourceapi.DeviceClass, error) {
 	return x.sorted, nil
 }
 
-// Len is the number of classes.
-func (x *Index) Len() int { return len(x.byName) }
-
 // ResourceNames returns every extended resource name the class currently
 // answers to: its implicit name, and its explicit name if it wins it.
 func (x *Index) ResourceNames(className string) []v1.ResourceName {
@@ -177,12 +173,4 @@ func (x *Index) ResourceNames(className string) []v1.ResourceName {
 		names = append([]v1.ResourceName{name}, names...)
 	}
 	return names
-}
-
-// Describe names the class behind a resource name for messages.
-func (x *Index) Describe(resourceName v1.ResourceName) string {
-	if c := x.GetDeviceClass(resourceName); c != nil {
-		return fmt.Sprintf("DeviceClass %s", c.Name)
-	}
-	return "no DeviceClass"
 }

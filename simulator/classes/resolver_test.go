@@ -227,8 +227,8 @@ func TestResolverListerAndDescribe(t *testing.T) {
 		t.Errorf("List() = %v, want %v", names, want)
 	}
 	x.Delete("a")
-	if list, _ := x.List(); len(list) != 2 || x.Len() != 2 {
-		t.Errorf("after Delete: List() has %d, Len() = %d, want 2", len(list), x.Len())
+	if list, _ := x.List(); len(list) != 2 {
+		t.Errorf("after Delete: List() has %d classes, want 2", len(list))
 	}
 	if _, err := x.Get("a"); !apierrors.IsNotFound(err) {
 		t.Errorf("Get(a) after delete: err = %v, want NotFound", err)
@@ -237,12 +237,16 @@ func TestResolverListerAndDescribe(t *testing.T) {
 		t.Errorf("Get(b) = %v, %v", c, err)
 	}
 	for rName, want := range map[v1.ResourceName]string{
-		gpu:                 "DeviceClass b",
-		ImplicitName("c"):   "DeviceClass c",
-		"example.com/other": "no DeviceClass",
+		gpu:                 "b",
+		ImplicitName("c"):   "c",
+		"example.com/other": "",
 	} {
-		if got := x.Describe(rName); got != want {
-			t.Errorf("Describe(%s) = %q, want %q", rName, got, want)
+		got := ""
+		if c := x.GetDeviceClass(rName); c != nil {
+			got = c.Name
+		}
+		if got != want {
+			t.Errorf("GetDeviceClass(%s) = %q, want %q", rName, got, want)
 		}
 	}
 }

@@ -70,9 +70,6 @@ func New(ctx context.Context, snap *snapshot.Snapshot, profile *config.KubeSched
 // Snapshot is the state this harness reads and writes.
 func (h *Harness) Snapshot() *snapshot.Snapshot { return h.snap }
 
-// SchedulerName is the profile's scheduler name.
-func (h *Harness) SchedulerName() string { return h.fw.ProfileName() }
-
 // cycle is one scheduling attempt of one pod: PreFilter ran once, Filter
 // can run on several nodes.
 type cycle struct {
