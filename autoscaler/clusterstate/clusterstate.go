@@ -15,8 +15,8 @@ import (
 	resourcelisters "k8s.io/client-go/listers/resource/v1"
 
 	"draxr.dev/draxr/cloudprovider"
-	"draxr.dev/draxr/cloudprovider/nodegroup"
 	"draxr.dev/draxr/simulator/input"
+	"draxr.dev/draxr/simulator/nodegroup"
 )
 
 // Listers are the informer caches the autoscaler reads.

@@ -13,8 +13,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"draxr.dev/draxr/cloudprovider"
-	"draxr.dev/draxr/cloudprovider/nodegroup"
 	fx "draxr.dev/draxr/simulator/fixtures"
+	"draxr.dev/draxr/simulator/nodegroup"
 )
 
 // fakeGroup is a node group with a fixed target size.

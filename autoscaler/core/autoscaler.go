@@ -17,12 +17,12 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 
 	"draxr.dev/draxr/autoscaler/clusterstate"
-	"draxr.dev/draxr/autoscaler/expander"
 	"draxr.dev/draxr/autoscaler/metrics"
-	"draxr.dev/draxr/autoscaler/scaleup"
 	"draxr.dev/draxr/cloudprovider"
+	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/offline"
+	"draxr.dev/draxr/simulator/scaleup"
 )
 
 // Config is everything the loop needs.

@@ -18,11 +18,11 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"draxr.dev/draxr/autoscaler/clusterstate"
-	"draxr.dev/draxr/autoscaler/expander"
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/cloudprovider/mocks"
-	"draxr.dev/draxr/cloudprovider/nodegroup"
+	"draxr.dev/draxr/simulator/expander"
 	fx "draxr.dev/draxr/simulator/fixtures"
+	"draxr.dev/draxr/simulator/nodegroup"
 )
 
 // unschedulablePods are n one-GPU pods the scheduler gave up on.

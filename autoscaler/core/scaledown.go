@@ -17,7 +17,7 @@ import (
 
 	"draxr.dev/draxr/autoscaler/clusterstate"
 	"draxr.dev/draxr/autoscaler/metrics"
-	"draxr.dev/draxr/autoscaler/scaledown"
+	"draxr.dev/draxr/simulator/scaledown"
 )
 
 // ScaleDownDisabledAnnotation on a node keeps it.

@@ -25,7 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"draxr.dev/draxr/cloudprovider"
-	"draxr.dev/draxr/cloudprovider/nodegroup"
+	"draxr.dev/draxr/simulator/nodegroup"
 )
 
 // ProviderIDPrefix starts every provider ID this provider assigns.
@@ -38,9 +38,21 @@ type Options struct {
 	NodeReadyDelay time.Duration
 	SlicesDelay    time.Duration // after the node is Ready
 	Now            func() time.Time
-	// TestNodes, when set, starts real test nodes instead of creating Node
-	// objects (the delays then come from the nodes themselves).
-	TestNodes *TestNodes
+	// Launcher, when set, starts real machines instead of creating Node
+	// objects (the delays then come from the machines themselves).
+	Launcher Launcher
+}
+
+// Launcher starts and stops machines that register their own Node: tests
+// plug in real test-node processes here. The shipped binary has none.
+type Launcher interface {
+	// Start launches the node name of group g with the provider ID the
+	// node must register with.
+	Start(ctx context.Context, g *nodegroup.NodeGroup, name, providerID string) error
+	// Launched lists the group's nodes started, registered or not.
+	Launched(group string) []string
+	// Stop ends the node's machine.
+	Stop(ctx context.Context, node string) error
 }
 
 // Provider implements cloudprovider.Provider.
@@ -110,7 +122,7 @@ func (p *Provider) Refresh(ctx context.Context) error {
 	for _, g := range p.groups {
 		for _, n := range byGroup[g.cfg.Name] {
 			advance := g.advance
-			if p.opts.TestNodes != nil {
+			if p.opts.Launcher != nil {
 				advance = g.liftNotReadyTaint
 			}
 			if err := advance(ctx, n); err != nil {
@@ -145,8 +157,8 @@ func (g *group) names() map[string]bool {
 	for _, n := range g.p.groupNodes(g.cfg.Name) {
 		names[n.Name] = true
 	}
-	if t := g.p.opts.TestNodes; t != nil {
-		for _, n := range t.launched(g.cfg.Name) {
+	if l := g.p.opts.Launcher; l != nil {
+		for _, n := range l.Launched(g.cfg.Name) {
 			names[n] = true
 		}
 	}
@@ -164,15 +176,16 @@ func (g *group) IncreaseSize(ctx context.Context, delta int) error {
 	next := nextIndex(g.cfg.Name, current)
 	for i := 0; i < delta; i++ {
 		name := fmt.Sprintf("%s-%d", g.cfg.Name, next+i)
-		if t := g.p.opts.TestNodes; t != nil {
-			if err := t.start(g.cfg, name); err != nil {
-				return err
+		providerID := ProviderIDPrefix + g.cfg.Name + "/" + name
+		if l := g.p.opts.Launcher; l != nil {
+			if err := l.Start(ctx, g.cfg, name, providerID); err != nil {
+				return fmt.Errorf("node group %s: start node %s: %w", g.cfg.Name, name, err)
 			}
 			continue
 		}
 		node, _ := g.cfg.NewNode(name)
 		node.UID = ""
-		node.Spec.ProviderID = ProviderIDPrefix + g.cfg.Name + "/" + name
+		node.Spec.ProviderID = providerID
 		node.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionFalse, Reason: "Provisioning",
 			LastTransitionTime: metav1.NewTime(g.p.opts.Now())}}
 		status := node.Status
@@ -217,9 +230,9 @@ func (g *group) DeleteNodes(ctx context.Context, nodes []*v1.Node) error {
 		if ng := nodegroup.Group(n); ng != g.cfg.Name {
 			return fmt.Errorf("node group %s: node %s belongs to %q", g.cfg.Name, n.Name, ng)
 		}
-		if t := g.p.opts.TestNodes; t != nil {
-			if err := t.stop(ctx, n.Name); err != nil {
-				return fmt.Errorf("node %s: stop test node: %w", n.Name, err)
+		if l := g.p.opts.Launcher; l != nil {
+			if err := l.Stop(ctx, n.Name); err != nil {
+				return fmt.Errorf("node %s: stop machine: %w", n.Name, err)
 			}
 		}
 		err := c.ResourceV1().ResourceSlices().DeleteCollection(ctx, metav1.DeleteOptions{},

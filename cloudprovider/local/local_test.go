@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"draxr.dev/draxr/cloudprovider/nodegroup"
 	fx "draxr.dev/draxr/simulator/fixtures"
+	"draxr.dev/draxr/simulator/nodegroup"
 )
 
 func gpuGroup(min, max int) *nodegroup.NodeGroup {

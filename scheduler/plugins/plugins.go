@@ -2,7 +2,7 @@
 // extended resource name resolution. The upstream DynamicResources,
 // NodeResourcesFit and NodeResourcesBalancedAllocation plugins run
 // unchanged, but the framework handle they are built with answers
-// DeviceClassResolver() with draxr's index (simulator/classes), which keeps
+// DeviceClassResolver() with draxr's index (scheduler/classes), which keeps
 // every class's implicit name and restores the remaining class's mapping
 // when a clashing class is deleted or cleared. Upstream's cache
 // (ExtendedResourceCache, v0.36.3) depends on informer order and breaks the
@@ -23,7 +23,7 @@ import (
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
 	"draxr.dev/draxr/scheduler/aliases"
-	"draxr.dev/draxr/simulator/classes"
+	"draxr.dev/draxr/scheduler/classes"
 )
 
 // Options registers the wrapped plugins with kube-scheduler's command.

@@ -7,9 +7,9 @@ package capacity
 import (
 	"sort"
 
-	"draxr.dev/draxr/cloudprovider/nodegroup"
-	"draxr.dev/draxr/simulator/classes"
+	"draxr.dev/draxr/scheduler/classes"
 	"draxr.dev/draxr/simulator/dynres"
+	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/snapshot"
 )
 

@@ -15,7 +15,7 @@ import (
 	resourcevalidation "k8s.io/kubernetes/pkg/apis/resource/validation"
 	"k8s.io/utils/ptr"
 
-	"draxr.dev/draxr/cloudprovider/nodegroup"
+	"draxr.dev/draxr/simulator/nodegroup"
 )
 
 func init() {

@@ -17,7 +17,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"draxr.dev/draxr/cloudprovider/nodegroup"
+	"draxr.dev/draxr/simulator/nodegroup"
 )
 
 // Objects is everything loaded from the input files.

@@ -15,7 +15,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"draxr.dev/draxr/autoscaler/expander"
+	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/input"
 	"draxr.dev/draxr/simulator/offline"
 	"draxr.dev/draxr/simulator/report"

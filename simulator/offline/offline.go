@@ -8,11 +8,11 @@ import (
 	"context"
 	"fmt"
 
-	"draxr.dev/draxr/autoscaler/expander"
-	"draxr.dev/draxr/autoscaler/scaleup"
 	"draxr.dev/draxr/simulator/dynres"
+	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/input"
+	"draxr.dev/draxr/simulator/scaleup"
 	"draxr.dev/draxr/simulator/snapshot"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 )

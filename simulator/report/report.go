@@ -11,8 +11,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"draxr.dev/draxr/autoscaler/scaleup"
 	"draxr.dev/draxr/simulator/capacity"
+	"draxr.dev/draxr/simulator/scaleup"
 )
 
 // Formats lists the -o values.

@@ -19,7 +19,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
-	"draxr.dev/draxr/simulator/classes"
+	"draxr.dev/draxr/scheduler/classes"
 )
 
 // Snapshot is a mutable, forkable view of a cluster. It is not safe for

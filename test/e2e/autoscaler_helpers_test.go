@@ -15,8 +15,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
-	"draxr.dev/draxr/cloudprovider/nodegroup"
 	fx "draxr.dev/draxr/simulator/fixtures"
+	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/test/proc"
 )
 
@@ -71,6 +71,14 @@ func (e *env) autoscaler(nodeGroups string, extra ...string) *proc.Process {
 // autoscalerWithAddress also returns where it serves /metrics and /healthz.
 func (e *env) autoscalerWithAddress(nodeGroups string, extra ...string) (*proc.Process, string) {
 	e.t.Helper()
+	return e.autoscalerBinary("draxr-autoscaler", nodeGroups, extra...)
+}
+
+// autoscalerBinary runs the named build of draxr-autoscaler: the shipped
+// one, or draxr-autoscaler-testnodes, whose local provider starts real
+// test nodes.
+func (e *env) autoscalerBinary(binary, nodeGroups string, extra ...string) (*proc.Process, string) {
+	e.t.Helper()
 	kubeconfig, err := cp.ServiceAccountKubeconfig(e.ctx, "draxr-autoscaler-"+e.name,
 		filepath.Join(root, "autoscaler/deploy/rbac.yaml"), "kube-system/draxr-autoscaler")
 	if err != nil {
@@ -88,7 +96,7 @@ func (e *env) autoscalerWithAddress(nodeGroups string, extra ...string) (*proc.P
 		"--leader-elect=false", "--status-config-map-name=draxr-autoscaler-status-" + e.name,
 		fmt.Sprintf("--address=127.0.0.1:%d", port), "--v=2",
 	}, extra...)
-	p, err := cp.StartProcess("draxr-autoscaler-"+e.name, filepath.Join(bins, "draxr-autoscaler"), args...)
+	p, err := cp.StartProcess("draxr-autoscaler-"+e.name, filepath.Join(bins, binary), args...)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 
-	"draxr.dev/draxr/simulator/classes"
+	"draxr.dev/draxr/scheduler/classes"
 )
 
 // From zero nodes, 20 one-GPU pods and a group of 8-GPU nodes: exactly 3

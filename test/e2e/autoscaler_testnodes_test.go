@@ -15,10 +15,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"draxr.dev/draxr/cloudprovider/nodegroup"
 	"draxr.dev/draxr/kubelet/testnode/nodefs"
 	"draxr.dev/draxr/kubelet/testnode/recordingcri"
 	fx "draxr.dev/draxr/simulator/fixtures"
+	"draxr.dev/draxr/simulator/nodegroup"
 )
 
 // The autoscaler starts real test nodes: each registers itself, its DRA
@@ -56,7 +56,7 @@ func TestAutoscalerStartsKubeletNodes(t *testing.T) {
 	if err := os.WriteFile(groups, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e.autoscaler(groups, "--local-test-node-binary="+nodeBin, "--local-test-node-dir="+dir,
+	e.autoscalerBinary("draxr-autoscaler-testnodes", groups, "--local-test-node-binary="+nodeBin, "--local-test-node-dir="+dir,
 		"--local-test-node-kubeconfig="+cp.AdminKubeconfig, "--scale-down-unneeded-time=3s")
 
 	e.replicaSet("infer", 6, e.resource, 1)

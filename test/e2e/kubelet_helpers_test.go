@@ -23,8 +23,8 @@ import (
 
 	"draxr.dev/draxr/kubelet/cdi"
 	"draxr.dev/draxr/kubelet/driver"
-	"draxr.dev/draxr/kubelet/testnode/launch"
 	"draxr.dev/draxr/test/controlplane"
+	"draxr.dev/draxr/test/launch"
 )
 
 // cdiClass is the CDI class the drivers in these tests use (the default).

@@ -38,7 +38,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	bins = filepath.Join(root, ".cache", "e2e-bin")
-	if out, err := goCmd("build", "-o", bins+"/", "./scheduler/cmd/draxr-scheduler", "./autoscaler/cmd/draxr-autoscaler").CombinedOutput(); err != nil {
+	if out, err := goCmd("build", "-o", bins+"/", "./scheduler/cmd/draxr-scheduler", "./autoscaler/cmd/draxr-autoscaler", "./test/cmd/draxr-autoscaler-testnodes").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: build draxr binaries: %v\n%s", err, out)
 		return 1
 	}

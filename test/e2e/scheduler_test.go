@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"draxr.dev/draxr/simulator/classes"
+	"draxr.dev/draxr/scheduler/classes"
 )
 
 // A pod with only limits: example.com/gpu: 1 on a node whose 2 devices a

@@ -7,8 +7,10 @@ import (
 	"os"
 
 	"k8s.io/component-base/cli"
+
+	"draxr.dev/draxr/autoscaler/app"
 )
 
 func main() {
-	os.Exit(cli.Run(newCommand()))
+	os.Exit(cli.Run(app.NewCommand()))
 }

@@ -8,10 +8,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"draxr.dev/draxr/autoscaler/expander"
 	"draxr.dev/draxr/simulator/capacity"
 	"draxr.dev/draxr/simulator/dynres"
 	"draxr.dev/draxr/simulator/examples"
+	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/input"
 	"draxr.dev/draxr/simulator/offline"

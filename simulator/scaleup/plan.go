@@ -12,11 +12,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"draxr.dev/draxr/autoscaler/estimator"
-	"draxr.dev/draxr/autoscaler/expander"
-	"draxr.dev/draxr/cloudprovider/nodegroup"
 	"draxr.dev/draxr/simulator/dynres"
+	"draxr.dev/draxr/simulator/estimator"
+	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/harness"
+	"draxr.dev/draxr/simulator/nodegroup"
 )
 
 // Plan is the outcome for every pending pod.

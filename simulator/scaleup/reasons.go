@@ -9,9 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
 
-	"draxr.dev/draxr/cloudprovider/nodegroup"
 	"draxr.dev/draxr/simulator/dynres"
 	"draxr.dev/draxr/simulator/harness"
+	"draxr.dev/draxr/simulator/nodegroup"
 )
 
 // explain says, per node group, why a pending pod does not trigger a

@@ -11,8 +11,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"draxr.dev/draxr/cloudprovider/nodegroup"
 	"draxr.dev/draxr/simulator/harness"
+	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/snapshot"
 )
 

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -25,14 +26,23 @@ import (
 
 	"draxr.dev/draxr/autoscaler/clusterstate"
 	"draxr.dev/draxr/autoscaler/core"
-	"draxr.dev/draxr/autoscaler/expander"
 	"draxr.dev/draxr/cloudprovider/local"
+	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/input"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 )
 
-func newCommand() *cobra.Command {
+// Extension adds to draxr-autoscaler what a build of it needs beyond the
+// shipped binary: tests start real test nodes through it.
+type Extension struct {
+	AddFlags func(*pflag.FlagSet)
+	// Launcher returns the local provider's machine launcher, or nil.
+	Launcher func() (local.Launcher, error)
+}
+
+// NewCommand is draxr-autoscaler's command line.
+func NewCommand(exts ...Extension) *cobra.Command {
 	o := &options{}
 	cmd := &cobra.Command{
 		Use:          "draxr-autoscaler",
@@ -42,14 +52,32 @@ func newCommand() *cobra.Command {
 			if err := o.validate(); err != nil {
 				return err
 			}
-			return run(cmd.Context(), o)
+			var launcher local.Launcher
+			for _, ext := range exts {
+				if ext.Launcher == nil {
+					continue
+				}
+				l, err := ext.Launcher()
+				if err != nil {
+					return err
+				}
+				if l != nil {
+					launcher = l
+				}
+			}
+			return run(cmd.Context(), o, launcher)
 		},
 	}
 	o.addFlags(cmd.Flags())
+	for _, ext := range exts {
+		if ext.AddFlags != nil {
+			ext.AddFlags(cmd.Flags())
+		}
+	}
 	return cmd
 }
 
-func run(ctx context.Context, o *options) error {
+func run(ctx context.Context, o *options, launcher local.Launcher) error {
 	logger := klog.FromContext(ctx)
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
@@ -80,10 +108,6 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
-	var testNodes *local.TestNodes
-	if o.testNodeBinary != "" {
-		testNodes = &local.TestNodes{Binary: o.testNodeBinary, Dir: o.testNodeDir, Kubeconfig: o.testNodeKubeconfig}
-	}
 	factory := informers.NewSharedInformerFactory(client, 0)
 	listers := clusterstate.NewListers(factory)
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
@@ -92,7 +116,7 @@ func run(ctx context.Context, o *options) error {
 	a := core.New(core.Config{
 		Client: client, Listers: listers, Profile: profile, Expander: exp, MaxNodesTotal: o.maxNodesTotal,
 		Provider: local.New(local.Options{Client: client, Groups: objs.NodeGroups,
-			NodeReadyDelay: o.localNodeReadyDelay, SlicesDelay: o.localSlicesDelay, TestNodes: testNodes}),
+			NodeReadyDelay: o.localNodeReadyDelay, SlicesDelay: o.localSlicesDelay, Launcher: launcher}),
 		ScaleDown: core.ScaleDownConfig{Enabled: o.scaleDownEnabled, UnneededTime: o.scaleDownUnneededTime,
 			UtilizationThreshold: o.scaleDownUtilization, DelayAfterAdd: o.scaleDownDelayAfterAdd},
 		Recorder:        broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "draxr-autoscaler"}),

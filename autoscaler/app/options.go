@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"fmt"
@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"draxr.dev/draxr/autoscaler/expander"
+	"draxr.dev/draxr/simulator/expander"
 )
 
 // options are the command's flags.
@@ -31,9 +31,6 @@ type options struct {
 	statusConfigMap         string
 	leaderElectLeaseName    string
 	leaderElectLeaseTimeout time.Duration
-	testNodeBinary          string
-	testNodeDir             string
-	testNodeKubeconfig      string
 }
 
 func (o *options) addFlags(fs *pflag.FlagSet) {
@@ -52,9 +49,6 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.cloudProvider, "cloud-provider", "local", "cloud provider: local (nodes as API objects, for tests and demos)")
 	fs.DurationVar(&o.localNodeReadyDelay, "local-node-ready-delay", 5*time.Second, "local provider: time until a new node is Ready")
 	fs.DurationVar(&o.localSlicesDelay, "local-slices-delay", 3*time.Second, "local provider: time from Ready until the node's ResourceSlices are published")
-	fs.StringVar(&o.testNodeBinary, "local-test-node-binary", "", "local provider: start draxr-test-node processes (real kubelet DRA path) instead of Node objects")
-	fs.StringVar(&o.testNodeDir, "local-test-node-dir", "", "local provider: folder for test nodes' root directories and PID files")
-	fs.StringVar(&o.testNodeKubeconfig, "local-test-node-kubeconfig", "", "local provider: kubeconfig test nodes register with")
 	fs.StringVar(&o.address, "address", "127.0.0.1:8085", "address for /metrics and /healthz")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "run only while holding the leader lease")
 	fs.StringVar(&o.namespace, "namespace", "kube-system", "namespace of the leader lease and the status ConfigMap")
@@ -73,8 +67,6 @@ func (o *options) validate() error {
 		return fmt.Errorf("--scale-down-utilization-threshold must be within [0, 1], got %g", o.scaleDownUtilization)
 	case o.cloudProvider != "local":
 		return fmt.Errorf("--cloud-provider %q is not supported (supported: local)", o.cloudProvider)
-	case o.testNodeBinary != "" && (o.testNodeDir == "" || o.testNodeKubeconfig == ""):
-		return fmt.Errorf("--local-test-node-binary needs --local-test-node-dir and --local-test-node-kubeconfig")
 	case len(o.nodeGroupConfig) == 0:
 		return fmt.Errorf("--node-group-config is required: the local provider's NodeGroup objects")
 	}

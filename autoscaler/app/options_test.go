@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"strings"
@@ -18,7 +18,6 @@ func TestFlagValidation(t *testing.T) {
 		{[]string{"--node-group-config=g.yaml", "--max-nodes-total=-1"}, "--max-nodes-total must be >= 0"},
 		{[]string{"--node-group-config=g.yaml", "--scale-down-utilization-threshold=1.5"}, "within [0, 1]"},
 		{[]string{"--node-group-config=g.yaml", "--cloud-provider=aws"}, `--cloud-provider "aws" is not supported`},
-		{[]string{"--node-group-config=g.yaml", "--local-test-node-binary=n"}, "needs --local-test-node-dir"},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

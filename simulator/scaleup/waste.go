@@ -1,7 +1,7 @@
 package scaleup
 
 import (
-	"draxr.dev/draxr/autoscaler/estimator"
+	"draxr.dev/draxr/simulator/estimator"
 	"draxr.dev/draxr/simulator/snapshot"
 )
 

@@ -12,10 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
-	"draxr.dev/draxr/autoscaler/expander"
-	"draxr.dev/draxr/cloudprovider/nodegroup"
+	"draxr.dev/draxr/simulator/expander"
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/harness"
+	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/snapshot"
 )
 

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"hash/fnv"
 
-	"draxr.dev/draxr/autoscaler/estimator"
-	"draxr.dev/draxr/cloudprovider/nodegroup"
 	"draxr.dev/draxr/simulator/dynres"
+	"draxr.dev/draxr/simulator/estimator"
 	"draxr.dev/draxr/simulator/harness"
+	"draxr.dev/draxr/simulator/nodegroup"
 	v1 "k8s.io/api/core/v1"
 )
 

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/structured"
 
-	"draxr.dev/draxr/autoscaler/estimator"
+	"draxr.dev/draxr/simulator/estimator"
 	"draxr.dev/draxr/simulator/harness"
 )
 

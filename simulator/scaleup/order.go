@@ -7,8 +7,8 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/utils/ptr"
 
-	"draxr.dev/draxr/autoscaler/estimator"
 	"draxr.dev/draxr/simulator/dynres"
+	"draxr.dev/draxr/simulator/estimator"
 )
 
 // SortLargestFirst orders pods by extended resources (devices), then CPU,

@@ -1,0 +1,200 @@
+// Package layers checks the house rules of the repository's layout: which
+// top-level folder may import which, and that no shipped binary links a
+// test tool. See README.md, "Architecture".
+package layers
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/exec"
+	"sort"
+	"strings"
+	"testing"
+)
+
+const module = "draxr.dev/draxr/"
+
+// mayImport lists, for each top-level folder, the folders its non-test
+// code may import. Arrows point down only:
+//
+//	test -> autoscaler -> cloudprovider -> simulator -> scheduler
+//	test -> kubelet
+var mayImport = map[string][]string{
+	"scheduler":     nil,
+	"simulator":     {"scheduler"},
+	"cloudprovider": {"simulator", "scheduler"},
+	"autoscaler":    {"cloudprovider", "simulator", "scheduler"},
+	"kubelet":       nil,
+	"test":          {"autoscaler", "cloudprovider", "simulator", "scheduler", "kubelet"},
+}
+
+// binaries are the commands users run; none may link a test tool.
+var binaries = []string{
+	"simulator/cmd/draxr",
+	"autoscaler/cmd/draxr-autoscaler",
+	"scheduler/cmd/draxr-scheduler",
+	"kubelet/cmd/draxr-example-driver",
+}
+
+// testTools are the folders that hold test-only code.
+var testTools = []string{"test/", "kubelet/testnode/", "kubelet/cmd/draxr-test-node"}
+
+type pkg struct {
+	ImportPath string
+	Imports    []string
+	Deps       []string
+}
+
+func goList(t *testing.T, args ...string) []pkg {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs go list over the module")
+	}
+	cmd := exec.Command("go", append([]string{"list", "-json"}, args...)...)
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %v: %v", args, err)
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+func topFolder(importPath string) (string, bool) {
+	rest, ok := strings.CutPrefix(importPath, module)
+	if !ok {
+		return "", false
+	}
+	top, _, _ := strings.Cut(rest, "/")
+	return top, true
+}
+
+// violations lists every import from one top-level folder to another that
+// mayImport does not allow, and every pair of folders importing each other.
+func violations(pkgs []pkg, rules map[string][]string) []string {
+	var out []string
+	seen := map[[2]string]string{}
+	for _, p := range pkgs {
+		from, ok := topFolder(p.ImportPath)
+		if !ok {
+			continue
+		}
+		allowed, known := rules[from]
+		if !known {
+			out = append(out, fmt.Sprintf("%s: top-level folder %q has no layer; add it to mayImport", p.ImportPath, from))
+			continue
+		}
+		for _, imp := range p.Imports {
+			to, ok := topFolder(imp)
+			if !ok || to == from {
+				continue
+			}
+			seen[[2]string{from, to}] = p.ImportPath + " -> " + imp
+			if !contains(allowed, to) {
+				out = append(out, fmt.Sprintf("%s imports %s: %s may import only %v", p.ImportPath, imp, from, allowed))
+			}
+		}
+	}
+	for pair, example := range seen {
+		if back, ok := seen[[2]string{pair[1], pair[0]}]; ok && pair[0] < pair[1] {
+			out = append(out, fmt.Sprintf("%s and %s import each other (%s; %s)", pair[0], pair[1], example, back))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestImportsPointDown(t *testing.T) {
+	for _, v := range violations(goList(t, "./..."), mayImport) {
+		t.Error(v)
+	}
+}
+
+// The check itself must catch a back-import: simulator importing
+// autoscaler, as it did before the layers were enforced.
+func TestViolationsCatchBackImport(t *testing.T) {
+	tests := []struct {
+		name string
+		pkgs []pkg
+		want []string
+	}{
+		{
+			name: "downward imports pass",
+			pkgs: []pkg{
+				{ImportPath: module + "autoscaler/core", Imports: []string{module + "simulator/scaleup", "fmt"}},
+				{ImportPath: module + "simulator/scaleup", Imports: []string{module + "scheduler/classes"}},
+			},
+		},
+		{
+			name: "back-import fails",
+			pkgs: []pkg{
+				{ImportPath: module + "autoscaler/core", Imports: []string{module + "simulator/scaleup"}},
+				{ImportPath: module + "simulator/offline", Imports: []string{module + "autoscaler/metrics"}},
+			},
+			want: []string{
+				"autoscaler and simulator import each other",
+				"simulator/offline imports draxr.dev/draxr/autoscaler/metrics: simulator may import only [scheduler]",
+			},
+		},
+		{
+			name: "unknown folder fails",
+			pkgs: []pkg{{ImportPath: module + "tools/x"}},
+			want: []string{`top-level folder "tools" has no layer`},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := violations(tc.pkgs, mayImport)
+			if len(got) != len(tc.want) {
+				t.Fatalf("violations = %q, want %d matching %q", got, len(tc.want), tc.want)
+			}
+			for i := range got {
+				if !strings.Contains(got[i], tc.want[i]) {
+					t.Errorf("violation %d = %q, want it to contain %q", i, got[i], tc.want[i])
+				}
+			}
+		})
+	}
+}
+
+func TestBinariesLinkNoTestTools(t *testing.T) {
+	for _, bin := range binaries {
+		t.Run(bin, func(t *testing.T) {
+			pkgs := goList(t, "-deps", "./"+bin)
+			if len(pkgs) == 0 {
+				t.Fatalf("go list -deps ./%s listed nothing", bin)
+			}
+			for _, p := range pkgs {
+				rest, ok := strings.CutPrefix(p.ImportPath, module)
+				if !ok {
+					continue
+				}
+				for _, tool := range testTools {
+					if strings.HasPrefix(rest+"/", tool) || rest == strings.TrimSuffix(tool, "/") {
+						t.Errorf("%s links test tool %s", bin, p.ImportPath)
+					}
+				}
+			}
+		})
+	}
+}
