@@ -65,6 +65,12 @@ const (
 	// NotChosen: a new node would fit, but the expander chose other groups
 	// until none could help.
 	NotChosen ReasonCode = "NotChosen"
+	// SchedulingGated: the pod has scheduling gates; the scheduler does not
+	// try it until they are removed, so no node would help yet.
+	SchedulingGated ReasonCode = "SchedulingGated"
+	// NotServedByScheduler: no profile of the scheduler configuration is
+	// the pod's spec.schedulerName, so the scheduler never places it.
+	NotServedByScheduler ReasonCode = "NotServedByScheduler"
 	// MultipleReasons: node groups decline for different reasons; see
 	// NoScaleUp.NodeGroups.
 	MultipleReasons ReasonCode = "MultipleReasons"
