@@ -32,6 +32,7 @@ type env struct {
 
 func newEnv(t *testing.T, name string) *env {
 	t.Helper()
+	skipUnderShort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	e := &env{t: t, ctx: ctx, name: name, ns: "e2e-" + name,
