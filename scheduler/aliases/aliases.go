@@ -16,10 +16,12 @@ import (
 )
 
 // Names maps each wrapped upstream plugin to draxr's name for it.
-var Names = map[string]string{
-	names.DynamicResources:                "DraxrDynamicResources",
-	names.NodeResourcesFit:                "DraxrNodeResourcesFit",
-	names.NodeResourcesBalancedAllocation: "DraxrNodeResourcesBalancedAllocation",
+func Names() map[string]string {
+	return map[string]string{
+		names.DynamicResources:                "DraxrDynamicResources",
+		names.NodeResourcesFit:                "DraxrNodeResourcesFit",
+		names.NodeResourcesBalancedAllocation: "DraxrNodeResourcesBalancedAllocation",
+	}
 }
 
 // Registry returns factories for the draxr names. Each builds the upstream
@@ -28,7 +30,7 @@ var Names = map[string]string{
 func Registry(wrap func(fwk.Handle) fwk.Handle) frameworkruntime.Registry {
 	inTree := plugins.NewInTreeRegistry()
 	out := frameworkruntime.Registry{}
-	for upstream, alias := range Names {
+	for upstream, alias := range Names() {
 		factory := inTree[upstream]
 		out[alias] = func(ctx context.Context, args runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			typed, err := pluginArgs(upstream, args)

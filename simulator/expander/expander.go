@@ -31,7 +31,7 @@ type Strategy interface {
 }
 
 // Names lists the strategies New accepts.
-var Names = []string{"least-waste", "most-pods", "priority", "random"}
+func Names() []string { return []string{"least-waste", "most-pods", "priority", "random"} }
 
 // New returns a strategy by name. priorities is the priority expander's
 // config (YAML: priority -> list of group-name regexps), used only by it.
@@ -46,7 +46,7 @@ func New(name string, priorities []byte, seed int64) (Strategy, error) {
 	case "priority":
 		return newPriority(priorities)
 	}
-	return nil, fmt.Errorf("--expander: unknown expander %q (want one of %v)", name, Names)
+	return nil, fmt.Errorf("--expander: unknown expander %q (want one of %v)", name, Names())
 }
 
 // pick returns the option that less ranks first, ties broken by name.

@@ -26,7 +26,8 @@ import (
 	_ "k8s.io/kubernetes/pkg/apis/resource/install"
 )
 
-func init() {
+// addCoreKinds adds the handlers of the core and resource.k8s.io kinds.
+func addCoreKinds(handlers map[string]handler) {
 	handlers["v1/Node"] = func(p *parser, d doc, raw []byte) {
 		n := &v1.Node{}
 		if obj, ok := p.prepare(d, raw, "Node", n, false); ok {

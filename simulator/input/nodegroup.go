@@ -18,7 +18,8 @@ import (
 	"draxr.dev/draxr/simulator/nodegroup"
 )
 
-func init() {
+// addNodeGroupKind adds the handler of draxr's NodeGroup.
+func addNodeGroupKind(handlers map[string]handler) {
 	handlers[nodegroup.APIVersion+"/"+nodegroup.Kind] = func(p *parser, d doc, raw []byte) {
 		g := &nodegroup.NodeGroup{}
 		if err := decodeStrict(raw, g); err != nil {

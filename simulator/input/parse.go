@@ -22,13 +22,35 @@ const MaxFileSize = 64 << 20
 // handler decodes, defaults, validates and stores one object of its kind.
 type handler func(p *parser, d doc, raw []byte)
 
-// handlers is keyed by "apiVersion/kind"; filled in by the kind files.
-var handlers = map[string]handler{}
+// kindHandlers returns the handlers keyed by "apiVersion/kind", built per
+// parse so that no registry outlives it.
+func kindHandlers() map[string]handler {
+	h := map[string]handler{}
+	addCoreKinds(h)
+	addWorkloadKinds(h)
+	addNodeGroupKind(h)
+	return h
+}
+
+// DefaultMaxPodsPerWorkload bounds the expansion of one workload, so a
+// typo like "replicas: 1000000000" fails with a message instead of
+// exhausting memory. It is Kubernetes' documented limit of pods in one
+// cluster.
+const DefaultMaxPodsPerWorkload = 150000
+
+// Options tune Parse; the zero value is the default.
+type Options struct {
+	// MaxPodsPerWorkload is how many pods one Deployment, ReplicaSet,
+	// StatefulSet or Job may expand to; 0 means DefaultMaxPodsPerWorkload.
+	MaxPodsPerWorkload int64
+}
 
 // parser collects the objects and the errors of one file.
 type parser struct {
-	out  *Objects
-	errs []error
+	out                *Objects
+	errs               []error
+	handlers           map[string]handler
+	maxPodsPerWorkload int64
 }
 
 // doc is the position of one object: "a.yaml: document 2" or, for an
@@ -62,10 +84,18 @@ func flatten(err error) []error {
 // source ending in ".json" is read as a stream of JSON values, anything
 // else as multi-document YAML (which includes a single JSON object).
 func Parse(data []byte, source string) (*Objects, error) {
+	return Options{}.Parse(data, source)
+}
+
+// Parse is Parse with these options.
+func (o Options) Parse(data []byte, source string) (*Objects, error) {
 	if len(data) > MaxFileSize {
 		return nil, fmt.Errorf("%s: file is %d bytes, more than the limit of %d bytes", source, len(data), MaxFileSize)
 	}
-	p := &parser{out: &Objects{}}
+	p := &parser{out: &Objects{}, handlers: kindHandlers(), maxPodsPerWorkload: o.MaxPodsPerWorkload}
+	if p.maxPodsPerWorkload == 0 {
+		p.maxPodsPerWorkload = DefaultMaxPodsPerWorkload
+	}
 	if strings.HasSuffix(strings.ToLower(source), ".json") {
 		p.parseJSON(data, source)
 	} else {
@@ -227,18 +257,18 @@ func (p *parser) object(d doc, raw []byte, tm typeMeta) {
 		p.fail(d, "", fmt.Errorf("apiVersion and kind are required (got apiVersion %q, kind %q)", tm.APIVersion, tm.Kind))
 		return
 	}
-	h, ok := handlers[tm.APIVersion+"/"+tm.Kind]
+	h, ok := p.handlers[tm.APIVersion+"/"+tm.Kind]
 	if !ok {
 		p.fail(d, "", fmt.Errorf("unsupported kind %q in apiVersion %q; supported: %s",
-			tm.Kind, tm.APIVersion, strings.Join(supportedKinds(), ", ")))
+			tm.Kind, tm.APIVersion, strings.Join(p.supportedKinds(), ", ")))
 		return
 	}
 	h(p, d, raw)
 }
 
-func supportedKinds() []string {
+func (p *parser) supportedKinds() []string {
 	var out []string
-	for k := range handlers {
+	for k := range p.handlers {
 		out = append(out, k)
 	}
 	sort.Strings(out)

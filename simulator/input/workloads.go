@@ -21,16 +21,13 @@ import (
 	_ "k8s.io/kubernetes/pkg/apis/batch/install"
 )
 
-// maxPodsPerWorkload bounds the expansion of one workload, so a typo like
-// "replicas: 1000000000" fails with a message instead of exhausting
-// memory. It is Kubernetes' documented limit of pods in one cluster.
-var maxPodsPerWorkload int64 = 150000 // a variable so the fuzz test can lower it
-
 // maxGeneratedBase is the API server's limit on the generateName part of a
 // generated name (63 minus the 5-character suffix).
 const maxGeneratedBase = 58
 
-func init() {
+// addWorkloadKinds adds the handlers of the workloads whose pods the
+// input expands.
+func addWorkloadKinds(handlers map[string]handler) {
 	handlers["apps/v1/Deployment"] = func(p *parser, d doc, raw []byte) {
 		w := &appsv1.Deployment{}
 		if o, ok := p.prepare(d, raw, "Deployment", w, true); ok {
@@ -160,8 +157,8 @@ func (p *parser) expand(d doc, w object, errs field.ErrorList, tmpl *v1.PodTempl
 		p.fail(d, w.String(), joinFieldErrors(errs))
 		return
 	}
-	if n > maxPodsPerWorkload {
-		p.fail(d, w.String(), fmt.Errorf("%d pods exceed the limit of %d pods per workload", n, maxPodsPerWorkload))
+	if n > p.maxPodsPerWorkload {
+		p.fail(d, w.String(), fmt.Errorf("%d pods exceed the limit of %d pods per workload", n, p.maxPodsPerWorkload))
 		return
 	}
 	if err := p.out.claim(keyOf(w.kind, w.meta), d.loc); err != nil {

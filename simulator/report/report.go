@@ -16,7 +16,7 @@ import (
 )
 
 // Formats lists the -o values.
-var Formats = []string{"table", "json", "yaml"}
+func Formats() []string { return []string{"table", "json", "yaml"} }
 
 // SimulateOutput is what `draxr simulate -o json|yaml` prints.
 type SimulateOutput struct {
@@ -41,7 +41,7 @@ func Write(w io.Writer, format string, v any, table func(io.Writer) error) error
 		_, err = w.Write(b)
 		return err
 	}
-	return fmt.Errorf("-o: unknown output format %q (want one of %s)", format, strings.Join(Formats, ", "))
+	return fmt.Errorf("-o: unknown output format %q (want one of %s)", format, strings.Join(Formats(), ", "))
 }
 
 // PlanTable prints a plan for people.

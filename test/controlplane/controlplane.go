@@ -31,11 +31,13 @@ import (
 // DefaultControllers are the controllers draxr's tests rely on: claims
 // created from templates, garbage collection of pod-owned claims, and
 // ServiceAccounts with their tokens and root CA.
-var DefaultControllers = []string{
-	"resourceclaim-controller", "garbage-collector-controller", "serviceaccount-controller",
-	"serviceaccount-token-controller", "root-ca-certificate-publisher-controller",
-	"replicaset-controller", "deployment-controller", "job-controller", "disruption-controller",
-	"pod-garbage-collector-controller",
+func DefaultControllers() []string {
+	return []string{
+		"resourceclaim-controller", "garbage-collector-controller", "serviceaccount-controller",
+		"serviceaccount-token-controller", "root-ca-certificate-publisher-controller",
+		"replicaset-controller", "deployment-controller", "job-controller", "disruption-controller",
+		"pod-garbage-collector-controller",
+	}
 }
 
 // Options configure Start.
@@ -59,8 +61,9 @@ type ControlPlane struct {
 	Client          kubernetes.Interface
 	URL             string
 
-	procs   []*proc.Process
-	ownsDir bool
+	procs    []*proc.Process
+	ownsDir  bool
+	detached bool // Options.Detach
 }
 
 const adminToken = "draxr-e2e-admin-token"
@@ -69,8 +72,7 @@ const adminToken = "draxr-e2e-admin-token"
 // waits until the API server is ready. On error everything started is
 // stopped.
 func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
-	detached = opts.Detach
-	cp = &ControlPlane{Dir: opts.Dir}
+	cp = &ControlPlane{Dir: opts.Dir, detached: opts.Detach}
 	if cp.Dir == "" {
 		if cp.Dir, err = os.MkdirTemp("", "draxr-controlplane-"); err != nil {
 			return nil, err
@@ -97,7 +99,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	}
 	controllers := opts.Controllers
 	if controllers == nil {
-		controllers = DefaultControllers
+		controllers = DefaultControllers()
 	}
 	if err := cp.startControllerManager(opts.BinDir, controllers); err != nil {
 		return nil, err
@@ -116,7 +118,7 @@ func (cp *ControlPlane) startEtcd(ctx context.Context, binDir string) (string, e
 	}
 	client := fmt.Sprintf("http://127.0.0.1:%d", clientPort)
 	peer := fmt.Sprintf("http://127.0.0.1:%d", peerPort)
-	p, err := startProcess(cp.Dir, "etcd", filepath.Join(binDir, "etcd"),
+	p, err := cp.startProcess("etcd", filepath.Join(binDir, "etcd"),
 		"--name=e2e", "--data-dir="+filepath.Join(cp.Dir, "etcd"),
 		"--listen-client-urls="+client, "--advertise-client-urls="+client,
 		"--listen-peer-urls="+peer, "--initial-advertise-peer-urls="+peer,
@@ -153,7 +155,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, binDir, etcdURL stri
 		return err
 	}
 	certDir := filepath.Join(cp.Dir, "apiserver")
-	p, err := startProcess(cp.Dir, "kube-apiserver", filepath.Join(binDir, "kube-apiserver"),
+	p, err := cp.startProcess("kube-apiserver", filepath.Join(binDir, "kube-apiserver"),
 		"--etcd-servers="+etcdURL,
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port),
 		"--cert-dir="+certDir,
@@ -200,7 +202,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, binDir, etcdURL stri
 }
 
 func (cp *ControlPlane) startControllerManager(binDir string, controllers []string) error {
-	p, err := startProcess(cp.Dir, "kube-controller-manager", filepath.Join(binDir, "kube-controller-manager"),
+	p, err := cp.startProcess("kube-controller-manager", filepath.Join(binDir, "kube-controller-manager"),
 		"--kubeconfig="+cp.AdminKubeconfig,
 		"--controllers="+strings.Join(controllers, ","),
 		"--service-account-private-key-file="+filepath.Join(cp.Dir, "sa.key"),

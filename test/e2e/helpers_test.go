@@ -32,6 +32,7 @@ type env struct {
 
 func newEnv(t *testing.T, name string) *env {
 	t.Helper()
+	skipUnderShort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	e := &env{t: t, ctx: ctx, name: name, ns: "e2e-" + name,
@@ -92,13 +93,57 @@ func (e *env) devicePluginNode(name string, n int64) {
 	}
 }
 
+// classNewerThan creates a DeviceClass whose creationTimestamp is later
+// than older's, for the KEP's "newest class wins". Timestamps have second
+// granularity, so it first waits until this host's clock (the API
+// server's: it listens on 127.0.0.1) has passed older's second.
+func (e *env) classNewerThan(older *resourceapi.DeviceClass, name, driver string, explicit v1.ResourceName) *resourceapi.DeviceClass {
+	e.t.Helper()
+	next := older.CreationTimestamp.Add(time.Second)
+	if err := wait.PollUntilContextTimeout(e.ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return !time.Now().Before(next), nil
+	}); err != nil {
+		e.t.Fatalf("clock did not pass %v: %v", next, err)
+	}
+	c := e.class(name, driver, explicit)
+	if !older.CreationTimestamp.Before(&c.CreationTimestamp) {
+		e.t.Fatalf("DeviceClass %s created at %v, not after %s (%v)", c.Name, c.CreationTimestamp, older.Name, older.CreationTimestamp)
+	}
+	return c
+}
+
+// waitClassesSeen returns once the scheduler (profile schedulerName, ""
+// for the default) has observed every DeviceClass change made so far.
+// A scheduler receives DeviceClass events in order, so when a pod that
+// only a new sentinel class can serve is bound, the earlier class changes
+// are in its view too (NodeResourcesFit requeues the pod on the class's
+// arrival if the pod came first).
+func (e *env) waitClassesSeen(schedulerName string) {
+	e.t.Helper()
+	name := e.name + "-sentinel"
+	driver := "sentinel." + e.driver
+	resource := v1.ResourceName(e.name + ".example.com/sentinel")
+	e.class(name, driver, resource)
+	e.draNode(name, driver, 1)
+	e.podFor(schedulerName, name, resource, 1)
+	e.waitBound(name)
+}
+
 // pod creates a pod asking for count of resource in limits only, as users
 // write it, restricted to the env's nodes.
 func (e *env) pod(name string, resource v1.ResourceName, count int64) *v1.Pod {
 	e.t.Helper()
+	return e.podFor("", name, resource, count)
+}
+
+// podFor is pod for the scheduler profile schedulerName ("" for the
+// default scheduler).
+func (e *env) podFor(schedulerName, name string, resource v1.ResourceName, count int64) *v1.Pod {
+	e.t.Helper()
 	p := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
 		Spec: v1.PodSpec{
+			SchedulerName:                 schedulerName,
 			NodeSelector:                  map[string]string{"e2e-test": e.name},
 			TerminationGracePeriodSeconds: ptr.To[int64](0),
 			Containers: []v1.Container{{Name: "main", Image: "registry.example/app",

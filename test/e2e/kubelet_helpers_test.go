@@ -67,6 +67,7 @@ func driverKubeconfig(t *testing.T) string {
 // nodeBinaries builds draxr-test-node and draxr-example-driver once per run.
 func nodeBinaries(t *testing.T) (testNode, exampleDriver string) {
 	t.Helper()
+	skipUnderShort(t)
 	nodeBinsOnce.Do(func() {
 		if out, err := goCmd("build", "-o", bins+"/", "./kubelet/cmd/draxr-test-node", "./kubelet/cmd/draxr-example-driver").CombinedOutput(); err != nil {
 			nodeBinsErr = fmt.Errorf("build test node: %v\n%s", err, out)

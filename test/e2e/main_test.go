@@ -5,6 +5,7 @@ package e2e
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -27,6 +28,12 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	flag.Parse()
+	if testing.Short() {
+		// make test-unit: build and start nothing; every test skips itself
+		// in skipUnderShort.
+		return m.Run()
+	}
 	var err error
 	if root, err = repoRoot(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
@@ -59,6 +66,15 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, cp.Logs())
 	}
 	return code
+}
+
+// skipUnderShort skips a test that needs the control plane under -short;
+// newEnv and nodeBinaries, where every test starts, call it.
+func skipUnderShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs the control plane (run without -short)")
+	}
 }
 
 func schedulerOptions(profile string) controlplane.SchedulerOptions {

@@ -26,12 +26,12 @@ type commonFlags struct {
 func (c *commonFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVarP(&c.files, "filename", "f", nil,
 		"file or directory of YAML/JSON objects (repeatable); none: the built-in example")
-	cmd.Flags().StringVarP(&c.output, "output", "o", "table", "output format: "+strings.Join(report.Formats, "|"))
+	cmd.Flags().StringVarP(&c.output, "output", "o", "table", "output format: "+strings.Join(report.Formats(), "|"))
 }
 
 func (c *commonFlags) load() (*input.Objects, error) {
 	if !validFormat(c.output) {
-		return nil, badInput(fmt.Errorf("-o: unknown output format %q (want one of %s)", c.output, strings.Join(report.Formats, ", ")))
+		return nil, badInput(fmt.Errorf("-o: unknown output format %q (want one of %s)", c.output, strings.Join(report.Formats(), ", ")))
 	}
 	var objs *input.Objects
 	var err error
@@ -47,7 +47,7 @@ func (c *commonFlags) load() (*input.Objects, error) {
 }
 
 func validFormat(f string) bool {
-	for _, ok := range report.Formats {
+	for _, ok := range report.Formats() {
 		if f == ok {
 			return true
 		}
@@ -96,7 +96,7 @@ func newSimulateCommand() *cobra.Command {
 	}
 	c.add(cmd)
 	cmd.Flags().StringVar(&schedulerConfig, "scheduler-config", "", "KubeSchedulerConfiguration file (default: kube-scheduler's default profile)")
-	cmd.Flags().StringVar(&expanderName, "expander", "least-waste", "node group choice: "+strings.Join(expander.Names, "|"))
+	cmd.Flags().StringVar(&expanderName, "expander", "least-waste", "node group choice: "+strings.Join(expander.Names(), "|"))
 	cmd.Flags().StringVar(&priorities, "expander-priorities", "", "priority expander config: YAML map of priority to group-name regexps")
 	cmd.Flags().IntVar(&maxNodesTotal, "max-nodes-total", 0, "cap on all nodes in the cluster, 0 for none")
 	return cmd
