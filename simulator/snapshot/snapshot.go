@@ -51,6 +51,9 @@ type Snapshot struct {
 
 	scope      *cycleScope // non-nil while the harness schedules one pod
 	scopeStore cycleScope
+	// unscoped turns SetCycleScope off; only tests set it (export_test.go),
+	// to check that scoped listers place pods as unscoped ones do.
+	unscoped bool
 
 	undo      []func()
 	forkMarks []int
