@@ -6,6 +6,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"draxr.dev/draxr/autoscaler/core"
+	"draxr.dev/draxr/simulator/drainability"
 	"draxr.dev/draxr/simulator/expander"
 )
 
@@ -31,6 +33,72 @@ type options struct {
 	statusConfigMap         string
 	leaderElectLeaseName    string
 	leaderElectLeaseTimeout time.Duration
+	scaleDownSafety
+}
+
+// scaleDownSafety are CA's flags on which nodes may go and how they are
+// removed (CA's names and defaults).
+type scaleDownSafety struct {
+	skipNodesWithLocalStorage         bool
+	skipNodesWithSystemPods           bool
+	skipNodesWithCustomControllerPods bool
+	maxGracefulTerminationSec         int
+	scaleDownDelayAfterDelete         time.Duration
+	scaleDownDelayAfterFailure        time.Duration
+	scaleDownUnreadyTime              time.Duration
+	maxScaleDownParallelism           int
+	maxDrainParallelism               int
+}
+
+func (o *scaleDownSafety) addFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.skipNodesWithLocalStorage, "skip-nodes-with-local-storage", true,
+		"if true, nodes with pods using local storage (emptyDir or hostPath, unless listed in the pod annotation cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes) are never removed")
+	fs.BoolVar(&o.skipNodesWithSystemPods, "skip-nodes-with-system-pods", true,
+		"if true, nodes with kube-system pods (except DaemonSet and mirror pods) that no PodDisruptionBudget covers are never removed")
+	fs.BoolVar(&o.skipNodesWithCustomControllerPods, "skip-nodes-with-custom-controller-pods", true,
+		"if true, nodes with pods owned by controllers other than ReplicaSet, StatefulSet, Job and ReplicationController are never removed")
+	fs.IntVar(&o.maxGracefulTerminationSec, "max-graceful-termination-sec", 600,
+		"maximum seconds to wait for evicted pods to terminate before the node is deleted")
+	fs.DurationVar(&o.scaleDownDelayAfterDelete, "scale-down-delay-after-delete", 0,
+		"how long after a node removal scale-down resumes")
+	fs.DurationVar(&o.scaleDownDelayAfterFailure, "scale-down-delay-after-failure", 3*time.Minute,
+		"how long after a failed node removal scale-down resumes")
+	fs.DurationVar(&o.scaleDownUnreadyTime, "scale-down-unready-time", 20*time.Minute,
+		"how long a node must be unready before it is removed")
+	fs.IntVar(&o.maxScaleDownParallelism, "max-scale-down-parallelism", 10,
+		"maximum number of nodes (empty or needing a drain) removed at the same time")
+	fs.IntVar(&o.maxDrainParallelism, "max-drain-parallelism", 1,
+		"maximum number of nodes needing a drain removed at the same time")
+}
+
+func (o *scaleDownSafety) validate() error {
+	switch {
+	case o.maxGracefulTerminationSec < 0:
+		return fmt.Errorf("--max-graceful-termination-sec must be >= 0, got %d", o.maxGracefulTerminationSec)
+	case o.scaleDownDelayAfterDelete < 0:
+		return fmt.Errorf("--scale-down-delay-after-delete must be >= 0, got %s", o.scaleDownDelayAfterDelete)
+	case o.scaleDownDelayAfterFailure < 0:
+		return fmt.Errorf("--scale-down-delay-after-failure must be >= 0, got %s", o.scaleDownDelayAfterFailure)
+	case o.scaleDownUnreadyTime < 0:
+		return fmt.Errorf("--scale-down-unready-time must be >= 0, got %s", o.scaleDownUnreadyTime)
+	case o.maxScaleDownParallelism < 1:
+		return fmt.Errorf("--max-scale-down-parallelism must be >= 1, got %d", o.maxScaleDownParallelism)
+	case o.maxDrainParallelism < 1:
+		return fmt.Errorf("--max-drain-parallelism must be >= 1, got %d", o.maxDrainParallelism)
+	}
+	return nil
+}
+
+// actuation is the loop's view of these flags.
+func (o *scaleDownSafety) actuation() core.ScaleDownActuation {
+	return core.ScaleDownActuation{
+		Drainability: drainability.Options{SkipNodesWithLocalStorage: o.skipNodesWithLocalStorage,
+			SkipNodesWithSystemPods: o.skipNodesWithSystemPods, SkipNodesWithCustomControllerPods: o.skipNodesWithCustomControllerPods},
+		DelayAfterDelete: o.scaleDownDelayAfterDelete, DelayAfterFailure: o.scaleDownDelayAfterFailure,
+		UnreadyTime:             o.scaleDownUnreadyTime,
+		MaxScaleDownParallelism: o.maxScaleDownParallelism, MaxDrainParallelism: o.maxDrainParallelism,
+		MaxGracefulTermination: time.Duration(o.maxGracefulTerminationSec) * time.Second,
+	}
 }
 
 func (o *options) addFlags(fs *pflag.FlagSet) {
@@ -55,6 +123,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.statusConfigMap, "status-config-map-name", "draxr-autoscaler-status", "status ConfigMap name, empty to disable")
 	fs.StringVar(&o.leaderElectLeaseName, "leader-elect-resource-name", "draxr-autoscaler", "leader lease name")
 	fs.DurationVar(&o.leaderElectLeaseTimeout, "leader-elect-lease-duration", 15*time.Second, "leader lease duration")
+	o.scaleDownSafety.addFlags(fs)
 }
 
 func (o *options) validate() error {
@@ -70,5 +139,5 @@ func (o *options) validate() error {
 	case len(o.nodeGroupConfig) == 0:
 		return fmt.Errorf("--node-group-config is required: the local provider's NodeGroup objects")
 	}
-	return nil
+	return o.scaleDownSafety.validate()
 }

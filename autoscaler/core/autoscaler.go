@@ -48,6 +48,7 @@ type ScaleDownConfig struct {
 	UnneededTime         time.Duration
 	UtilizationThreshold float64
 	DelayAfterAdd        time.Duration
+	ScaleDownActuation
 }
 
 // Autoscaler runs loops.
@@ -55,6 +56,7 @@ type Autoscaler struct {
 	cfg           Config
 	unneededSince map[string]time.Time
 	lastScaleUp   time.Time
+	sd            *scaleDownState
 }
 
 // New returns an autoscaler.
@@ -63,7 +65,8 @@ func New(cfg Config) *Autoscaler {
 		cfg.Now = time.Now
 	}
 	metrics.Register()
-	return &Autoscaler{cfg: cfg, unneededSince: map[string]time.Time{}}
+	cfg.ScaleDown.ScaleDownActuation = withActuationDefaults(cfg.ScaleDown.ScaleDownActuation)
+	return &Autoscaler{cfg: cfg, unneededSince: map[string]time.Time{}, sd: newScaleDownState()}
 }
 
 // LoopResult says what one loop decided and did.
@@ -91,6 +94,9 @@ func (a *Autoscaler) RunOnce(ctx context.Context) (*LoopResult, error) {
 	if err != nil {
 		metrics.Errors.WithLabelValues("snapshot").Inc()
 		return nil, err
+	}
+	if err := a.scaleDownHousekeeping(ctx, st); err != nil {
+		logger.Error(err, "Removing stale scale-down taints")
 	}
 	res := &LoopResult{Unschedulable: len(st.Unschedulable), Upcoming: st.Upcoming}
 	metrics.UnschedulablePods.Set(float64(len(st.Unschedulable)))

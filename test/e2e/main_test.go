@@ -44,7 +44,9 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e: build control plane:", err)
 		return 1
 	}
-	bins = filepath.Join(root, ".cache", "e2e-bin")
+	// Under bin/, not .cache/: .cache may be shared by several checkouts,
+	// which must not run each other's builds.
+	bins = filepath.Join(root, "bin", "e2e")
 	if out, err := goCmd("build", "-o", bins+"/", "./scheduler/cmd/draxr-scheduler", "./autoscaler/cmd/draxr-autoscaler", "./test/cmd/draxr-autoscaler-testnodes").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: build draxr binaries: %v\n%s", err, out)
 		return 1
