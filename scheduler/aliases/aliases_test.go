@@ -43,7 +43,7 @@ func profile(t *testing.T, useAliases bool, fitArgs string) *config.KubeSchedule
 	}
 	var enabled []config.Plugin
 	for _, pl := range p.Plugins.MultiPoint.Enabled {
-		if alias, ok := aliases.Names[pl.Name]; ok {
+		if alias, ok := aliases.Names()[pl.Name]; ok {
 			p.Plugins.MultiPoint.Disabled = append(p.Plugins.MultiPoint.Disabled, config.Plugin{Name: pl.Name})
 			pl.Name = alias
 		}
@@ -52,7 +52,7 @@ func profile(t *testing.T, useAliases bool, fitArgs string) *config.KubeSchedule
 	p.Plugins.MultiPoint.Enabled = enabled
 	var pcs []config.PluginConfig
 	for _, pc := range p.PluginConfig {
-		if _, wrapped := aliases.Names[pc.Name]; !wrapped {
+		if _, wrapped := aliases.Names()[pc.Name]; !wrapped {
 			pcs = append(pcs, pc)
 		}
 	}
@@ -81,7 +81,7 @@ func newFramework(t *testing.T, snap *snapshot.Snapshot, p *config.KubeScheduler
 func rename(ps []config.Plugin) []config.Plugin {
 	out := make([]config.Plugin, len(ps))
 	for i, p := range ps {
-		if alias, ok := aliases.Names[p.Name]; ok {
+		if alias, ok := aliases.Names()[p.Name]; ok {
 			p.Name = alias
 		}
 		out[i] = p
@@ -94,10 +94,10 @@ func rename(ps []config.Plugin) []config.Plugin {
 // the upstream plugins in the default profile.
 func TestAliasesTakeUpstreamPlaces(t *testing.T) {
 	reg := aliases.Registry(nil)
-	if len(reg) != len(aliases.Names) {
-		t.Fatalf("registry has %d names, want %d", len(reg), len(aliases.Names))
+	if len(reg) != len(aliases.Names()) {
+		t.Fatalf("registry has %d names, want %d", len(reg), len(aliases.Names()))
 	}
-	for upstream, alias := range aliases.Names {
+	for upstream, alias := range aliases.Names() {
 		if _, ok := reg[alias]; !ok {
 			t.Errorf("alias %s of %s is not registered", alias, upstream)
 		}
@@ -263,7 +263,7 @@ func status(st *fwk.Status) string {
 }
 
 func upstreamName(name string) string {
-	for upstream, alias := range aliases.Names {
+	for upstream, alias := range aliases.Names() {
 		if name == alias {
 			return upstream
 		}

@@ -75,7 +75,7 @@ func filterFor(name string, priorities []byte, rng *rand.Rand) (filter, error) {
 		}
 		return p.filter, nil
 	}
-	return nil, fmt.Errorf("unknown expander %q (want some of %v)", name, Names)
+	return nil, fmt.Errorf("unknown expander %q (want some of %v)", name, Names())
 }
 
 // keepBest returns the options score ranks highest, within eps.
