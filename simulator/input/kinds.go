@@ -173,6 +173,11 @@ func (p *parser) addPod(d doc, owner string, pod *v1.Pod) bool {
 	if pod.Spec.NodeName != "" {
 		list = &p.out.RunningPods
 	}
+	// A pod the input holds replaces the one its workload was expanded
+	// into under the same name (a StatefulSet's ordinal pods).
+	if owner == "" {
+		p.out.dropGenerated(pod)
+	}
 	if err := add(p.out, list, "Pod", pod, d.loc); err != nil {
 		p.fail(d, owner, err)
 		return false

@@ -49,6 +49,7 @@ func LoadPaths(paths []string) (*Objects, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	out.reconcileWorkloads()
 	return out, nil
 }
 

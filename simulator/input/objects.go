@@ -35,6 +35,10 @@ type Objects struct {
 	// that were expanded into PendingPods; kept so that Merge can report
 	// a workload defined in two files.
 	workloads []objectKey
+	// expansions record each workload's generated pods (reconcile.go).
+	expansions []*expansion
+	// generatedBy finds the expansion of a generated pod by its key.
+	generatedBy map[objectKey]*expansion
 	// origin maps each object to where it was defined ("a.yaml: document
 	// 2"), for duplicate reports. It is rebuilt (without origins) when the
 	// exported slices were changed behind its back.
@@ -141,6 +145,19 @@ func (o *Objects) Merge(other *Objects) error {
 			continue
 		}
 		o.workloads = append(o.workloads, k)
+	}
+	for _, e := range other.expansions {
+		if !dupWorkloads[e.key] {
+			o.expansions = append(o.expansions, e)
+		}
+	}
+	for k, e := range other.generatedBy {
+		if !dupWorkloads[e.key] {
+			if o.generatedBy == nil {
+				o.generatedBy = map[objectKey]*expansion{}
+			}
+			o.generatedBy[k] = e
+		}
 	}
 	mergeList(o, &o.Nodes, other.Nodes, "Node", from, report)
 	mergePods := func(dst *[]*v1.Pod, src []*v1.Pod) {

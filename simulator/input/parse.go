@@ -104,6 +104,7 @@ func (o Options) Parse(data []byte, source string) (*Objects, error) {
 	if len(p.errs) > 0 {
 		return nil, errors.Join(p.errs...)
 	}
+	p.out.reconcileWorkloads()
 	return p.out, nil
 }
 

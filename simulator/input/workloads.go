@@ -166,6 +166,11 @@ func (p *parser) expand(d doc, w object, errs field.ErrorList, tmpl *v1.PodTempl
 		return
 	}
 	p.out.workloads = append(p.out.workloads, keyOf(w.kind, w.meta))
+	exp := &expansion{key: keyOf(w.kind, w.meta), uid: w.meta.GetUID(), replicas: int(n)}
+	if ref := metav1.GetControllerOf(w.meta); ref != nil {
+		exp.owner = ref
+	}
+	p.out.expansions = append(p.out.expansions, exp)
 	gvk := map[string]string{"Deployment": "apps/v1", "ReplicaSet": "apps/v1", "StatefulSet": "apps/v1", "Job": "batch/v1"}
 	names := map[string]bool{}
 	for i := int64(0); i < n; i++ {
@@ -191,6 +196,9 @@ func (p *parser) expand(d doc, w object, errs field.ErrorList, tmpl *v1.PodTempl
 		}
 		names[pod.Name] = true
 		prepareMeta("Pod", pod, true, d.loc)
+		if p.out.holds(keyOf("Pod", pod), keyOf(w.kind, w.meta)) {
+			continue // the input holds this pod itself (a StatefulSet's ordinal)
+		}
 		// Template defaulting leaves pod-level defaults (requests from
 		// limits) to pod creation; do them as pod creation would.
 		legacyscheme.Scheme.Default(pod)
@@ -199,6 +207,11 @@ func (p *parser) expand(d doc, w object, errs field.ErrorList, tmpl *v1.PodTempl
 		if !p.addPod(d, w.String(), pod) {
 			return
 		}
+		exp.pods = append(exp.pods, pod.UID)
+		if p.out.generatedBy == nil {
+			p.out.generatedBy = map[objectKey]*expansion{}
+		}
+		p.out.generatedBy[keyOf("Pod", pod)] = exp
 	}
 }
 
