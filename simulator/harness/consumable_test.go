@@ -20,7 +20,7 @@ func sharedGPUSlice(node string) *resourceapi.ResourceSlice {
 	s.Spec.Devices[0].AllowMultipleAllocations = ptr.To(true)
 	s.Spec.Devices[0].Capacity = map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{
 		"memory": {Value: resource.MustParse("80Gi"), RequestPolicy: &resourceapi.CapacityRequestPolicy{
-			Default: ptr.To(resource.MustParse("10Gi")),
+			Default:    ptr.To(resource.MustParse("10Gi")),
 			ValidRange: &resourceapi.CapacityRequestPolicyRange{Min: ptr.To(resource.MustParse("1Gi"))},
 		}},
 	}
@@ -40,7 +40,9 @@ func TestReplicateConsumableCapacity(t *testing.T) {
 		Requests: map[resourceapi.QualifiedName]resource.Quantity{"memory": resource.MustParse("20Gi")},
 	}
 	snap.SetResourceClaimTemplate(tmpl)
-	pod := func(i int) *v1.Pod { return fx.WithTemplateClaim(fx.Pod(fmt.Sprintf("p%d", i), 100, nil), "gpu", "share") }
+	pod := func(i int) *v1.Pod {
+		return fx.WithTemplateClaim(fx.Pod(fmt.Sprintf("p%d", i), 100, nil), "gpu", "share")
+	}
 
 	var src, run []*v1.Pod
 	for i := 0; i < 4; i++ { // 4 x 20Gi of 80Gi
