@@ -8,9 +8,12 @@ package estimator
 import (
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 
+	"draxr.dev/draxr/simulator/daemonsets"
 	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/snapshot"
@@ -82,6 +85,9 @@ type BinPacking struct {
 	// of other kinds cannot use their leftover room; the final plan is
 	// always made with CountOnly off.
 	CountOnly bool
+	// DaemonSets run their pods on every new node that matches them, as
+	// on a real node: those pods take room before any pending pod.
+	DaemonSets []*appsv1.DaemonSet
 }
 
 // Estimate mutates the harness's snapshot; callers Fork before and Revert
@@ -304,7 +310,9 @@ func (b *BinPacking) replicate(g *nodegroup.NodeGroup, m filled, run []*v1.Pod, 
 	return true
 }
 
-// addNode adds a fresh node of the group with its ResourceSlices.
+// addNode adds a fresh node of the group with its ResourceSlices and the
+// DaemonSet pods that would run there. A DaemonSet pod that does not fit
+// the node is left out, as its controller's pod would stay pending.
 func (b *BinPacking) addNode(g *nodegroup.NodeGroup, name string) error {
 	snap := b.Harness.Snapshot()
 	node, slices := g.NewNode(name)
@@ -315,6 +323,9 @@ func (b *BinPacking) addNode(g *nodegroup.NodeGroup, name string) error {
 		if err := snap.AddResourceSlice(s); err != nil {
 			return fmt.Errorf("node group %s: %w", g.Name, err)
 		}
+	}
+	for _, pod := range daemonsets.PodsFor(klog.Background(), node, b.DaemonSets) {
+		_, _ = b.Harness.Place(pod, name)
 	}
 	return nil
 }
@@ -358,7 +369,10 @@ func (f *fillMemo) full(snap *snapshot.Snapshot, node, kind string) {
 	}
 	m := filled{n: kinds[kind], node: node}
 	for _, p := range snap.NodeInfo(node).Pods {
-		m.pods = append(m.pods, p.GetPod())
+		// Every fresh node gets its own DaemonSet pods first.
+		if !daemonsets.IsDaemonSetPod(p.GetPod()) {
+			m.pods = append(m.pods, p.GetPod())
+		}
 	}
 	used := NodeUsage(snap, node)
 	n := float64(m.n)

@@ -28,6 +28,16 @@ import (
 
 // addCoreKinds adds the handlers of the core and resource.k8s.io kinds.
 func addCoreKinds(handlers map[string]handler) {
+	// Namespaces come with dumps of a whole cluster; they place nothing,
+	// so they are validated and not kept.
+	handlers["v1/Namespace"] = func(p *parser, d doc, raw []byte) {
+		ns := &v1.Namespace{}
+		if obj, ok := p.prepare(d, raw, "Namespace", ns, false); ok {
+			if errs := validated(ns, &core.Namespace{}, corevalidation.ValidateNamespace); len(errs) > 0 {
+				p.fail(d, obj.String(), joinFieldErrors(errs))
+			}
+		}
+	}
 	handlers["v1/Node"] = func(p *parser, d doc, raw []byte) {
 		n := &v1.Node{}
 		if obj, ok := p.prepare(d, raw, "Node", n, false); ok {

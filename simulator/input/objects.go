@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,6 +31,9 @@ type Objects struct {
 	ResourceClaims         []*resourceapi.ResourceClaim
 	ResourceClaimTemplates []*resourceapi.ResourceClaimTemplate
 	NodeGroups             []*nodegroup.NodeGroup
+	// DaemonSets are not expanded: each new node runs the pods of those
+	// that match it (simulator/daemonsets).
+	DaemonSets []*appsv1.DaemonSet
 
 	// workloads are the Deployments, ReplicaSets, StatefulSets and Jobs
 	// that were expanded into PendingPods; kept so that Merge can report
@@ -61,7 +65,7 @@ func keyOf(kind string, obj metav1.Object) objectKey {
 func (o *Objects) count() int {
 	return len(o.Nodes) + len(o.RunningPods) + len(o.PendingPods) + len(o.ResourceSlices) +
 		len(o.DeviceClasses) + len(o.ResourceClaims) + len(o.ResourceClaimTemplates) +
-		len(o.NodeGroups) + len(o.workloads)
+		len(o.NodeGroups) + len(o.DaemonSets) + len(o.workloads)
 }
 
 // index returns the origin map, rebuilding it when objects were appended
@@ -90,6 +94,7 @@ func (o *Objects) each(fn func(kind string, obj metav1.Object)) {
 	visit(o.ResourceClaims, "ResourceClaim", fn)
 	visit(o.ResourceClaimTemplates, "ResourceClaimTemplate", fn)
 	visit(o.NodeGroups, nodegroup.Kind, fn)
+	visit(o.DaemonSets, "DaemonSet", fn)
 }
 
 func visit[T metav1.Object](list []T, kind string, fn func(string, metav1.Object)) {
@@ -178,6 +183,7 @@ func (o *Objects) Merge(other *Objects) error {
 	mergeList(o, &o.ResourceClaims, other.ResourceClaims, "ResourceClaim", from, report)
 	mergeList(o, &o.ResourceClaimTemplates, other.ResourceClaimTemplates, "ResourceClaimTemplate", from, report)
 	mergeList(o, &o.NodeGroups, other.NodeGroups, nodegroup.Kind, from, report)
+	mergeList(o, &o.DaemonSets, other.DaemonSets, "DaemonSet", from, report)
 	return errors.Join(errs...)
 }
 

@@ -102,3 +102,20 @@ func TestWorkloadsReconciledAcrossFiles(t *testing.T) {
 		t.Fatalf("pending pods %d, want 1 (3 replicas, 2 running)", len(out.PendingPods))
 	}
 }
+
+// Namespaces are accepted and dropped; DaemonSets are kept, not expanded.
+func TestNamespaceAndDaemonSetKinds(t *testing.T) {
+	src := "apiVersion: v1\nkind: Namespace\nmetadata: {name: ml}\n---\n" +
+		"apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: mon, namespace: kube-system}\nspec: {selector: {matchLabels: {a: b}}, template: {metadata: {labels: {a: b}}, spec: {containers: [{name: c, image: x}]}}}\n"
+	o, err := Parse([]byte(src), "dump.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.DaemonSets) != 1 || o.DaemonSets[0].Name != "mon" || len(o.PendingPods) != 0 {
+		t.Fatalf("daemonSets %d, pending %d; want the DaemonSet kept and no pods", len(o.DaemonSets), len(o.PendingPods))
+	}
+	_, err = Parse([]byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: Bad_Name}\n"), "dump.yaml")
+	if err == nil || !strings.Contains(err.Error(), "Namespace Bad_Name") {
+		t.Fatalf("bad namespace error = %v, want it to name Namespace Bad_Name", err)
+	}
+}

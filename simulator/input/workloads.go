@@ -46,6 +46,15 @@ func addWorkloadKinds(handlers map[string]handler) {
 			p.expand(d, o, errs, &w.Spec.Template, int64(*w.Spec.Replicas), hashNames)
 		}
 	}
+	handlers["apps/v1/DaemonSet"] = func(p *parser, d doc, raw []byte) {
+		w := &appsv1.DaemonSet{}
+		if o, ok := p.prepare(d, raw, "DaemonSet", w, true); ok {
+			errs := validated(w, &apps.DaemonSet{}, func(in *apps.DaemonSet) field.ErrorList {
+				return appsvalidation.ValidateDaemonSet(in, podutil.GetValidationOptionsFromPodTemplate(&in.Spec.Template, nil))
+			})
+			store(p, d, o, errs, &p.out.DaemonSets, w)
+		}
+	}
 	handlers["apps/v1/StatefulSet"] = func(p *parser, d doc, raw []byte) {
 		w := &appsv1.StatefulSet{}
 		if o, ok := p.prepare(d, raw, "StatefulSet", w, true); ok {

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -73,6 +74,8 @@ type Planner struct {
 	// MaxNodesTotal caps all nodes in the cluster; 0 means no cap.
 	MaxNodesTotal int
 	Matcher       *dynres.Matcher
+	// DaemonSets run pods on the new nodes they match.
+	DaemonSets []*appsv1.DaemonSet
 	// SchedulerNames are the schedulers whose pods are planned for; empty
 	// means the harness's profile only.
 	SchedulerNames []string

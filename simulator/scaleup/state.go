@@ -107,7 +107,7 @@ func (st *state) room(g *nodegroup.NodeGroup) int {
 func (st *state) estimate(group string, pods []*v1.Pod, final bool) (*estimator.Result, error) {
 	g := st.byName[group]
 	offset := st.current[group] + st.planned[group]
-	est := &estimator.BinPacking{Harness: st.p.Harness, CountOnly: !final, Kinds: st.kinds, Namer: func(group string, i int) string {
+	est := &estimator.BinPacking{Harness: st.p.Harness, CountOnly: !final, Kinds: st.kinds, DaemonSets: st.p.DaemonSets, Namer: func(group string, i int) string {
 		return newNodeName(group, offset+i, st.takenIndexes[group])
 	}}
 	// A node with devices is not opened for pods that use none while a
