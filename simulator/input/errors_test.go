@@ -66,6 +66,21 @@ kind: NodeGroup
 metadata: {name: g}
 spec: {minSize: 0, maxSize: 1, template: {}, resourceSlices: [{driver: gpu.example.com, devices: [{name: gpu-0}, {name: gpu-0}]}]}
 `, []string{"bad.yaml: document 1: NodeGroup g: spec.resourceSlices[0].devices[1].name: Duplicate value"}},
+		{"NodeGroup slice with shared counters and devices", `apiVersion: draxr.dev/v1alpha1
+kind: NodeGroup
+metadata: {name: g}
+spec: {minSize: 0, maxSize: 1, template: {}, resourceSlices: [{driver: gpu.example.com, sharedCounters: [{name: mem, counters: {memory: {value: 80Gi}}}], devices: [{name: gpu-0}]}]}
+`, []string{"bad.yaml: document 1: NodeGroup g: spec.resourceSlices[0]"}},
+		{"NodeGroup slice for all nodes", `apiVersion: draxr.dev/v1alpha1
+kind: NodeGroup
+metadata: {name: g}
+spec: {minSize: 0, maxSize: 1, template: {}, resourceSlices: [{driver: gpu.example.com, allNodes: true, devices: [{name: gpu-0}]}]}
+`, []string{"bad.yaml: document 1: NodeGroup g: spec.resourceSlices[0].allNodes: Invalid value: true: a template slice describes the new node's own devices"}},
+		{"NodeGroup slice with a node selector", `apiVersion: draxr.dev/v1alpha1
+kind: NodeGroup
+metadata: {name: g}
+spec: {minSize: 0, maxSize: 1, template: {}, resourceSlices: [{driver: gpu.example.com, nodeSelector: {nodeSelectorTerms: [{matchExpressions: [{key: a, operator: Exists}]}]}, devices: [{name: gpu-0}]}]}
+`, []string{"bad.yaml: document 1: NodeGroup g: spec.resourceSlices[0].nodeSelector: Invalid value"}},
 		{"NodeGroup bad template label", `apiVersion: draxr.dev/v1alpha1
 kind: NodeGroup
 metadata: {name: g}

@@ -136,6 +136,11 @@ func store[T metav1.Object](p *parser, d doc, o object, errs field.ErrorList, li
 func joinFieldErrors(errs field.ErrorList) error {
 	out := make([]error, len(errs))
 	for i, e := range errs {
+		if v, ok := e.BadValue.(string); ok && len(v) > 64 {
+			short := *e
+			short.BadValue = quoteShort(v)
+			e = &short
+		}
 		out[i] = e
 	}
 	return errors.Join(out...)

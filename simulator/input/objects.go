@@ -53,9 +53,9 @@ type objectKey struct{ kind, namespace, name string }
 
 func (k objectKey) String() string {
 	if k.namespace == "" {
-		return k.kind + " " + k.name
+		return k.kind + " " + quoteShort(k.name)
 	}
-	return k.kind + " " + k.namespace + "/" + k.name
+	return k.kind + " " + quoteShort(k.namespace) + "/" + quoteShort(k.name)
 }
 
 func keyOf(kind string, obj metav1.Object) objectKey {

@@ -142,3 +142,12 @@ func (o *Objects) holds(key objectKey, workload objectKey) bool {
 	}
 	return false
 }
+
+// expandedPods counts the pods workloads were expanded to.
+func (o *Objects) expandedPods() int {
+	n := 0
+	for _, e := range o.expansions {
+		n += e.replicas
+	}
+	return n
+}

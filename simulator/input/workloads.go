@@ -170,6 +170,11 @@ func (p *parser) expand(d doc, w object, errs field.ErrorList, tmpl *v1.PodTempl
 		p.fail(d, w.String(), fmt.Errorf("%d pods exceed the limit of %d pods per workload", n, p.maxPodsPerWorkload))
 		return
 	}
+	if n > 0 && n > p.podBudget {
+		p.fail(d, w.String(), fmt.Errorf("%d more pods exceed the limit on pods expanded from workloads (--max-pods, %d by default, sized for 2 GiB of memory); raise --max-pods to plan more", n, DefaultMaxPods))
+		return
+	}
+	p.podBudget -= n
 	if err := p.out.claim(keyOf(w.kind, w.meta), d.loc); err != nil {
 		p.fail(d, "", err)
 		return

@@ -19,26 +19,33 @@ import (
 )
 
 type commonFlags struct {
-	files  []string
-	output string
+	files   []string
+	output  string
+	maxPods int64
 }
 
 func (c *commonFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVarP(&c.files, "filename", "f", nil,
 		"file or directory of YAML/JSON objects (repeatable); none: the built-in example")
 	cmd.Flags().StringVarP(&c.output, "output", "o", "table", "output format: "+strings.Join(report.Formats(), "|"))
+	cmd.Flags().Int64Var(&c.maxPods, "max-pods", input.DefaultMaxPods,
+		"most pods all workloads in the input may expand to together (the default keeps a run within about 2 GiB)")
 }
 
 func (c *commonFlags) load() (*input.Objects, error) {
 	if !validFormat(c.output) {
 		return nil, badInput(fmt.Errorf("-o: unknown output format %q (want one of %s)", c.output, strings.Join(report.Formats(), ", ")))
 	}
+	if c.maxPods <= 0 {
+		return nil, badInput(fmt.Errorf("--max-pods: must be > 0, got %d", c.maxPods))
+	}
+	opts := input.Options{MaxPods: c.maxPods}
 	var objs *input.Objects
 	var err error
 	if len(c.files) == 0 {
-		objs, err = input.Parse(examples.Builtin, examples.BuiltinName)
+		objs, err = opts.Parse(examples.Builtin, examples.BuiltinName)
 	} else {
-		objs, err = input.LoadPaths(c.files)
+		objs, err = opts.LoadPaths(c.files)
 	}
 	if err != nil {
 		return nil, badInput(err)
