@@ -15,7 +15,6 @@ import (
 	"syscall"
 
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
@@ -81,11 +80,7 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := restConfig(o.kubeconfig)
-	if err != nil {
-		return err
-	}
-	client, err := kubernetes.NewForConfig(cfg)
+	client, err := newClient(o.kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -99,9 +94,12 @@ func run(o options) error {
 	return running.Wait()
 }
 
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig != "" {
-		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+// newClient connects with the kubeconfig file, or in-cluster credentials
+// when it is "" (client-go's BuildConfigFromFlags falls back to them).
+func newClient(kubeconfig string) (kubernetes.Interface, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
 	}
-	return rest.InClusterConfig()
+	return kubernetes.NewForConfig(cfg)
 }
