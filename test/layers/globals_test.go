@@ -195,19 +195,24 @@ func constantInDisguise(e ast.Expr) bool {
 	if !ok {
 		return false
 	}
-	sel, ok := call.Fun.(*ast.SelectorExpr)
-	if !ok {
-		return false
-	}
-	pkg, ok := sel.X.(*ast.Ident)
-	if !ok {
-		return false
-	}
-	switch pkg.Name + "." + sel.Sel.Name {
+	switch qualified(call.Fun) {
 	case "errors.New", "fmt.Errorf", "regexp.MustCompile", "regexp.MustCompilePOSIX":
 		return true
 	}
 	return false
+}
+
+// qualified is "pkg.Name" for a selector on an identifier, else "".
+func qualified(e ast.Expr) string {
+	sel, ok := e.(*ast.SelectorExpr)
+	if !ok {
+		return ""
+	}
+	pkg, ok := sel.X.(*ast.Ident)
+	if !ok {
+		return ""
+	}
+	return pkg.Name + "." + sel.Sel.Name
 }
 
 func embedded(g *ast.GenDecl, vs *ast.ValueSpec) bool {
@@ -251,11 +256,4 @@ func contextFields(f goFile) []string {
 	return bad
 }
 
-func isContext(e ast.Expr) bool {
-	sel, ok := e.(*ast.SelectorExpr)
-	if !ok {
-		return false
-	}
-	pkg, ok := sel.X.(*ast.Ident)
-	return ok && pkg.Name == "context" && sel.Sel.Name == "Context"
-}
+func isContext(e ast.Expr) bool { return qualified(e) == "context.Context" }

@@ -51,20 +51,15 @@ func parse(fs *flag.FlagSet, args []string) (options, error) {
 		cdiDir     = fs.String("cdi-dir", "/var/run/cdi", "folder the container runtime reads CDI specs from")
 		cdiClass   = fs.String("cdi-class", "gpu", "CDI class: device IDs read <driver-name>/<cdi-class>=<device>")
 		stateFile  = fs.String("state-file", "", "file remembering prepared claims (default <kubelet-dir>/plugins/<driver-name>/prepared-claims.json)")
-		invFile    = fs.String("inventory", "", "YAML file listing the devices (see kubelet/inventory); overrides --devices")
-		count      = fs.Int("devices", 8, "without --inventory: number of devices <device-prefix>-0 ..")
-		prefix     = fs.String("device-prefix", "gpu", "without --inventory: device name prefix")
-		model      = fs.String("device-model", "example", "without --inventory: value of the devices' model attribute")
+		invFlags   inventory.Flags
 	)
+	invFlags.AddFlags(fs, "")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
-	inv := inventory.Uniform(*prefix, *count, *model)
-	if *invFile != "" {
-		var err error
-		if inv, err = inventory.Load(*invFile); err != nil {
-			return options{}, err
-		}
+	inv, err := invFlags.Inventory()
+	if err != nil {
+		return options{}, err
 	}
 	o := options{paths: driver.PathsUnder(*kubeletDir, *driverName), kubeconfig: *kubeconfig}
 	if *stateFile == "" {
