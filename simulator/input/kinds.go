@@ -38,41 +38,37 @@ func addCoreKinds(handlers map[string]handler) {
 			}
 		}
 	}
-	handlers["v1/Node"] = func(p *parser, d doc, raw []byte) {
-		n := &v1.Node{}
-		if obj, ok := p.prepare(d, raw, "Node", n, false); ok {
-			store(p, d, obj, validated(n, &core.Node{}, corevalidation.ValidateNode), &p.out.Nodes, n)
-		}
-	}
+	handlers["v1/Node"] = storedKind[v1.Node]("Node", false, corevalidation.ValidateNode,
+		func(o *Objects) *[]*v1.Node { return &o.Nodes })
 	handlers["v1/Pod"] = func(p *parser, d doc, raw []byte) {
 		pod := &v1.Pod{}
 		if _, ok := p.prepare(d, raw, "Pod", pod, true); ok {
 			p.addPod(d, "", pod)
 		}
 	}
-	handlers["resource.k8s.io/v1/ResourceSlice"] = func(p *parser, d doc, raw []byte) {
-		s := &resourceapi.ResourceSlice{}
-		if obj, ok := p.prepare(d, raw, "ResourceSlice", s, false); ok {
-			store(p, d, obj, validated(s, &resource.ResourceSlice{}, resourcevalidation.ValidateResourceSlice), &p.out.ResourceSlices, s)
-		}
-	}
-	handlers["resource.k8s.io/v1/DeviceClass"] = func(p *parser, d doc, raw []byte) {
-		c := &resourceapi.DeviceClass{}
-		if obj, ok := p.prepare(d, raw, "DeviceClass", c, false); ok {
-			store(p, d, obj, validated(c, &resource.DeviceClass{}, validateDeviceClass), &p.out.DeviceClasses, c)
-		}
-	}
-	handlers["resource.k8s.io/v1/ResourceClaim"] = func(p *parser, d doc, raw []byte) {
-		c := &resourceapi.ResourceClaim{}
-		if obj, ok := p.prepare(d, raw, "ResourceClaim", c, true); ok {
-			store(p, d, obj, validated(c, &resource.ResourceClaim{}, validateClaim), &p.out.ResourceClaims, c)
-		}
-	}
-	handlers["resource.k8s.io/v1/ResourceClaimTemplate"] = func(p *parser, d doc, raw []byte) {
-		t := &resourceapi.ResourceClaimTemplate{}
-		if obj, ok := p.prepare(d, raw, "ResourceClaimTemplate", t, true); ok {
-			store(p, d, obj, validated(t, &resource.ResourceClaimTemplate{}, resourcevalidation.ValidateResourceClaimTemplate),
-				&p.out.ResourceClaimTemplates, t)
+	handlers["resource.k8s.io/v1/ResourceSlice"] = storedKind[resourceapi.ResourceSlice]("ResourceSlice", false, resourcevalidation.ValidateResourceSlice,
+		func(o *Objects) *[]*resourceapi.ResourceSlice { return &o.ResourceSlices })
+	handlers["resource.k8s.io/v1/DeviceClass"] = storedKind[resourceapi.DeviceClass]("DeviceClass", false, validateDeviceClass,
+		func(o *Objects) *[]*resourceapi.DeviceClass { return &o.DeviceClasses })
+	handlers["resource.k8s.io/v1/ResourceClaim"] = storedKind[resourceapi.ResourceClaim]("ResourceClaim", true, validateClaim,
+		func(o *Objects) *[]*resourceapi.ResourceClaim { return &o.ResourceClaims })
+	handlers["resource.k8s.io/v1/ResourceClaimTemplate"] = storedKind[resourceapi.ResourceClaimTemplate]("ResourceClaimTemplate", true,
+		resourcevalidation.ValidateResourceClaimTemplate,
+		func(o *Objects) *[]*resourceapi.ResourceClaimTemplate { return &o.ResourceClaimTemplates })
+}
+
+// storedKind is the handler of a kind that is decoded into V, validated
+// as its internal type I and stored in the list of Objects that list
+// picks.
+func storedKind[V any, I any, PV interface {
+	*V
+	runtime.Object
+	metav1.Object
+}](kind string, namespaced bool, validate func(*I) field.ErrorList, list func(*Objects) *[]PV) handler {
+	return func(p *parser, d doc, raw []byte) {
+		obj := PV(new(V))
+		if o, ok := p.prepare(d, raw, kind, obj, namespaced); ok {
+			store(p, d, o, validated((*V)(obj), new(I), validate), list(p.out), obj)
 		}
 	}
 }

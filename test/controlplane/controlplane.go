@@ -108,11 +108,11 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 }
 
 func (cp *ControlPlane) startEtcd(ctx context.Context, binDir string) (string, error) {
-	clientPort, err := freePort()
+	clientPort, err := FreePort()
 	if err != nil {
 		return "", err
 	}
-	peerPort, err := freePort()
+	peerPort, err := FreePort()
 	if err != nil {
 		return "", err
 	}
@@ -128,17 +128,24 @@ func (cp *ControlPlane) startEtcd(ctx context.Context, binDir string) (string, e
 		return "", err
 	}
 	cp.procs = append(cp.procs, p)
+	probe := &http.Client{Timeout: 5 * time.Second}
 	return client, waitFor(ctx, p, 60*time.Second, func() error {
-		resp, err := http.Get(client + "/health")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("etcd /health: %s", resp.Status)
-		}
-		return nil
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, client+"/health", nil)
+		return answersOK(probe, req, "etcd /health")
 	})
+}
+
+// answersOK is one readiness probe: req must get 200 OK.
+func answersOK(c *http.Client, req *http.Request, what string) error {
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", what, resp.Status)
+	}
+	return nil
 }
 
 func (cp *ControlPlane) startAPIServer(ctx context.Context, binDir, etcdURL string) error {
@@ -150,7 +157,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, binDir, etcdURL stri
 	if err := os.WriteFile(tokens, []byte(adminToken+",admin,admin-uid,system:masters\n"), 0o600); err != nil {
 		return err
 	}
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return err
 	}
@@ -175,15 +182,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, binDir, etcdURL stri
 	if err := waitFor(ctx, p, 120*time.Second, func() error {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, cp.URL+"/readyz", nil)
 		req.Header.Set("Authorization", "Bearer "+adminToken)
-		resp, err := insecure.Do(req)
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("kube-apiserver /readyz: %s", resp.Status)
-		}
-		return nil
+		return answersOK(insecure, req, "kube-apiserver /readyz")
 	}); err != nil {
 		return err
 	}

@@ -17,8 +17,8 @@ func (cp *ControlPlane) startProcess(name, binary string, args ...string) (*proc
 	return proc.Start(name, binary, logPath, args...)
 }
 
-// freePort asks the kernel for an unused port on 127.0.0.1.
-func freePort() (int, error) {
+// FreePort asks the kernel for an unused port on 127.0.0.1.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err

@@ -17,6 +17,7 @@ import (
 
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/nodegroup"
+	"draxr.dev/draxr/test/controlplane"
 	"draxr.dev/draxr/test/proc"
 )
 
@@ -84,7 +85,7 @@ func (e *env) autoscalerBinary(binary, nodeGroups string, extra ...string) (*pro
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	port, err := freePort()
+	port, err := controlplane.FreePort()
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -112,6 +111,20 @@ func (e *env) classNewerThan(older *resourceapi.DeviceClass, name, driver string
 	return c
 }
 
+// clearExtendedResourceName removes the explicit name from a DeviceClass,
+// the KEP's last migration step.
+func (e *env) clearExtendedResourceName(class string) {
+	e.t.Helper()
+	c, err := cp.Client.ResourceV1().DeviceClasses().Get(e.ctx, class, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	c.Spec.ExtendedResourceName = nil
+	if _, err := cp.Client.ResourceV1().DeviceClasses().Update(e.ctx, c, metav1.UpdateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
 // waitClassesSeen returns once the scheduler (profile schedulerName, ""
 // for the default) has observed every DeviceClass change made so far.
 // A scheduler receives DeviceClass events in order, so when a pod that
@@ -157,46 +170,51 @@ func (e *env) podFor(schedulerName, name string, resource v1.ResourceName, count
 	return created
 }
 
-// waitBound waits until the pod is bound and its status written, and
-// returns it.
-func (e *env) waitBound(name string) *v1.Pod {
+// waitPod polls the pod until done says so, for at most timeout, and
+// returns it; the pod as last seen (nil: never found) and the error go to
+// fail otherwise.
+func (e *env) waitPod(name string, timeout time.Duration, done func(*v1.Pod) bool, fail func(last *v1.Pod, err error)) *v1.Pod {
 	e.t.Helper()
 	var pod *v1.Pod
-	err := wait.PollUntilContextTimeout(e.ctx, 100*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+	if err := wait.PollUntilContextTimeout(e.ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		p, err := cp.Client.CoreV1().Pods(e.ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
 		pod = p
-		return p.Spec.NodeName != "", nil
-	})
-	if err != nil {
-		e.t.Fatalf("pod %s/%s not bound: %v; conditions: %v", e.ns, name, err, conditions(pod))
+		return done(p), nil
+	}); err != nil {
+		fail(pod, err)
 	}
 	return pod
+}
+
+// waitBound waits until the pod is bound and its status written, and
+// returns it.
+func (e *env) waitBound(name string) *v1.Pod {
+	e.t.Helper()
+	return e.waitPod(name, 90*time.Second, func(p *v1.Pod) bool { return p.Spec.NodeName != "" }, func(last *v1.Pod, err error) {
+		e.t.Fatalf("pod %s/%s not bound: %v; conditions: %v", e.ns, name, err, conditions(last))
+	})
 }
 
 // waitUnschedulable waits until the scheduler reports the pod unschedulable.
 func (e *env) waitUnschedulable(name string) *v1.Pod {
 	e.t.Helper()
-	var pod *v1.Pod
-	err := wait.PollUntilContextTimeout(e.ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		p, err := cp.Client.CoreV1().Pods(e.ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		pod = p
+	return e.waitPod(name, 60*time.Second, func(p *v1.Pod) bool {
 		for _, c := range p.Status.Conditions {
 			if c.Type == v1.PodScheduled && c.Reason == v1.PodReasonUnschedulable {
-				return true, nil
+				return true
 			}
 		}
-		return false, nil
+		return false
+	}, func(last *v1.Pod, err error) {
+		node := "pod not found"
+		if last != nil {
+			node = last.Spec.NodeName
+		}
+		e.t.Fatalf("pod %s/%s not reported unschedulable: %v (node %q)", e.ns, name, err, node)
 	})
-	if err != nil {
-		e.t.Fatalf("pod %s/%s not reported unschedulable: %v (node %q)", e.ns, name, err, pod.Spec.NodeName)
-	}
-	return pod
 }
 
 func conditions(p *v1.Pod) string {
@@ -224,21 +242,15 @@ func (e *env) claimOf(pod *v1.Pod) *resourceapi.ResourceClaim {
 	return c
 }
 
-// waitStatus waits for the scheduler's PreBind status patch to be visible.
+// waitExtendedStatus waits for the scheduler's PreBind status patch to be
+// visible.
 func (e *env) waitExtendedStatus(name string) *v1.Pod {
 	e.t.Helper()
-	var pod *v1.Pod
-	if err := wait.PollUntilContextTimeout(e.ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		p, err := cp.Client.CoreV1().Pods(e.ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		pod = p
-		return p.Spec.NodeName != "" && p.Status.ExtendedResourceClaimStatus != nil, nil
-	}); err != nil {
+	return e.waitPod(name, 30*time.Second, func(p *v1.Pod) bool {
+		return p.Spec.NodeName != "" && p.Status.ExtendedResourceClaimStatus != nil
+	}, func(_ *v1.Pod, err error) {
 		e.t.Fatalf("pod %s: no extendedResourceClaimStatus: %v", name, err)
-	}
-	return pod
+	})
 }
 
 func (e *env) deletePod(name string) {
@@ -263,12 +275,3 @@ func devices(c *resourceapi.ResourceClaim) []string {
 func resourceQuantity(n int64) *resource.Quantity { return resource.NewQuantity(n, resource.DecimalSI) }
 
 func resourcePool() resourceapi.ResourcePool { return resourceapi.ResourcePool{} }
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}

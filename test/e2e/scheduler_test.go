@@ -130,14 +130,7 @@ func TestMigrationPath(t *testing.T) {
 		t.Fatalf("before migration: devices %v, want class A's device", got)
 	}
 	e.classNewerThan(a, "migrate-b", newDriver, e.resource)
-	a, err := cp.Client.ResourceV1().DeviceClasses().Get(e.ctx, a.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.Spec.ExtendedResourceName = nil
-	if _, err := cp.Client.ResourceV1().DeviceClasses().Update(e.ctx, a, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	e.clearExtendedResourceName(a.Name)
 	e.waitClassesSeen("")
 	for _, name := range []string{"after-0", "after-1"} {
 		e.pod(name, e.resource, 1)

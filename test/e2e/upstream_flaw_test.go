@@ -4,8 +4,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // The KEP's migration path on the stock plugins: class B (newer) takes
@@ -27,14 +25,7 @@ func TestStockSchedulerLosesMappingOnMigration(t *testing.T) {
 	e.draNode("stock-old", oldDriver, 1)
 	e.draNode("stock-new", newDriver, 2)
 	e.classNewerThan(a, "stock-b", newDriver, e.resource)
-	a, err = cp.Client.ResourceV1().DeviceClasses().Get(e.ctx, a.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.Spec.ExtendedResourceName = nil
-	if _, err := cp.Client.ResourceV1().DeviceClasses().Update(e.ctx, a, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	e.clearExtendedResourceName(a.Name)
 	e.waitClassesSeen("stock-scheduler")
 	e.podFor("stock-scheduler", "after", e.resource, 1)
 	got := e.waitUnschedulable("after")

@@ -154,33 +154,38 @@ func nonTestGoFiles(t *testing.T, root string) []goFile {
 	return out
 }
 
-func mutableGlobals(f goFile) []string {
-	var bad []string
+// specs calls fn for each top-level spec of a tok declaration (var, type).
+func (f goFile) specs(tok token.Token, fn func(*ast.GenDecl, ast.Spec)) {
 	for _, decl := range f.ast.Decls {
-		g, ok := decl.(*ast.GenDecl)
-		if !ok || g.Tok != token.VAR {
-			continue
-		}
-		for _, spec := range g.Specs {
-			vs := spec.(*ast.ValueSpec)
-			if embedded(g, vs) {
-				continue
-			}
-			for i, name := range vs.Names {
-				if name.Name == "_" {
-					continue // var _ I = T{}: a compile-time assertion
-				}
-				if i < len(vs.Values) && constantInDisguise(vs.Values[i]) {
-					continue
-				}
-				if _, ok := allowedGlobals[f.folder()+"."+name.Name]; ok {
-					continue
-				}
-				bad = append(bad, f.path+":"+strconv.Itoa(f.line(name.Pos()))+": package-level var "+name.Name+
-					": build it per use (a function, a field, an option) or, if it must stay, add it to allowedGlobals with why")
+		if g, ok := decl.(*ast.GenDecl); ok && g.Tok == tok {
+			for _, spec := range g.Specs {
+				fn(g, spec)
 			}
 		}
 	}
+}
+
+func mutableGlobals(f goFile) []string {
+	var bad []string
+	f.specs(token.VAR, func(g *ast.GenDecl, spec ast.Spec) {
+		vs := spec.(*ast.ValueSpec)
+		if embedded(g, vs) {
+			return
+		}
+		for i, name := range vs.Names {
+			if name.Name == "_" {
+				continue // var _ I = T{}: a compile-time assertion
+			}
+			if i < len(vs.Values) && constantInDisguise(vs.Values[i]) {
+				continue
+			}
+			if _, ok := allowedGlobals[f.folder()+"."+name.Name]; ok {
+				continue
+			}
+			bad = append(bad, f.path+":"+strconv.Itoa(f.line(name.Pos()))+": package-level var "+name.Name+
+				": build it per use (a function, a field, an option) or, if it must stay, add it to allowedGlobals with why")
+		}
+	})
 	return bad
 }
 
@@ -190,19 +195,24 @@ func constantInDisguise(e ast.Expr) bool {
 	if !ok {
 		return false
 	}
-	sel, ok := call.Fun.(*ast.SelectorExpr)
-	if !ok {
-		return false
-	}
-	pkg, ok := sel.X.(*ast.Ident)
-	if !ok {
-		return false
-	}
-	switch pkg.Name + "." + sel.Sel.Name {
+	switch qualified(call.Fun) {
 	case "errors.New", "fmt.Errorf", "regexp.MustCompile", "regexp.MustCompilePOSIX":
 		return true
 	}
 	return false
+}
+
+// qualified is "pkg.Name" for a selector on an identifier, else "".
+func qualified(e ast.Expr) string {
+	sel, ok := e.(*ast.SelectorExpr)
+	if !ok {
+		return ""
+	}
+	pkg, ok := sel.X.(*ast.Ident)
+	if !ok {
+		return ""
+	}
+	return pkg.Name + "." + sel.Sel.Name
 }
 
 func embedded(g *ast.GenDecl, vs *ast.ValueSpec) bool {
@@ -221,42 +231,29 @@ func embedded(g *ast.GenDecl, vs *ast.ValueSpec) bool {
 
 func contextFields(f goFile) []string {
 	var bad []string
-	for _, decl := range f.ast.Decls {
-		g, ok := decl.(*ast.GenDecl)
-		if !ok || g.Tok != token.TYPE {
-			continue
+	f.specs(token.TYPE, func(_ *ast.GenDecl, spec ast.Spec) {
+		ts := spec.(*ast.TypeSpec)
+		if _, ok := allowedContextFields[f.folder()+"."+ts.Name.Name]; ok {
+			return
 		}
-		for _, spec := range g.Specs {
-			ts := spec.(*ast.TypeSpec)
-			if _, ok := allowedContextFields[f.folder()+"."+ts.Name.Name]; ok {
-				continue
+		found := false
+		ast.Inspect(ts.Type, func(n ast.Node) bool {
+			st, ok := n.(*ast.StructType)
+			if !ok || found {
+				return !found
 			}
-			found := false
-			ast.Inspect(ts.Type, func(n ast.Node) bool {
-				st, ok := n.(*ast.StructType)
-				if !ok || found {
-					return !found
+			for _, field := range st.Fields.List {
+				if isContext(field.Type) {
+					found = true
+					bad = append(bad, f.path+":"+strconv.Itoa(f.line(field.Pos()))+": struct "+ts.Name.Name+
+						" stores a context.Context: pass it to the calls that need it")
+					return false
 				}
-				for _, field := range st.Fields.List {
-					if isContext(field.Type) {
-						found = true
-						bad = append(bad, f.path+":"+strconv.Itoa(f.line(field.Pos()))+": struct "+ts.Name.Name+
-							" stores a context.Context: pass it to the calls that need it")
-						return false
-					}
-				}
-				return true
-			})
-		}
-	}
+			}
+			return true
+		})
+	})
 	return bad
 }
 
-func isContext(e ast.Expr) bool {
-	sel, ok := e.(*ast.SelectorExpr)
-	if !ok {
-		return false
-	}
-	pkg, ok := sel.X.(*ast.Ident)
-	return ok && pkg.Name == "context" && sel.Sel.Name == "Context"
-}
+func isContext(e ast.Expr) bool { return qualified(e) == "context.Context" }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -84,13 +83,7 @@ func newSimulateCommand() *cobra.Command {
 					return badInput(err)
 				}
 			}
-			var prio []byte
-			if priorities != "" {
-				if prio, err = os.ReadFile(priorities); err != nil {
-					return badInput(fmt.Errorf("--expander-priorities: %w", err))
-				}
-			}
-			if opts.Expander, err = expander.New(expanderName, prio, 1); err != nil {
+			if opts.Expander, err = expander.NewFromFile(expanderName, priorities, 1); err != nil {
 				return badInput(err)
 			}
 			res, err := offline.Simulate(context.Background(), objs, opts)
