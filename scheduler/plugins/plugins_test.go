@@ -2,7 +2,7 @@ package plugins
 
 import (
 	"context"
-	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,9 +11,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"draxr.dev/draxr/scheduler/classes"
@@ -74,6 +76,21 @@ func clearName(name string) apiOp {
 		_, err = c.ResourceV1().DeviceClasses().Update(ctx, got, metav1.UpdateOptions{})
 		return err
 	}
+}
+
+// watchStarted is closed once the client serves its first watch.
+func watchStarted(client *fake.Clientset) <-chan struct{} {
+	started := make(chan struct{})
+	var once sync.Once
+	client.PrependWatchReactor("*", func(action clienttesting.Action) (bool, watch.Interface, error) {
+		w, err := client.Tracker().Watch(action.GetResource(), action.GetNamespace())
+		if err != nil {
+			return false, nil, err
+		}
+		once.Do(func() { close(started) })
+		return true, w, nil
+	})
+	return started
 }
 
 // The resolver WithResolver installs follows the KEP's tie-break whatever
@@ -145,6 +162,7 @@ func TestWithResolverTieBreak(t *testing.T) {
 				objs = append(objs, c)
 			}
 			client := fake.NewClientset(objs...)
+			watching := watchStarted(client)
 			factory := informers.NewSharedInformerFactory(client, 0)
 			h := WithResolver(testHandle{factory: factory, dra: upstreamDRA{}})
 			resolver := h.SharedDRAManager().DeviceClassResolver()
@@ -154,27 +172,36 @@ func TestWithResolverTieBreak(t *testing.T) {
 			factory.Start(ctx.Done())
 			defer func() { cancel(); factory.Shutdown() }() // Shutdown waits for the informers to stop
 			factory.WaitForCacheSync(ctx.Done())
+			// The fake API server drops events sent before the watch starts.
+			select {
+			case <-watching:
+			case <-ctx.Done():
+				t.Fatal("the DeviceClass informer never started watching")
+			}
 			for _, op := range tt.ops {
 				if err := op(ctx, client); err != nil {
 					t.Fatal(err)
 				}
 			}
-			var last string
+			// Events reach the handler in order: once a sentinel class
+			// created last resolves, every op before it has been seen.
+			if err := create("zz-sentinel", t0, "")(ctx, client); err != nil {
+				t.Fatal(err)
+			}
 			err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-				last = ""
-				for name, want := range tt.want {
-					got := ""
-					if c := resolver.GetDeviceClass(name); c != nil {
-						got = c.Name
-					}
-					if got != want {
-						last += fmt.Sprintf(" %s -> %q (want %q);", name, got, want)
-					}
-				}
-				return last == "", nil
+				return resolver.GetDeviceClass(classes.ImplicitName("zz-sentinel")) != nil, nil
 			})
 			if err != nil {
-				t.Fatalf("resolver never settled:%s", last)
+				t.Fatal("the resolver never saw the sentinel class")
+			}
+			for name, want := range tt.want {
+				got := ""
+				if c := resolver.GetDeviceClass(name); c != nil {
+					got = c.Name
+				}
+				if got != want {
+					t.Errorf("%s resolves to %q, want %q", name, got, want)
+				}
 			}
 		})
 	}
