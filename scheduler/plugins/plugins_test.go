@@ -164,7 +164,7 @@ func TestWithResolverTieBreak(t *testing.T) {
 			client := fake.NewClientset(objs...)
 			watching := watchStarted(client)
 			factory := informers.NewSharedInformerFactory(client, 0)
-			h := WithResolver(testHandle{factory: factory, dra: upstreamDRA{}})
+			h := NewResolvers().WithResolver(testHandle{factory: factory, dra: upstreamDRA{}})
 			resolver := h.SharedDRAManager().DeviceClassResolver()
 			if resolver == nil {
 				t.Fatal("WithResolver kept the upstream resolver")
@@ -210,19 +210,20 @@ func TestWithResolverTieBreak(t *testing.T) {
 // With DRA disabled there is nothing to resolve: the handle is unchanged.
 func TestWithResolverWithoutDRA(t *testing.T) {
 	h := testHandle{factory: informers.NewSharedInformerFactory(fake.NewClientset(), 0)}
-	if got := WithResolver(h); got != fwk.Handle(h) {
+	if got := NewResolvers().WithResolver(h); got != fwk.Handle(h) {
 		t.Errorf("WithResolver wrapped a handle without a DRA manager: %#v", got)
 	}
 }
 
-// Plugins built for one scheduler share one resolver per informer factory,
-// so a class event reaches all of them.
+// Plugins built for one scheduler (one Resolvers) share one resolver per
+// informer factory, so a class event reaches all of them.
 func TestWithResolverSharedPerFactory(t *testing.T) {
 	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
 	other := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
-	a := WithResolver(testHandle{factory: factory, dra: upstreamDRA{}}).SharedDRAManager().DeviceClassResolver()
-	b := WithResolver(testHandle{factory: factory, dra: upstreamDRA{}}).SharedDRAManager().DeviceClassResolver()
-	c := WithResolver(testHandle{factory: other, dra: upstreamDRA{}}).SharedDRAManager().DeviceClassResolver()
+	rs := NewResolvers()
+	a := rs.WithResolver(testHandle{factory: factory, dra: upstreamDRA{}}).SharedDRAManager().DeviceClassResolver()
+	b := rs.WithResolver(testHandle{factory: factory, dra: upstreamDRA{}}).SharedDRAManager().DeviceClassResolver()
+	c := rs.WithResolver(testHandle{factory: other, dra: upstreamDRA{}}).SharedDRAManager().DeviceClassResolver()
 	if a != b {
 		t.Error("two plugins of one scheduler got different resolvers")
 	}
