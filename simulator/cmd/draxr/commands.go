@@ -90,7 +90,7 @@ func newSimulateCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			out := report.SimulateOutput{Plan: res.Plan, ClassErrors: res.ClassErrors}
+			out := report.SimulateOutput{Plan: res.Plan, ClassErrors: res.ClassErrors, FeatureGates: featureGatesSet(cmd)}
 			return report.Write(cmd.OutOrStdout(), c.output, out, func(w ioWriter) error { return report.PlanTable(w, out) })
 		},
 	}
