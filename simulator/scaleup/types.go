@@ -55,6 +55,9 @@ const (
 	InsufficientResource ReasonCode = "InsufficientResource"
 	// PredicatesFailed: the scheduler's filters reject a new node.
 	PredicatesFailed ReasonCode = "PredicatesFailed"
+	// SharedPoolExhausted: a shared (network-attached) pool the pod needs
+	// has no free device; new nodes do not add to it.
+	SharedPoolExhausted ReasonCode = "SharedPoolExhausted"
 	// MaxNodesTotalReached: --max-nodes-total is reached.
 	MaxNodesTotalReached ReasonCode = "MaxNodesTotalReached"
 	// MaxSizeReached: the group is at its max size.
