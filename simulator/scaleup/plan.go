@@ -105,7 +105,7 @@ func (p *Planner) Plan(pending []*v1.Pod) (*Plan, error) {
 		if !ok {
 			break
 		}
-		res, err := st.estimate(best.Group, remaining, true)
+		res, err := st.finalEstimate(best.Group, remaining)
 		if err != nil {
 			return nil, err
 		}

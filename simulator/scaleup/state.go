@@ -104,8 +104,7 @@ func (st *state) room(g *nodegroup.NodeGroup) int {
 	return room
 }
 
-func (st *state) estimate(group string, pods []*v1.Pod, final bool) (*estimator.Result, error) {
-	g := st.byName[group]
+func (st *state) binPacking(group string, final bool) *estimator.BinPacking {
 	offset := st.current[group] + st.planned[group]
 	est := &estimator.BinPacking{Harness: st.p.Harness, CountOnly: !final, Kinds: st.kinds, DaemonSets: st.p.DaemonSets, Namer: func(group string, i int) string {
 		return newNodeName(group, offset+i, st.takenIndexes[group])
@@ -116,6 +115,12 @@ func (st *state) estimate(group string, pods []*v1.Pod, final bool) (*estimator.
 	if len(st.template[group]) > 0 && st.plainGroups > 0 {
 		est.NoNewNodeFor = usesNoDevices
 	}
+	return est
+}
+
+func (st *state) estimate(group string, pods []*v1.Pod, final bool) (*estimator.Result, error) {
+	g := st.byName[group]
+	est := st.binPacking(group, final)
 	res, err := est.Estimate(g, pods, st.room(g))
 	if err != nil {
 		return nil, err
@@ -205,4 +210,52 @@ func newNodeName(group string, k int, taken []int) string {
 		}
 	}
 	return fmt.Sprintf("%s-new-%d", group, n)
+}
+
+// finalEstimate is the estimate the plan keeps. On a group whose devices
+// are partitionable (they draw on shared counters) the number of nodes
+// depends on where the scheduler's scoring puts each pod, not on tight
+// packing: the packed count is then checked by placing the same pods, in
+// the scheduler's queue order, onto that many fresh nodes with scoring,
+// and raised until they all bind (within the group's room).
+func (st *state) finalEstimate(group string, pods []*v1.Pod) (*estimator.Result, error) {
+	g := st.byName[group]
+	if !partitionable(g) {
+		return st.estimate(group, pods, true)
+	}
+	snap := st.p.Harness.Snapshot()
+	snap.Fork()
+	packed, err := st.estimate(group, pods, true)
+	snap.Revert()
+	if err != nil {
+		return nil, err
+	}
+	placed := SortSchedulerQueue(packed.PlacedOrder)
+	room := st.room(g)
+	est := st.binPacking(group, true)
+	for n := len(packed.NewNodes); ; n++ {
+		snap.Fork()
+		res, all, err := est.Scored(g, placed, n)
+		if err != nil {
+			snap.Revert()
+			return nil, err
+		}
+		if all || n >= room {
+			snap.Commit()
+			res.Unplaced = append(res.Unplaced, packed.Unplaced...)
+			return res, nil
+		}
+		snap.Revert()
+	}
+}
+
+// partitionable reports whether the group's devices draw on shared
+// counters (a GPU offered whole and as partitions).
+func partitionable(g *nodegroup.NodeGroup) bool {
+	for _, s := range g.Spec.ResourceSlices {
+		if len(s.SharedCounters) > 0 {
+			return true
+		}
+	}
+	return false
 }
