@@ -15,6 +15,8 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"draxr.dev/draxr/simulator/daemonsets"
 )
 
 // CA's pod and node annotations.
@@ -327,17 +329,14 @@ func IsMirrorPod(pod *v1.Pod) bool {
 }
 
 // IsDaemonSetPod: pods a DaemonSet controls.
-func IsDaemonSetPod(pod *v1.Pod) bool {
-	ref := metav1.GetControllerOfNoCopy(pod)
-	return ref != nil && ref.Kind == "DaemonSet"
-}
+func IsDaemonSetPod(pod *v1.Pod) bool { return daemonsets.IsDaemonSetPod(pod) }
 
 // isTerminal: the pod will not run again.
 func isTerminal(pod *v1.Pod) bool {
-	switch {
-	case pod.Status.Phase == v1.PodFailed:
+	switch pod.Status.Phase {
+	case v1.PodFailed:
 		return true
-	case pod.Status.Phase == v1.PodSucceeded:
+	case v1.PodSucceeded:
 		return pod.Spec.RestartPolicy == v1.RestartPolicyNever || pod.Spec.RestartPolicy == v1.RestartPolicyOnFailure
 	}
 	return false
