@@ -120,6 +120,9 @@ func TestAutoscalerScaleDownSafetyRules(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				if n.Annotations == nil {
+					n.Annotations = map[string]string{}
+				}
 				n.Annotations[drainability.ScaleDownDisabledAnnotation] = "true"
 				if _, err := cp.Client.CoreV1().Nodes().Update(e.ctx, n, metav1.UpdateOptions{}); err != nil {
 					t.Fatal(err)
