@@ -104,7 +104,7 @@ func (o *scaleDownSafety) actuation() core.ScaleDownActuation {
 func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; in-cluster configuration when empty")
 	fs.DurationVar(&o.scanInterval, "scan-interval", 10*time.Second, "how often the cluster is reevaluated")
-	fs.StringVar(&o.expander, "expander", "least-waste", fmt.Sprintf("node group choice: one of %v", expander.Names()))
+	fs.StringVar(&o.expander, "expander", "least-waste", fmt.Sprintf("node group choice: one of %v, or a comma-separated chain applied in order as filters (random only last), e.g. priority,least-waste", expander.Names()))
 	fs.StringVar(&o.expanderPriorities, "expander-priorities", "", "priority expander config file (priority: [group-name regexps])")
 	fs.IntVar(&o.maxNodesTotal, "max-nodes-total", 0, "maximum number of nodes in all node groups, 0 for no limit")
 	fs.BoolVar(&o.scaleDownEnabled, "scale-down-enabled", true, "whether to remove unneeded nodes")
