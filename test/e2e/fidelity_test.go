@@ -58,6 +58,10 @@ func TestPlannerFidelity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The scheduler below runs this configuration under the profile name
+	// "fidelity", the pods' schedulerName; the planner only plans pods of
+	// the profile it runs.
+	profile.SchedulerName = "fidelity"
 	res, err := offline.Simulate(e.ctx, objs, offline.Options{Profile: profile})
 	if err != nil {
 		t.Fatal(err)
