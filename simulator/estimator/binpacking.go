@@ -200,14 +200,8 @@ func (r *run) openCounted(kind string) *countedNode {
 // onExisting tries the new nodes: simulated ones from the kind's cursor,
 // then counted ones, materialized one at a time.
 func (r *run) onExisting(pod *v1.Pod, kind string) (string, error) {
-	for j := r.cursor[kind]; j < len(r.simulated); j++ {
-		if _, _, ferr := r.b.Harness.PlaceOnAnyNode(pod, r.simulated[j:j+1]); ferr == nil {
-			r.fill.placed(r.simulated[j], kind)
-			r.record(pod, r.simulated[j])
-			return r.simulated[j], nil
-		}
-		r.fill.full(r.snap, r.simulated[j], kind)
-		r.cursor[kind] = j + 1
+	if node := r.firstFit(pod, kind); node != "" {
+		return node, nil
 	}
 	for _, c := range r.counted {
 		// Copies of a node filled by this kind are full for it.
@@ -235,6 +229,41 @@ func (r *run) onExisting(pod *v1.Pod, kind string) (string, error) {
 		}
 	}
 	return "", nil
+}
+
+// firstFit places the pod on the first simulated node from the kind's
+// cursor that takes it, or returns "". Nodes before that one rejected the
+// kind and stay full for it. One PreFilter serves all candidates, and
+// nodes NoRoom rules out are not filtered at all: with many kinds (every
+// pod its own kind, at worst) a scan of every new node per pod would
+// otherwise cost a scheduling cycle per node.
+func (r *run) firstFit(pod *v1.Pod, kind string) string {
+	from := r.cursor[kind]
+	if from >= len(r.simulated) {
+		return ""
+	}
+	candidates := r.simulated[from:]
+	if noRoom := r.b.Harness.NoRoom(pod); noRoom != nil {
+		candidates = make([]string, 0, len(candidates))
+		for _, n := range r.simulated[from:] {
+			if !noRoom(n) {
+				candidates = append(candidates, n)
+			}
+		}
+	}
+	node := ""
+	if len(candidates) > 0 {
+		node, _, _ = r.b.Harness.PlaceOnAnyNode(pod, candidates)
+	}
+	for j := from; j < len(r.simulated) && r.simulated[j] != node; j++ {
+		r.fill.full(r.snap, r.simulated[j], kind)
+		r.cursor[kind] = j + 1
+	}
+	if node != "" {
+		r.fill.placed(node, kind)
+		r.record(pod, node)
+	}
+	return node
 }
 
 // materialize replicates a counted node's pods into the snapshot.

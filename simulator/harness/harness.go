@@ -35,6 +35,8 @@ type Harness struct {
 	// schedulerName is the profile's: the scheduler only tries pods whose
 	// spec.schedulerName it is.
 	schedulerName string
+	// resourceFilter caches whether the profile filters on NodeResourcesFit.
+	resourceFilter *bool
 }
 
 // New builds the framework from a profile (nil: kube-scheduler's default
