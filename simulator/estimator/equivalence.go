@@ -2,7 +2,9 @@ package estimator
 
 import (
 	"encoding/json"
-	"fmt"
+	"io"
+	"strconv"
+	"strings"
 	"hash/fnv"
 	"sort"
 
@@ -20,12 +22,63 @@ func EquivalenceKey(pod *v1.Pod) string {
 	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
 		owner = string(ref.UID)
 	}
-	return fmt.Sprintf("%s/%s/%x", pod.Namespace, owner, specHash(pod))
+	return equivalenceKey(pod, owner, specHash(pod))
+}
+
+func equivalenceKey(pod *v1.Pod, owner string, hash uint64) string {
+	return pod.Namespace + "/" + owner + "/" + strconv.FormatUint(hash, 16)
 }
 
 // Kinds memoizes EquivalenceKey per pod object; a planner computes each
 // pod's key once however many node groups it tries.
-type Kinds struct{ m map[*v1.Pod]string }
+type Kinds struct {
+	m     map[*v1.Pod]string
+	alike map[*v1.Pod]string
+	hash  map[*v1.Pod]uint64 // specHash, shared by both keys
+}
+
+func (k *Kinds) specHash(pod *v1.Pod) uint64 {
+	if h, ok := k.hash[pod]; ok {
+		return h
+	}
+	if k.hash == nil {
+		k.hash = map[*v1.Pod]uint64{}
+	}
+	h := specHash(pod)
+	k.hash[pod] = h
+	return h
+}
+
+// Alike returns a key shared by pods that differ only in owner and labels
+// when nothing can tell them apart: the pod has no inter-pod (anti-)
+// affinity and no topology spread constraints. Other pods' affinity terms
+// and a profile's default spread constraints can still select by labels;
+// the caller uses Alike only when there are none (see BinPacking). Pods
+// without such a key get their EquivalenceKey.
+func (k *Kinds) Alike(pod *v1.Pod) string {
+	if key, ok := k.alike[pod]; ok {
+		return key
+	}
+	if k.alike == nil {
+		k.alike = map[*v1.Pod]string{}
+	}
+	key := k.Of(pod)
+	if !readsLabels(pod) {
+		key = equivalenceKey(pod, "", k.specHash(pod))
+	}
+	k.alike[pod] = key
+	return key
+}
+
+// readsLabels is true for pods whose own Filter verdicts depend on pod
+// labels: inter-pod (anti-)affinity, and topology spreading (a pod counts
+// itself when its labels match its selector).
+func readsLabels(pod *v1.Pod) bool {
+	if a := pod.Spec.Affinity; a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil) {
+		return true
+	}
+	return len(pod.Spec.TopologySpreadConstraints) > 0
+}
 
 // Of returns the pod's equivalence key.
 func (k *Kinds) Of(pod *v1.Pod) string {
@@ -35,7 +88,11 @@ func (k *Kinds) Of(pod *v1.Pod) string {
 	if k.m == nil {
 		k.m = map[*v1.Pod]string{}
 	}
-	key := EquivalenceKey(pod)
+	owner := ""
+	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
+		owner = string(ref.UID)
+	}
+	key := equivalenceKey(pod, owner, k.specHash(pod))
 	k.m[pod] = key
 	return key
 }
@@ -44,12 +101,18 @@ func (k *Kinds) Of(pod *v1.Pod) string {
 // affinity, tolerations, topology spread, priority and scheduler name.
 func specHash(pod *v1.Pod) uint64 {
 	h := fnv.New64a()
-	w := func(parts ...any) { fmt.Fprint(h, parts...) }
+	// Writes the bytes fmt.Fprint wrote for the same strings (no spaces
+	// between string operands), without its reflection.
+	w := func(parts ...string) {
+		for _, s := range parts {
+			_, _ = io.WriteString(h, s)
+		}
+	}
 	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for _, c := range cs {
-			w("c", c.Name, sortedList(c.Resources.Requests), sortedList(c.Resources.Limits), ptr.Deref(c.RestartPolicy, ""))
+			w("c", c.Name, sortedList(c.Resources.Requests), sortedList(c.Resources.Limits), string(ptr.Deref(c.RestartPolicy, "")))
 			for _, p := range c.Ports {
-				w("p", p.HostPort, p.Protocol)
+				w("p", strconv.Itoa(int(p.HostPort)), string(p.Protocol))
 			}
 		}
 		w("|")
@@ -81,15 +144,21 @@ func specHash(pod *v1.Pod) uint64 {
 }
 
 func sortedList(rl v1.ResourceList) string {
+	if len(rl) == 0 {
+		return ""
+	}
 	keys := make([]string, 0, len(rl))
 	for k := range rl {
 		keys = append(keys, string(k))
 	}
 	sort.Strings(keys)
-	s := ""
+	var b strings.Builder
 	for _, k := range keys {
 		q := rl[v1.ResourceName(k)]
-		s += k + "=" + q.String() + ","
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(q.String())
+		b.WriteByte(',')
 	}
-	return s
+	return b.String()
 }

@@ -3,6 +3,7 @@ package harness
 import (
 	v1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 
 	"draxr.dev/draxr/scheduler/aliases"
@@ -50,4 +51,37 @@ func (h *Harness) filtersOnResources() bool {
 		h.resourceFilter = &on
 	}
 	return *h.resourceFilter
+}
+
+// SpreadsByDefault reports whether the profile's PodTopologySpread filters
+// pods by default constraints of its own (defaultingType List with a
+// DoNotSchedule constraint): such constraints select pods by their owner's
+// labels, so pods alike but for their owner can get different verdicts.
+// kube-scheduler's System defaults are ScheduleAnyway: they only score.
+func (h *Harness) SpreadsByDefault() bool {
+	enabled := false
+	for _, p := range h.fw.ListPlugins().Filter.Enabled {
+		enabled = enabled || p.Name == names.PodTopologySpread
+	}
+	if !enabled {
+		return false
+	}
+	for _, pc := range h.profile.PluginConfig {
+		if pc.Name != names.PodTopologySpread {
+			continue
+		}
+		args, ok := pc.Args.(*config.PodTopologySpreadArgs)
+		if !ok {
+			return true // unknown args: assume the worst
+		}
+		if args.DefaultingType != config.ListDefaulting {
+			return false
+		}
+		for _, c := range args.DefaultConstraints {
+			if c.WhenUnsatisfiable == v1.DoNotSchedule {
+				return true
+			}
+		}
+	}
+	return false
 }
