@@ -2,11 +2,11 @@ package estimator
 
 import (
 	"encoding/json"
+	"hash/fnv"
 	"io"
+	"sort"
 	"strconv"
 	"strings"
-	"hash/fnv"
-	"sort"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,22 +31,36 @@ func equivalenceKey(pod *v1.Pod, owner string, hash uint64) string {
 
 // Kinds memoizes EquivalenceKey per pod object; a planner computes each
 // pod's key once however many node groups it tries.
-type Kinds struct {
-	m     map[*v1.Pod]string
-	alike map[*v1.Pod]string
-	hash  map[*v1.Pod]uint64 // specHash, shared by both keys
+type Kinds struct{ m map[*v1.Pod]*podKeys }
+
+type podKeys struct {
+	of, alike string // "" until asked for
+	hash      uint64
 }
 
-func (k *Kinds) specHash(pod *v1.Pod) uint64 {
-	if h, ok := k.hash[pod]; ok {
-		return h
+func (k *Kinds) keys(pod *v1.Pod) *podKeys {
+	if e, ok := k.m[pod]; ok {
+		return e
 	}
-	if k.hash == nil {
-		k.hash = map[*v1.Pod]uint64{}
+	if k.m == nil {
+		k.m = map[*v1.Pod]*podKeys{}
 	}
-	h := specHash(pod)
-	k.hash[pod] = h
-	return h
+	e := &podKeys{hash: specHash(pod)}
+	k.m[pod] = e
+	return e
+}
+
+// Of returns the pod's equivalence key.
+func (k *Kinds) Of(pod *v1.Pod) string {
+	e := k.keys(pod)
+	if e.of == "" {
+		owner := ""
+		if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
+			owner = string(ref.UID)
+		}
+		e.of = equivalenceKey(pod, owner, e.hash)
+	}
+	return e.of
 }
 
 // Alike returns a key shared by pods that differ only in owner and labels
@@ -56,18 +70,15 @@ func (k *Kinds) specHash(pod *v1.Pod) uint64 {
 // the caller uses Alike only when there are none (see BinPacking). Pods
 // without such a key get their EquivalenceKey.
 func (k *Kinds) Alike(pod *v1.Pod) string {
-	if key, ok := k.alike[pod]; ok {
-		return key
+	e := k.keys(pod)
+	if e.alike == "" {
+		if readsLabels(pod) {
+			e.alike = k.Of(pod)
+		} else {
+			e.alike = equivalenceKey(pod, "", e.hash)
+		}
 	}
-	if k.alike == nil {
-		k.alike = map[*v1.Pod]string{}
-	}
-	key := k.Of(pod)
-	if !readsLabels(pod) {
-		key = equivalenceKey(pod, "", k.specHash(pod))
-	}
-	k.alike[pod] = key
-	return key
+	return e.alike
 }
 
 // readsLabels is true for pods whose own Filter verdicts depend on pod
@@ -78,23 +89,6 @@ func readsLabels(pod *v1.Pod) bool {
 		return true
 	}
 	return len(pod.Spec.TopologySpreadConstraints) > 0
-}
-
-// Of returns the pod's equivalence key.
-func (k *Kinds) Of(pod *v1.Pod) string {
-	if key, ok := k.m[pod]; ok {
-		return key
-	}
-	if k.m == nil {
-		k.m = map[*v1.Pod]string{}
-	}
-	owner := ""
-	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
-		owner = string(ref.UID)
-	}
-	key := equivalenceKey(pod, owner, k.specHash(pod))
-	k.m[pod] = key
-	return key
 }
 
 // specHash covers what scheduling reads: requests, claims, selectors,
