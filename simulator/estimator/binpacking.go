@@ -100,6 +100,10 @@ func (b *BinPacking) Estimate(g *nodegroup.NodeGroup, pods []*v1.Pod, maxNodes i
 	if r.kinds == nil {
 		r.kinds = &Kinds{}
 	}
+	r.kindOf = r.kinds.Of
+	if b.labelBlind(pods) {
+		r.kindOf = r.kinds.Alike
+	}
 	for i := 0; i < len(pods); i++ {
 		n, err := r.place(pods, i, maxNodes)
 		if err != nil {
@@ -121,7 +125,10 @@ type run struct {
 	g     *nodegroup.NodeGroup
 	snap  *snapshot.Snapshot
 	kinds *Kinds
-	res   *Result
+	// kindOf is the key pods share cursors, verdicts and fill patterns by:
+	// Kinds.Of, or Kinds.Alike when labels cannot matter (labelBlind).
+	kindOf func(*v1.Pod) string
+	res    *Result
 	// Nodes only fill up, so a node that rejected a kind of pod keeps
 	// rejecting it: each kind keeps a cursor into simulated.
 	cursor    map[string]int
@@ -150,7 +157,7 @@ type countedNode struct {
 // pods after it) and returns how many pods it consumed.
 func (r *run) place(pods []*v1.Pod, i, maxNodes int) (int, error) {
 	pod := pods[i]
-	kind := r.kinds.Of(pod)
+	kind := r.kindOf(pod)
 	if ferr, ok := r.rejects[kind]; ok {
 		r.res.Unplaced = append(r.res.Unplaced, Unplaced{Pod: pod, Err: ferr})
 		return 1, nil
@@ -180,7 +187,7 @@ func (r *run) place(pods []*v1.Pod, i, maxNodes int) (int, error) {
 			r.record(pod, c.name)
 			return 1, nil
 		}
-		if r.fill.runOf(pods[i:], kind, m.n, r.kinds) {
+		if r.fill.runOf(pods[i:], kind, m.n, r.kindOf) {
 			if r.b.replicate(r.g, m, pods[i:i+m.n], r.res) {
 				r.simulated = append(r.simulated, r.res.NewNodes[len(r.res.NewNodes)-1])
 				r.cursor[kind] = len(r.simulated) // the copy is as full as its source
@@ -206,18 +213,12 @@ func (r *run) openCounted(kind string) *countedNode {
 // onExisting tries the new nodes: simulated ones from the kind's cursor,
 // then counted ones, materialized one at a time.
 func (r *run) onExisting(pod *v1.Pod, kind string) (string, error) {
-	for j := r.cursor[kind]; j < len(r.simulated); j++ {
-		if _, _, ferr := r.b.Harness.PlaceOnAnyNode(pod, r.simulated[j:j+1]); ferr == nil {
-			r.fill.placed(r.simulated[j], kind)
-			r.record(pod, r.simulated[j])
-			return r.simulated[j], nil
-		}
-		r.fill.full(r.snap, r.simulated[j], kind)
-		r.cursor[kind] = j + 1
+	if node := r.firstFit(pod, kind); node != "" {
+		return node, nil
 	}
 	for _, c := range r.counted {
 		// Copies of a node filled by this kind are full for it.
-		if c.materialized || r.kinds.Of(c.src.pods[0]) == kind {
+		if c.materialized || r.kindOf(c.src.pods[0]) == kind {
 			continue
 		}
 		if n, ok := r.noFitCopy[kind][c.src.node]; ok && len(c.pods) >= n {
@@ -243,6 +244,41 @@ func (r *run) onExisting(pod *v1.Pod, kind string) (string, error) {
 	return "", nil
 }
 
+// firstFit places the pod on the first simulated node from the kind's
+// cursor that takes it, or returns "". Nodes before that one rejected the
+// kind and stay full for it. One PreFilter serves all candidates, and
+// nodes NoRoom rules out are not filtered at all: with many kinds (every
+// pod its own kind, at worst) a scan of every new node per pod would
+// otherwise cost a scheduling cycle per node.
+func (r *run) firstFit(pod *v1.Pod, kind string) string {
+	from := r.cursor[kind]
+	if from >= len(r.simulated) {
+		return ""
+	}
+	candidates := r.simulated[from:]
+	if noRoom := r.b.Harness.NoRoom(pod); noRoom != nil {
+		candidates = make([]string, 0, len(candidates))
+		for _, n := range r.simulated[from:] {
+			if !noRoom(n) {
+				candidates = append(candidates, n)
+			}
+		}
+	}
+	node := ""
+	if len(candidates) > 0 {
+		node, _, _ = r.b.Harness.PlaceOnAnyNode(pod, candidates)
+	}
+	for j := from; j < len(r.simulated) && r.simulated[j] != node; j++ {
+		r.fill.full(r.snap, r.simulated[j], kind)
+		r.cursor[kind] = j + 1
+	}
+	if node != "" {
+		r.fill.placed(node, kind)
+		r.record(pod, node)
+	}
+	return node
+}
+
 // materialize replicates a counted node's pods into the snapshot.
 func (r *run) materialize(c *countedNode) error {
 	if err := r.b.addNode(r.g, c.name); err != nil {
@@ -254,7 +290,7 @@ func (r *run) materialize(c *countedNode) error {
 	c.materialized = true
 	r.simulated = append(r.simulated, c.name)
 	for _, p := range c.pods {
-		r.fill.placed(c.name, r.kinds.Of(p))
+		r.fill.placed(c.name, r.kindOf(p))
 	}
 	return nil
 }
@@ -306,6 +342,31 @@ func (b *BinPacking) replicate(g *nodegroup.NodeGroup, m filled, run []*v1.Pod, 
 	for _, p := range run {
 		res.Placed[p.UID] = name
 		res.PlacedOrder = append(res.PlacedOrder, p)
+	}
+	return true
+}
+
+// labelBlind reports whether pod labels and owners cannot change a Filter
+// verdict in this estimate, so that pods alike but for them may share one
+// fill pattern (100 ReplicaSets of one shape fill one template node, not
+// 100): no pod placed or pending has inter-pod (anti-)affinity, and the
+// profile adds no hard default spread constraints. Scoring, which default
+// spreading does read, is not used here.
+func (b *BinPacking) labelBlind(pods []*v1.Pod) bool {
+	if b.Harness.SpreadsByDefault() {
+		return false
+	}
+	lister := b.Harness.Snapshot().NodeInfos()
+	if withAffinity, err := lister.HavePodsWithAffinityList(); err != nil || len(withAffinity) > 0 {
+		return false
+	}
+	if withAnti, err := lister.HavePodsWithRequiredAntiAffinityList(); err != nil || len(withAnti) > 0 {
+		return false
+	}
+	for _, p := range pods {
+		if a := p.Spec.Affinity; a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil) {
+			return false
+		}
 	}
 	return true
 }
@@ -382,12 +443,12 @@ func (f *fillMemo) full(snap *snapshot.Snapshot, node, kind string) {
 
 // runOf reports whether the next n pods are all of the kind and may be
 // replicated.
-func (f *fillMemo) runOf(pods []*v1.Pod, kind string, n int, kinds *Kinds) bool {
+func (f *fillMemo) runOf(pods []*v1.Pod, kind string, n int, kindOf func(*v1.Pod) string) bool {
 	if len(pods) < n || f.noReplicate[kind] {
 		return false
 	}
 	for _, p := range pods[:n] {
-		if kinds.Of(p) != kind || !harness.Replicable(p) {
+		if kindOf(p) != kind || !harness.Replicable(p) {
 			return false
 		}
 	}

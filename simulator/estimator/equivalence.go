@@ -2,9 +2,11 @@ package estimator
 
 import (
 	"encoding/json"
-	"fmt"
 	"hash/fnv"
+	"io"
 	"sort"
+	"strconv"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,36 +22,91 @@ func EquivalenceKey(pod *v1.Pod) string {
 	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
 		owner = string(ref.UID)
 	}
-	return fmt.Sprintf("%s/%s/%x", pod.Namespace, owner, specHash(pod))
+	return equivalenceKey(pod, owner, specHash(pod))
+}
+
+func equivalenceKey(pod *v1.Pod, owner string, hash uint64) string {
+	return pod.Namespace + "/" + owner + "/" + strconv.FormatUint(hash, 16)
 }
 
 // Kinds memoizes EquivalenceKey per pod object; a planner computes each
 // pod's key once however many node groups it tries.
-type Kinds struct{ m map[*v1.Pod]string }
+type Kinds struct{ m map[*v1.Pod]*podKeys }
+
+type podKeys struct {
+	of, alike string // "" until asked for
+	hash      uint64
+}
+
+func (k *Kinds) keys(pod *v1.Pod) *podKeys {
+	if e, ok := k.m[pod]; ok {
+		return e
+	}
+	if k.m == nil {
+		k.m = map[*v1.Pod]*podKeys{}
+	}
+	e := &podKeys{hash: specHash(pod)}
+	k.m[pod] = e
+	return e
+}
 
 // Of returns the pod's equivalence key.
 func (k *Kinds) Of(pod *v1.Pod) string {
-	if key, ok := k.m[pod]; ok {
-		return key
+	e := k.keys(pod)
+	if e.of == "" {
+		owner := ""
+		if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
+			owner = string(ref.UID)
+		}
+		e.of = equivalenceKey(pod, owner, e.hash)
 	}
-	if k.m == nil {
-		k.m = map[*v1.Pod]string{}
+	return e.of
+}
+
+// Alike returns a key shared by pods that differ only in owner and labels
+// when nothing can tell them apart: the pod has no inter-pod (anti-)
+// affinity and no topology spread constraints. Other pods' affinity terms
+// and a profile's default spread constraints can still select by labels;
+// the caller uses Alike only when there are none (see BinPacking). Pods
+// without such a key get their EquivalenceKey.
+func (k *Kinds) Alike(pod *v1.Pod) string {
+	e := k.keys(pod)
+	if e.alike == "" {
+		if readsLabels(pod) {
+			e.alike = k.Of(pod)
+		} else {
+			e.alike = equivalenceKey(pod, "", e.hash)
+		}
 	}
-	key := EquivalenceKey(pod)
-	k.m[pod] = key
-	return key
+	return e.alike
+}
+
+// readsLabels is true for pods whose own Filter verdicts depend on pod
+// labels: inter-pod (anti-)affinity, and topology spreading (a pod counts
+// itself when its labels match its selector).
+func readsLabels(pod *v1.Pod) bool {
+	if a := pod.Spec.Affinity; a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil) {
+		return true
+	}
+	return len(pod.Spec.TopologySpreadConstraints) > 0
 }
 
 // specHash covers what scheduling reads: requests, claims, selectors,
 // affinity, tolerations, topology spread, priority and scheduler name.
 func specHash(pod *v1.Pod) uint64 {
 	h := fnv.New64a()
-	w := func(parts ...any) { fmt.Fprint(h, parts...) }
+	// Writes the bytes fmt.Fprint wrote for the same strings (no spaces
+	// between string operands), without its reflection.
+	w := func(parts ...string) {
+		for _, s := range parts {
+			_, _ = io.WriteString(h, s)
+		}
+	}
 	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for _, c := range cs {
-			w("c", c.Name, sortedList(c.Resources.Requests), sortedList(c.Resources.Limits), ptr.Deref(c.RestartPolicy, ""))
+			w("c", c.Name, sortedList(c.Resources.Requests), sortedList(c.Resources.Limits), string(ptr.Deref(c.RestartPolicy, "")))
 			for _, p := range c.Ports {
-				w("p", p.HostPort, p.Protocol)
+				w("p", strconv.Itoa(int(p.HostPort)), string(p.Protocol))
 			}
 		}
 		w("|")
@@ -81,15 +138,21 @@ func specHash(pod *v1.Pod) uint64 {
 }
 
 func sortedList(rl v1.ResourceList) string {
+	if len(rl) == 0 {
+		return ""
+	}
 	keys := make([]string, 0, len(rl))
 	for k := range rl {
 		keys = append(keys, string(k))
 	}
 	sort.Strings(keys)
-	s := ""
+	var b strings.Builder
 	for _, k := range keys {
 		q := rl[v1.ResourceName(k)]
-		s += k + "=" + q.String() + ","
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(q.String())
+		b.WriteByte(',')
 	}
-	return s
+	return b.String()
 }

@@ -35,6 +35,9 @@ type Harness struct {
 	// schedulerName is the profile's: the scheduler only tries pods whose
 	// spec.schedulerName it is.
 	schedulerName string
+	profile       *config.KubeSchedulerProfile
+	// resourceFilter caches whether the profile filters on NodeResourcesFit.
+	resourceFilter *bool
 }
 
 // New builds the framework from a profile (nil: kube-scheduler's default
@@ -67,7 +70,7 @@ func New(ctx context.Context, snap *snapshot.Snapshot, profile *config.KubeSched
 	if err != nil {
 		return nil, fmt.Errorf("build scheduler framework for profile %q: %w", profile.SchedulerName, err)
 	}
-	return &Harness{ctx: ctx, fw: fw, snap: snap, schedulerName: profile.SchedulerName}, nil
+	return &Harness{ctx: ctx, fw: fw, snap: snap, schedulerName: profile.SchedulerName, profile: profile}, nil
 }
 
 // SchedulerName is the name of the profile the harness runs.

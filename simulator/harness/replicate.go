@@ -85,7 +85,7 @@ func (h *Harness) replicateOne(srcNode string, src *v1.Pod, dstNode string, pod 
 		reserveFor(claim, placed)
 		h.snap.SetResourceClaim(claim)
 	}
-	return h.snap.AddPod(placed)
+	return h.snap.AddPodLike(placed, src.UID)
 }
 
 // Replicable reports whether a pod's placement depends only on its own

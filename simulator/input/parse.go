@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 
-	"sigs.k8s.io/yaml"
 )
 
 // MaxFileSize caps one input file. A cluster dump of a few thousand nodes
@@ -139,23 +138,19 @@ func (p *parser) parseJSON(data []byte, source string) {
 }
 
 func (p *parser) parseYAML(data []byte, source string) {
-	for i, part := range splitYAML(data) {
+	parts := splitYAML(data)
+	convertYAML(parts, func(i int, raw []byte, err error) {
 		d := doc{fmt.Sprintf("%s: document %d", source, i+1)}
-		// Strict: a key given twice in one mapping is an error, as it is
-		// for the API server, instead of the last one silently winning.
-		// go-yaml's alias budget makes "billion laughs" documents fail
-		// fast instead of expanding.
-		raw, err := yaml.YAMLToJSONStrict(part.data)
 		if err != nil {
-			p.fail(d, "", fmt.Errorf("malformed YAML: %s", fileLines(err.Error(), part.line)))
-			continue
+			p.fail(d, "", fmt.Errorf("malformed YAML: %s", fileLines(err.Error(), parts[i].line)))
+			return
 		}
-		if err := trailingAfterJSON(part.data); err != nil {
+		if err := trailingAfterJSON(parts[i].data); err != nil {
 			p.fail(d, "", err)
-			continue
+			return
 		}
 		p.document(d, raw)
-	}
+	})
 }
 
 // trailingAfterJSON rejects a document that is a JSON value followed by

@@ -172,7 +172,19 @@ func (p *Planner) placeOnExisting(pods []*v1.Pod, plan *Plan, kinds *estimator.K
 			remaining = append(remaining, pod)
 			continue
 		}
-		node, placed, ferr := p.Harness.PlaceBest(pod, nodes)
+		// Nodes plainly short of the pod's requests are left out before
+		// any plugin runs; scores are only taken among feasible nodes, so
+		// the choice is the same.
+		candidates := nodes
+		if full := p.Harness.NoRoom(pod); full != nil {
+			candidates = slices.DeleteFunc(slices.Clone(nodes), full)
+		}
+		if len(candidates) == 0 {
+			noRoom[kind] = true
+			remaining = append(remaining, pod)
+			continue
+		}
+		node, placed, ferr := p.Harness.PlaceBest(pod, candidates)
 		if ferr != nil {
 			noRoom[kind] = true
 			remaining = append(remaining, pod)

@@ -81,7 +81,27 @@ func (s *Snapshot) NodeCount() int { return len(s.nodeOrder) }
 
 // AddPod records a pod bound to pod.Spec.NodeName. The pod is stored as
 // given; callers hand over ownership.
-func (s *Snapshot) AddPod(pod *v1.Pod) error {
+func (s *Snapshot) AddPod(pod *v1.Pod) error { return s.addPod(pod, nil) }
+
+// AddPodLike is AddPod for a pod whose requests and inter-pod terms are
+// those of the placed pod like (a replica of it): the scheduler's
+// precomputed pod info is copied instead of computed again.
+func (s *Snapshot) AddPodLike(pod *v1.Pod, like types.UID) error {
+	ref, ok := s.podsByUID[like]
+	if !ok {
+		return s.addPod(pod, nil)
+	}
+	for _, pi := range s.nodes[ref.nodeName].Pods {
+		if src, ok := pi.(*framework.PodInfo); ok && src.Pod.UID == like {
+			info := *src // keeps the cached requests
+			info.Pod = pod
+			return s.addPod(pod, &info)
+		}
+	}
+	return s.addPod(pod, nil)
+}
+
+func (s *Snapshot) addPod(pod *v1.Pod, info *framework.PodInfo) error {
 	ni, ok := s.nodes[pod.Spec.NodeName]
 	if !ok {
 		return fmt.Errorf("pod %s/%s: spec.nodeName: node %q not found in the snapshot", pod.Namespace, pod.Name, pod.Spec.NodeName)
@@ -96,7 +116,11 @@ func (s *Snapshot) AddPod(pod *v1.Pod) error {
 			scalarsBefore = append(scalarsBefore, name)
 		}
 	}
-	ni.AddPod(pod)
+	if info != nil {
+		ni.AddPodInfo(info)
+	} else {
+		ni.AddPod(pod)
+	}
 	s.podsByUID[pod.UID] = podRef{pod: pod, nodeName: pod.Spec.NodeName}
 	s.trackPVCs(pod, 1)
 	if hasAffinity(pod) {

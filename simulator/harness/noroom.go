@@ -1,0 +1,87 @@
+package harness
+
+import (
+	v1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
+
+	"draxr.dev/draxr/scheduler/aliases"
+)
+
+// NoRoom returns a test, costing a few comparisons per node, that is true
+// only for nodes whose free pod slots, CPU, memory or ephemeral storage
+// are short of the pod's requests: nodes the profile's NodeResourcesFit
+// Filter rejects. It lets a caller scanning many nodes skip a full
+// PreFilter and Filter on nodes that are plainly full. It returns nil when
+// the test would not be exact: the profile does not filter with
+// NodeResourcesFit, or the pod has pod-level resources (whose use depends
+// on a feature gate the plugin reads).
+func (h *Harness) NoRoom(pod *v1.Pod) func(nodeName string) bool {
+	if pod.Spec.Resources != nil || !h.filtersOnResources() {
+		return nil
+	}
+	// The plugin's own computation for a pod not yet scheduled.
+	req := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{SkipPodLevelResources: true})
+	milliCPU, memory, storage := req.Cpu().MilliValue(), req.Memory().Value(), req.StorageEphemeral().Value()
+	return func(nodeName string) bool {
+		ni := h.snap.NodeInfo(nodeName)
+		if ni == nil {
+			return false
+		}
+		alloc, used := ni.Allocatable, ni.Requested
+		return len(ni.Pods)+1 > alloc.AllowedPodNumber ||
+			milliCPU > 0 && milliCPU > alloc.MilliCPU-used.MilliCPU ||
+			memory > 0 && memory > alloc.Memory-used.Memory ||
+			storage > 0 && storage > alloc.EphemeralStorage-used.EphemeralStorage
+	}
+}
+
+// filtersOnResources reports whether NodeResourcesFit (under its upstream
+// or draxr name) is one of the profile's Filter plugins.
+func (h *Harness) filtersOnResources() bool {
+	if h.resourceFilter == nil {
+		on := false
+		alias := aliases.Names()[names.NodeResourcesFit]
+		for _, p := range h.fw.ListPlugins().Filter.Enabled {
+			if p.Name == names.NodeResourcesFit || p.Name == alias {
+				on = true
+			}
+		}
+		h.resourceFilter = &on
+	}
+	return *h.resourceFilter
+}
+
+// SpreadsByDefault reports whether the profile's PodTopologySpread filters
+// pods by default constraints of its own (defaultingType List with a
+// DoNotSchedule constraint): such constraints select pods by their owner's
+// labels, so pods alike but for their owner can get different verdicts.
+// kube-scheduler's System defaults are ScheduleAnyway: they only score.
+func (h *Harness) SpreadsByDefault() bool {
+	enabled := false
+	for _, p := range h.fw.ListPlugins().Filter.Enabled {
+		enabled = enabled || p.Name == names.PodTopologySpread
+	}
+	if !enabled {
+		return false
+	}
+	for _, pc := range h.profile.PluginConfig {
+		if pc.Name != names.PodTopologySpread {
+			continue
+		}
+		args, ok := pc.Args.(*config.PodTopologySpreadArgs)
+		if !ok {
+			return true // unknown args: assume the worst
+		}
+		if args.DefaultingType != config.ListDefaulting {
+			return false
+		}
+		for _, c := range args.DefaultConstraints {
+			if c.WhenUnsatisfiable == v1.DoNotSchedule {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,130 @@
+package harness
+
+import (
+	"context"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	fx "draxr.dev/draxr/simulator/fixtures"
+	"draxr.dev/draxr/simulator/snapshot"
+)
+
+const profileHead = `apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+`
+
+func parseProfile(t *testing.T, body string) *Harness {
+	t.Helper()
+	profile, err := ParseProfile([]byte(profileHead+body), "test", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(context.Background(), snapshot.New(), profile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// NoRoom may only say "full" where NodeResourcesFit's Filter rejects the
+// pod: the planner skips those nodes without running the plugins.
+func TestNoRoom(t *testing.T) {
+	snap := snapshot.New()
+	addNode(t, snap, "busy", nil)
+	onePodNode := fx.Node("one-pod", 64, 256, nil)
+	onePodNode.Status.Allocatable[v1.ResourcePods] = fx.Count(1)
+	if err := snap.AddNode(onePodNode); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, snap)
+	mustPlace(t, h, fx.Pod("big", 63000, nil), "busy")
+	mustPlace(t, h, fx.Pod("only", 100, nil), "one-pod")
+
+	withMemory := func(p *v1.Pod, giB int64) *v1.Pod {
+		p.Spec.Containers[0].Resources.Requests[v1.ResourceMemory] = *resource.NewQuantity(giB<<30, resource.BinarySI)
+		return p
+	}
+	cases := []struct {
+		name     string
+		pod      *v1.Pod
+		node     string
+		wantFull bool
+	}{
+		{"one free core takes a one-core pod", fx.Pod("one", 1000, nil), "busy", false},
+		{"two cores do not fit in one", fx.Pod("two", 2000, nil), "busy", true},
+		{"memory beyond what is left", withMemory(fx.Pod("mem", 100, nil), 300), "busy", true},
+		{"memory that fits", withMemory(fx.Pod("mem-ok", 100, nil), 200), "busy", false},
+		{"no pod slot left", fx.Pod("slot", 100, nil), "one-pod", true},
+		{"extended resources are left to Filter", fx.Pod("gpu", 100, fx.GPUs(fx.GPUResource, 1)), "busy", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			full := h.NoRoom(tc.pod)
+			if full == nil {
+				t.Fatal("NoRoom = nil under the default profile")
+			}
+			if got := full(tc.node); got != tc.wantFull {
+				t.Errorf("NoRoom(%s)(%s) = %v, want %v", tc.pod.Name, tc.node, got, tc.wantFull)
+			}
+			if ferr := h.CheckPredicates(tc.pod, tc.node); tc.wantFull && ferr == nil {
+				t.Errorf("NoRoom says %s is full but the scheduler takes %s there", tc.node, tc.pod.Name)
+			}
+		})
+	}
+}
+
+func TestNoRoomOnlyWhenExact(t *testing.T) {
+	podLevel := fx.Pod("pod-level", 1000, nil)
+	podLevel.Spec.Resources = &v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: fx.Count(1)}}
+	cases := []struct {
+		name    string
+		profile string // "" : the default profile
+		pod     *v1.Pod
+		wantNil bool
+	}{
+		{"default profile", "", fx.Pod("p", 1000, nil), false},
+		{"draxr's name for NodeResourcesFit", "  plugins:\n    multiPoint:\n      disabled: [{name: NodeResourcesFit}]\n      enabled: [{name: DraxrNodeResourcesFit}]\n", fx.Pod("p", 1000, nil), false},
+		{"profile without the resource filter", "  plugins:\n    filter:\n      disabled: [{name: NodeResourcesFit}]\n", fx.Pod("p", 1000, nil), true},
+		{"pod-level resources", "", podLevel, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var h *Harness
+			if tc.profile == "" {
+				h = newHarness(t, snapshot.New())
+			} else {
+				h = parseProfile(t, tc.profile)
+			}
+			if got := h.NoRoom(tc.pod) == nil; got != tc.wantNil {
+				t.Errorf("NoRoom == nil: %v, want %v", got, tc.wantNil)
+			}
+		})
+	}
+}
+
+func TestSpreadsByDefault(t *testing.T) {
+	listArgs := func(when string) string {
+		return "  pluginConfig:\n  - name: PodTopologySpread\n    args:\n      defaultingType: List\n      defaultConstraints:\n" +
+			"      - {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: " + when + "}\n"
+	}
+	cases := []struct {
+		name, profile string
+		want          bool
+	}{
+		{"System defaults only score", "  pluginConfig:\n  - name: PodTopologySpread\n    args: {defaultingType: System}\n", false},
+		{"List with DoNotSchedule filters", listArgs("DoNotSchedule"), true},
+		{"List with ScheduleAnyway only scores", listArgs("ScheduleAnyway"), false},
+		{"plugin off at Filter", listArgs("DoNotSchedule") + "  plugins:\n    filter:\n      disabled: [{name: PodTopologySpread}]\n", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := parseProfile(t, tc.profile).SpreadsByDefault(); got != tc.want {
+				t.Errorf("SpreadsByDefault() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
