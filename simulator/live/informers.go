@@ -105,7 +105,6 @@ func sortByKey[T namespacedName](list []T) {
 // returns one snapshot of the cluster. Nothing is written to the cluster.
 func Read(ctx context.Context, c kubernetes.Interface) (*input.Objects, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel() // stops the informers
 	f := informers.NewSharedInformerFactory(c, 0)
 	l := NewListers(f)
 	// A reflector retries a failed list forever; keep the last error so
@@ -124,7 +123,10 @@ func Read(ctx context.Context, c kubernetes.Interface) (*input.Objects, error) {
 		})
 	}
 	f.Start(ctx.Done())
-	defer f.Shutdown()
+	defer func() {
+		cancel() // stops the informers; Shutdown waits for them
+		f.Shutdown()
+	}()
 	synced := f.WaitForCacheSync(ctx.Done())
 	for _, ok := range synced {
 		if ok {
