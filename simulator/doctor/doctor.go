@@ -37,6 +37,7 @@ const (
 	CheckStaleExtendedClaim      = "stale-extended-resource-claim"
 	CheckInvalidImplicitName     = "invalid-implicit-extended-resource-name"
 	CheckDeviceClassSelectorFail = "device-class-selector-error"
+	CheckStockScheduler          = "stock-kube-scheduler"
 )
 
 // MaxDevicesPerClaim is the allocator's limit on one claim
@@ -90,6 +91,7 @@ func Check(objs *input.Objects) []Finding {
 	d.sliceCounts()
 	d.claimLimit()
 	d.staleClaims()
+	d.stockScheduler()
 	sort.SliceStable(d.findings, func(i, j int) bool {
 		a, b := d.findings[i], d.findings[j]
 		if a.Check != b.Check {
@@ -467,4 +469,43 @@ func (d *doctor) staleClaims() {
 			Advice:  "delete the claim (kubectl delete resourceclaim -n " + c.Namespace + " " + c.Name + ") and check that the garbage collector runs",
 		})
 	}
+}
+
+// stockScheduler: upstream's class cache depends on informer order, so
+// with explicit names in use a stock kube-scheduler can lose a class's
+// mapping after a restart or when a class is cleared or deleted (the
+// KEP's migration path); draxr-scheduler does not.
+func (d *doctor) stockScheduler() {
+	var mapped []string
+	for _, c := range d.sortedClasses() {
+		if c.Spec.ExtendedResourceName != nil {
+			mapped = append(mapped, c.Name)
+		}
+	}
+	if len(mapped) == 0 {
+		return
+	}
+	for _, list := range [][]*v1.Pod{d.objs.RunningPods, d.objs.PendingPods} {
+		for _, p := range list {
+			if p.Namespace != metav1.NamespaceSystem || p.Labels["component"] != "kube-scheduler" || isDraxrScheduler(p) {
+				continue
+			}
+			d.add(Finding{
+				Severity: Warning, Check: CheckStockScheduler,
+				Objects: []Object{objectOf("Pod", p)},
+				Message: fmt.Sprintf("pod %s/%s runs a stock kube-scheduler while DeviceClasses %s map extended resource names; its class cache can lose a mapping after a restart or when a class is cleared or deleted",
+					p.Namespace, p.Name, strings.Join(mapped, ", ")),
+				Advice: "run draxr-scheduler (scheduler/deploy/) for pods that ask for DRA-backed extended resources",
+			})
+		}
+	}
+}
+
+func isDraxrScheduler(p *v1.Pod) bool {
+	for _, c := range p.Spec.Containers {
+		if strings.Contains(c.Image, "draxr-scheduler") || strings.Contains(strings.Join(c.Command, " "), "draxr-scheduler") {
+			return true
+		}
+	}
+	return false
 }

@@ -244,6 +244,20 @@ spec: {}
 			wantInText: []string{"deviceclass.resource.kubernetes.io/" + longClass, "63"},
 		},
 		{
+			name:       "stock kube-scheduler with mapped names",
+			input:      gpuClass + schedulerPod("registry.k8s.io/kube-scheduler:v1.36.3"),
+			want:       []wantFinding{{CheckStockScheduler, Warning, []string{"Pod/kube-system/kube-scheduler-cp0"}}},
+			wantInText: []string{"DeviceClasses gpu.example.com map"},
+		},
+		{
+			name:  "draxr-scheduler is fine",
+			input: gpuClass + schedulerPod("registry.example/draxr-scheduler:v0.1.0"),
+		},
+		{
+			name:  "stock kube-scheduler without mapped names is fine",
+			input: strings.Replace(gpuClass, "  extendedResourceName: example.com/gpu\n", "", 1) + schedulerPod("registry.k8s.io/kube-scheduler:v1.36.3"),
+		},
+		{
 			name: "class selector does not compile",
 			input: `apiVersion: resource.k8s.io/v1
 kind: DeviceClass
@@ -331,4 +345,15 @@ func TestExamplesAndScenarios(t *testing.T) {
 	for name := range deliberate {
 		t.Errorf("scenario %s with a deliberate pitfall was not checked", name)
 	}
+}
+
+func schedulerPod(image string) string {
+	return `---
+apiVersion: v1
+kind: Pod
+metadata: {name: kube-scheduler-cp0, namespace: kube-system, labels: {component: kube-scheduler}}
+spec:
+  nodeName: cp0
+  containers: [{name: kube-scheduler, image: "` + image + `"}]
+`
 }
