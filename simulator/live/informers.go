@@ -42,8 +42,10 @@ func NewListers(f informers.SharedInformerFactory) Listers {
 
 // Objects builds from the caches what input.LoadPaths builds from a dump of
 // the same cluster: bound, unfinished pods are running, unbound ones
-// pending; finished and terminating pods are left out. Lists are sorted by
-// namespace and name so that the plan does not depend on cache order.
+// pending; finished pods are left out. Terminating pods are kept, as in a
+// dump: a bound one still holds its node's resources in the scheduler's
+// cache until it is gone. Lists are sorted by namespace and name so that
+// the plan does not depend on cache order.
 func (l Listers) Objects() (*input.Objects, error) {
 	all := labels.Everything()
 	objs := &input.Objects{}
@@ -57,7 +59,7 @@ func (l Listers) Objects() (*input.Objects, error) {
 	}
 	for _, p := range pods {
 		switch {
-		case p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed || p.DeletionTimestamp != nil:
+		case p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed:
 		case p.Spec.NodeName != "":
 			objs.RunningPods = append(objs.RunningPods, p)
 		default:

@@ -50,8 +50,8 @@ func TestRead(t *testing.T) {
 	if len(objs.Nodes) != 2 || objs.Nodes[0].Name != "n1" {
 		t.Errorf("nodes = %v, want n1, n2 in order", objs.Nodes)
 	}
-	if got := names(objs.RunningPods); len(got) != 1 || got[0] != "running" {
-		t.Errorf("running pods = %v, want [running]", got)
+	if got := names(objs.RunningPods); len(got) != 2 || got[0] != "running" || got[1] != "terminating" {
+		t.Errorf("running pods = %v, want [running terminating]", got)
 	}
 	if got := names(objs.PendingPods); len(got) != 1 || got[0] != "pending" {
 		t.Errorf("pending pods = %v, want [pending]", got)

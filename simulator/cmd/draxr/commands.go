@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	v1 "k8s.io/api/core/v1"
 
 	"draxr.dev/draxr/simulator/capacity"
 	"draxr.dev/draxr/simulator/dynres"
@@ -106,6 +107,17 @@ func newSimulateCommand(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// -n plans the namespace's pending pods; pods everywhere
+			// still take room on the nodes.
+			if ns := g.namespace(cmd); ns != "" {
+				var pending []*v1.Pod
+				for _, p := range objs.PendingPods {
+					if p.Namespace == ns {
+						pending = append(pending, p)
+					}
+				}
+				objs.PendingPods = pending
+			}
 			opts := offline.Options{MaxNodesTotal: maxNodesTotal}
 			if maxNodesTotal < 0 {
 				return badInput(fmt.Errorf("--max-nodes-total: must be >= 0, got %d", maxNodesTotal))
@@ -147,6 +159,9 @@ func newCapacityCommand(g *globalFlags) *cobra.Command {
 		Short: "Show devices per DeviceClass and extended resource name: total, allocated, free",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if g.namespace(cmd) != "" {
+				return badInput(fmt.Errorf("-n: capacity counts devices cluster-wide; DeviceClasses and ResourceSlices have no namespace"))
+			}
 			objs, err := c.load(cmd)
 			if err != nil {
 				return err

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"draxr.dev/draxr/simulator/doctor"
+	"draxr.dev/draxr/simulator/report"
 )
 
 const twoClassesOneName = `apiVersion: resource.k8s.io/v1
@@ -184,5 +185,45 @@ func TestKubectlPlugin(t *testing.T) {
 	err = cmd.Run()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(stderr.String(), "no kubeconfig found") {
 		t.Errorf("kubectl draxr doctor without a cluster: %v, stderr %q; want exit 2 naming the kubeconfig", err, stderr.String())
+	}
+}
+
+func TestNamespaceFlag(t *testing.T) {
+	pendingNamespaces := func(t *testing.T, args ...string) map[string]int {
+		t.Helper()
+		code, out, errOut := draxr(t, append([]string{"simulate", "-o", "json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("exit %d; stderr: %s", code, errOut)
+		}
+		var plan report.SimulateOutput
+		if err := json.Unmarshal([]byte(out), &plan); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		got := map[string]int{}
+		for _, s := range plan.ScaleUps {
+			for _, p := range s.Pods {
+				got[p.Namespace]++
+			}
+		}
+		for _, p := range plan.ExistingNodes {
+			got[p.Pod.Namespace]++
+		}
+		for _, p := range plan.NoScaleUp {
+			got[p.Pod.Namespace]++
+		}
+		return got
+	}
+	all := pendingNamespaces(t)
+	if all["ml"] == 0 || all["shop"] != 30 {
+		t.Fatalf("built-in example plans %v, want ml pods and 30 shop pods", all)
+	}
+	if got := pendingNamespaces(t, "-n", "shop"); len(got) != 1 || got["shop"] != 30 {
+		t.Errorf("-n shop plans %v, want only the 30 shop pods", got)
+	}
+	if got := pendingNamespaces(t, "-n", "nowhere"); len(got) != 0 {
+		t.Errorf("-n nowhere plans %v, want nothing", got)
+	}
+	if code, _, errOut := draxr(t, "capacity", "-n", "ml"); code != 2 || !strings.Contains(errOut, "cluster-wide") {
+		t.Errorf("capacity -n: exit %d, stderr %q; want 2 saying capacity is cluster-wide", code, errOut)
 	}
 }
