@@ -1,11 +1,11 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
+	v1 "k8s.io/api/core/v1"
 
 	"draxr.dev/draxr/simulator/capacity"
 	"draxr.dev/draxr/simulator/dynres"
@@ -13,25 +13,31 @@ import (
 	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/input"
+	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/offline"
 	"draxr.dev/draxr/simulator/report"
 )
 
 type commonFlags struct {
-	files   []string
-	output  string
-	maxPods int64
+	global          *globalFlags
+	files           []string
+	nodeGroupConfig []string
+	output          string
+	maxPods         int64
 }
 
-func (c *commonFlags) add(cmd *cobra.Command) {
+func (c *commonFlags) add(cmd *cobra.Command, g *globalFlags) {
+	c.global = g
 	cmd.Flags().StringArrayVarP(&c.files, "filename", "f", nil,
-		"file or directory of YAML/JSON objects (repeatable); none: the built-in example")
+		"file or directory of YAML/JSON objects (repeatable); none: the built-in example, or the cluster with --kubeconfig/--context")
+	cmd.Flags().StringArrayVar(&c.nodeGroupConfig, "node-group-config", nil,
+		"with a live cluster: file or folder of NodeGroup objects (draxr.dev/v1alpha1), repeatable")
 	cmd.Flags().StringVarP(&c.output, "output", "o", "table", "output format: "+strings.Join(report.Formats(), "|"))
 	cmd.Flags().Int64Var(&c.maxPods, "max-pods", input.DefaultMaxPods,
 		"most pods all workloads in the input may expand to together (the default keeps a run within about 2 GiB)")
 }
 
-func (c *commonFlags) load() (*input.Objects, error) {
+func (c *commonFlags) load(cmd *cobra.Command) (*input.Objects, error) {
 	if !validFormat(c.output) {
 		return nil, badInput(fmt.Errorf("-o: unknown output format %q (want one of %s)", c.output, strings.Join(report.Formats(), ", ")))
 	}
@@ -39,6 +45,22 @@ func (c *commonFlags) load() (*input.Objects, error) {
 		return nil, badInput(fmt.Errorf("--max-pods: must be > 0, got %d", c.maxPods))
 	}
 	opts := input.Options{MaxPods: c.maxPods}
+	if c.global.live(cmd) {
+		if len(c.files) > 0 {
+			return nil, badInput(fmt.Errorf("-f reads files and --kubeconfig/--context a cluster: give one of them"))
+		}
+		objs, err := c.global.read(cmd.Context())
+		if err != nil {
+			return nil, err
+		}
+		if objs.NodeGroups, err = loadNodeGroups(c.nodeGroupConfig); err != nil {
+			return nil, badInput(err)
+		}
+		return objs, nil
+	}
+	if len(c.nodeGroupConfig) > 0 {
+		return nil, badInput(fmt.Errorf("--node-group-config is for a live cluster (--kubeconfig/--context); with files, put NodeGroups in -f"))
+	}
 	var objs *input.Objects
 	var err error
 	if len(c.files) == 0 {
@@ -52,6 +74,23 @@ func (c *commonFlags) load() (*input.Objects, error) {
 	return objs, nil
 }
 
+// loadNodeGroups reads --node-group-config: NodeGroup objects only, since
+// everything else comes from the cluster.
+func loadNodeGroups(paths []string) ([]*nodegroup.NodeGroup, error) {
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	objs, err := input.LoadPaths(paths)
+	if err != nil {
+		return nil, fmt.Errorf("--node-group-config: %w", err)
+	}
+	if n := len(objs.Nodes) + len(objs.RunningPods) + len(objs.PendingPods) + len(objs.ResourceSlices) +
+		len(objs.DeviceClasses) + len(objs.ResourceClaims) + len(objs.ResourceClaimTemplates); n > 0 {
+		return nil, fmt.Errorf("--node-group-config %s: holds %d objects other than NodeGroups; the cluster provides those", strings.Join(paths, ", "), n)
+	}
+	return objs.NodeGroups, nil
+}
+
 func validFormat(f string) bool {
 	for _, ok := range report.Formats() {
 		if f == ok {
@@ -61,18 +100,29 @@ func validFormat(f string) bool {
 	return false
 }
 
-func newSimulateCommand() *cobra.Command {
+func newSimulateCommand(g *globalFlags) *cobra.Command {
 	var c commonFlags
 	var schedulerConfig, expanderName, priorities string
 	var maxNodesTotal int
 	cmd := &cobra.Command{
-		Use:   "simulate [-f FILE|DIR]...",
+		Use:   "simulate [-f FILE|DIR]... | --kubeconfig FILE [--node-group-config FILE]...",
 		Short: "Plan which node groups grow for the pending pods, and explain every pod left out",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			objs, err := c.load()
+			objs, err := c.load(cmd)
 			if err != nil {
 				return err
+			}
+			// -n plans the namespace's pending pods; pods everywhere
+			// still take room on the nodes.
+			if ns := g.namespace(cmd); ns != "" {
+				var pending []*v1.Pod
+				for _, p := range objs.PendingPods {
+					if p.Namespace == ns {
+						pending = append(pending, p)
+					}
+				}
+				objs.PendingPods = pending
 			}
 			opts := offline.Options{MaxNodesTotal: maxNodesTotal}
 			if maxNodesTotal < 0 {
@@ -86,7 +136,7 @@ func newSimulateCommand() *cobra.Command {
 			if opts.Expander, err = expander.NewFromFile(expanderName, priorities, 1); err != nil {
 				return badInput(err)
 			}
-			res, err := offline.Simulate(context.Background(), objs, opts)
+			res, err := offline.Simulate(cmd.Context(), objs, opts)
 			if err != nil {
 				return err
 			}
@@ -94,7 +144,7 @@ func newSimulateCommand() *cobra.Command {
 			return report.Write(cmd.OutOrStdout(), c.output, out, func(w ioWriter) error { return report.PlanTable(w, out) })
 		},
 	}
-	c.add(cmd)
+	c.add(cmd, g)
 	cmd.Flags().StringVar(&schedulerConfig, "scheduler-config", "", "KubeSchedulerConfiguration file (default: kube-scheduler's default profile)")
 	cmd.Flags().StringVar(&expanderName, "expander", "least-waste", "node group choice: "+strings.Join(expander.Names(), "|")+", or a comma-separated chain such as priority,least-waste")
 	cmd.Flags().StringVar(&priorities, "expander-priorities", "", "priority expander config: YAML map of priority to group-name regexps")
@@ -102,14 +152,17 @@ func newSimulateCommand() *cobra.Command {
 	return cmd
 }
 
-func newCapacityCommand() *cobra.Command {
+func newCapacityCommand(g *globalFlags) *cobra.Command {
 	var c commonFlags
 	cmd := &cobra.Command{
-		Use:   "capacity [-f FILE|DIR]...",
+		Use:   "capacity [-f FILE|DIR]... | --kubeconfig FILE",
 		Short: "Show devices per DeviceClass and extended resource name: total, allocated, free",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			objs, err := c.load()
+			if g.namespace(cmd) != "" {
+				return badInput(fmt.Errorf("-n: capacity counts devices cluster-wide; DeviceClasses and ResourceSlices have no namespace"))
+			}
+			objs, err := c.load(cmd)
 			if err != nil {
 				return err
 			}
@@ -121,6 +174,6 @@ func newCapacityCommand() *cobra.Command {
 			return report.Write(cmd.OutOrStdout(), c.output, r, func(w ioWriter) error { return report.CapacityTable(w, r) })
 		},
 	}
-	c.add(cmd)
+	c.add(cmd, g)
 	return cmd
 }

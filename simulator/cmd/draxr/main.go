@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -38,15 +39,25 @@ func (e *exitError) Error() string { return e.err.Error() }
 
 func badInput(err error) error { return &exitError{code: 2, err: err} }
 
+// pluginName is the executable name under which kubectl runs draxr as
+// `kubectl draxr`.
+const pluginName = "kubectl-draxr"
+
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(runAs(filepath.Base(os.Args[0]), os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // run executes the command line args (without the program name) and
 // returns the exit code: 0 on success, 2 for bad input (files, flags), 1
 // for any other error.
 func run(args []string, stdout, stderr io.Writer) int {
-	root := newRootCommand()
+	return runAs("draxr", args, stdout, stderr)
+}
+
+// runAs is run for the executable name program: as kubectl-draxr, help
+// says "kubectl draxr" and the cluster is read unless -f is given.
+func runAs(program string, args []string, stdout, stderr io.Writer) int {
+	root := newRootCommand(strings.TrimSuffix(program, ".exe") == pluginName)
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -66,7 +77,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func newRootCommand() *cobra.Command {
+func newRootCommand(asPlugin bool) *cobra.Command {
+	g := &globalFlags{asPlugin: asPlugin}
 	root := &cobra.Command{
 		Use:           "draxr",
 		Short:         "Plan cluster scale-ups for pods that ask for DRA-backed extended resources",
@@ -96,7 +108,11 @@ func newRootCommand() *cobra.Command {
 		}
 		return nil
 	}
-	root.AddCommand(newSimulateCommand(), newCapacityCommand())
+	if asPlugin {
+		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl draxr"}
+	}
+	g.add(root.PersistentFlags())
+	root.AddCommand(newSimulateCommand(g), newCapacityCommand(g), newDoctorCommand(g))
 	return root
 }
 

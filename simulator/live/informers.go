@@ -1,0 +1,150 @@
+package live
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"draxr.dev/draxr/simulator/input"
+)
+
+// Listers are the informer caches the planner reads: the kinds
+// input.Objects holds.
+type Listers struct {
+	Nodes     corelisters.NodeLister
+	Pods      corelisters.PodLister
+	Slices    resourcelisters.ResourceSliceLister
+	Classes   resourcelisters.DeviceClassLister
+	Claims    resourcelisters.ResourceClaimLister
+	Templates resourcelisters.ResourceClaimTemplateLister
+}
+
+// NewListers registers the informers with the factory; start the factory
+// and wait for its caches afterwards.
+func NewListers(f informers.SharedInformerFactory) Listers {
+	r := f.Resource().V1()
+	return Listers{
+		Nodes: f.Core().V1().Nodes().Lister(), Pods: f.Core().V1().Pods().Lister(),
+		Slices: r.ResourceSlices().Lister(), Classes: r.DeviceClasses().Lister(),
+		Claims: r.ResourceClaims().Lister(), Templates: r.ResourceClaimTemplates().Lister(),
+	}
+}
+
+// Objects builds from the caches what input.LoadPaths builds from a dump of
+// the same cluster: bound, unfinished pods are running, unbound ones
+// pending; finished pods are left out. Terminating pods are kept, as in a
+// dump: a bound one still holds its node's resources in the scheduler's
+// cache until it is gone. Lists are sorted by namespace and name so that
+// the plan does not depend on cache order.
+func (l Listers) Objects() (*input.Objects, error) {
+	all := labels.Everything()
+	objs := &input.Objects{}
+	var err error
+	if objs.Nodes, err = l.Nodes.List(all); err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	pods, err := l.Pods.List(all)
+	if err != nil {
+		return nil, fmt.Errorf("list pods: %w", err)
+	}
+	for _, p := range pods {
+		switch {
+		case p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed:
+		case p.Spec.NodeName != "":
+			objs.RunningPods = append(objs.RunningPods, p)
+		default:
+			objs.PendingPods = append(objs.PendingPods, p)
+		}
+	}
+	if objs.ResourceSlices, err = l.Slices.List(all); err != nil {
+		return nil, fmt.Errorf("list resourceslices: %w", err)
+	}
+	if objs.DeviceClasses, err = l.Classes.List(all); err != nil {
+		return nil, fmt.Errorf("list deviceclasses: %w", err)
+	}
+	if objs.ResourceClaims, err = l.Claims.List(all); err != nil {
+		return nil, fmt.Errorf("list resourceclaims: %w", err)
+	}
+	if objs.ResourceClaimTemplates, err = l.Templates.List(all); err != nil {
+		return nil, fmt.Errorf("list resourceclaimtemplates: %w", err)
+	}
+	sortByKey(objs.Nodes)
+	sortByKey(objs.RunningPods)
+	sortByKey(objs.PendingPods)
+	sortByKey(objs.ResourceSlices)
+	sortByKey(objs.DeviceClasses)
+	sortByKey(objs.ResourceClaims)
+	sortByKey(objs.ResourceClaimTemplates)
+	return objs, nil
+}
+
+type namespacedName interface {
+	GetNamespace() string
+	GetName() string
+}
+
+func sortByKey[T namespacedName](list []T) {
+	sort.Slice(list, func(i, j int) bool {
+		if a, b := list[i].GetNamespace(), list[j].GetNamespace(); a != b {
+			return a < b
+		}
+		return list[i].GetName() < list[j].GetName()
+	})
+}
+
+// Read starts informers on c (the reflectors list, in pages where the
+// server pages, then watch), waits until every cache has synced, and
+// returns one snapshot of the cluster. Nothing is written to the cluster.
+func Read(ctx context.Context, c kubernetes.Interface) (*input.Objects, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	f := informers.NewSharedInformerFactory(c, 0)
+	l := NewListers(f)
+	// A reflector retries a failed list forever; keep the last error so
+	// that a timeout says why (forbidden, unreachable).
+	var mu sync.Mutex
+	lastErr := map[string]error{}
+	for typ, inf := range map[string]cache.SharedIndexInformer{
+		"nodes": f.Core().V1().Nodes().Informer(), "pods": f.Core().V1().Pods().Informer(),
+		"resourceslices": f.Resource().V1().ResourceSlices().Informer(), "deviceclasses": f.Resource().V1().DeviceClasses().Informer(),
+		"resourceclaims": f.Resource().V1().ResourceClaims().Informer(), "resourceclaimtemplates": f.Resource().V1().ResourceClaimTemplates().Informer(),
+	} {
+		_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			lastErr[typ] = err
+		})
+	}
+	f.Start(ctx.Done())
+	defer func() {
+		cancel() // stops the informers; Shutdown waits for them
+		f.Shutdown()
+	}()
+	synced := f.WaitForCacheSync(ctx.Done())
+	for _, ok := range synced {
+		if ok {
+			continue
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		var why []string
+		for typ, err := range lastErr {
+			why = append(why, fmt.Sprintf("%s: %v", typ, err))
+		}
+		sort.Strings(why)
+		if len(why) == 0 {
+			why = append(why, ctx.Err().Error())
+		}
+		return nil, fmt.Errorf("reading the cluster did not complete: %s", strings.Join(why, "; "))
+	}
+	return l.Objects()
+}

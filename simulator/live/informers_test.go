@@ -1,0 +1,63 @@
+package live
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+func TestRead(t *testing.T) {
+	pod := func(name, nodeName string, phase v1.PodPhase, deleting bool) *v1.Pod {
+		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: name}, Spec: v1.PodSpec{NodeName: nodeName}, Status: v1.PodStatus{Phase: phase}}
+		if deleting {
+			now := metav1.Now()
+			p.DeletionTimestamp = &now
+		}
+		return p
+	}
+	objects := []runtime.Object{
+		&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2"}},
+		&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}},
+		pod("running", "n1", v1.PodRunning, false),
+		pod("pending", "", v1.PodPending, false),
+		pod("done", "n1", v1.PodSucceeded, false),
+		pod("failed", "", v1.PodFailed, false),
+		pod("terminating", "n1", v1.PodRunning, true),
+		&resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu"}},
+		&resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "s"}},
+		&resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "c"}},
+		&resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "t"}},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	objs, err := Read(ctx, fake.NewClientset(objects...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(list []*v1.Pod) []string {
+		var out []string
+		for _, p := range list {
+			out = append(out, p.Name)
+		}
+		return out
+	}
+	if len(objs.Nodes) != 2 || objs.Nodes[0].Name != "n1" {
+		t.Errorf("nodes = %v, want n1, n2 in order", objs.Nodes)
+	}
+	if got := names(objs.RunningPods); len(got) != 2 || got[0] != "running" || got[1] != "terminating" {
+		t.Errorf("running pods = %v, want [running terminating]", got)
+	}
+	if got := names(objs.PendingPods); len(got) != 1 || got[0] != "pending" {
+		t.Errorf("pending pods = %v, want [pending]", got)
+	}
+	if len(objs.DeviceClasses) != 1 || len(objs.ResourceSlices) != 1 || len(objs.ResourceClaims) != 1 || len(objs.ResourceClaimTemplates) != 1 {
+		t.Errorf("DRA objects: %d classes, %d slices, %d claims, %d templates; want one each",
+			len(objs.DeviceClasses), len(objs.ResourceSlices), len(objs.ResourceClaims), len(objs.ResourceClaimTemplates))
+	}
+}

@@ -1,0 +1,162 @@
+package e2e
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+)
+
+// draxr doctor and draxr simulate read the live cluster the way they read
+// a dump of it: doctor finds a planted pitfall there, and simulate prints
+// the same plan from the cluster as from `kubectl get -o yaml` of it.
+func TestDraxrCLILive(t *testing.T) {
+	e := newEnv(t, "cli")
+	old := e.class("cli-old", e.driver, e.resource)
+	e.classNewerThan(old, "cli-new", e.driver, e.resource)
+	e.draNode("cli-a", e.driver, 2)
+	// Four GPUs each: more than cli-a has, so they stay pending (nothing
+	// scales up here) and the plan needs the node group.
+	for i := range 3 {
+		name := fmt.Sprintf("big-%d", i)
+		e.pod(name, e.resource, 4)
+		e.waitUnschedulable(name)
+	}
+	dir := t.TempDir()
+	draxrBin := filepath.Join(dir, "draxr")
+	if out, err := goCmd("build", "-o", draxrBin, "./simulator/cmd/draxr").CombinedOutput(); err != nil {
+		t.Fatalf("build draxr: %v\n%s", err, out)
+	}
+	groups := filepath.Join(dir, "groups.yaml")
+	writeTestFile(t, groups, fmt.Sprintf(`apiVersion: draxr.dev/v1alpha1
+kind: NodeGroup
+metadata: {name: cli-gpu}
+spec:
+  minSize: 0
+  maxSize: 5
+  template:
+    metadata: {labels: {e2e-test: %s}}
+    status: {capacity: {cpu: "32", memory: 128Gi, pods: "110"}}
+  resourceSlices:
+  - driver: %s
+    devices: [{name: g0}, {name: g1}, {name: g2}, {name: g3}, {name: g4}, {name: g5}, {name: g6}, {name: g7}]
+`, e.name, e.driver))
+
+	code, out, errOut := runDraxr(t, draxrBin, "doctor", "--kubeconfig", cp.AdminKubeconfig)
+	if code != 1 {
+		t.Errorf("doctor --kubeconfig: exit %d, want 1 (findings); stderr: %s", code, errOut)
+	}
+	if !regexp.MustCompile(`(?m)^error\s+duplicate-extended-resource-name\s+DeviceClass/cli-new,DeviceClass/cli-old\s+.*cli-new wins`).MatchString(out) {
+		t.Errorf("doctor --kubeconfig does not name both classes and the winner:\n%s", out)
+	}
+
+	dump := filepath.Join(dir, "cluster.yaml")
+	writeTestFile(t, dump, string(e.dumpCluster()))
+	code, fromFiles, errOut := runDraxr(t, draxrBin, "simulate", "-f", dump, "-f", groups, "-o", "json")
+	if code != 0 {
+		t.Fatalf("simulate -f: exit %d; stderr: %s", code, errOut)
+	}
+	code, fromCluster, errOut := runDraxr(t, draxrBin, "simulate", "--kubeconfig", cp.AdminKubeconfig,
+		"--node-group-config", groups, "--kube-client-qps", "50", "--kube-client-burst", "100", "-o", "json")
+	if code != 0 {
+		t.Fatalf("simulate --kubeconfig: exit %d; stderr: %s", code, errOut)
+	}
+	if fromCluster != fromFiles {
+		t.Errorf("simulate --kubeconfig and simulate -f on a dump differ:\n--- cluster\n%s\n--- dump\n%s", fromCluster, fromFiles)
+	}
+	// Three 4-GPU pods on 8-GPU nodes: two new nodes.
+	if !regexp.MustCompile(`"nodeGroup": "cli-gpu",\s+"newNodes": 2`).MatchString(fromCluster) {
+		t.Errorf("plan does not grow cli-gpu by 2:\n%s", fromCluster)
+	}
+}
+
+func runDraxr(t *testing.T, bin string, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(t.Context(), bin, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, stdout.String(), stderr.String()
+	case errors.As(err, &ee):
+		return ee.ExitCode(), stdout.String(), stderr.String()
+	}
+	t.Fatalf("%s: %v", bin, err)
+	return 0, "", ""
+}
+
+func writeTestFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// dumpCluster is `kubectl get nodes,pods,resourceslices,deviceclasses,
+// resourceclaims,resourceclaimtemplates -A -o yaml`, one document per object.
+func (e *env) dumpCluster() []byte {
+	e.t.Helper()
+	var buf bytes.Buffer
+	add := func(gvk schema.GroupVersionKind, obj runtime.Object) {
+		obj.GetObjectKind().SetGroupVersionKind(gvk)
+		b, err := yaml.Marshal(obj)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		buf.WriteString("---\n")
+		buf.Write(b)
+	}
+	core := schema.GroupVersion{Version: "v1"}
+	res := schema.GroupVersion{Group: "resource.k8s.io", Version: "v1"}
+	opts := metav1.ListOptions{}
+	c := cp.Client
+	nodes, err := c.CoreV1().Nodes().List(e.ctx, opts)
+	mustNoErr(e.t, err)
+	for i := range nodes.Items {
+		add(core.WithKind("Node"), &nodes.Items[i])
+	}
+	pods, err := c.CoreV1().Pods("").List(e.ctx, opts)
+	mustNoErr(e.t, err)
+	for i := range pods.Items {
+		add(core.WithKind("Pod"), &pods.Items[i])
+	}
+	slices, err := c.ResourceV1().ResourceSlices().List(e.ctx, opts)
+	mustNoErr(e.t, err)
+	for i := range slices.Items {
+		add(res.WithKind("ResourceSlice"), &slices.Items[i])
+	}
+	classes, err := c.ResourceV1().DeviceClasses().List(e.ctx, opts)
+	mustNoErr(e.t, err)
+	for i := range classes.Items {
+		add(res.WithKind("DeviceClass"), &classes.Items[i])
+	}
+	claims, err := c.ResourceV1().ResourceClaims("").List(e.ctx, opts)
+	mustNoErr(e.t, err)
+	for i := range claims.Items {
+		add(res.WithKind("ResourceClaim"), &claims.Items[i])
+	}
+	templates, err := c.ResourceV1().ResourceClaimTemplates("").List(e.ctx, opts)
+	mustNoErr(e.t, err)
+	for i := range templates.Items {
+		add(res.WithKind("ResourceClaimTemplate"), &templates.Items[i])
+	}
+	return buf.Bytes()
+}
+
+func mustNoErr(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
