@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-
 )
 
 // MaxFileSize caps one input file. A cluster dump of a few thousand nodes
