@@ -457,7 +457,11 @@ func (r Resource) TemplateSlices(configMapData map[string]string) ([]resourceapi
 func ParseSliceSpecs(data []byte) ([]resourceapi.ResourceSliceSpec, error) {
 	var specs []resourceapi.ResourceSliceSpec
 	if err := yaml.UnmarshalStrict(data, &specs); err != nil {
-		return nil, fmt.Errorf("not a list of ResourceSliceSpecs: %s", strings.TrimPrefix(err.Error(), "error unmarshaling JSON: while decoding JSON: "))
+		msg := err.Error()
+		for _, prefix := range []string{"error unmarshaling JSON: ", "while decoding JSON: ", "json: "} {
+			msg = strings.TrimPrefix(msg, prefix)
+		}
+		return nil, fmt.Errorf("not a list of ResourceSliceSpecs: %s", msg)
 	}
 	for i, s := range specs {
 		switch {
