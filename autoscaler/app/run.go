@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -26,6 +27,8 @@ import (
 
 	"draxr.dev/draxr/autoscaler/clusterstate"
 	"draxr.dev/draxr/autoscaler/core"
+	"draxr.dev/draxr/cloudprovider"
+	"draxr.dev/draxr/cloudprovider/clusterapi"
 	"draxr.dev/draxr/cloudprovider/local"
 	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/harness"
@@ -87,12 +90,9 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 	if err != nil {
 		return err
 	}
-	objs, err := input.LoadPaths(o.nodeGroupConfig)
+	provider, err := newProvider(o, cfg, client, launcher)
 	if err != nil {
-		return fmt.Errorf("--node-group-config: %w", err)
-	}
-	if len(objs.NodeGroups) == 0 {
-		return fmt.Errorf("--node-group-config: no NodeGroup objects found")
+		return err
 	}
 	profile, err := loadProfile(o.schedulerConfig)
 	if err != nil {
@@ -115,8 +115,7 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 	defer broadcaster.Shutdown()
 	a := core.New(core.Config{
 		Client: client, Listers: listers, Profile: profile, Expander: exp, MaxNodesTotal: o.maxNodesTotal,
-		Provider: local.New(local.Options{Client: client, Groups: objs.NodeGroups,
-			NodeReadyDelay: o.localNodeReadyDelay, SlicesDelay: o.localSlicesDelay, Launcher: launcher}),
+		Provider: provider,
 		ScaleDown: core.ScaleDownConfig{Enabled: o.scaleDownEnabled, UnneededTime: o.scaleDownUnneededTime,
 			UtilizationThreshold: o.scaleDownUtilization, DelayAfterAdd: o.scaleDownDelayAfterAdd},
 		Recorder:        broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "draxr-autoscaler"}),
@@ -154,6 +153,33 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 		return nil
 	}
 	return leaderElect(ctx, client, o, loop)
+}
+
+// newProvider builds the --cloud-provider's provider.
+func newProvider(o *options, cfg *rest.Config, client kubernetes.Interface, launcher local.Launcher) (cloudprovider.Provider, error) {
+	if o.cloudProvider == clusterapi.Name {
+		return newClusterAPIProvider(o, cfg, client)
+	}
+	objs, err := input.LoadPaths(o.nodeGroupConfig)
+	if err != nil {
+		return nil, fmt.Errorf("--node-group-config: %w", err)
+	}
+	if len(objs.NodeGroups) == 0 {
+		return nil, fmt.Errorf("--node-group-config: no NodeGroup objects found")
+	}
+	return local.New(local.Options{Client: client, Groups: objs.NodeGroups,
+		NodeReadyDelay: o.localNodeReadyDelay, SlicesDelay: o.localSlicesDelay, Launcher: launcher}), nil
+}
+
+// newClusterAPIProvider: node groups are the management cluster's
+// MachineDeployments, MachineSets and MachinePools (the cluster the
+// autoscaler runs against, as CA's default single-cluster topology).
+func newClusterAPIProvider(o *options, cfg *rest.Config, client kubernetes.Interface) (cloudprovider.Provider, error) {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return clusterapi.New(clusterapi.Options{Dynamic: dyn, Kube: client, AutoDiscovery: o.nodeGroupAutoDiscovery})
 }
 
 func leaderElect(ctx context.Context, client kubernetes.Interface, o *options, loop func(context.Context)) error {
