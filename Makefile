@@ -6,7 +6,7 @@ PKGS := ./...
 BENCH_COUNT ?= 6
 BENCH_PKGS ?= ./simulator/... ./autoscaler/...
 
-.PHONY: all build test test-unit test-race lint golangci-lint gofmt-check mocks mocks-check bench fmt vet example controlplane print-controlplane-dir cluster-up cluster-down
+.PHONY: all build test test-unit test-race lint golangci-lint gofmt-check mocks mocks-check bench fmt vet example controlplane print-controlplane-dir cluster-up cluster-down e2e-clusterapi
 
 # Control-plane binaries for end-to-end tests, built from the go.mod
 # versions into an ignored cache folder; rebuilt only when versions change.
@@ -32,6 +32,14 @@ example: build
 # keeps a cold build out of go test's per-package timeout.
 test: controlplane
 	$(GO) test -count=1 -timeout 30m $(PKGS)
+
+# The Cluster API suite alone (real CAPI controllers in process); its last
+# line is the suite's summary.
+e2e-clusterapi: controlplane
+	@mkdir -p $(BIN)
+	@$(GO) test -count=1 -timeout 20m -v ./test/e2e/clusterapi/ > $(BIN)/e2e-clusterapi.log 2>&1; rc=$$?; \
+	grep -E '^(--- |FAIL|ok )' $(BIN)/e2e-clusterapi.log; [ $$rc -eq 0 ] || echo "full log: $(BIN)/e2e-clusterapi.log"; \
+	grep '^clusterapi e2e:' $(BIN)/e2e-clusterapi.log | tail -1; exit $$rc
 
 # Every test that needs no control plane: the end-to-end and other
 # control-plane tests skip themselves under -short.

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"draxr.dev/draxr/autoscaler/core"
+	"draxr.dev/draxr/cloudprovider/clusterapi"
 	"draxr.dev/draxr/simulator/drainability"
 	"draxr.dev/draxr/simulator/expander"
 )
@@ -34,6 +35,9 @@ type options struct {
 	leaderElectLeaseName    string
 	leaderElectLeaseTimeout time.Duration
 	scaleDownSafety
+
+	// Cluster API provider (--cloud-provider=clusterapi).
+	nodeGroupAutoDiscovery []string
 }
 
 // scaleDownSafety are CA's flags on which nodes may go and how they are
@@ -114,7 +118,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.scaleDownDelayAfterAdd, "scale-down-delay-after-add", 10*time.Minute, "how long after a scale-up scale-down resumes")
 	fs.StringArrayVar(&o.nodeGroupConfig, "node-group-config", nil, "file or folder of NodeGroup objects (draxr.dev/v1alpha1), repeatable")
 	fs.StringVar(&o.schedulerConfig, "scheduler-config", "", "the scheduler's KubeSchedulerConfiguration, so simulations place pods as it does")
-	fs.StringVar(&o.cloudProvider, "cloud-provider", "local", "cloud provider: local (nodes as API objects, for tests and demos)")
+	fs.StringVar(&o.cloudProvider, "cloud-provider", "local", "cloud provider: local (nodes as API objects, for tests and demos) or clusterapi")
 	fs.DurationVar(&o.localNodeReadyDelay, "local-node-ready-delay", 5*time.Second, "local provider: time until a new node is Ready")
 	fs.DurationVar(&o.localSlicesDelay, "local-slices-delay", 3*time.Second, "local provider: time from Ready until the node's ResourceSlices are published")
 	fs.StringVar(&o.address, "address", "127.0.0.1:8085", "address for /metrics and /healthz")
@@ -124,6 +128,37 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.leaderElectLeaseName, "leader-elect-resource-name", "draxr-autoscaler", "leader lease name")
 	fs.DurationVar(&o.leaderElectLeaseTimeout, "leader-elect-lease-duration", 15*time.Second, "leader lease duration")
 	o.scaleDownSafety.addFlags(fs)
+	o.addClusterAPIFlags(fs)
+}
+
+// addClusterAPIFlags adds the clusterapi provider's flags, as CA names them.
+func (o *options) addClusterAPIFlags(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&o.nodeGroupAutoDiscovery, "node-group-auto-discovery", nil,
+		"clusterapi provider: which MachineDeployments/MachineSets/MachinePools are node groups, "+
+			"<discoverer>:[<key>[=<value>]] e.g. clusterapi:namespace=x,clusterName=y,<label>=<value>; repeatable")
+}
+
+// validateCloudProvider checks the provider choice and its flags.
+func (o *options) validateCloudProvider() error {
+	switch o.cloudProvider {
+	case "local":
+		if len(o.nodeGroupConfig) == 0 {
+			return fmt.Errorf("--node-group-config is required: the local provider's NodeGroup objects")
+		}
+		if len(o.nodeGroupAutoDiscovery) > 0 {
+			return fmt.Errorf("--node-group-auto-discovery needs --cloud-provider=%s", clusterapi.Name)
+		}
+	case clusterapi.Name:
+		if len(o.nodeGroupConfig) > 0 {
+			return fmt.Errorf("--node-group-config is for the local provider; the clusterapi provider reads node groups from the cluster")
+		}
+		if _, err := clusterapi.ParseAutoDiscovery(o.nodeGroupAutoDiscovery); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("--cloud-provider %q is not supported (supported: local, %s)", o.cloudProvider, clusterapi.Name)
+	}
+	return nil
 }
 
 func (o *options) validate() error {
@@ -134,10 +169,9 @@ func (o *options) validate() error {
 		return fmt.Errorf("--max-nodes-total must be >= 0, got %d", o.maxNodesTotal)
 	case o.scaleDownUtilization < 0 || o.scaleDownUtilization > 1:
 		return fmt.Errorf("--scale-down-utilization-threshold must be within [0, 1], got %g", o.scaleDownUtilization)
-	case o.cloudProvider != "local":
-		return fmt.Errorf("--cloud-provider %q is not supported (supported: local)", o.cloudProvider)
-	case len(o.nodeGroupConfig) == 0:
-		return fmt.Errorf("--node-group-config is required: the local provider's NodeGroup objects")
 	}
-	return o.scaleDownSafety.validate()
+	if err := o.scaleDownSafety.validate(); err != nil {
+		return err
+	}
+	return o.validateCloudProvider()
 }

@@ -18,6 +18,12 @@ func TestFlagValidation(t *testing.T) {
 		{[]string{"--node-group-config=g.yaml", "--max-nodes-total=-1"}, "--max-nodes-total must be >= 0"},
 		{[]string{"--node-group-config=g.yaml", "--scale-down-utilization-threshold=1.5"}, "within [0, 1]"},
 		{[]string{"--node-group-config=g.yaml", "--cloud-provider=aws"}, `--cloud-provider "aws" is not supported`},
+		{[]string{"--cloud-provider=clusterapi"}, ""},
+		{[]string{"--cloud-provider=clusterapi", "--node-group-auto-discovery=clusterapi:namespace=a,clusterName=b", "--node-group-auto-discovery=clusterapi:tier=gpu"}, ""},
+		{[]string{"--cloud-provider=clusterapi", "--node-group-auto-discovery=asg:tag=x"}, `unsupported discoverer "asg"`},
+		{[]string{"--cloud-provider=clusterapi", "--node-group-auto-discovery=clusterapi:namespace"}, `invalid key=value pair "namespace"`},
+		{[]string{"--cloud-provider=clusterapi", "--node-group-config=g.yaml"}, "--node-group-config is for the local provider"},
+		{[]string{"--node-group-config=g.yaml", "--node-group-auto-discovery=clusterapi:"}, "--node-group-auto-discovery needs --cloud-provider=clusterapi"},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -12,10 +12,12 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -25,6 +27,8 @@ import (
 
 	"draxr.dev/draxr/autoscaler/clusterstate"
 	"draxr.dev/draxr/autoscaler/core"
+	"draxr.dev/draxr/cloudprovider"
+	"draxr.dev/draxr/cloudprovider/clusterapi"
 	"draxr.dev/draxr/cloudprovider/local"
 	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/harness"
@@ -78,16 +82,13 @@ func NewCommand(exts ...Extension) *cobra.Command {
 
 func run(ctx context.Context, o *options, launcher local.Launcher) error {
 	logger := klog.FromContext(ctx)
-	client, err := newClient(o.kubeconfig)
+	cfg, client, err := newClient(o.kubeconfig)
 	if err != nil {
 		return err
 	}
-	objs, err := input.LoadPaths(o.nodeGroupConfig)
+	provider, err := newProvider(o, cfg, client, launcher)
 	if err != nil {
-		return fmt.Errorf("--node-group-config: %w", err)
-	}
-	if len(objs.NodeGroups) == 0 {
-		return fmt.Errorf("--node-group-config: no NodeGroup objects found")
+		return err
 	}
 	profile, err := loadProfile(o.schedulerConfig)
 	if err != nil {
@@ -104,8 +105,7 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 	defer broadcaster.Shutdown()
 	a := core.New(core.Config{
 		Client: client, Listers: listers, Profile: profile, Expander: exp, MaxNodesTotal: o.maxNodesTotal,
-		Provider: local.New(local.Options{Client: client, Groups: objs.NodeGroups,
-			NodeReadyDelay: o.localNodeReadyDelay, SlicesDelay: o.localSlicesDelay, Launcher: launcher}),
+		Provider: provider,
 		ScaleDown: core.ScaleDownConfig{Enabled: o.scaleDownEnabled, UnneededTime: o.scaleDownUnneededTime,
 			UtilizationThreshold: o.scaleDownUtilization, DelayAfterAdd: o.scaleDownDelayAfterAdd,
 			ScaleDownActuation: o.scaleDownSafety.actuation()},
@@ -144,6 +144,33 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 		return nil
 	}
 	return leaderElect(ctx, client, o, loop)
+}
+
+// newProvider builds the --cloud-provider's provider.
+func newProvider(o *options, cfg *rest.Config, client kubernetes.Interface, launcher local.Launcher) (cloudprovider.Provider, error) {
+	if o.cloudProvider == clusterapi.Name {
+		return newClusterAPIProvider(o, cfg, client)
+	}
+	objs, err := input.LoadPaths(o.nodeGroupConfig)
+	if err != nil {
+		return nil, fmt.Errorf("--node-group-config: %w", err)
+	}
+	if len(objs.NodeGroups) == 0 {
+		return nil, fmt.Errorf("--node-group-config: no NodeGroup objects found")
+	}
+	return local.New(local.Options{Client: client, Groups: objs.NodeGroups,
+		NodeReadyDelay: o.localNodeReadyDelay, SlicesDelay: o.localSlicesDelay, Launcher: launcher}), nil
+}
+
+// newClusterAPIProvider: node groups are the management cluster's
+// MachineDeployments, MachineSets and MachinePools (the cluster the
+// autoscaler runs against, as CA's default single-cluster topology).
+func newClusterAPIProvider(o *options, cfg *rest.Config, client kubernetes.Interface) (cloudprovider.Provider, error) {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return clusterapi.New(clusterapi.Options{Dynamic: dyn, Kube: client, AutoDiscovery: o.nodeGroupAutoDiscovery})
 }
 
 func leaderElect(ctx context.Context, client kubernetes.Interface, o *options, loop func(context.Context)) error {
@@ -192,12 +219,13 @@ func serve(ctx context.Context, addr string, interval time.Duration, last *atomi
 
 // newClient connects with the kubeconfig file, or in-cluster credentials
 // when it is "" (client-go's BuildConfigFromFlags falls back to them).
-func newClient(kubeconfig string) (kubernetes.Interface, error) {
+func newClient(kubeconfig string) (*rest.Config, kubernetes.Interface, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return kubernetes.NewForConfig(cfg)
+	client, err := kubernetes.NewForConfig(cfg)
+	return cfg, client, err
 }
 
 func loadProfile(path string) (*harnessProfile, error) {

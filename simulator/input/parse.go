@@ -27,6 +27,7 @@ func kindHandlers() map[string]handler {
 	addCoreKinds(h)
 	addWorkloadKinds(h)
 	addNodeGroupKind(h)
+	addClusterAPIKinds(h)
 	return h
 }
 

@@ -1,0 +1,529 @@
+// Package clusterapi is the Cluster API cloud provider: node groups are
+// MachineDeployments, MachineSets (not owned by a MachineDeployment) and
+// MachinePools carrying the Cluster Autoscaler's size annotations. It
+// scales through the scale subresource and removes a chosen node the way
+// CA does: mark its Machine with cluster.x-k8s.io/delete-machine, then
+// lower replicas. Templates for scale from zero come from
+// simulator/nodegroup/capi, so the offline planner reads groups the same
+// way; draxr adds full template ResourceSlices.
+package clusterapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
+
+	"draxr.dev/draxr/cloudprovider"
+	"draxr.dev/draxr/simulator/nodegroup"
+	"draxr.dev/draxr/simulator/nodegroup/capi"
+)
+
+// Name is the --cloud-provider value.
+const Name = "clusterapi"
+
+// PendingProviderIDPrefix names machines that have no providerID yet.
+const PendingProviderIDPrefix = "clusterapi://"
+
+// GVR returns the resource of a CAPI kind.
+func GVR(kind string) schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: capi.Group, Version: capi.Version, Resource: strings.ToLower(kind) + "s"}
+}
+
+// Options configure the provider.
+type Options struct {
+	Dynamic dynamic.Interface
+	Kube    kubernetes.Interface
+	// AutoDiscovery are --node-group-auto-discovery values.
+	AutoDiscovery []string
+	Now           func() time.Time
+}
+
+// MachineState is where a group's machine is in its life.
+type MachineState string
+
+// Machine states, from the Machine's phase and deletion timestamp.
+const (
+	MachineRunning      MachineState = "Running"
+	MachineProvisioning MachineState = "Provisioning"
+	MachineFailed       MachineState = "Failed"
+	MachineDeleting     MachineState = "Deleting"
+)
+
+// MachineInstance is one Machine of a group.
+type MachineInstance struct {
+	cloudprovider.Instance
+	Machine string // namespace/name
+	State   MachineState
+	// Reason is the Machine's failure message when it failed.
+	Reason string
+}
+
+// Provider implements cloudprovider.Provider.
+type Provider struct {
+	opts      Options
+	discovery []Discovery
+
+	mu     sync.Mutex
+	groups []*group
+	// byProviderID maps node provider IDs to their group.
+	byProviderID map[string]*group
+	// errs holds, per object that would be a group, why it is not one
+	// this loop (a bad annotation); the other groups are unaffected.
+	errs map[string]error
+}
+
+var _ cloudprovider.Provider = &Provider{}
+
+// New checks the discovery specs; Refresh reads the groups.
+func New(opts Options) (*Provider, error) {
+	if opts.Dynamic == nil || opts.Kube == nil {
+		return nil, errors.New("clusterapi provider: a dynamic and a Kubernetes client are required")
+	}
+	specs, err := ParseAutoDiscovery(opts.AutoDiscovery)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Provider{opts: opts, discovery: specs, byProviderID: map[string]*group{}, errs: map[string]error{}}, nil
+}
+
+// NodeGroups implements cloudprovider.Provider.
+func (p *Provider) NodeGroups() []cloudprovider.NodeGroup {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]cloudprovider.NodeGroup, len(p.groups))
+	for i, g := range p.groups {
+		out[i] = g
+	}
+	return out
+}
+
+// GroupErrors returns, per object ID ("MachineDeployment/ns/name"), why
+// it is not a node group this loop.
+func (p *Provider) GroupErrors() map[string]error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make(map[string]error, len(p.errs))
+	for k, v := range p.errs {
+		out[k] = v
+	}
+	return out
+}
+
+// NodeGroupForNode matches the node's provider ID to a group's Machine.
+func (p *Provider) NodeGroupForNode(node *v1.Node) (cloudprovider.NodeGroup, error) {
+	if node.Spec.ProviderID == "" {
+		return nil, nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if g, ok := p.byProviderID[node.Spec.ProviderID]; ok {
+		return g, nil
+	}
+	return nil, nil
+}
+
+// Refresh reads the scalable resources, their Machines and nodes.
+func (p *Provider) Refresh(ctx context.Context) error {
+	ns := namespaceToWatch(p.discovery)
+	machines, err := p.list(ctx, capi.Machine, ns)
+	if err != nil {
+		return err
+	}
+	nodes, err := p.opts.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("clusterapi provider: list nodes: %w", err)
+	}
+	nodeByProviderID := map[string]*v1.Node{}
+	for i := range nodes.Items {
+		if id := nodes.Items[i].Spec.ProviderID; id != "" {
+			nodeByProviderID[id] = &nodes.Items[i]
+		}
+	}
+	// A MachineDeployment's machines are those of its MachineSets.
+	var sets []unstructured.Unstructured
+	var resources []unstructured.Unstructured
+	for _, kind := range []string{capi.MachineDeployment, capi.MachineSet, capi.MachinePool} {
+		items, err := p.list(ctx, kind, ns)
+		if err != nil {
+			return err
+		}
+		if kind == capi.MachineSet {
+			sets = items
+		}
+		resources = append(resources, items...)
+	}
+	setOwner := map[string]string{} // ns/machineset -> ns/machinedeployment
+	for _, s := range sets {
+		for _, ref := range s.GetOwnerReferences() {
+			if ref.Kind == capi.MachineDeployment {
+				setOwner[s.GetNamespace()+"/"+s.GetName()] = s.GetNamespace() + "/" + ref.Name
+			}
+		}
+	}
+	machinesOf := map[string][]*unstructured.Unstructured{} // Kind/ns/name -> machines
+	for i := range machines {
+		m := &machines[i]
+		for _, ref := range m.GetOwnerReferences() {
+			key := m.GetNamespace() + "/" + ref.Name
+			switch ref.Kind {
+			case capi.MachineSet:
+				machinesOf[capi.MachineSet+"/"+key] = append(machinesOf[capi.MachineSet+"/"+key], m)
+				if md, ok := setOwner[key]; ok {
+					machinesOf[capi.MachineDeployment+"/"+md] = append(machinesOf[capi.MachineDeployment+"/"+md], m)
+				}
+			case capi.MachinePool:
+				machinesOf[capi.MachinePool+"/"+key] = append(machinesOf[capi.MachinePool+"/"+key], m)
+			}
+		}
+	}
+
+	var groups []*group
+	byProviderID := map[string]*group{}
+	errs := map[string]error{}
+	for i := range resources {
+		u := &resources[i]
+		res, err := capi.FromUnstructured(u)
+		if err != nil {
+			errs[kindID(u)] = err
+			continue
+		}
+		if !allows(p.discovery, res) {
+			continue
+		}
+		g := &group{p: p, res: res, gvr: GVR(res.Kind)}
+		g.instances = p.instances(machinesOf[res.ID()], nodeByProviderID)
+		built, err := p.build(ctx, res, g.instances, nodeByProviderID)
+		if err != nil {
+			errs[res.ID()] = err
+			klog.FromContext(ctx).Error(err, "Not a node group this loop", "object", res.ID())
+			continue
+		}
+		if built == nil {
+			continue
+		}
+		g.built = built
+		groups = append(groups, g)
+		for _, in := range g.instances {
+			byProviderID[in.ProviderID] = g
+		}
+	}
+	sort.Slice(groups, func(i, j int) bool { return groups[i].Id() < groups[j].Id() })
+	p.mu.Lock()
+	p.groups, p.byProviderID, p.errs = groups, byProviderID, errs
+	p.mu.Unlock()
+	return nil
+}
+
+func kindID(u *unstructured.Unstructured) string {
+	return u.GetKind() + "/" + u.GetNamespace() + "/" + u.GetName()
+}
+
+// list returns all objects of kind; a kind whose CRD is not installed
+// (MachinePool is optional in CAPI) has none.
+func (p *Provider) list(ctx context.Context, kind, ns string) ([]unstructured.Unstructured, error) {
+	list, err := p.opts.Dynamic.Resource(GVR(kind)).Namespace(ns).List(ctx, metav1.ListOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("clusterapi provider: list %ss: %w", kind, err)
+	}
+	for i := range list.Items {
+		list.Items[i].SetKind(kind) // lists may leave items' kind empty
+	}
+	return list.Items, nil
+}
+
+// build reads the group with its ConfigMap and, when one of its nodes is
+// Ready, that node and its slices as the template.
+func (p *Provider) build(ctx context.Context, res capi.Resource, instances []MachineInstance, nodes map[string]*v1.Node) (*capi.NodeGroup, error) {
+	var cmData map[string]string
+	if ns, name, ok, err := res.ConfigMapRef(); err != nil {
+		return nil, err
+	} else if ok && res.Annotations[capi.TemplateSlicesAnnotation] == "" {
+		cm, err := p.opts.Kube.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, &capi.AnnotationError{Object: res.String(), Annotation: capi.TemplateSlicesConfigMapAnnotation,
+				Err: fmt.Errorf("ConfigMap %s/%s: %w", ns, name, err)}
+		}
+		cmData = cm.Data
+		if cmData == nil {
+			cmData = map[string]string{}
+		}
+	}
+	var live *capi.Live
+	for _, in := range instances {
+		n := nodes[in.ProviderID]
+		if n == nil || !ready(n) || n.DeletionTimestamp != nil {
+			continue
+		}
+		slices, err := p.opts.Kube.ResourceV1().ResourceSlices().List(ctx,
+			metav1.ListOptions{FieldSelector: resourceapi.ResourceSliceSelectorNodeName + "=" + n.Name})
+		if err != nil {
+			return nil, fmt.Errorf("%s: slices of node %s: %w", res, n.Name, err)
+		}
+		var ptrs []*resourceapi.ResourceSlice
+		for i := range slices.Items {
+			if s := &slices.Items[i]; s.Spec.NodeName != nil && *s.Spec.NodeName == n.Name {
+				ptrs = append(ptrs, s)
+			}
+		}
+		live = &capi.Live{Node: n, Slices: capi.SliceSpecs(ptrs)}
+		break
+	}
+	return capi.Build(res, cmData, live)
+}
+
+func ready(n *v1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == v1.NodeReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func (p *Provider) instances(machines []*unstructured.Unstructured, nodes map[string]*v1.Node) []MachineInstance {
+	var out []MachineInstance
+	for _, m := range machines {
+		in := MachineInstance{Machine: m.GetNamespace() + "/" + m.GetName()}
+		in.ProviderID, _, _ = unstructured.NestedString(m.Object, "spec", "providerID")
+		if in.ProviderID == "" {
+			in.ProviderID = PendingProviderIDPrefix + in.Machine
+		}
+		if n := nodes[in.ProviderID]; n != nil {
+			in.NodeName = n.Name
+		}
+		phase, _, _ := unstructured.NestedString(m.Object, "status", "phase")
+		switch {
+		case m.GetDeletionTimestamp() != nil || phase == "Deleting" || phase == "Deleted":
+			in.State = MachineDeleting
+		case phase == "Failed":
+			in.State = MachineFailed
+			in.Reason = failureMessage(m)
+		case in.NodeName == "":
+			in.State = MachineProvisioning
+			in.Creating = true
+		default:
+			in.State = MachineRunning
+		}
+		out = append(out, in)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Machine < out[j].Machine })
+	return out
+}
+
+// failureMessage reads v1beta2's deprecated v1beta1 failure fields.
+func failureMessage(m *unstructured.Unstructured) string {
+	for _, path := range [][]string{{"status", "deprecated", "v1beta1", "failureMessage"}, {"status", "failureMessage"}} {
+		if s, ok, _ := unstructured.NestedString(m.Object, path...); ok && s != "" {
+			return s
+		}
+	}
+	return "machine failed"
+}
+
+type group struct {
+	p         *Provider
+	res       capi.Resource
+	gvr       schema.GroupVersionResource
+	built     *capi.NodeGroup
+	instances []MachineInstance
+}
+
+func (g *group) Id() string   { return g.res.ID() }
+func (g *group) MinSize() int { return g.built.Planning.Spec.MinSize }
+func (g *group) MaxSize() int { return g.built.Planning.Spec.MaxSize }
+
+// Options are the group's autoscaling-options-* overrides.
+func (g *group) Options() capi.Options { return g.built.Options }
+
+// Planning is the group as the planner's NodeGroup.
+func (g *group) Planning() *nodegroup.NodeGroup { return g.built.Planning }
+
+// TargetSize is spec.replicas as of the last Refresh.
+func (g *group) TargetSize() (int, error) {
+	if g.res.Replicas == nil {
+		return 0, fmt.Errorf("%s: spec.replicas is unset", g.res)
+	}
+	return int(*g.res.Replicas), nil
+}
+
+// Machines lists the group's Machines with their states.
+func (g *group) Machines() []MachineInstance { return append([]MachineInstance(nil), g.instances...) }
+
+func (g *group) IncreaseSize(ctx context.Context, delta int) error {
+	if delta <= 0 {
+		return fmt.Errorf("node group %s: size increase must be positive, got %d", g.Id(), delta)
+	}
+	return g.scale(ctx, func(replicas int) (int, error) {
+		if replicas+delta > g.MaxSize() {
+			return 0, fmt.Errorf("node group %s: %d + %d replicas exceeds max size %d", g.Id(), replicas, delta, g.MaxSize())
+		}
+		return replicas + delta, nil
+	})
+}
+
+// DecreaseTargetSize gives up on delta machines that have no node yet.
+func (g *group) DecreaseTargetSize(ctx context.Context, delta int) error {
+	if delta <= 0 {
+		return fmt.Errorf("node group %s: size decrease must be positive, got %d", g.Id(), delta)
+	}
+	registered := 0
+	for _, in := range g.instances {
+		if in.NodeName != "" {
+			registered++
+		}
+	}
+	return g.scale(ctx, func(replicas int) (int, error) {
+		if replicas-delta < registered {
+			return 0, fmt.Errorf("node group %s: decreasing %d by %d would remove registered nodes (%d); use DeleteNodes", g.Id(), replicas, delta, registered)
+		}
+		return replicas - delta, nil
+	})
+}
+
+// scale reads and writes spec.replicas through the scale subresource,
+// retrying on a conflict with a fresh read.
+func (g *group) scale(ctx context.Context, next func(replicas int) (int, error)) error {
+	client := g.p.opts.Dynamic.Resource(g.gvr).Namespace(g.res.Namespace)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		s, err := client.Get(ctx, g.res.Name, metav1.GetOptions{}, "scale")
+		if err != nil {
+			return fmt.Errorf("node group %s: get scale: %w", g.Id(), err)
+		}
+		replicas, _, _ := unstructured.NestedInt64(s.Object, "spec", "replicas")
+		want, err := next(int(replicas))
+		if err != nil {
+			return err
+		}
+		if err := unstructured.SetNestedField(s.Object, int64(want), "spec", "replicas"); err != nil {
+			return err
+		}
+		if _, err := client.Update(ctx, s, metav1.UpdateOptions{}, "scale"); err != nil {
+			if apierrors.IsConflict(err) {
+				return err
+			}
+			return fmt.Errorf("node group %s: set replicas to %d: %w", g.Id(), want, err)
+		}
+		g.res.Replicas = ptrInt64(int64(want))
+		return nil
+	})
+}
+
+func ptrInt64(v int64) *int64 { return &v }
+
+// DeleteNodes marks each node's Machine for deletion and lowers replicas
+// by their number, never below the min size. The marks are undone when
+// the replicas cannot be lowered, so CAPI does not delete those machines
+// on a later, unrelated scale-down.
+func (g *group) DeleteNodes(ctx context.Context, nodes []*v1.Node) error {
+	var machines []string
+	for _, n := range nodes {
+		m := ""
+		for _, in := range g.instances {
+			if n.Spec.ProviderID != "" && in.ProviderID == n.Spec.ProviderID {
+				m = in.Machine
+			}
+		}
+		if m == "" {
+			return fmt.Errorf("node group %s: node %s (providerID %q) is not one of its machines", g.Id(), n.Name, n.Spec.ProviderID)
+		}
+		machines = append(machines, m)
+	}
+	if target, err := g.TargetSize(); err != nil {
+		return err
+	} else if target-len(nodes) < g.MinSize() {
+		return fmt.Errorf("node group %s: deleting %d of %d nodes goes below min size %d", g.Id(), len(nodes), target, g.MinSize())
+	}
+	var marked []string
+	for _, m := range machines {
+		if err := g.markMachine(ctx, m, true); err != nil {
+			g.unmark(ctx, marked)
+			return err
+		}
+		marked = append(marked, m)
+	}
+	err := g.scale(ctx, func(replicas int) (int, error) {
+		if replicas-len(nodes) < g.MinSize() {
+			return 0, fmt.Errorf("node group %s: deleting %d of %d nodes goes below min size %d", g.Id(), len(nodes), replicas, g.MinSize())
+		}
+		return replicas - len(nodes), nil
+	})
+	if err != nil {
+		g.unmark(ctx, marked)
+		return err
+	}
+	return nil
+}
+
+func (g *group) unmark(ctx context.Context, machines []string) {
+	for _, m := range machines {
+		if err := g.markMachine(ctx, m, false); err != nil {
+			klog.FromContext(ctx).Error(err, "Could not remove the delete mark", "machine", m)
+		}
+	}
+}
+
+// markMachine sets (or removes) the delete-machine annotation, with the
+// time as value as CA writes it.
+func (g *group) markMachine(ctx context.Context, key string, mark bool) error {
+	ns, name, _ := strings.Cut(key, "/")
+	client := g.p.opts.Dynamic.Resource(GVR(capi.Machine)).Namespace(ns)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		m, err := client.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("machine %s: %w", key, err)
+		}
+		ann := m.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		if mark {
+			ann[capi.DeleteMachineAnnotation] = g.p.opts.Now().String()
+		} else {
+			delete(ann, capi.DeleteMachineAnnotation)
+		}
+		m.SetAnnotations(ann)
+		if _, err := client.Update(ctx, m, metav1.UpdateOptions{}); err != nil {
+			if apierrors.IsConflict(err) {
+				return err
+			}
+			return fmt.Errorf("machine %s: mark for deletion: %w", key, err)
+		}
+		return nil
+	})
+}
+
+// Nodes lists the group's Machines; one without a node is Creating.
+func (g *group) Nodes() ([]cloudprovider.Instance, error) {
+	out := make([]cloudprovider.Instance, len(g.instances))
+	for i, in := range g.instances {
+		out[i] = in.Instance
+	}
+	return out, nil
+}
+
+// TemplateNodeInfo instantiates the group's template as a node.
+func (g *group) TemplateNodeInfo() (*v1.Node, []*resourceapi.ResourceSlice, error) {
+	node, slices := g.built.Planning.NewNode("template-" + g.res.NodeNamePrefix())
+	return node, slices, nil
+}

@@ -1,0 +1,499 @@
+package clusterapi
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+
+	"draxr.dev/draxr/cloudprovider"
+	"draxr.dev/draxr/simulator/nodegroup/capi"
+)
+
+const gpuSlices = `[{"driver":"gpu.example.com","devices":[{"name":"gpu-0"},{"name":"gpu-1"},{"name":"gpu-2"},{"name":"gpu-3"},{"name":"gpu-4"},{"name":"gpu-5"},{"name":"gpu-6"},{"name":"gpu-7"}]}]`
+
+func scalable(kind, ns, name string, replicas int64, ann map[string]string, labels map[string]string, owner string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": capi.APIVersion, "kind": kind,
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec":     map[string]any{"replicas": replicas, "clusterName": "c1"},
+	}}
+	u.SetAnnotations(ann)
+	u.SetLabels(labels)
+	if owner != "" {
+		u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: capi.APIVersion, Kind: capi.MachineDeployment, Name: owner, UID: "x"}})
+	}
+	return u
+}
+
+func machine(ns, name, ownerKind, owner, providerID, phase string, deleting bool) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": capi.APIVersion, "kind": capi.Machine,
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec":     map[string]any{"clusterName": "c1"},
+		"status":   map[string]any{"phase": phase},
+	}}
+	if providerID != "" {
+		_ = unstructured.SetNestedField(u.Object, providerID, "spec", "providerID")
+	}
+	u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: capi.APIVersion, Kind: ownerKind, Name: owner, UID: "y"}})
+	if deleting {
+		now := metav1.Now()
+		u.SetDeletionTimestamp(&now)
+	}
+	return u
+}
+
+func node(name, providerID string, ready bool) *v1.Node {
+	status := v1.ConditionFalse
+	if ready {
+		status = v1.ConditionTrue
+	}
+	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"pool": "gpu", v1.LabelHostname: name}},
+		Spec: v1.NodeSpec{ProviderID: providerID},
+		Status: v1.NodeStatus{Capacity: v1.ResourceList{"cpu": *resourceQ("16")}, Allocatable: v1.ResourceList{"cpu": *resourceQ("16")},
+			Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: status}}}}
+}
+
+func bounds(minSize, maxSize int, more ...string) map[string]string {
+	a := map[string]string{capi.MinSizeAnnotation: fmt.Sprint(minSize), capi.MaxSizeAnnotation: fmt.Sprint(maxSize),
+		capi.CPUAnnotation: "8", capi.MemoryAnnotation: "32Gi"}
+	for i := 0; i+1 < len(more); i += 2 {
+		a[more[i]] = more[i+1]
+	}
+	return a
+}
+
+// fakeCluster is a fake dynamic client whose scale subresource reads and
+// writes spec.replicas with resourceVersion checks, as the API server's.
+type fakeCluster struct {
+	dyn        *dynamicfake.FakeDynamicClient
+	kube       *kubefake.Clientset
+	conflicts  int // scale updates to refuse with a conflict first
+	scaleCalls int
+}
+
+func newFake(t *testing.T, objs []runtime.Object, kubeObjs ...runtime.Object) *fakeCluster {
+	t.Helper()
+	lists := map[schema.GroupVersionResource]string{}
+	for _, k := range []string{capi.MachineDeployment, capi.MachineSet, capi.MachinePool, capi.Machine} {
+		lists[GVR(k)] = k + "List"
+	}
+	f := &fakeCluster{dyn: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), lists, objs...),
+		kube: kubefake.NewClientset(kubeObjs...)}
+	tracker := f.dyn.Tracker()
+	f.dyn.PrependReactor("get", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "scale" {
+			return false, nil, nil
+		}
+		ga := a.(clienttesting.GetAction)
+		obj, err := tracker.Get(a.GetResource(), a.GetNamespace(), ga.GetName())
+		if err != nil {
+			return true, nil, err
+		}
+		u := obj.(*unstructured.Unstructured)
+		replicas, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
+		return true, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "autoscaling/v1", "kind": "Scale",
+			"metadata": map[string]any{"name": u.GetName(), "namespace": u.GetNamespace(), "resourceVersion": u.GetResourceVersion()},
+			"spec":     map[string]any{"replicas": replicas},
+		}}, nil
+	})
+	f.dyn.PrependReactor("update", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "scale" {
+			return false, nil, nil
+		}
+		f.scaleCalls++
+		s := a.(clienttesting.UpdateAction).GetObject().(*unstructured.Unstructured)
+		if f.conflicts > 0 {
+			f.conflicts--
+			return true, nil, apierrors.NewConflict(a.GetResource().GroupResource(), s.GetName(), fmt.Errorf("the object has been modified"))
+		}
+		obj, err := tracker.Get(a.GetResource(), a.GetNamespace(), s.GetName())
+		if err != nil {
+			return true, nil, err
+		}
+		u := obj.(*unstructured.Unstructured).DeepCopy()
+		replicas, _, _ := unstructured.NestedInt64(s.Object, "spec", "replicas")
+		_ = unstructured.SetNestedField(u.Object, replicas, "spec", "replicas")
+		return true, s, tracker.Update(a.GetResource(), u, a.GetNamespace())
+	})
+	return f
+}
+
+func (f *fakeCluster) provider(t *testing.T, discovery ...string) *Provider {
+	t.Helper()
+	p, err := New(Options{Dynamic: f.dyn, Kube: f.kube, AutoDiscovery: discovery,
+		Now: func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func (f *fakeCluster) replicas(t *testing.T, kind, ns, name string) int64 {
+	t.Helper()
+	u, err := f.dyn.Resource(GVR(kind)).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
+	return r
+}
+
+func (f *fakeCluster) deleteMark(t *testing.T, ns, name string) string {
+	t.Helper()
+	u, err := f.dyn.Resource(GVR(capi.Machine)).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.GetAnnotations()[capi.DeleteMachineAnnotation]
+}
+
+func ids(groups []cloudprovider.NodeGroup) []string {
+	var out []string
+	for _, g := range groups {
+		out = append(out, g.Id())
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestDiscovery(t *testing.T) {
+	objs := []runtime.Object{
+		scalable(capi.MachineDeployment, "ns1", "gpu", 0, bounds(0, 5, capi.TemplateSlicesAnnotation, gpuSlices), map[string]string{"tier": "gpu"}, ""),
+		scalable(capi.MachineSet, "ns1", "gpu-abc", 0, bounds(0, 5), nil, "gpu"), // owned by the MD: not a group
+		scalable(capi.MachineSet, "ns1", "standalone", 1, bounds(1, 3), nil, ""),
+		scalable(capi.MachinePool, "ns2", "pool", 0, bounds(0, 4), map[string]string{"tier": "gpu"}, ""),
+		scalable(capi.MachineDeployment, "ns1", "bad", 0, bounds(0, 5, capi.MaxSizeAnnotation, "five"), nil, ""),
+		scalable(capi.MachineDeployment, "ns1", "bad-slices", 0, bounds(0, 5, capi.TemplateSlicesAnnotation, "- nodriver: x"), nil, ""),
+		scalable(capi.MachineDeployment, "ns1", "unannotated", 1, nil, nil, ""),
+		scalable(capi.MachineDeployment, "ns1", "fixed", 0, bounds(0, 0), nil, ""),
+	}
+	tests := []struct {
+		name      string
+		discovery []string
+		want      []string
+		wantErrs  map[string]string
+	}{
+		{
+			name: "every annotated group; bad annotations recorded per object",
+			want: []string{"MachineDeployment/ns1/gpu", "MachinePool/ns2/pool", "MachineSet/ns1/standalone"},
+			wantErrs: map[string]string{
+				"MachineDeployment/ns1/bad":        "MachineDeployment ns1/bad: annotation " + capi.MaxSizeAnnotation + `: "five" is not an integer`,
+				"MachineDeployment/ns1/bad-slices": "MachineDeployment ns1/bad-slices: annotation " + capi.TemplateSlicesAnnotation + `: not a list of ResourceSliceSpecs: unknown field "nodriver"`,
+			},
+		},
+		{name: "namespace", discovery: []string{"clusterapi:namespace=ns2"}, want: []string{"MachinePool/ns2/pool"}},
+		{name: "label selector", discovery: []string{"clusterapi:tier=gpu"}, want: []string{"MachineDeployment/ns1/gpu", "MachinePool/ns2/pool"}},
+		{name: "clusterName", discovery: []string{"clusterapi:clusterName=other"}, want: nil},
+		// As CA, only the first namespace a spec names is watched, so the
+		// first spec cannot reach the pool in ns2.
+		{name: "two specs", discovery: []string{"clusterapi:clusterName=c1,tier=gpu", "clusterapi:namespace=ns1,clusterName=c1"},
+			want: []string{"MachineDeployment/ns1/gpu", "MachineSet/ns1/standalone"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newFake(t, objs).provider(t, tc.discovery...)
+			if got := ids(p.NodeGroups()); strings.Join(got, " ") != strings.Join(tc.want, " ") {
+				t.Errorf("groups = %v, want %v", got, tc.want)
+			}
+			if tc.wantErrs != nil {
+				errs := p.GroupErrors()
+				if len(errs) != len(tc.wantErrs) {
+					t.Errorf("errors = %v, want %d", errs, len(tc.wantErrs))
+				}
+				for id, want := range tc.wantErrs {
+					if err := errs[id]; err == nil || !strings.Contains(err.Error(), want) {
+						t.Errorf("error for %s = %v, want %q", id, err, want)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestParseAutoDiscovery(t *testing.T) {
+	tests := []struct {
+		spec    string
+		wantErr string
+		check   func(Discovery) bool
+	}{
+		{spec: "clusterapi:namespace=a,clusterName=b", check: func(d Discovery) bool { return d.Namespace == "a" && d.ClusterName == "b" && d.Selector.Empty() }},
+		{spec: "clusterapi:", check: func(d Discovery) bool { return d.Namespace == "" && d.Selector.Empty() }},
+		{spec: "clusterapi:,namespace=a,", check: func(d Discovery) bool { return d.Namespace == "a" }},
+		{spec: "clusterapi:color=green,shape=square", check: func(d Discovery) bool { return d.Selector.String() == "color=green,shape=square" }},
+		{spec: "clusterapi", wantErr: "should be discoverer:key=value,key=value"},
+		{spec: "clusterapi:a:b", wantErr: "should be discoverer:key=value,key=value"},
+		{spec: "asg:tag=x", wantErr: `unsupported discoverer "asg"`},
+		{spec: "clusterapi:namespace", wantErr: `invalid key=value pair "namespace"`},
+		{spec: "clusterapi:a=b=c", wantErr: `invalid key=value pair "a=b=c"`},
+		{spec: "clusterapi:bad key=v", wantErr: "label selector"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.spec, func(t *testing.T) {
+			got, err := ParseAutoDiscovery([]string{tc.spec})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || len(got) != 1 || !tc.check(got[0]) {
+				t.Fatalf("got %+v, %v", got, err)
+			}
+		})
+	}
+}
+
+func TestIncreaseSize(t *testing.T) {
+	tests := []struct {
+		name      string
+		replicas  int64
+		delta     int
+		conflicts int
+		want      int64
+		wantErr   string
+	}{
+		{name: "from zero", replicas: 0, delta: 3, want: 3},
+		{name: "retries a conflict", replicas: 1, delta: 2, conflicts: 2, want: 3},
+		{name: "to max", replicas: 2, delta: 3, want: 5},
+		{name: "beyond max", replicas: 2, delta: 4, want: 2, wantErr: "2 + 4 replicas exceeds max size 5"},
+		{name: "not positive", replicas: 2, delta: 0, want: 2, wantErr: "must be positive"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(t, []runtime.Object{scalable(capi.MachineDeployment, "ns", "md", tc.replicas, bounds(0, 5, capi.TemplateSlicesAnnotation, gpuSlices), nil, "")})
+			p := f.provider(t)
+			f.conflicts = tc.conflicts
+			err := p.NodeGroups()[0].IncreaseSize(context.Background(), tc.delta)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error = %v, want %q", err, tc.wantErr)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if got := f.replicas(t, capi.MachineDeployment, "ns", "md"); got != tc.want {
+				t.Errorf("replicas = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDeleteNodes(t *testing.T) {
+	objs := func(replicas int64, minSize int) []runtime.Object {
+		return []runtime.Object{
+			scalable(capi.MachineDeployment, "ns", "md", replicas, bounds(minSize, 5), nil, ""),
+			scalable(capi.MachineSet, "ns", "md-1", replicas, nil, nil, "md"),
+			machine("ns", "m1", capi.MachineSet, "md-1", "test:///n1", "Running", false),
+			machine("ns", "m2", capi.MachineSet, "md-1", "test:///n2", "Running", false),
+			machine("ns", "m3", capi.MachineSet, "md-1", "test:///n3", "Running", false),
+			scalable(capi.MachineSet, "ns", "other", 1, bounds(0, 3), nil, ""),
+			machine("ns", "o1", capi.MachineSet, "other", "test:///o1", "Running", false),
+		}
+	}
+	kube := []runtime.Object{node("n1", "test:///n1", true), node("n2", "test:///n2", true), node("n3", "test:///n3", true), node("o1", "test:///o1", true)}
+	tests := []struct {
+		name         string
+		minSize      int
+		delete       []string
+		conflicts    int
+		wantErr      string
+		wantReplicas int64
+		wantMarked   []string
+	}{
+		{name: "marks the chosen machines and lowers replicas", delete: []string{"n1", "n3"}, wantReplicas: 1, wantMarked: []string{"m1", "m3"}},
+		{name: "retries a conflict on scale", delete: []string{"n2"}, conflicts: 1, wantReplicas: 2, wantMarked: []string{"m2"}},
+		{name: "never below min: nothing marked", minSize: 2, delete: []string{"n1", "n2"}, wantErr: "deleting 2 of 3 nodes goes below min size 2", wantReplicas: 3},
+		{name: "a node of another group", delete: []string{"o1"}, wantErr: "node o1 (providerID \"test:///o1\") is not one of its machines", wantReplicas: 3},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(t, objs(3, tc.minSize), kube...)
+			p := f.provider(t)
+			var md cloudprovider.NodeGroup
+			for _, g := range p.NodeGroups() {
+				if g.Id() == "MachineDeployment/ns/md" {
+					md = g
+				}
+			}
+			if md == nil {
+				t.Fatalf("no MachineDeployment group in %v (errors %v)", ids(p.NodeGroups()), p.GroupErrors())
+			}
+			var nodes []*v1.Node
+			for _, n := range tc.delete {
+				nodes = append(nodes, node(n, "test:///"+n, true))
+			}
+			f.conflicts = tc.conflicts
+			err := md.DeleteNodes(context.Background(), nodes)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error = %v, want %q", err, tc.wantErr)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if got := f.replicas(t, capi.MachineDeployment, "ns", "md"); got != tc.wantReplicas {
+				t.Errorf("replicas = %d, want %d", got, tc.wantReplicas)
+			}
+			var marked []string
+			for _, m := range []string{"m1", "m2", "m3"} {
+				if v := f.deleteMark(t, "ns", m); v != "" {
+					marked = append(marked, m)
+				}
+			}
+			if strings.Join(marked, ",") != strings.Join(tc.wantMarked, ",") {
+				t.Errorf("marked = %v, want %v", marked, tc.wantMarked)
+			}
+		})
+	}
+}
+
+// When lowering replicas fails, the marks are removed again.
+func TestDeleteNodesUnmarksOnFailure(t *testing.T) {
+	f := newFake(t, []runtime.Object{
+		scalable(capi.MachineSet, "ns", "ms", 2, bounds(0, 5), nil, ""),
+		machine("ns", "m1", capi.MachineSet, "ms", "test:///n1", "Running", false),
+	}, node("n1", "test:///n1", true))
+	p := f.provider(t)
+	f.dyn.PrependReactor("update", "machinesets", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() == "scale" {
+			return true, nil, apierrors.NewForbidden(a.GetResource().GroupResource(), "ms", fmt.Errorf("no"))
+		}
+		return false, nil, nil
+	})
+	err := p.NodeGroups()[0].DeleteNodes(context.Background(), []*v1.Node{node("n1", "test:///n1", true)})
+	if err == nil || !strings.Contains(err.Error(), "set replicas to 1") {
+		t.Fatalf("error = %v", err)
+	}
+	if v := f.deleteMark(t, "ns", "m1"); v != "" {
+		t.Errorf("m1 still marked %q", v)
+	}
+}
+
+func TestNodesAndStates(t *testing.T) {
+	f := newFake(t, []runtime.Object{
+		scalable(capi.MachineSet, "ns", "ms", 4, bounds(0, 5), nil, ""),
+		machine("ns", "running", capi.MachineSet, "ms", "test:///n1", "Running", false),
+		machine("ns", "new", capi.MachineSet, "ms", "", "Provisioning", false),
+		machine("ns", "broken", capi.MachineSet, "ms", "test:///n9", "Failed", false),
+		machine("ns", "going", capi.MachineSet, "ms", "test:///n2", "Running", true),
+	}, node("n1", "test:///n1", true), node("n2", "test:///n2", true))
+	p := f.provider(t)
+	g := p.NodeGroups()[0].(*group)
+	got := map[string]string{}
+	for _, in := range g.Machines() {
+		got[in.Machine] = fmt.Sprintf("%s %s node=%s creating=%v", in.State, in.ProviderID, in.NodeName, in.Creating)
+	}
+	want := map[string]string{
+		"ns/running": "Running test:///n1 node=n1 creating=false",
+		"ns/new":     "Provisioning clusterapi://ns/new node= creating=true",
+		"ns/broken":  "Failed test:///n9 node= creating=false",
+		"ns/going":   "Deleting test:///n2 node=n2 creating=false",
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %q, want %q", k, got[k], v)
+		}
+	}
+	if n, _ := p.NodeGroupForNode(node("n1", "test:///n1", true)); n == nil || n.Id() != "MachineSet/ns/ms" {
+		t.Errorf("n1 maps to %v", n)
+	}
+	if n, _ := p.NodeGroupForNode(node("x", "test:///x", true)); n != nil {
+		t.Errorf("unknown node maps to %s", n.Id())
+	}
+	if target, _ := g.TargetSize(); target != 4 {
+		t.Errorf("target = %d", target)
+	}
+}
+
+func TestTemplateNodeInfo(t *testing.T) {
+	liveSlice := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "n1-gpu"}, Spec: resourceapi.ResourceSliceSpec{
+		Driver: "gpu.example.com", NodeName: ptr.To("n1"), Pool: resourceapi.ResourcePool{Name: "n1", ResourceSliceCount: 1},
+		Devices: []resourceapi.Device{{Name: "live-0"}, {Name: "live-1"}}}}
+	otherSlice := liveSlice.DeepCopy()
+	otherSlice.Name, otherSlice.Spec.NodeName = "x-gpu", ptr.To("x")
+	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "tpl", Namespace: "ns"}, Data: map[string]string{capi.TemplateSlicesKey: gpuSlices}}
+	tests := []struct {
+		name        string
+		objs        []runtime.Object
+		kube        []runtime.Object
+		wantDevices int
+		wantCPU     string
+		wantErr     string
+	}{
+		{name: "from the annotation at zero", objs: []runtime.Object{scalable(capi.MachineSet, "ns", "ms", 0, bounds(0, 5, capi.TemplateSlicesAnnotation, gpuSlices), nil, "")},
+			wantDevices: 8, wantCPU: "8"},
+		{name: "from a ConfigMap", objs: []runtime.Object{scalable(capi.MachineSet, "ns", "ms", 0, bounds(0, 5, capi.TemplateSlicesConfigMapAnnotation, "tpl"), nil, "")},
+			kube: []runtime.Object{cm}, wantDevices: 8, wantCPU: "8"},
+		{name: "missing ConfigMap is an error on that group", objs: []runtime.Object{scalable(capi.MachineSet, "ns", "ms", 0, bounds(0, 5, capi.TemplateSlicesConfigMapAnnotation, "gone"), nil, "")},
+			wantErr: "MachineSet ns/ms: annotation " + capi.TemplateSlicesConfigMapAnnotation + ": ConfigMap ns/gone"},
+		{name: "a ready node's node and slices", objs: []runtime.Object{
+			scalable(capi.MachineSet, "ns", "ms", 1, bounds(0, 5, capi.TemplateSlicesAnnotation, gpuSlices), nil, ""),
+			machine("ns", "m1", capi.MachineSet, "ms", "test:///n1", "Running", false)},
+			kube: []runtime.Object{node("n1", "test:///n1", true), liveSlice, otherSlice}, wantDevices: 2, wantCPU: "16"},
+		{name: "a node not ready is not copied", objs: []runtime.Object{
+			scalable(capi.MachineSet, "ns", "ms", 1, bounds(0, 5, capi.TemplateSlicesAnnotation, gpuSlices), nil, ""),
+			machine("ns", "m1", capi.MachineSet, "ms", "test:///n1", "Running", false)},
+			kube: []runtime.Object{node("n1", "test:///n1", false), liveSlice}, wantDevices: 8, wantCPU: "8"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newFake(t, tc.objs, tc.kube...).provider(t)
+			if tc.wantErr != "" {
+				if err := p.GroupErrors()["MachineSet/ns/ms"]; err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error = %v, want %q", err, tc.wantErr)
+				}
+				if len(p.NodeGroups()) != 0 {
+					t.Fatal("a group with a bad template must not be offered")
+				}
+				return
+			}
+			groups := p.NodeGroups()
+			if len(groups) != 1 {
+				t.Fatalf("groups %v, errors %v", ids(groups), p.GroupErrors())
+			}
+			n, slices, err := groups[0].TemplateNodeInfo()
+			if err != nil {
+				t.Fatal(err)
+			}
+			devices := 0
+			for _, s := range slices {
+				devices += len(s.Spec.Devices)
+				if *s.Spec.NodeName != n.Name || s.Spec.Pool.Name != n.Name || s.Spec.Pool.ResourceSliceCount != 1 {
+					t.Errorf("slice %s: nodeName %s pool %+v, node %s", s.Name, *s.Spec.NodeName, s.Spec.Pool, n.Name)
+				}
+			}
+			if devices != tc.wantDevices {
+				t.Errorf("devices = %d, want %d", devices, tc.wantDevices)
+			}
+			if cpu := n.Status.Allocatable["cpu"]; cpu.String() != tc.wantCPU {
+				t.Errorf("cpu = %s, want %s", cpu.String(), tc.wantCPU)
+			}
+			if n.Labels[v1.LabelHostname] != n.Name {
+				t.Errorf("hostname label %q for node %s", n.Labels[v1.LabelHostname], n.Name)
+			}
+		})
+	}
+}
+
+func resourceQ(s string) *resource.Quantity { q := resource.MustParse(s); return &q }

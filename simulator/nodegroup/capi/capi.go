@@ -1,0 +1,587 @@
+// Package capi reads Cluster API scalable resources (MachineDeployment,
+// MachineSet, MachinePool in cluster.x-k8s.io/v1beta2) as node groups,
+// with the Cluster Autoscaler's annotations: size bounds, per-group
+// autoscaling options and the capacity.cluster-autoscaler.kubernetes.io/*
+// scale-from-zero template; plus draxr's full template ResourceSlices. It
+// lives in simulator/ so that both the offline planner and the clusterapi
+// cloud provider read a group the same way.
+package capi
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"draxr.dev/draxr/simulator/nodegroup"
+)
+
+// CAPI's group, version and the kinds that are node groups.
+const (
+	Group             = "cluster.x-k8s.io"
+	Version           = "v1beta2"
+	APIVersion        = Group + "/" + Version
+	MachineDeployment = "MachineDeployment"
+	MachineSet        = "MachineSet"
+	MachinePool       = "MachinePool"
+	Machine           = "Machine"
+)
+
+// Annotations and labels CA's clusterapi provider reads or writes.
+const (
+	MinSizeAnnotation        = Group + "/cluster-api-autoscaler-node-group-min-size"
+	MaxSizeAnnotation        = Group + "/cluster-api-autoscaler-node-group-max-size"
+	DeleteMachineAnnotation  = Group + "/delete-machine"
+	AutoscalingOptionsPrefix = Group + "/autoscaling-options-"
+	ClusterNameLabel         = Group + "/cluster-name"
+
+	CapacityPrefix            = "capacity.cluster-autoscaler.kubernetes.io/"
+	CPUAnnotation             = CapacityPrefix + "cpu"
+	MemoryAnnotation          = CapacityPrefix + "memory"
+	DiskAnnotation            = CapacityPrefix + "ephemeral-disk"
+	MaxPodsAnnotation         = CapacityPrefix + "maxPods"
+	GPUTypeAnnotation         = CapacityPrefix + "gpu-type"
+	GPUCountAnnotation        = CapacityPrefix + "gpu-count"
+	LabelsAnnotation          = CapacityPrefix + "labels"
+	TaintsAnnotation          = CapacityPrefix + "taints"
+	DRADriverAnnotation       = CapacityPrefix + "dra-driver"
+	DefaultMaxPods      int64 = 110
+)
+
+// draxr's additions: the full ResourceSliceSpecs a new node publishes,
+// inline (YAML or JSON list) or in a ConfigMap ("name" in the group's
+// namespace, or "namespace/name"; key TemplateSlicesKey).
+const (
+	TemplateSlicesAnnotation          = "draxr.dev/template-resource-slices"
+	TemplateSlicesConfigMapAnnotation = "draxr.dev/template-resource-slices-configmap"
+	TemplateSlicesKey                 = "resourceSlices"
+)
+
+// Autoscaling option keys (CA's config.Default*Key names).
+const (
+	OptScaleDownUtilizationThreshold    = "scaledownutilizationthreshold"
+	OptScaleDownGpuUtilizationThreshold = "scaledowngpuutilizationthreshold"
+	OptScaleDownUnneededTime            = "scaledownunneededtime"
+	OptScaleDownUnreadyTime             = "scaledownunreadytime"
+	OptMaxNodeProvisionTime             = "maxnodeprovisiontime"
+	OptMaxNodeStartupTime               = "maxnodestartuptime"
+)
+
+// Options are a group's overrides of the autoscaler's flags; nil means
+// the flag's value applies.
+type Options struct {
+	ScaleDownUtilizationThreshold    *float64
+	ScaleDownGpuUtilizationThreshold *float64
+	ScaleDownUnneededTime            *time.Duration
+	ScaleDownUnreadyTime             *time.Duration
+	MaxNodeProvisionTime             *time.Duration
+	MaxNodeStartupTime               *time.Duration
+}
+
+// Resource is the part of a scalable resource the autoscaler reads.
+type Resource struct {
+	Kind, Namespace, Name string
+	UID                   string
+	Annotations, Labels   map[string]string
+	// Replicas is spec.replicas; nil when unset.
+	Replicas    *int64
+	ClusterName string
+	// OwnedByMachineDeployment: such a MachineSet is not a group itself.
+	OwnedByMachineDeployment bool
+}
+
+// IsScalableKind says whether kind is one of the node-group kinds.
+func IsScalableKind(kind string) bool {
+	return kind == MachineDeployment || kind == MachineSet || kind == MachinePool
+}
+
+// FromUnstructured reads the fields of u the autoscaler needs.
+func FromUnstructured(u *unstructured.Unstructured) (Resource, error) {
+	r := Resource{Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID()),
+		Annotations: u.GetAnnotations(), Labels: u.GetLabels()}
+	replicas, found, err := unstructured.NestedInt64(u.Object, "spec", "replicas")
+	if err != nil {
+		return r, fmt.Errorf("%s: spec.replicas: %w", r, err)
+	}
+	if found {
+		r.Replicas = &replicas
+	}
+	// spec.clusterName first, the cluster-name label for older objects (as CA).
+	if name, found, _ := unstructured.NestedString(u.Object, "spec", "clusterName"); found {
+		r.ClusterName = name
+	} else {
+		r.ClusterName = r.Labels[ClusterNameLabel]
+	}
+	for _, ref := range u.GetOwnerReferences() {
+		if ref.Kind == MachineDeployment && ref.Name != "" {
+			r.OwnedByMachineDeployment = true
+		}
+	}
+	return r, nil
+}
+
+func (r Resource) String() string { return fmt.Sprintf("%s %s/%s", r.Kind, r.Namespace, r.Name) }
+
+// ID is the group's name as CA gives it: "<Kind>/<namespace>/<name>".
+func (r Resource) ID() string { return r.Kind + "/" + r.Namespace + "/" + r.Name }
+
+// NodeNamePrefix is a DNS-label-safe stem for the group's template nodes.
+func (r Resource) NodeNamePrefix() string {
+	s := strings.ToLower(r.Kind + "-" + r.Namespace + "-" + r.Name)
+	if len(s) > 40 {
+		s = strings.TrimRight(s[:40], "-.")
+	}
+	return s
+}
+
+// AnnotationError names the object and annotation a bad value came from.
+type AnnotationError struct {
+	Object     string
+	Annotation string
+	Err        error
+}
+
+func (e *AnnotationError) Error() string {
+	return fmt.Sprintf("%s: annotation %s: %v", e.Object, e.Annotation, e.Err)
+}
+
+func (e *AnnotationError) Unwrap() error { return e.Err }
+
+func (r Resource) annotationErr(key string, err error) error {
+	return &AnnotationError{Object: r.String(), Annotation: key, Err: err}
+}
+
+// Bounds parses the min and max size annotations as CA does: a missing
+// one is 0, a value that is not a non-negative integer or max < min is an
+// error.
+func (r Resource) Bounds() (minSize, maxSize int, err error) {
+	get := func(key string) (int, error) {
+		v, ok := r.Annotations[key]
+		if !ok {
+			return 0, nil
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return 0, r.annotationErr(key, fmt.Errorf("%q is not an integer", v))
+		}
+		if n < 0 {
+			return 0, r.annotationErr(key, fmt.Errorf("%d is negative", n))
+		}
+		return n, nil
+	}
+	if minSize, err = get(MinSizeAnnotation); err != nil {
+		return 0, 0, err
+	}
+	if maxSize, err = get(MaxSizeAnnotation); err != nil {
+		return 0, 0, err
+	}
+	if maxSize < minSize {
+		return 0, 0, r.annotationErr(MaxSizeAnnotation, fmt.Errorf("%d is below the min size %d", maxSize, minSize))
+	}
+	return minSize, maxSize, nil
+}
+
+// Options parses the cluster.x-k8s.io/autoscaling-options-* annotations.
+// Unknown keys are ignored, as CA ignores them.
+func (r Resource) Options() (Options, error) {
+	var o Options
+	float := func(key string, into **float64) error {
+		v, ok := r.Annotations[AutoscalingOptionsPrefix+key]
+		if !ok {
+			return nil
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f < 0 || f > 1 {
+			return r.annotationErr(AutoscalingOptionsPrefix+key, fmt.Errorf("%q is not a number within [0, 1]", v))
+		}
+		*into = &f
+		return nil
+	}
+	duration := func(key string, into **time.Duration) error {
+		v, ok := r.Annotations[AutoscalingOptionsPrefix+key]
+		if !ok {
+			return nil
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return r.annotationErr(AutoscalingOptionsPrefix+key, fmt.Errorf("%q is not a non-negative duration (e.g. 10m)", v))
+		}
+		*into = &d
+		return nil
+	}
+	for _, err := range []error{
+		float(OptScaleDownUtilizationThreshold, &o.ScaleDownUtilizationThreshold),
+		float(OptScaleDownGpuUtilizationThreshold, &o.ScaleDownGpuUtilizationThreshold),
+		duration(OptScaleDownUnneededTime, &o.ScaleDownUnneededTime),
+		duration(OptScaleDownUnreadyTime, &o.ScaleDownUnreadyTime),
+		duration(OptMaxNodeProvisionTime, &o.MaxNodeProvisionTime),
+		duration(OptMaxNodeStartupTime, &o.MaxNodeStartupTime),
+	} {
+		if err != nil {
+			return Options{}, err
+		}
+	}
+	return o, nil
+}
+
+// CanScaleFromZero is CA's rule: cpu and memory capacity are known.
+func (r Resource) CanScaleFromZero() bool {
+	return r.Annotations[CPUAnnotation] != "" && r.Annotations[MemoryAnnotation] != ""
+}
+
+// TemplateNode builds the node a new member will be from the capacity
+// annotations, or returns nil when cpu and memory are not both given.
+func (r Resource) TemplateNode() (*v1.Node, error) {
+	if !r.CanScaleFromZero() {
+		return nil, nil
+	}
+	capacity := v1.ResourceList{}
+	quantity := func(key string, name v1.ResourceName) error {
+		v := r.Annotations[key]
+		if v == "" {
+			return nil
+		}
+		q, err := resource.ParseQuantity(v)
+		if err != nil {
+			return r.annotationErr(key, fmt.Errorf("%q is not a quantity", v))
+		}
+		if q.Sign() < 0 {
+			return r.annotationErr(key, fmt.Errorf("%q is negative", v))
+		}
+		if !q.IsZero() {
+			capacity[name] = q
+		}
+		return nil
+	}
+	integer := func(key string) (int64, error) {
+		v := r.Annotations[key]
+		if v == "" {
+			return 0, nil
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return 0, r.annotationErr(key, fmt.Errorf("%q is not a non-negative integer", v))
+		}
+		return n, nil
+	}
+	for key, name := range map[string]v1.ResourceName{CPUAnnotation: v1.ResourceCPU, MemoryAnnotation: v1.ResourceMemory,
+		DiskAnnotation: v1.ResourceEphemeralStorage} {
+		if err := quantity(key, name); err != nil {
+			return nil, err
+		}
+	}
+	maxPods, err := integer(MaxPodsAnnotation)
+	if err != nil {
+		return nil, err
+	}
+	if maxPods == 0 {
+		maxPods = DefaultMaxPods
+	}
+	capacity[v1.ResourcePods] = *resource.NewQuantity(maxPods, resource.DecimalSI)
+	gpus, err := integer(GPUCountAnnotation)
+	if err != nil {
+		return nil, err
+	}
+	// As CA: a GPU count becomes a device-plugin resource only with its
+	// type; with dra-driver it is a DRA device instead (TemplateSlices).
+	if gpuType := r.Annotations[GPUTypeAnnotation]; gpus > 0 && gpuType != "" {
+		if errs := validation.IsQualifiedName(gpuType); len(errs) > 0 {
+			return nil, r.annotationErr(GPUTypeAnnotation, fmt.Errorf("%q is not a resource name: %s", gpuType, strings.Join(errs, "; ")))
+		}
+		capacity[v1.ResourceName(gpuType)] = *resource.NewQuantity(gpus, resource.DecimalSI)
+	}
+	labels, err := r.parseLabels()
+	if err != nil {
+		return nil, err
+	}
+	taints, err := r.parseTaints()
+	if err != nil {
+		return nil, err
+	}
+	node := &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: r.NodeNamePrefix() + "-template", Labels: labels},
+		Spec:       v1.NodeSpec{Taints: taints},
+		Status: v1.NodeStatus{Capacity: capacity, Allocatable: capacity.DeepCopy(),
+			Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}},
+	}
+	// CA's generic labels for a template node.
+	for k, v := range map[string]string{v1.LabelOSStable: "linux", v1.LabelArchStable: "amd64"} {
+		if _, ok := node.Labels[k]; !ok {
+			node.Labels[k] = v
+		}
+	}
+	return node, nil
+}
+
+func (r Resource) parseLabels() (map[string]string, error) {
+	out := map[string]string{}
+	v := r.Annotations[LabelsAnnotation]
+	if v == "" {
+		return out, nil
+	}
+	for _, kv := range strings.Split(v, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		k, val, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, r.annotationErr(LabelsAnnotation, fmt.Errorf("%q is not key=value", kv))
+		}
+		if errs := append(validation.IsQualifiedName(k), validation.IsValidLabelValue(val)...); len(errs) > 0 {
+			return nil, r.annotationErr(LabelsAnnotation, fmt.Errorf("label %q: %s", kv, strings.Join(errs, "; ")))
+		}
+		out[k] = val
+	}
+	return out, nil
+}
+
+func (r Resource) parseTaints() ([]v1.Taint, error) {
+	v := r.Annotations[TaintsAnnotation]
+	if v == "" {
+		return nil, nil
+	}
+	var out []v1.Taint
+	for _, spec := range strings.Split(v, ",") {
+		if spec = strings.TrimSpace(spec); spec == "" {
+			continue
+		}
+		kv, effect, ok := strings.Cut(spec, ":")
+		if !ok {
+			return nil, r.annotationErr(TaintsAnnotation, fmt.Errorf("taint %q has no effect (key=value:Effect)", spec))
+		}
+		switch t := v1.TaintEffect(effect); t {
+		case v1.TaintEffectNoSchedule, v1.TaintEffectPreferNoSchedule, v1.TaintEffectNoExecute:
+		default:
+			return nil, r.annotationErr(TaintsAnnotation, fmt.Errorf("taint %q: effect %q is not NoSchedule, PreferNoSchedule or NoExecute", spec, effect))
+		}
+		key, value, _ := strings.Cut(kv, "=")
+		errs := validation.IsQualifiedName(key)
+		if value != "" {
+			errs = append(errs, validation.IsValidLabelValue(value)...)
+		}
+		if len(errs) > 0 {
+			return nil, r.annotationErr(TaintsAnnotation, fmt.Errorf("taint %q: %s", spec, strings.Join(errs, "; ")))
+		}
+		out = append(out, v1.Taint{Key: key, Value: value, Effect: v1.TaintEffect(effect)})
+	}
+	return out, nil
+}
+
+// ConfigMapRef returns the ConfigMap the template slices are in, if the
+// reference annotation is set.
+func (r Resource) ConfigMapRef() (namespace, name string, ok bool, err error) {
+	v, ok := r.Annotations[TemplateSlicesConfigMapAnnotation]
+	if !ok {
+		return "", "", false, nil
+	}
+	namespace, name = r.Namespace, v
+	if ns, n, found := strings.Cut(v, "/"); found {
+		namespace, name = ns, n
+	}
+	for _, s := range []string{namespace, name} {
+		if errs := validation.IsDNS1123Subdomain(s); len(errs) > 0 {
+			return "", "", false, r.annotationErr(TemplateSlicesConfigMapAnnotation,
+				fmt.Errorf("%q is not name or namespace/name: %s", v, strings.Join(errs, "; ")))
+		}
+	}
+	return namespace, name, true, nil
+}
+
+// TemplateSlices returns the ResourceSliceSpecs a new node publishes:
+// draxr's annotation, else the ConfigMap it references (configMapData is
+// its data, nil when there is no reference), else CA's synthetic slice
+// from dra-driver and gpu-count, else none.
+func (r Resource) TemplateSlices(configMapData map[string]string) ([]resourceapi.ResourceSliceSpec, error) {
+	if v, ok := r.Annotations[TemplateSlicesAnnotation]; ok {
+		specs, err := ParseSliceSpecs([]byte(v))
+		if err != nil {
+			return nil, r.annotationErr(TemplateSlicesAnnotation, err)
+		}
+		return specs, nil
+	}
+	if ns, name, ok, err := r.ConfigMapRef(); err != nil || ok {
+		if err != nil {
+			return nil, err
+		}
+		data, found := configMapData[TemplateSlicesKey]
+		if !found {
+			return nil, r.annotationErr(TemplateSlicesConfigMapAnnotation,
+				fmt.Errorf("ConfigMap %s/%s has no key %q", ns, name, TemplateSlicesKey))
+		}
+		specs, err := ParseSliceSpecs([]byte(data))
+		if err != nil {
+			return nil, r.annotationErr(TemplateSlicesConfigMapAnnotation, fmt.Errorf("ConfigMap %s/%s key %q: %w", ns, name, TemplateSlicesKey, err))
+		}
+		return specs, nil
+	}
+	driver := r.Annotations[DRADriverAnnotation]
+	if driver == "" {
+		return nil, nil
+	}
+	if errs := validation.IsDNS1123Subdomain(driver); len(errs) > 0 {
+		return nil, r.annotationErr(DRADriverAnnotation, fmt.Errorf("%q is not a driver name: %s", driver, strings.Join(errs, "; ")))
+	}
+	count := r.Annotations[GPUCountAnnotation]
+	n, err := strconv.ParseInt(count, 10, 32)
+	if count == "" || n == 0 {
+		return nil, nil
+	}
+	if err != nil || n < 0 {
+		return nil, r.annotationErr(GPUCountAnnotation, fmt.Errorf("%q is not a non-negative integer", count))
+	}
+	// CA's synthetic slice: devices gpu-0..gpu-(n-1) with type "gpu".
+	spec := resourceapi.ResourceSliceSpec{Driver: driver}
+	for i := range int(n) {
+		spec.Devices = append(spec.Devices, resourceapi.Device{
+			Name:       "gpu-" + strconv.Itoa(i),
+			Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"type": {StringValue: ptr.To("gpu")}},
+		})
+	}
+	return []resourceapi.ResourceSliceSpec{spec}, nil
+}
+
+// ParseSliceSpecs reads a YAML or JSON list of ResourceSliceSpecs,
+// strictly (an unknown field is an error), without nodeName or pool:
+// those are filled in per node.
+func ParseSliceSpecs(data []byte) ([]resourceapi.ResourceSliceSpec, error) {
+	var specs []resourceapi.ResourceSliceSpec
+	if err := yaml.UnmarshalStrict(data, &specs); err != nil {
+		msg := err.Error()
+		for _, prefix := range []string{"error unmarshaling JSON: ", "while decoding JSON: ", "json: "} {
+			msg = strings.TrimPrefix(msg, prefix)
+		}
+		return nil, fmt.Errorf("not a list of ResourceSliceSpecs: %s", msg)
+	}
+	for i, s := range specs {
+		switch {
+		case s.Driver == "":
+			return nil, fmt.Errorf("[%d].driver is required", i)
+		case s.NodeName != nil || s.Pool.Name != "":
+			return nil, fmt.Errorf("[%d]: nodeName and pool are filled in per node; leave them out", i)
+		case len(s.Devices) == 0 && len(s.SharedCounters) == 0:
+			return nil, fmt.Errorf("[%d] (driver %s) lists no devices and no sharedCounters", i, s.Driver)
+		}
+	}
+	return specs, nil
+}
+
+// NodeGroup is a scalable resource as the planner sees it.
+type NodeGroup struct {
+	Resource
+	Options Options
+	// Planning holds the bounds, template node and template slices.
+	Planning *nodegroup.NodeGroup
+}
+
+// Build reads r as a node group; nil (and no error) when CA would not
+// make it one: a MachineSet owned by a MachineDeployment, max size 0, or
+// 0 replicas without a scale-from-zero template. configMapData is the
+// data of the ConfigMap r references, if any. When live is set (a ready
+// node of the group and its slices), it is the template instead of the
+// annotations.
+func Build(r Resource, configMapData map[string]string, live *Live) (*NodeGroup, error) {
+	if !IsScalableKind(r.Kind) || r.Kind == MachineSet && r.OwnedByMachineDeployment {
+		return nil, nil
+	}
+	minSize, maxSize, err := r.Bounds()
+	if err != nil {
+		return nil, err
+	}
+	if maxSize == 0 {
+		return nil, nil
+	}
+	opts, err := r.Options()
+	if err != nil {
+		return nil, err
+	}
+	// Parse everything, even when a live node will be the template, so a
+	// bad annotation is reported while the group still has nodes.
+	node, err := r.TemplateNode()
+	if err != nil {
+		return nil, err
+	}
+	slices, err := r.TemplateSlices(configMapData)
+	if err != nil {
+		return nil, err
+	}
+	if live != nil && live.Node != nil {
+		node = sanitize(live.Node, r.NodeNamePrefix())
+		if len(live.Slices) > 0 {
+			slices = live.Slices
+		}
+	}
+	if node == nil {
+		if r.Replicas != nil && *r.Replicas == 0 {
+			return nil, nil // CA skips a group it cannot scale from zero
+		}
+		return nil, fmt.Errorf("%s: no ready node to copy and no scale-from-zero template (annotations %s and %s)",
+			r, CPUAnnotation, MemoryAnnotation)
+	}
+	g := &nodegroup.NodeGroup{}
+	g.APIVersion, g.Kind = nodegroup.APIVersion, nodegroup.Kind
+	g.Name = r.ID()
+	g.Spec.MinSize, g.Spec.MaxSize = minSize, maxSize
+	g.Spec.Template = *node
+	g.Spec.ResourceSlices = slices
+	return &NodeGroup{Resource: r, Options: opts, Planning: g}, nil
+}
+
+// Live is a ready node of the group and the specs of its slices.
+type Live struct {
+	Node   *v1.Node
+	Slices []resourceapi.ResourceSliceSpec
+}
+
+// sanitize keeps what a copy of a live node shares with a new one:
+// labels (but its hostname), taints, capacity and allocatable; CA's own
+// taints and those it drops from templates go.
+func sanitize(n *v1.Node, prefix string) *v1.Node {
+	out := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: prefix + "-template", Labels: map[string]string{}}}
+	for k, v := range n.Labels {
+		if k != v1.LabelHostname {
+			out.Labels[k] = v
+		}
+	}
+	for _, t := range n.Spec.Taints {
+		if droppedTaint.MatchString(t.Key) {
+			continue
+		}
+		out.Spec.Taints = append(out.Spec.Taints, t)
+	}
+	out.Status.Capacity = n.Status.Capacity.DeepCopy()
+	out.Status.Allocatable = n.Status.Allocatable.DeepCopy()
+	out.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}
+	return out
+}
+
+var droppedTaint = regexp.MustCompile(`^(ToBeDeletedByClusterAutoscaler|DeletionCandidateOfClusterAutoscaler|node\.kubernetes\.io/.*|node\.cloudprovider\.kubernetes\.io/uninitialized|(ignore|startup|status)-taint\.cluster-autoscaler\.kubernetes\.io/.*)$`)
+
+// SliceSpecs returns the specs of slices, ordered by driver then name so
+// a copied template does not depend on list order.
+func SliceSpecs(slices []*resourceapi.ResourceSlice) []resourceapi.ResourceSliceSpec {
+	sorted := append([]*resourceapi.ResourceSlice(nil), slices...)
+	sort.Slice(sorted, func(i, j int) bool {
+		if sorted[i].Spec.Driver != sorted[j].Spec.Driver {
+			return sorted[i].Spec.Driver < sorted[j].Spec.Driver
+		}
+		return sorted[i].Name < sorted[j].Name
+	})
+	out := make([]resourceapi.ResourceSliceSpec, 0, len(sorted))
+	for _, s := range sorted {
+		spec := s.Spec.DeepCopy()
+		spec.NodeName, spec.Pool = nil, resourceapi.ResourcePool{}
+		out = append(out, *spec)
+	}
+	return out
+}

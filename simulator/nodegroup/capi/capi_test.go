@@ -1,0 +1,271 @@
+package capi
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+)
+
+const eightGPUs = `
+- driver: gpu.example.com
+  devices:
+  - {name: gpu-0, attributes: {model: {string: a100}}, capacity: {memory: {value: 80Gi}}}
+  - {name: gpu-1}
+- driver: nic.example.com
+  sharedCounters:
+  - name: ports
+    counters: {bw: {value: "100"}}
+  devices:
+  - name: nic-0
+    consumesCounters:
+    - counterSet: ports
+      counters: {bw: {value: "50"}}
+`
+
+func md(replicas int64, ann map[string]string) Resource {
+	return Resource{Kind: MachineDeployment, Namespace: "ns", Name: "gpus", Annotations: ann, Replicas: &replicas}
+}
+
+func withSize(minSize, maxSize string, more map[string]string) map[string]string {
+	a := map[string]string{MinSizeAnnotation: minSize, MaxSizeAnnotation: maxSize,
+		CPUAnnotation: "8", MemoryAnnotation: "32Gi"}
+	for k, v := range more {
+		if v == "" {
+			delete(a, k)
+			continue
+		}
+		a[k] = v
+	}
+	return a
+}
+
+func TestBuild(t *testing.T) {
+	tests := []struct {
+		name      string
+		res       Resource
+		configMap map[string]string
+		live      *Live
+		// wantNil: not a node group, as CA decides.
+		wantNil    bool
+		wantErr    string // substring; names object and annotation
+		wantMin    int
+		wantMax    int
+		wantCap    v1.ResourceList
+		wantLabels map[string]string
+		wantTaints []v1.Taint
+		wantSlices []string // driver:devices per slice
+	}{
+		{
+			name:       "scale from zero with draxr slices of two drivers",
+			res:        md(0, withSize("0", "5", map[string]string{TemplateSlicesAnnotation: eightGPUs, MaxPodsAnnotation: "64", DiskAnnotation: "100Gi"})),
+			wantMax:    5,
+			wantCap:    v1.ResourceList{"cpu": resource.MustParse("8"), "memory": resource.MustParse("32Gi"), "pods": resource.MustParse("64"), "ephemeral-storage": resource.MustParse("100Gi")},
+			wantSlices: []string{"gpu.example.com:2", "nic.example.com:1"},
+		},
+		{
+			name:    "maxPods defaults to 110",
+			res:     md(0, withSize("1", "3", nil)),
+			wantMin: 1, wantMax: 3,
+			wantCap: v1.ResourceList{"cpu": resource.MustParse("8"), "memory": resource.MustParse("32Gi"), "pods": resource.MustParse("110")},
+		},
+		{
+			name: "labels, taints and a typed GPU count as CA reads them",
+			res: md(0, withSize("0", "2", map[string]string{LabelsAnnotation: "a=b, zone=z1", TaintsAnnotation: "gpu=true:NoSchedule,dedicated:NoExecute",
+				GPUTypeAnnotation: "nvidia.com/gpu", GPUCountAnnotation: "4"})),
+			wantMax:    2,
+			wantCap:    v1.ResourceList{"cpu": resource.MustParse("8"), "memory": resource.MustParse("32Gi"), "pods": resource.MustParse("110"), "nvidia.com/gpu": resource.MustParse("4")},
+			wantLabels: map[string]string{"a": "b", "zone": "z1", v1.LabelOSStable: "linux", v1.LabelArchStable: "amd64"},
+			wantTaints: []v1.Taint{{Key: "gpu", Value: "true", Effect: v1.TaintEffectNoSchedule}, {Key: "dedicated", Effect: v1.TaintEffectNoExecute}},
+		},
+		{
+			name:       "dra-driver with gpu-count: CA's synthetic slice when nothing better is given",
+			res:        md(0, withSize("0", "2", map[string]string{DRADriverAnnotation: "gpu.example.com", GPUCountAnnotation: "3"})),
+			wantMax:    2,
+			wantSlices: []string{"gpu.example.com:3"},
+		},
+		{
+			name:       "draxr slices win over dra-driver",
+			res:        md(0, withSize("0", "2", map[string]string{DRADriverAnnotation: "other.example.com", GPUCountAnnotation: "3", TemplateSlicesAnnotation: eightGPUs})),
+			wantMax:    2,
+			wantSlices: []string{"gpu.example.com:2", "nic.example.com:1"},
+		},
+		{
+			name:       "slices from a referenced ConfigMap",
+			res:        md(0, withSize("0", "2", map[string]string{TemplateSlicesConfigMapAnnotation: "templates"})),
+			configMap:  map[string]string{TemplateSlicesKey: eightGPUs},
+			wantMax:    2,
+			wantSlices: []string{"gpu.example.com:2", "nic.example.com:1"},
+		},
+		{
+			name: "a ready node's slices are copied instead of the annotation's",
+			res:  md(1, withSize("0", "2", map[string]string{TemplateSlicesAnnotation: eightGPUs})),
+			live: &Live{
+				Node: &v1.Node{Status: v1.NodeStatus{Capacity: v1.ResourceList{"cpu": resource.MustParse("16")}}},
+				Slices: SliceSpecs([]*resourceapi.ResourceSlice{{Spec: resourceapi.ResourceSliceSpec{Driver: "gpu.example.com", NodeName: ptr.To("n1"),
+					Pool: resourceapi.ResourcePool{Name: "n1"}, Devices: []resourceapi.Device{{Name: "a"}, {Name: "b"}, {Name: "c"}}}}}),
+			},
+			wantMax:    2,
+			wantCap:    v1.ResourceList{"cpu": resource.MustParse("16")},
+			wantSlices: []string{"gpu.example.com:3"},
+		},
+		{name: "max 0 is not a group", res: md(1, withSize("0", "0", nil)), wantNil: true},
+		{name: "no annotations is not a group", res: md(1, nil), wantNil: true},
+		{name: "0 replicas without cpu and memory is not a group (CA)", res: md(0, withSize("0", "3", map[string]string{CPUAnnotation: ""})), wantNil: true},
+		{
+			name:    "MachineSet owned by a MachineDeployment is not a group",
+			res:     Resource{Kind: MachineSet, Namespace: "ns", Name: "ms", OwnedByMachineDeployment: true, Annotations: withSize("0", "3", nil)},
+			wantNil: true,
+		},
+		{name: "min not an integer", res: md(0, withSize("x", "3", nil)), wantErr: "MachineDeployment ns/gpus: annotation " + MinSizeAnnotation + `: "x" is not an integer`},
+		{name: "max below min", res: md(0, withSize("4", "3", nil)), wantErr: "annotation " + MaxSizeAnnotation + ": 3 is below the min size 4"},
+		{name: "negative min", res: md(0, withSize("-1", "3", nil)), wantErr: "annotation " + MinSizeAnnotation + ": -1 is negative"},
+		{name: "bad cpu", res: md(0, withSize("0", "3", map[string]string{CPUAnnotation: "eight"})), wantErr: "annotation " + CPUAnnotation + `: "eight" is not a quantity`},
+		{name: "bad maxPods", res: md(0, withSize("0", "3", map[string]string{MaxPodsAnnotation: "1.5"})), wantErr: "annotation " + MaxPodsAnnotation},
+		{name: "bad label", res: md(0, withSize("0", "3", map[string]string{LabelsAnnotation: "novalue"})), wantErr: "annotation " + LabelsAnnotation + `: "novalue" is not key=value`},
+		{name: "bad taint effect", res: md(0, withSize("0", "3", map[string]string{TaintsAnnotation: "a=b:Never"})), wantErr: "annotation " + TaintsAnnotation},
+		{name: "bad option", res: md(0, withSize("0", "3", map[string]string{AutoscalingOptionsPrefix + OptScaleDownUnneededTime: "ten"})), wantErr: "annotation " + AutoscalingOptionsPrefix + "scaledownunneededtime"},
+		{name: "slices not YAML", res: md(0, withSize("0", "3", map[string]string{TemplateSlicesAnnotation: "- driver: [x"})), wantErr: "annotation " + TemplateSlicesAnnotation + ": not a list of ResourceSliceSpecs"},
+		{name: "slices with unknown field", res: md(0, withSize("0", "3", map[string]string{TemplateSlicesAnnotation: "- driver: d\n  devicez: []"})), wantErr: `unknown field "devicez"`},
+		{name: "slices with nodeName", res: md(0, withSize("0", "3", map[string]string{TemplateSlicesAnnotation: "- {driver: d, nodeName: n, devices: [{name: a}]}"})), wantErr: "nodeName and pool are filled in per node"},
+		{name: "slices without driver", res: md(0, withSize("0", "3", map[string]string{TemplateSlicesAnnotation: "- devices: [{name: a}]"})), wantErr: "[0].driver is required"},
+		{name: "ConfigMap without the key", res: md(0, withSize("0", "3", map[string]string{TemplateSlicesConfigMapAnnotation: "other/templates"})), configMap: map[string]string{},
+			wantErr: "annotation " + TemplateSlicesConfigMapAnnotation + `: ConfigMap other/templates has no key "resourceSlices"`},
+		{name: "bad ConfigMap reference", res: md(0, withSize("0", "3", map[string]string{TemplateSlicesConfigMapAnnotation: "Not_A_Name"})), wantErr: "annotation " + TemplateSlicesConfigMapAnnotation},
+		{name: "replicas but no template anywhere", res: md(2, withSize("0", "3", map[string]string{CPUAnnotation: ""})), wantErr: "MachineDeployment ns/gpus: no ready node to copy"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := Build(tc.res, tc.configMap, tc.live)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error = %v, want it to contain %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.wantNil {
+				if g != nil {
+					t.Fatalf("got group %s, want none", g.Planning.Name)
+				}
+				return
+			}
+			if g == nil {
+				t.Fatal("got no group")
+			}
+			p := g.Planning
+			if p.Name != "MachineDeployment/ns/gpus" {
+				t.Errorf("name = %q", p.Name)
+			}
+			if p.Spec.MinSize != tc.wantMin || p.Spec.MaxSize != tc.wantMax {
+				t.Errorf("size = [%d, %d], want [%d, %d]", p.Spec.MinSize, p.Spec.MaxSize, tc.wantMin, tc.wantMax)
+			}
+			if tc.wantCap != nil {
+				if got := p.Spec.Template.Status.Capacity; !equalResources(got, tc.wantCap) {
+					t.Errorf("capacity = %v, want %v", got, tc.wantCap)
+				}
+			}
+			for k, v := range tc.wantLabels {
+				if p.Spec.Template.Labels[k] != v {
+					t.Errorf("label %s = %q, want %q", k, p.Spec.Template.Labels[k], v)
+				}
+			}
+			if tc.wantTaints != nil && !equalTaints(p.Spec.Template.Spec.Taints, tc.wantTaints) {
+				t.Errorf("taints = %v, want %v", p.Spec.Template.Spec.Taints, tc.wantTaints)
+			}
+			var slices []string
+			for _, s := range p.Spec.ResourceSlices {
+				slices = append(slices, s.Driver+":"+itoa(len(s.Devices)))
+			}
+			if strings.Join(slices, " ") != strings.Join(tc.wantSlices, " ") {
+				t.Errorf("slices = %v, want %v", slices, tc.wantSlices)
+			}
+			// The planner's instantiation fills nodeName and a per-driver pool.
+			_, inst := p.NewNode("n-1")
+			for _, s := range inst {
+				if *s.Spec.NodeName != "n-1" || s.Spec.Pool.Name != "n-1" {
+					t.Errorf("instantiated slice %s: nodeName %v pool %q", s.Name, s.Spec.NodeName, s.Spec.Pool.Name)
+				}
+			}
+		})
+	}
+}
+
+func TestOptions(t *testing.T) {
+	r := md(0, map[string]string{
+		AutoscalingOptionsPrefix + OptScaleDownUtilizationThreshold: "0.3",
+		AutoscalingOptionsPrefix + OptScaleDownUnneededTime:         "5m",
+		AutoscalingOptionsPrefix + OptMaxNodeProvisionTime:          "20m",
+		AutoscalingOptionsPrefix + "unknown":                        "ignored",
+	})
+	o, err := r.Options()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.ScaleDownUtilizationThreshold == nil || *o.ScaleDownUtilizationThreshold != 0.3 {
+		t.Errorf("utilization = %v", o.ScaleDownUtilizationThreshold)
+	}
+	if o.ScaleDownUnneededTime == nil || *o.ScaleDownUnneededTime != 5*time.Minute {
+		t.Errorf("unneeded = %v", o.ScaleDownUnneededTime)
+	}
+	if o.MaxNodeProvisionTime == nil || *o.MaxNodeProvisionTime != 20*time.Minute {
+		t.Errorf("provision = %v", o.MaxNodeProvisionTime)
+	}
+	if o.ScaleDownUnreadyTime != nil || o.MaxNodeStartupTime != nil || o.ScaleDownGpuUtilizationThreshold != nil {
+		t.Errorf("unset options must stay nil: %+v", o)
+	}
+	if _, err := md(0, map[string]string{AutoscalingOptionsPrefix + OptScaleDownUtilizationThreshold: "1.5"}).Options(); err == nil {
+		t.Error("threshold 1.5 accepted")
+	}
+}
+
+func TestFromUnstructured(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": APIVersion, "kind": MachineSet,
+		"metadata": map[string]any{"name": "ms", "namespace": "ns",
+			"labels":          map[string]any{ClusterNameLabel: "from-label"},
+			"ownerReferences": []any{map[string]any{"apiVersion": APIVersion, "kind": MachineDeployment, "name": "md", "uid": "u"}}},
+		"spec": map[string]any{"replicas": int64(2), "clusterName": "c1"},
+	}}
+	r, err := FromUnstructured(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ClusterName != "c1" || !r.OwnedByMachineDeployment || r.Replicas == nil || *r.Replicas != 2 || r.ID() != "MachineSet/ns/ms" {
+		t.Errorf("got %+v", r)
+	}
+}
+
+func equalResources(a, b v1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		w, ok := b[k]
+		if !ok || v.Cmp(w) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func equalTaints(a, b []v1.Taint) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Key != b[i].Key || a[i].Value != b[i].Value || a[i].Effect != b[i].Effect {
+			return false
+		}
+	}
+	return true
+}
+
+func itoa(n int) string { return resource.NewQuantity(int64(n), resource.DecimalSI).String() }

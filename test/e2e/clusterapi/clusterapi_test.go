@@ -1,0 +1,347 @@
+package clusterapi
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	cpclusterapi "draxr.dev/draxr/cloudprovider/clusterapi"
+	"draxr.dev/draxr/simulator/nodegroup/capi"
+	"draxr.dev/draxr/test/clusterapi/infra"
+)
+
+const (
+	ns          = "capi-e2e"
+	clusterName = "c1"
+	driver      = "gpu.example.com"
+	gpuResource = v1.ResourceName("example.com/gpu")
+)
+
+func eightGPUs() []resourceapi.ResourceSliceSpec {
+	spec := resourceapi.ResourceSliceSpec{Driver: driver}
+	for i := range 8 {
+		spec.Devices = append(spec.Devices, resourceapi.Device{Name: fmt.Sprintf("gpu-%d", i)})
+	}
+	return []resourceapi.ResourceSliceSpec{spec}
+}
+
+// A MachineDeployment at zero with template slices of 8 GPUs, 20 pending
+// one-GPU pods: replicas become exactly 3 and stay there, the pods bind;
+// with the pods gone, machines are removed through delete-machine down to
+// the min size and no further.
+func TestScaleFromZeroAndBack(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	dyn, err := dynamic.NewForConfig(cp.AdminConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setupCluster(ctx, t, dyn)
+	class := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: driver}, Spec: resourceapi.DeviceClassSpec{
+		ExtendedResourceName: ptr.To(string(gpuResource)),
+		Selectors:            []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", driver)}}},
+	}}
+	if _, err := cp.Client.ResourceV1().DeviceClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := infra.Template(ns, "gpu", eightGPUs(), "8", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	create(ctx, t, dyn, tmpl)
+	slicesJSON, err := yaml.Marshal(eightGPUs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	create(ctx, t, dyn, machineDeployment("gpu", map[string]string{
+		capi.MinSizeAnnotation: "0", capi.MaxSizeAnnotation: "5",
+		capi.CPUAnnotation: "8", capi.MemoryAnnotation: "32Gi",
+		capi.TemplateSlicesAnnotation: string(slicesJSON),
+	}))
+
+	startAutoscaler(t)
+	rs := &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: ns},
+		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](20), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "train"}},
+			Template: v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "train"}}, Spec: v1.PodSpec{
+				TerminationGracePeriodSeconds: ptr.To[int64](0),
+				Containers: []v1.Container{{Name: "main", Image: "registry.example/train",
+					Resources: v1.ResourceRequirements{Limits: v1.ResourceList{gpuResource: resource.MustParse("1")}}}},
+			}}},
+	}
+	if _, err := cp.Client.AppsV1().ReplicaSets(ns).Create(ctx, rs, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	eventually(ctx, t, 3*time.Minute, "20 pods bound", func() error {
+		bound, err := boundPods(ctx)
+		if err != nil {
+			return err
+		}
+		if bound != 20 {
+			return fmt.Errorf("%d of 20 bound", bound)
+		}
+		return nil
+	})
+	podsBound.Add(20)
+	if got := replicas(ctx, t, dyn); got != 3 {
+		t.Fatalf("MachineDeployment replicas = %d, want 3", got)
+	}
+	machines := machineNames(ctx, t, dyn)
+	machinesCreated.Add(int64(len(machines)))
+	if len(machines) != 3 {
+		t.Fatalf("machines = %v, want 3", machines)
+	}
+	// No further scale-up within three loops (--scan-interval=1s).
+	consistently(t, 3500*time.Millisecond, "replicas stay 3", func() error {
+		if got := replicas(ctx, t, dyn); got != 3 {
+			return fmt.Errorf("replicas = %d", got)
+		}
+		return nil
+	})
+
+	// Scale down to the min size, never below: raise min to 1 first.
+	md := get(ctx, t, dyn, capi.MachineDeployment, "gpu")
+	ann := md.GetAnnotations()
+	ann[capi.MinSizeAnnotation] = "1"
+	md.SetAnnotations(ann)
+	if _, err := dyn.Resource(cpclusterapi.GVR(capi.MachineDeployment)).Namespace(ns).Update(ctx, md, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.Client.AppsV1().ReplicaSets(ns).Delete(ctx, "train", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(ctx, t, 3*time.Minute, "one machine left", func() error {
+		if got := replicas(ctx, t, dyn); got != 1 {
+			return fmt.Errorf("replicas = %d", got)
+		}
+		if left := machineNames(ctx, t, dyn); len(left) != 1 {
+			return fmt.Errorf("machines = %v", left)
+		}
+		nodes, err := cp.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		if n := countProviderNodes(nodes.Items); n != 1 {
+			return fmt.Errorf("%d test-provider nodes", n)
+		}
+		return nil
+	})
+	left := machineNames(ctx, t, dyn)
+	machinesRemoved.Add(int64(len(machines) - len(left)))
+	if !contains(machines, left[0]) {
+		t.Errorf("the remaining machine %s is not one of the three created (%v)", left[0], machines)
+	}
+	consistently(t, 3500*time.Millisecond, "never below min", func() error {
+		if got := replicas(ctx, t, dyn); got != 1 {
+			return fmt.Errorf("replicas = %d", got)
+		}
+		return nil
+	})
+}
+
+func setupCluster(ctx context.Context, t *testing.T, dyn dynamic.Interface) {
+	t.Helper()
+	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The Cluster's kubeconfig secret lets CAPI's ClusterCache reach the
+	// "workload cluster", which is this same API server.
+	kubeconfig, err := os.ReadFile(cp.AdminKubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: clusterName + "-kubeconfig", Namespace: ns,
+		Labels: map[string]string{capi.ClusterNameLabel: clusterName}}, Data: map[string][]byte{"value": kubeconfig}}
+	if _, err := cp.Client.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	bootstrap := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "no-bootstrap", Namespace: ns}, Data: map[string][]byte{"value": []byte("#!/bin/true")}}
+	if _, err := cp.Client.CoreV1().Secrets(ns).Create(ctx, bootstrap, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cluster := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": capi.APIVersion, "kind": "Cluster",
+		"metadata": map[string]any{"name": clusterName, "namespace": ns},
+		"spec":     map[string]any{},
+	}}
+	created := create(ctx, t, dyn, cluster)
+	// No Cluster controller runs: the test says the infrastructure and the
+	// control plane are up, as their providers would.
+	now := time.Now().UTC().Format(time.RFC3339)
+	created.Object["status"] = map[string]any{
+		"initialization": map[string]any{"infrastructureProvisioned": true, "controlPlaneInitialized": true},
+		"conditions": []any{map[string]any{"type": "ControlPlaneInitialized", "status": "True", "reason": "Initialized",
+			"lastTransitionTime": now, "observedGeneration": created.GetGeneration()}},
+	}
+	if _, err := dyn.Resource(cpclusterapi.GVR("Cluster")).Namespace(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func machineDeployment(name string, annotations map[string]string) *unstructured.Unstructured {
+	labels := map[string]any{"pool": name}
+	ann := map[string]any{}
+	for k, v := range annotations {
+		ann[k] = v
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": capi.APIVersion, "kind": capi.MachineDeployment,
+		"metadata": map[string]any{"name": name, "namespace": ns, "annotations": ann,
+			"labels": map[string]any{capi.ClusterNameLabel: clusterName}},
+		"spec": map[string]any{
+			"clusterName": clusterName,
+			"replicas":    int64(0),
+			"selector":    map[string]any{"matchLabels": labels},
+			"template": map[string]any{
+				"metadata": map[string]any{"labels": labels},
+				"spec": map[string]any{
+					"clusterName": clusterName,
+					// Bootstrap is skipped the way CAPI allows.
+					"bootstrap":         map[string]any{"dataSecretName": "no-bootstrap"},
+					"infrastructureRef": map[string]any{"apiGroup": infra.Group, "kind": infra.TemplateKind, "name": name},
+				},
+			},
+		},
+	}}
+}
+
+func create(ctx context.Context, t *testing.T, dyn dynamic.Interface, u *unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	gv := strings.Split(u.GetAPIVersion(), "/")
+	gvr := cpclusterapi.GVR(u.GetKind())
+	gvr.Group, gvr.Version = gv[0], gv[1]
+	created, err := dyn.Resource(gvr).Namespace(u.GetNamespace()).Create(ctx, u, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create %s %s: %v", u.GetKind(), u.GetName(), err)
+	}
+	return created
+}
+
+func get(ctx context.Context, t *testing.T, dyn dynamic.Interface, kind, name string) *unstructured.Unstructured {
+	t.Helper()
+	u, err := dyn.Resource(cpclusterapi.GVR(kind)).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func replicas(ctx context.Context, t *testing.T, dyn dynamic.Interface) int64 {
+	t.Helper()
+	r, _, _ := unstructured.NestedInt64(get(ctx, t, dyn, capi.MachineDeployment, "gpu").Object, "spec", "replicas")
+	return r
+}
+
+// machineNames lists the Machines not being deleted.
+func machineNames(ctx context.Context, t *testing.T, dyn dynamic.Interface) []string {
+	t.Helper()
+	list, err := dyn.Resource(cpclusterapi.GVR(capi.Machine)).Namespace(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, m := range list.Items {
+		if m.GetDeletionTimestamp() == nil {
+			out = append(out, m.GetName())
+		}
+	}
+	return out
+}
+
+func boundPods(ctx context.Context) (int, error) {
+	pods, err := cp.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, err
+	}
+	bound := 0
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
+			bound++
+		}
+	}
+	return bound, nil
+}
+
+func countProviderNodes(nodes []v1.Node) int {
+	n := 0
+	for _, node := range nodes {
+		if strings.HasPrefix(node.Spec.ProviderID, infra.ProviderIDPrefix) {
+			n++
+		}
+	}
+	return n
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func startAutoscaler(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	kubeconfig, err := cp.ServiceAccountKubeconfig(ctx, "draxr-autoscaler-capi",
+		filepath.Join(root, "autoscaler/deploy/rbac.yaml"), "kube-system/draxr-autoscaler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := cp.StartProcess("draxr-autoscaler-capi", filepath.Join(bins, "draxr-autoscaler"),
+		"--kubeconfig="+kubeconfig, "--cloud-provider=clusterapi",
+		"--node-group-auto-discovery=clusterapi:namespace="+ns+",clusterName="+clusterName,
+		"--scheduler-config="+filepath.Join(root, "scheduler/deploy/scheduler-config.yaml"),
+		"--scan-interval=1s", "--scale-down-unneeded-time=2s", "--scale-down-delay-after-add=0s",
+		"--leader-elect=false", "--status-config-map-name=draxr-autoscaler-status-capi", "--address=127.0.0.1:0", "--v=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("autoscaler log:\n%s", p.LogTail(8000))
+		}
+		p.Stop(10 * time.Second)
+	})
+}
+
+func eventually(ctx context.Context, t *testing.T, d time.Duration, what string, cond func() error) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, d, true, func(context.Context) (bool, error) {
+		last = cond()
+		return last == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: %v (last: %v)", what, err, last)
+	}
+}
+
+// consistently checks cond every 250ms for d.
+func consistently(t *testing.T, d time.Duration, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if err := cond(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}

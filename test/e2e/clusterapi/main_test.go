@@ -1,0 +1,247 @@
+// Package clusterapi runs draxr-autoscaler's clusterapi provider against a
+// real control plane with Cluster API's own MachineDeployment, MachineSet
+// and Machine controllers running in this process, and draxr's test
+// infrastructure provider (test/clusterapi/infra) standing in for a cloud.
+package clusterapi
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/klog/v2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
+	machinecontroller "sigs.k8s.io/cluster-api/core/reconcilers/machine"
+	mdcontroller "sigs.k8s.io/cluster-api/core/reconcilers/machinedeployment"
+	mscontroller "sigs.k8s.io/cluster-api/core/reconcilers/machineset"
+	"sigs.k8s.io/cluster-api/core/setup"
+	"sigs.k8s.io/cluster-api/util/index"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/yaml"
+
+	"draxr.dev/draxr/test/clusterapi/infra"
+	"draxr.dev/draxr/test/controlplane"
+)
+
+var (
+	cp   *controlplane.ControlPlane
+	root string
+	bins string
+
+	// Tallies for the summary line.
+	podsBound, machinesCreated, machinesRemoved atomic.Int64
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	start := time.Now()
+	var err error
+	if root, err = repoRoot(); err != nil {
+		fmt.Fprintln(os.Stderr, "clusterapi e2e:", err)
+		return 1
+	}
+	binDir, err := controlPlaneDir()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "clusterapi e2e: control plane:", err)
+		return 1
+	}
+	if bins, err = os.MkdirTemp("", "draxr-capi-e2e-bin"); err != nil {
+		fmt.Fprintln(os.Stderr, "clusterapi e2e:", err)
+		return 1
+	}
+	defer os.RemoveAll(bins)
+	if out, err := goCmd("build", "-o", bins+"/", "./scheduler/cmd/draxr-scheduler", "./autoscaler/cmd/draxr-autoscaler").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "clusterapi e2e: build draxr binaries: %v\n%s", err, out)
+		return 1
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	startCtx, startCancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer startCancel()
+	cp, err = controlplane.Start(startCtx, controlplane.Options{BinDir: binDir})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "clusterapi e2e: start control plane:", err)
+		return 1
+	}
+	defer cp.Stop()
+	if _, err := cp.StartScheduler(startCtx, controlplane.SchedulerOptions{
+		Binary: filepath.Join(bins, "draxr-scheduler"), Config: filepath.Join(root, "scheduler/deploy/scheduler-config.yaml"),
+		RBAC: filepath.Join(root, "scheduler/deploy/rbac.yaml"), ServiceAccount: "kube-system/draxr-scheduler", Name: "draxr-scheduler",
+	}); err != nil {
+		fmt.Fprintln(os.Stderr, "clusterapi e2e: start draxr-scheduler:", err)
+		return 1
+	}
+	if err := installCRDs(startCtx); err != nil {
+		fmt.Fprintln(os.Stderr, "clusterapi e2e: CRDs:", err)
+		return 1
+	}
+	if err := startCAPI(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "clusterapi e2e: Cluster API controllers:", err)
+		return 1
+	}
+	code := m.Run()
+	if code != 0 {
+		fmt.Fprintln(os.Stderr, cp.Logs())
+	}
+	fmt.Printf("clusterapi e2e: %d pods bound, %d machines created, %d removed, %d s\n",
+		podsBound.Load(), machinesCreated.Load(), machinesRemoved.Load(), int(time.Since(start).Seconds()))
+	return code
+}
+
+// installCRDs creates CAPI's core CRDs from the module and the test
+// provider's, and waits until they are served.
+func installCRDs(ctx context.Context) error {
+	out, err := goCmd("list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/cluster-api").Output()
+	if err != nil {
+		return fmt.Errorf("locate sigs.k8s.io/cluster-api: %w", err)
+	}
+	bases := filepath.Join(strings.TrimSpace(string(out)), "core", "config", "crd", "bases")
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	for _, name := range []string{"clusters", "machines", "machinesets", "machinedeployments", "machinepools", "machinedrainrules"} {
+		data, err := os.ReadFile(filepath.Join(bases, "cluster.x-k8s.io_"+name+".yaml"))
+		if err != nil {
+			return err
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.Unmarshal(data, crd); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		crds = append(crds, crd)
+	}
+	crds = append(crds, infra.CRDs()...)
+	c, err := apiextensionsclient.NewForConfig(cp.AdminConfig)
+	if err != nil {
+		return err
+	}
+	for _, crd := range crds {
+		if _, err := c.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("%s: %w", crd.Name, err)
+		}
+	}
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, crd := range crds {
+			got, err := c.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			established := false
+			for _, cond := range got.Status.Conditions {
+				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+					established = true
+				}
+			}
+			if !established {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+// startCAPI runs CAPI's MachineDeployment, MachineSet and Machine
+// reconcilers (public packages of sigs.k8s.io/cluster-api v1.14.2) and the
+// test infrastructure provider in a controller-runtime manager.
+func startCAPI(ctx context.Context) error {
+	ctrl.SetLogger(klog.NewKlogr())
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, clusterv1.AddToScheme, apiextensionsv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return err
+		}
+	}
+	const name = "draxr-capi-e2e"
+	mgr, err := ctrl.NewManager(cp.AdminConfig, ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Cache:                  setup.ManagerCacheOptions(scheme, name, "", 10*time.Minute),
+		Client:                 setup.ManagerClientOptions(),
+	})
+	if err != nil {
+		return err
+	}
+	if err := index.AddDefaultIndexes(ctx, mgr); err != nil {
+		return err
+	}
+	secrets, err := setup.CreateSecretCachingClient(mgr)
+	if err != nil {
+		return err
+	}
+	cache, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
+		SecretClient: secrets,
+		Cache:        setup.ClusterCacheCacheOptions(),
+		Client:       setup.ClusterCacheClientOptions(name, 20, 30),
+	}, controller.Options{MaxConcurrentReconciles: 2})
+	if err != nil {
+		return err
+	}
+	c := client.WithFieldOwner(mgr.GetClient(), "manager")
+	if err := (&mdcontroller.Reconciler{Client: c, APIReader: mgr.GetAPIReader()}).
+		SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 2}); err != nil {
+		return fmt.Errorf("MachineDeployment reconciler: %w", err)
+	}
+	if err := (&mscontroller.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), ClusterCache: cache}).
+		SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 2}); err != nil {
+		return fmt.Errorf("MachineSet reconciler: %w", err)
+	}
+	if err := (&machinecontroller.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), ClusterCache: cache,
+		RemoteConditionsGracePeriod: 5 * time.Minute}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 4}); err != nil {
+		return fmt.Errorf("Machine reconciler: %w", err)
+	}
+	if err := (&infra.Reconciler{Client: mgr.GetClient(), Kube: cp.Client, ReadyDelay: 2 * time.Second}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("test infrastructure provider: %w", err)
+	}
+	go func() {
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "clusterapi e2e: manager:", err)
+		}
+	}()
+	return nil
+}
+
+func controlPlaneDir() (string, error) {
+	if out, err := exec.Command("make", "-s", "-C", root, "controlplane").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("%v\n%s", err, out)
+	}
+	want, err := exec.Command("make", "-s", "-C", root, "print-controlplane-dir").Output()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(root, strings.TrimSpace(string(want)))
+	if _, err := os.Stat(filepath.Join(dir, ".built")); err != nil {
+		return "", fmt.Errorf("no built control plane in %s", dir)
+	}
+	return dir, nil
+}
+
+func goCmd(args ...string) *exec.Cmd {
+	cmd := exec.Command("go", args...)
+	cmd.Dir = root
+	return cmd
+}
+
+func repoRoot() (string, error) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	if err != nil {
+		return "", fmt.Errorf("go list -m: %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
