@@ -211,10 +211,37 @@ func nextIndex(group string, names map[string]bool) int {
 	return next
 }
 
-// DecreaseTargetSize: nodes exist as soon as they are asked for, so there
-// is never an unregistered node to give up.
-func (g *group) DecreaseTargetSize(context.Context, int) error {
-	return cloudprovider.ErrNotImplemented
+// DecreaseTargetSize stops machines the launcher started that have not
+// registered. Without a launcher nodes exist as soon as they are asked
+// for, so there is never an unregistered node to give up.
+func (g *group) DecreaseTargetSize(ctx context.Context, delta int) error {
+	l := g.p.opts.Launcher
+	if l == nil {
+		return cloudprovider.ErrNotImplemented
+	}
+	if delta >= 0 {
+		return fmt.Errorf("node group %s: target size decrease must be negative, got %d", g.cfg.Name, delta)
+	}
+	registered := map[string]bool{}
+	for _, n := range g.p.groupNodes(g.cfg.Name) {
+		registered[n.Name] = true
+	}
+	var unregistered []string
+	for _, name := range l.Launched(g.cfg.Name) {
+		if !registered[name] {
+			unregistered = append(unregistered, name)
+		}
+	}
+	if -delta > len(unregistered) {
+		return fmt.Errorf("node group %s: cannot give up %d nodes, only %d are unregistered", g.cfg.Name, -delta, len(unregistered))
+	}
+	sort.Strings(unregistered)
+	for _, name := range unregistered[len(unregistered)+delta:] {
+		if err := l.Stop(ctx, name); err != nil {
+			return fmt.Errorf("node group %s: stop unregistered node %s: %w", g.cfg.Name, name, err)
+		}
+	}
+	return nil
 }
 
 // DeleteNodes removes the nodes' slices and the Node objects. With no
@@ -257,10 +284,23 @@ func (g *group) DeleteNodes(ctx context.Context, nodes []*v1.Node) error {
 	return nil
 }
 
+// Nodes lists registered nodes as running and machines the launcher
+// started that have not registered yet as creating.
 func (g *group) Nodes() ([]cloudprovider.Instance, error) {
 	var out []cloudprovider.Instance
+	registered := map[string]bool{}
 	for _, n := range g.p.groupNodes(g.cfg.Name) {
-		out = append(out, cloudprovider.Instance{ProviderID: n.Spec.ProviderID, NodeName: n.Name})
+		registered[n.Name] = true
+		out = append(out, cloudprovider.Instance{ProviderID: n.Spec.ProviderID, NodeName: n.Name,
+			Status: &cloudprovider.InstanceStatus{State: cloudprovider.InstanceRunning}})
+	}
+	if l := g.p.opts.Launcher; l != nil {
+		for _, name := range l.Launched(g.cfg.Name) {
+			if !registered[name] {
+				out = append(out, cloudprovider.Instance{ProviderID: ProviderIDPrefix + g.cfg.Name + "/" + name,
+					Status: &cloudprovider.InstanceStatus{State: cloudprovider.InstanceCreating}})
+			}
+		}
 	}
 	return out, nil
 }
