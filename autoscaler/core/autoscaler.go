@@ -7,10 +7,12 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -130,46 +132,74 @@ func (a *Autoscaler) scaleUp(ctx context.Context, st *clusterstate.State, res *L
 		return err
 	}
 	res.NoScaleUp = plan.NoScaleUp
-	pods := map[string]*v1.Pod{}
-	for _, p := range st.Unschedulable {
-		pods[p.Namespace+"/"+p.Name] = p
-	}
+	pods := podsByUID(st.Unschedulable)
+	var missing []error
 	for _, n := range plan.NoScaleUp {
-		if pod := pods[n.Pod]; pod != nil {
-			a.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, "NotTriggerScaleUp", "pod didn't trigger scale-up: %s", n.Reason)
+		pod, err := pods.get(n.Pod)
+		if err != nil {
+			missing = append(missing, err)
+			continue
 		}
+		a.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, "NotTriggerScaleUp", "pod didn't trigger scale-up: %s", n.Reason)
 	}
 	if len(plan.ScaleUps) == 0 {
-		return nil
+		return errors.Join(missing...)
 	}
 	su := plan.ScaleUps[0]
 	group := a.group(su.NodeGroup)
 	if group == nil {
-		return fmt.Errorf("plan names unknown node group %s", su.NodeGroup)
+		return errors.Join(append(missing, fmt.Errorf("plan names unknown node group %s", su.NodeGroup))...)
 	}
 	target, err := group.TargetSize()
 	if err != nil {
-		return err
+		return errors.Join(append(missing, fmt.Errorf("node group %s: target size: %w", su.NodeGroup, err))...)
+	}
+	helped := make([]*v1.Pod, 0, len(su.Pods))
+	for _, ref := range su.Pods {
+		pod, err := pods.get(ref)
+		if err != nil {
+			missing = append(missing, err)
+			continue
+		}
+		helped = append(helped, pod)
 	}
 	if err := group.IncreaseSize(ctx, su.NewNodes); err != nil {
 		metrics.Errors.WithLabelValues("scale-up").Inc()
-		for _, key := range su.Pods {
-			if pod := pods[key]; pod != nil {
-				a.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, "FailedScaleUp", "node group %s: %v", su.NodeGroup, err)
-			}
+		for _, pod := range helped {
+			a.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, "FailedScaleUp", "node group %s: %v", su.NodeGroup, err)
 		}
-		return fmt.Errorf("scale up node group %s by %d: %w", su.NodeGroup, su.NewNodes, err)
+		return errors.Join(append(missing, fmt.Errorf("scale up node group %s by %d: %w", su.NodeGroup, su.NewNodes, err))...)
 	}
 	metrics.ScaleUps.WithLabelValues(su.NodeGroup).Add(float64(su.NewNodes))
 	a.lastScaleUp = a.cfg.Now()
 	res.ScaleUp = &su
-	for _, key := range su.Pods {
-		if pod := pods[key]; pod != nil {
-			a.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, "TriggeredScaleUp", "pod triggered scale-up: [{%s %d->%d (max: %d)}]",
-				su.NodeGroup, target, target+su.NewNodes, group.MaxSize())
-		}
+	for _, pod := range helped {
+		a.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, "TriggeredScaleUp", "pod triggered scale-up: [{%s %d->%d (max: %d)}]",
+			su.NodeGroup, target, target+su.NewNodes, group.MaxSize())
 	}
-	return nil
+	return errors.Join(missing...)
+}
+
+// podIndex finds the loop's pending pods by the plan's references.
+type podIndex map[types.UID]*v1.Pod
+
+func podsByUID(pods []*v1.Pod) podIndex {
+	idx := make(podIndex, len(pods))
+	for _, p := range pods {
+		idx[p.UID] = p
+	}
+	return idx
+}
+
+// get returns the referenced pod. The plan is made from these very pods,
+// so a miss is a bug to report, never a pod to skip quietly.
+func (idx podIndex) get(ref scaleup.PodRef) (*v1.Pod, error) {
+	pod, ok := idx[ref.UID]
+	if !ok || pod.Namespace != ref.Namespace || pod.Name != ref.Name {
+		metrics.Errors.WithLabelValues("plan").Inc()
+		return nil, fmt.Errorf("plan names pod %s (uid %q), which is not among this loop's pending pods", ref, ref.UID)
+	}
+	return pod, nil
 }
 
 func (a *Autoscaler) group(id string) cloudprovider.NodeGroup {

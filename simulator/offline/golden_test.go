@@ -19,6 +19,7 @@ import (
 	"draxr.dev/draxr/simulator/input"
 	"draxr.dev/draxr/simulator/offline"
 	"draxr.dev/draxr/simulator/report"
+	"draxr.dev/draxr/simulator/scaleup"
 )
 
 var update = flag.Bool("update", false, "rewrite the scenarios' golden.json files")
@@ -130,7 +131,7 @@ var expectations = map[string]expectation{
 		check: func(t *testing.T, out report.SimulateOutput) {
 			for _, su := range out.ScaleUps {
 				for _, pod := range su.Pods {
-					if web := strings.HasPrefix(pod, "shop/web-"); web != (su.NodeGroup == "cpu") {
+					if web := strings.HasPrefix(pod.String(), "shop/web-"); web != (su.NodeGroup == "cpu") {
 						t.Errorf("%s went to node group %s: want web pods on cpu, trainers on gpu", pod, su.NodeGroup)
 					}
 				}
@@ -184,7 +185,7 @@ var expectations = map[string]expectation{
 		check: func(t *testing.T, out report.SimulateOutput) {
 			counts := map[string]int{}
 			for _, pod := range out.ScaleUps[0].Pods {
-				name := strings.SplitN(pod, "/", 2)[1]
+				name := pod.Name
 				counts[regexp.MustCompile(`-[a-z0-9]+$`).ReplaceAllString(name, "")]++
 			}
 			want := map[string]int{"db": 2, "serve": 3, "batch": 2, "api": 2}
@@ -192,7 +193,7 @@ var expectations = map[string]expectation{
 				t.Errorf("pods per workload = %v, want %v (the suspended Job runs none)", counts, want)
 			}
 			for _, name := range []string{"ml/db-0", "ml/db-1"} {
-				if !slices.Contains(out.ScaleUps[0].Pods, name) {
+				if !slices.ContainsFunc(out.ScaleUps[0].Pods, func(p scaleup.PodRef) bool { return p.String() == name }) {
 					t.Errorf("StatefulSet pod %s missing from %v", name, out.ScaleUps[0].Pods)
 				}
 			}
@@ -323,7 +324,7 @@ func assertExpectation(t *testing.T, out report.SimulateOutput, want expectation
 	if want.reasonPod != "" {
 		found := false
 		for _, n := range out.NoScaleUp {
-			if want.reasonPod != "*" && n.Pod != want.reasonPod {
+			if want.reasonPod != "*" && n.Pod.String() != want.reasonPod {
 				continue
 			}
 			found = true
@@ -362,7 +363,7 @@ func devicesPerPod(n int) func(*testing.T, report.SimulateOutput) {
 					if other, dup := used[d]; dup {
 						t.Errorf("device %s given to both %s and %s", d, other, pl.Pod)
 					}
-					used[d] = pl.Pod
+					used[d] = pl.Pod.String()
 				}
 			}
 		}

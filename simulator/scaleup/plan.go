@@ -31,22 +31,25 @@ type Plan struct {
 type ScaleUp struct {
 	NodeGroup string   `json:"nodeGroup"`
 	NewNodes  int      `json:"newNodes"`
-	Pods      []string `json:"pods"`
+	Pods      []PodRef `json:"pods"`
 	// Placements lists each pod's new node, for reports.
 	Placements []Placement `json:"placements,omitempty"`
 }
 
 // Placement is a pod and the node it goes to.
 type Placement struct {
-	Pod     string   `json:"pod"`
+	Pod     PodRef   `json:"pod"`
 	Node    string   `json:"node"`
 	Devices []string `json:"devices,omitempty"`
 }
 
-// NoScaleUp is a pending pod nothing can take, and why.
+// NoScaleUp is a pending pod nothing can take, and why: a stable code, a
+// message for people, and each node group's own reason.
 type NoScaleUp struct {
-	Pod    string `json:"pod"`
-	Reason string `json:"reason"`
+	Pod        PodRef        `json:"pod"`
+	Code       ReasonCode    `json:"code"`
+	Reason     string        `json:"reason"`
+	NodeGroups []GroupReason `json:"nodeGroups,omitempty"`
 }
 
 // GroupState describes a node group as planned.
@@ -102,7 +105,7 @@ func (p *Planner) Plan(pending []*v1.Pod) (*Plan, error) {
 		remaining = withoutPlaced(remaining, res.Placed)
 	}
 	for _, pod := range remaining {
-		plan.NoScaleUp = append(plan.NoScaleUp, NoScaleUp{Pod: podKey(pod), Reason: st.explain(pod)})
+		plan.NoScaleUp = append(plan.NoScaleUp, st.explain(pod))
 	}
 	plan.Groups = st.describe()
 	return plan, nil
@@ -129,7 +132,7 @@ func (p *Planner) placeOnExisting(pods []*v1.Pod, plan *Plan, kinds *estimator.K
 			remaining = append(remaining, pod)
 			continue
 		}
-		plan.ExistingNodes = append(plan.ExistingNodes, Placement{Pod: podKey(pod), Node: node, Devices: devicesOf(p.Harness, placed)})
+		plan.ExistingNodes = append(plan.ExistingNodes, Placement{Pod: RefOf(pod), Node: node, Devices: devicesOf(p.Harness, placed)})
 	}
 	return remaining
 }
@@ -195,8 +198,8 @@ func (plan *Plan) addScaleUp(h *harness.Harness, res *estimator.Result) {
 	for _, pod := range res.PlacedOrder {
 		node := res.Placed[pod.UID]
 		placed, _, _ := h.Snapshot().Pod(pod.UID)
-		su.Pods = append(su.Pods, podKey(pod))
-		su.Placements = append(su.Placements, Placement{Pod: podKey(pod), Node: node, Devices: devicesOf(h, placed)})
+		su.Pods = append(su.Pods, RefOf(pod))
+		su.Placements = append(su.Placements, Placement{Pod: RefOf(pod), Node: node, Devices: devicesOf(h, placed)})
 	}
 }
 
@@ -209,8 +212,6 @@ func withoutPlaced(pods []*v1.Pod, placed map[types.UID]string) []*v1.Pod {
 	}
 	return out
 }
-
-func podKey(pod *v1.Pod) string { return pod.Namespace + "/" + pod.Name }
 
 // devicesOf lists "driver/pool/device" for each device of a placed pod's
 // extended-resource claim and claims.

@@ -106,8 +106,19 @@ func TestPlanReasons(t *testing.T) {
 		t.Fatalf("scale-ups = %v, want gpu-dra +2, gpu-dp +1", got)
 	}
 	reasons := map[string]string{}
+	codes := map[string]ReasonCode{}
 	for _, n := range plan.NoScaleUp {
-		reasons[n.Pod] = n.Reason
+		reasons[n.Pod.String()] = n.Reason
+		codes[n.Pod.String()] = n.Code
+	}
+	for pod, code := range codes {
+		want := MaxSizeReached
+		if pod == "default/big-0" {
+			want = InsufficientResource
+		}
+		if code != want {
+			t.Errorf("%s: code %s, want %s", pod, code, want)
+		}
 	}
 	if len(plan.NoScaleUp) != 1+2 {
 		t.Fatalf("noScaleUp = %+v, want the big pod and 2 small ones", plan.NoScaleUp)

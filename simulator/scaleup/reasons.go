@@ -16,21 +16,20 @@ import (
 
 // explain says, per node group, why a pending pod does not trigger a
 // scale-up, in terms a person can act on.
-func (st *state) explain(pod *v1.Pod) string {
+func (st *state) explain(pod *v1.Pod) NoScaleUp {
+	out := NoScaleUp{Pod: RefOf(pod)}
 	kind := st.kinds.Of(pod)
 	for _, g := range st.groups {
 		if ferr := st.rejects[g.Name][kind]; ferr != nil && ferr.Never() {
-			return neverReason(ferr)
+			out.Code, out.Reason = NeverSchedulable, neverReason(ferr)
+			return out
 		}
 	}
-	if len(st.groups) == 0 {
-		return "no node group is configured, and no existing node has room"
-	}
-	var parts []string
 	for _, g := range st.groups {
-		parts = append(parts, st.groupReason(g, pod, kind))
+		out.NodeGroups = append(out.NodeGroups, st.groupReason(g, pod, kind))
 	}
-	return strings.Join(parts, "; ")
+	out.Code, out.Reason = reasonOf(out.NodeGroups)
+	return out
 }
 
 func neverReason(ferr *harness.FitError) string {
@@ -43,24 +42,27 @@ func neverReason(ferr *harness.FitError) string {
 }
 
 // groupReason says why one node group does not take the pod.
-func (st *state) groupReason(g *nodegroup.NodeGroup, pod *v1.Pod, kind string) string {
+func (st *state) groupReason(g *nodegroup.NodeGroup, pod *v1.Pod, kind string) GroupReason {
+	reason := func(code ReasonCode, msg string) GroupReason {
+		return GroupReason{NodeGroup: g.Name, Code: code, Message: msg}
+	}
 	prefix := "node group " + g.Name + ": "
 	if ferr := st.rejects[g.Name][kind]; ferr != nil {
 		if why := st.resourceShortfall(g, pod); why != "" {
-			return prefix + why
+			return reason(InsufficientResource, prefix+why)
 		}
-		return prefix + pluginReasons(ferr)
+		return reason(PredicatesFailed, prefix+pluginReasons(ferr))
 	}
 	if st.p.MaxNodesTotal > 0 && st.p.Harness.Snapshot().NodeCount() >= st.p.MaxNodesTotal {
-		return prefix + fmt.Sprintf("--max-nodes-total %d reached", st.p.MaxNodesTotal)
+		return reason(MaxNodesTotalReached, prefix+fmt.Sprintf("--max-nodes-total %d reached", st.p.MaxNodesTotal))
 	}
 	if st.room(g) <= 0 {
-		return fmt.Sprintf("node group %s is at max size %d", g.Name, g.Spec.MaxSize)
+		return reason(MaxSizeReached, fmt.Sprintf("node group %s is at max size %d", g.Name, g.Spec.MaxSize))
 	}
 	if st.held[g.Name][kind] {
-		return prefix + "not opening a node whose devices would sit idle for a pod that uses none; groups without devices take such pods"
+		return reason(IdleDevicesAvoided, prefix+"not opening a node whose devices would sit idle for a pod that uses none; groups without devices take such pods")
 	}
-	return prefix + "would fit a new node, but the expander chose other groups until none could help"
+	return reason(NotChosen, prefix+"would fit a new node, but the expander chose other groups until none could help")
 }
 
 // resourceShortfall names the first resource the pod needs more of than an

@@ -65,7 +65,7 @@ func TestPlannerFidelity(t *testing.T) {
 	predicted := map[string]string{}
 	predictedDevices := map[string]int{}
 	for _, pl := range res.Plan.ExistingNodes {
-		predicted[strings.TrimPrefix(pl.Pod, e.ns+"/")] = pl.Node
+		predicted[pl.Pod.Name] = pl.Node
 		predictedDevices[pl.Node] += len(pl.Devices)
 	}
 	// 17 devices for 18 asked: every two-GPU pod fits (2+3+4+8 devices

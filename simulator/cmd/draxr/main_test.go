@@ -73,7 +73,7 @@ func TestSimulateBuiltinJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The built-in example's giant-model asks for 9 GPUs; no node has 9.
-	if len(plan.NoScaleUp) != 1 || plan.NoScaleUp[0].Pod != "ml/giant-model" {
+	if len(plan.NoScaleUp) != 1 || plan.NoScaleUp[0].Pod.String() != "ml/giant-model" {
 		t.Errorf("noScaleUp = %+v, want only ml/giant-model", plan.NoScaleUp)
 	}
 

@@ -1,0 +1,94 @@
+package scaleup
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// PodRef names a pod of the plan. The live loop finds the pod by UID; a
+// report prints it as namespace/name.
+type PodRef struct {
+	Namespace string
+	Name      string
+	UID       types.UID
+}
+
+// RefOf returns the pod's reference.
+func RefOf(pod *v1.Pod) PodRef {
+	return PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}
+}
+
+func (r PodRef) String() string { return r.Namespace + "/" + r.Name }
+
+// MarshalJSON writes "namespace/name": reports and scripts read that.
+func (r PodRef) MarshalJSON() ([]byte, error) { return json.Marshal(r.String()) }
+
+// UnmarshalJSON reads "namespace/name" (the UID is not printed).
+func (r *PodRef) UnmarshalJSON(data []byte) error {
+	var s string
+	if err := json.Unmarshal(data, &s); err != nil {
+		return err
+	}
+	ns, name, ok := strings.Cut(s, "/")
+	if !ok {
+		return fmt.Errorf("pod reference %q: want namespace/name", s)
+	}
+	*r = PodRef{Namespace: ns, Name: name}
+	return nil
+}
+
+// ReasonCode says, stably, why a pod does not get a scale-up; scripts and
+// the live loop's events key on it, people read the message.
+type ReasonCode string
+
+const (
+	// NoNodeGroups: nothing is configured that could grow.
+	NoNodeGroups ReasonCode = "NoNodeGroups"
+	// NeverSchedulable: no node of any shape could take the pod (for
+	// example more than 32 DRA-backed devices in one pod).
+	NeverSchedulable ReasonCode = "NeverSchedulable"
+	// InsufficientResource: an empty new node offers less than the pod asks.
+	InsufficientResource ReasonCode = "InsufficientResource"
+	// PredicatesFailed: the scheduler's filters reject a new node.
+	PredicatesFailed ReasonCode = "PredicatesFailed"
+	// MaxNodesTotalReached: --max-nodes-total is reached.
+	MaxNodesTotalReached ReasonCode = "MaxNodesTotalReached"
+	// MaxSizeReached: the group is at its max size.
+	MaxSizeReached ReasonCode = "MaxSizeReached"
+	// IdleDevicesAvoided: a device node is not opened for a pod that uses
+	// no devices.
+	IdleDevicesAvoided ReasonCode = "IdleDevicesAvoided"
+	// NotChosen: a new node would fit, but the expander chose other groups
+	// until none could help.
+	NotChosen ReasonCode = "NotChosen"
+	// MultipleReasons: node groups decline for different reasons; see
+	// NoScaleUp.NodeGroups.
+	MultipleReasons ReasonCode = "MultipleReasons"
+)
+
+// GroupReason is why one node group does not take a pod.
+type GroupReason struct {
+	NodeGroup string     `json:"nodeGroup"`
+	Code      ReasonCode `json:"code"`
+	Message   string     `json:"message"`
+}
+
+// reasonOf sums up per-group reasons into one code and one message.
+func reasonOf(groups []GroupReason) (ReasonCode, string) {
+	if len(groups) == 0 {
+		return NoNodeGroups, "no node group is configured, and no existing node has room"
+	}
+	code := groups[0].Code
+	parts := make([]string, len(groups))
+	for i, g := range groups {
+		parts[i] = g.Message
+		if g.Code != code {
+			code = MultipleReasons
+		}
+	}
+	return code, strings.Join(parts, "; ")
+}
