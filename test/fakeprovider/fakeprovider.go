@@ -17,12 +17,14 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
 
-	"draxr.dev/draxr/autoscaler/clusterstate"
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/simulator/nodegroup"
 )
@@ -130,39 +132,34 @@ func (p *Provider) Advance(ctx context.Context) error {
 }
 
 // Synced says whether the listers show the API server's nodes and
-// ResourceSlices (same resource versions): tests wait on it after Advance
-// so that a loop reads what Advance wrote.
-func (p *Provider) Synced(ctx context.Context, l clusterstate.Listers) bool {
+// ResourceSlices as they are: tests wait on it after Advance so that a
+// loop reads what Advance wrote. (The fake clientset keeps no resource
+// versions, so objects are compared whole.)
+func (p *Provider) Synced(ctx context.Context, nodeLister corelisters.NodeLister, sliceLister resourcelisters.ResourceSliceLister) bool {
 	nodes, err := p.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return false
 	}
-	cachedNodes, err := l.Nodes.List(labels.Everything())
+	cachedNodes, err := nodeLister.List(labels.Everything())
 	if err != nil || len(cachedNodes) != len(nodes.Items) {
 		return false
 	}
-	rv := map[string]string{}
-	for _, n := range cachedNodes {
-		rv["node/"+n.Name] = n.ResourceVersion
+	for i := range nodes.Items {
+		cached, err := nodeLister.Get(nodes.Items[i].Name)
+		if err != nil || !apiequality.Semantic.DeepEqual(cached, &nodes.Items[i]) {
+			return false
+		}
 	}
 	slices, err := p.client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return false
 	}
-	cachedSlices, err := l.Slices.List(labels.Everything())
+	cachedSlices, err := sliceLister.List(labels.Everything())
 	if err != nil || len(cachedSlices) != len(slices.Items) {
 		return false
 	}
-	for _, s := range cachedSlices {
-		rv["slice/"+s.Name] = s.ResourceVersion
-	}
-	for _, n := range nodes.Items {
-		if v, ok := rv["node/"+n.Name]; !ok || v != n.ResourceVersion {
-			return false
-		}
-	}
-	for _, s := range slices.Items {
-		if v, ok := rv["slice/"+s.Name]; !ok || v != s.ResourceVersion {
+	for i := range slices.Items {
+		if _, err := sliceLister.Get(slices.Items[i].Name); err != nil {
 			return false
 		}
 	}
