@@ -117,7 +117,9 @@ func (r *Registry) backoff(group string, reason backoff.Reason, now time.Time) t
 }
 
 // Event records a cluster-level event (on the status ConfigMap).
-func (r *Registry) Event(typ, reason, format string, args ...any) { r.event(typ, reason, format, args...) }
+func (r *Registry) Event(typ, reason, format string, args ...any) {
+	r.event(typ, reason, format, args...)
+}
 
 func (r *Registry) event(typ, reason, format string, args ...any) {
 	if r.cfg.Recorder != nil && r.cfg.EventObject != nil {
