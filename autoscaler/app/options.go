@@ -31,6 +31,9 @@ type options struct {
 	statusConfigMap         string
 	leaderElectLeaseName    string
 	leaderElectLeaseTimeout time.Duration
+
+	// Failure model, health and leader election (options_failure.go).
+	failureOptions
 }
 
 func (o *options) addFlags(fs *pflag.FlagSet) {
@@ -55,6 +58,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.statusConfigMap, "status-config-map-name", "draxr-autoscaler-status", "status ConfigMap name, empty to disable")
 	fs.StringVar(&o.leaderElectLeaseName, "leader-elect-resource-name", "draxr-autoscaler", "leader lease name")
 	fs.DurationVar(&o.leaderElectLeaseTimeout, "leader-elect-lease-duration", 15*time.Second, "leader lease duration")
+	o.failureOptions.addFlags(fs)
 }
 
 func (o *options) validate() error {
@@ -70,5 +74,5 @@ func (o *options) validate() error {
 	case len(o.nodeGroupConfig) == 0:
 		return fmt.Errorf("--node-group-config is required: the local provider's NodeGroup objects")
 	}
-	return nil
+	return o.failureOptions.validate(o.leaderElectLeaseTimeout)
 }

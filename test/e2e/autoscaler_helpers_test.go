@@ -10,6 +10,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
@@ -84,6 +86,7 @@ func (e *env) autoscalerBinary(binary, nodeGroups string, extra ...string) (*pro
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	e.grantPerTestNames()
 	port, err := freePort()
 	if err != nil {
 		e.t.Fatal(err)
@@ -107,6 +110,29 @@ func (e *env) autoscalerBinary(binary, nodeGroups string, extra ...string) (*pro
 		p.Stop(10 * time.Second)
 	})
 	return p, fmt.Sprintf("127.0.0.1:%d", port)
+}
+
+// grantPerTestNames lets the autoscaler's ServiceAccount use this test's
+// own status ConfigMap and lease: the shipped Role names only the default
+// ones (resourceNames), and tests run side by side.
+func (e *env) grantPerTestNames() {
+	e.t.Helper()
+	name := "draxr-autoscaler-e2e-" + e.name
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"draxr-autoscaler-status-" + e.name},
+			Verbs: []string{"get", "update", "delete"}},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{"draxr-autoscaler-" + e.name},
+			Verbs: []string{"get", "update"}},
+	}}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "draxr-autoscaler", Namespace: "kube-system"}}}
+	if _, err := cp.Client.RbacV1().Roles("kube-system").Create(e.ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		e.t.Fatal(err)
+	}
+	if _, err := cp.Client.RbacV1().RoleBindings("kube-system").Create(e.ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		e.t.Fatal(err)
+	}
 }
 
 // groupNodes lists the nodes of a group.
