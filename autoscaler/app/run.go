@@ -128,7 +128,7 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 			UtilizationThreshold: o.scaleDownUtilization, DelayAfterAdd: o.scaleDownDelayAfterAdd},
 		Recorder:        broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "draxr-autoscaler"}),
 		StatusNamespace: o.namespace, StatusName: o.statusConfigMap,
-		ClusterState:    o.failureOptions.clusterState(),
+		ClusterState: o.failureOptions.clusterState(),
 	})
 
 	check := health.New(o.maxInactivity, o.maxFailingTime, o.maxStartupTime, nil)
