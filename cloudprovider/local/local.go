@@ -68,17 +68,27 @@ type Provider struct {
 
 var _ cloudprovider.Provider = &Provider{}
 
-// New returns a provider for the groups.
-func New(opts Options) *Provider {
+// New returns a provider for the groups; a group with an invalid
+// NodeReadyDelayAnnotation is an error naming the group.
+func New(opts Options) (*Provider, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
 	p := &Provider{opts: opts, nodes: map[string][]*v1.Node{}, published: map[string]bool{}}
 	for _, g := range opts.Groups {
-		p.groups = append(p.groups, &group{p: p, cfg: g})
+		grp := &group{p: p, cfg: g}
+		if v, ok := g.Annotations[NodeReadyDelayAnnotation]; ok && v != "never" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 {
+				return nil, fmt.Errorf("NodeGroup %s: metadata.annotations[%s]: want a non-negative duration or \"never\", got %q",
+					g.Name, NodeReadyDelayAnnotation, v)
+			}
+			grp.readyDelay = d
+		}
+		p.groups = append(p.groups, grp)
 	}
 	sort.Slice(p.groups, func(i, j int) bool { return p.groups[i].cfg.Name < p.groups[j].cfg.Name })
-	return p
+	return p, nil
 }
 
 // NodeGroups implements cloudprovider.Provider.
@@ -142,6 +152,8 @@ func (p *Provider) groupNodes(name string) []*v1.Node {
 type group struct {
 	p   *Provider
 	cfg *nodegroup.NodeGroup
+	// readyDelay is NodeReadyDelayAnnotation's duration, when set.
+	readyDelay time.Duration
 }
 
 func (g *group) Id() string   { return g.cfg.Name }
