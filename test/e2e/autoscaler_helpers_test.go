@@ -26,6 +26,8 @@ import (
 type groupSpec struct {
 	name          string
 	min, max      int
+	cpu           int64             // template cores, 32 when 0
+	annotations   map[string]string // on the NodeGroup
 	draDevices    int   // devices published by the group's DRA driver
 	pluginDevices int64 // devices in allocatable (device plugin)
 }
@@ -36,15 +38,19 @@ func (e *env) nodeGroups(groups ...groupSpec) string {
 	e.t.Helper()
 	var docs []string
 	for _, g := range groups {
-		tmpl := fx.Node("template", 32, 128, nil)
+		cpu := g.cpu
+		if cpu == 0 {
+			cpu = 32
+		}
+		tmpl := fx.Node("template", cpu, 128, nil)
 		if g.pluginDevices > 0 {
-			tmpl = fx.Node("template", 32, 128, fx.GPUs(e.resource, g.pluginDevices))
+			tmpl = fx.Node("template", cpu, 128, fx.GPUs(e.resource, g.pluginDevices))
 		}
 		tmpl.Name, tmpl.UID = "", ""
 		tmpl.Labels = map[string]string{"e2e-test": e.name}
 		tmpl.Status.Conditions = nil
 		ng := nodegroup.NodeGroup{TypeMeta: metav1.TypeMeta{APIVersion: nodegroup.APIVersion, Kind: nodegroup.Kind},
-			ObjectMeta: metav1.ObjectMeta{Name: g.name},
+			ObjectMeta: metav1.ObjectMeta{Name: g.name, Annotations: g.annotations},
 			Spec:       nodegroup.Spec{MinSize: g.min, MaxSize: g.max, Template: *tmpl}}
 		if g.draDevices > 0 {
 			ng.Spec.ResourceSlices = append(ng.Spec.ResourceSlices, fx.DeviceSlice("x", e.driver, g.draDevices, "gpu").Spec)

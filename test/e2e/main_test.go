@@ -38,6 +38,10 @@ func run(m *testing.M) int {
 		return 1
 	}
 	bins = filepath.Join(root, ".cache", "e2e-bin")
+	if dir := os.Getenv("DRAXR_E2E_BIN"); dir != "" {
+		// Worktrees share .cache; their own binaries go elsewhere.
+		bins = dir
+	}
 	if out, err := goCmd("build", "-o", bins+"/", "./scheduler/cmd/draxr-scheduler", "./autoscaler/cmd/draxr-autoscaler", "./test/cmd/draxr-autoscaler-testnodes").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: build draxr binaries: %v\n%s", err, out)
 		return 1
