@@ -138,6 +138,11 @@ func TestProviderErrorBacksOffThenRetries(t *testing.T) {
 		t.Errorf("FailedScaleUp events = %d, want 4; FailedToScaleUpGroup seen = %v", failed, groupEvent)
 	}
 
+	cm, err := a.cfg.Client.CoreV1().ConfigMaps("kube-system").Get(context.Background(), "draxr-autoscaler-status", metav1.GetOptions{})
+	if err != nil || !strings.Contains(cm.Data["status"], "status: Backoff") || !strings.Contains(cm.Data["status"], "QUOTA_EXCEEDED") {
+		t.Errorf("status ConfigMap = %v (%v), want gpu in Backoff with the error code", cm, err)
+	}
+
 	now = now.Add(4 * time.Minute) // backed off: not asked again
 	res, err = a.RunOnce(context.Background())
 	if err != nil || res.ScaleUp != nil {
