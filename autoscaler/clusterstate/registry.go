@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"draxr.dev/draxr/autoscaler/backoff"
+	"draxr.dev/draxr/autoscaler/metrics"
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/simulator/input"
 	"draxr.dev/draxr/simulator/nodegroup"
@@ -110,6 +111,7 @@ func (r *Registry) BackoffStatus(group string, now time.Time) backoff.Status {
 }
 
 func (r *Registry) backoff(group string, reason backoff.Reason, now time.Time) time.Time {
+	metrics.FailedScaleUps.WithLabelValues(reason.Code).Inc()
 	if r.cfg.Backoff == nil {
 		return now
 	}

@@ -16,8 +16,10 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/component-base/metrics/testutil"
 
 	"draxr.dev/draxr/autoscaler/clusterstate"
+	"draxr.dev/draxr/autoscaler/metrics"
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/cloudprovider/mocks"
 	"draxr.dev/draxr/simulator/expander"
@@ -120,7 +122,11 @@ func TestProviderErrorBacksOffThenRetries(t *testing.T) {
 		group.EXPECT().IncreaseSize(gomock.Any(), 1).Return(cloudprovider.OutOfResources("QUOTA_EXCEEDED", "quota exceeded")),
 		group.EXPECT().IncreaseSize(gomock.Any(), 1).Return(nil),
 	)
+	failedBefore, _ := testutil.GetCounterMetricValue(metrics.FailedScaleUps.WithLabelValues("QUOTA_EXCEEDED"))
 	res, err := a.RunOnce(context.Background())
+	if failed, _ := testutil.GetCounterMetricValue(metrics.FailedScaleUps.WithLabelValues("QUOTA_EXCEEDED")); failed != failedBefore+1 {
+		t.Errorf("failed_scale_ups_total{reason=QUOTA_EXCEEDED} = %v, want %v", failed, failedBefore+1)
+	}
 	if err == nil || !strings.Contains(err.Error(), "scale up node group gpu by 1: OutOfResource.QUOTA_EXCEEDED: quota exceeded") {
 		t.Fatalf("first loop error = %v", err)
 	}
