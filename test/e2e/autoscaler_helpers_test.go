@@ -28,8 +28,8 @@ type groupSpec struct {
 	min, max      int
 	cpu           int64             // template cores, 32 when 0
 	annotations   map[string]string // on the NodeGroup
-	draDevices    int   // devices published by the group's DRA driver
-	pluginDevices int64 // devices in allocatable (device plugin)
+	draDevices    int               // devices published by the group's DRA driver
+	pluginDevices int64             // devices in allocatable (device plugin)
 }
 
 // nodeGroups writes NodeGroup objects whose nodes carry the env's label,
