@@ -6,6 +6,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"draxr.dev/draxr/autoscaler/core"
+	"draxr.dev/draxr/simulator/drainability"
 	"draxr.dev/draxr/simulator/expander"
 )
 
@@ -34,12 +36,78 @@ type options struct {
 
 	// Failure model, health and leader election (options_failure.go).
 	failureOptions
+	scaleDownSafety
+}
+
+// scaleDownSafety are CA's flags on which nodes may go and how they are
+// removed (CA's names and defaults).
+type scaleDownSafety struct {
+	skipNodesWithLocalStorage         bool
+	skipNodesWithSystemPods           bool
+	skipNodesWithCustomControllerPods bool
+	maxGracefulTerminationSec         int
+	scaleDownDelayAfterDelete         time.Duration
+	scaleDownDelayAfterFailure        time.Duration
+	scaleDownUnreadyTime              time.Duration
+	maxScaleDownParallelism           int
+	maxDrainParallelism               int
+}
+
+func (o *scaleDownSafety) addFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.skipNodesWithLocalStorage, "skip-nodes-with-local-storage", true,
+		"if true, nodes with pods using local storage (emptyDir or hostPath, unless listed in the pod annotation cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes) are never removed")
+	fs.BoolVar(&o.skipNodesWithSystemPods, "skip-nodes-with-system-pods", true,
+		"if true, nodes with kube-system pods (except DaemonSet and mirror pods) that no PodDisruptionBudget covers are never removed")
+	fs.BoolVar(&o.skipNodesWithCustomControllerPods, "skip-nodes-with-custom-controller-pods", true,
+		"if true, nodes with pods owned by controllers other than ReplicaSet, StatefulSet, Job and ReplicationController are never removed")
+	fs.IntVar(&o.maxGracefulTerminationSec, "max-graceful-termination-sec", 600,
+		"maximum seconds to wait for evicted pods to terminate before the node is deleted")
+	fs.DurationVar(&o.scaleDownDelayAfterDelete, "scale-down-delay-after-delete", 0,
+		"how long after a node removal scale-down resumes")
+	fs.DurationVar(&o.scaleDownDelayAfterFailure, "scale-down-delay-after-failure", 3*time.Minute,
+		"how long after a failed node removal scale-down resumes")
+	fs.DurationVar(&o.scaleDownUnreadyTime, "scale-down-unready-time", 20*time.Minute,
+		"how long a node must be unready before it is removed")
+	fs.IntVar(&o.maxScaleDownParallelism, "max-scale-down-parallelism", 10,
+		"maximum number of nodes (empty or needing a drain) removed at the same time")
+	fs.IntVar(&o.maxDrainParallelism, "max-drain-parallelism", 1,
+		"maximum number of nodes needing a drain removed at the same time")
+}
+
+func (o *scaleDownSafety) validate() error {
+	switch {
+	case o.maxGracefulTerminationSec < 0:
+		return fmt.Errorf("--max-graceful-termination-sec must be >= 0, got %d", o.maxGracefulTerminationSec)
+	case o.scaleDownDelayAfterDelete < 0:
+		return fmt.Errorf("--scale-down-delay-after-delete must be >= 0, got %s", o.scaleDownDelayAfterDelete)
+	case o.scaleDownDelayAfterFailure < 0:
+		return fmt.Errorf("--scale-down-delay-after-failure must be >= 0, got %s", o.scaleDownDelayAfterFailure)
+	case o.scaleDownUnreadyTime < 0:
+		return fmt.Errorf("--scale-down-unready-time must be >= 0, got %s", o.scaleDownUnreadyTime)
+	case o.maxScaleDownParallelism < 1:
+		return fmt.Errorf("--max-scale-down-parallelism must be >= 1, got %d", o.maxScaleDownParallelism)
+	case o.maxDrainParallelism < 1:
+		return fmt.Errorf("--max-drain-parallelism must be >= 1, got %d", o.maxDrainParallelism)
+	}
+	return nil
+}
+
+// actuation is the loop's view of these flags.
+func (o *scaleDownSafety) actuation() core.ScaleDownActuation {
+	return core.ScaleDownActuation{
+		Drainability: drainability.Options{SkipNodesWithLocalStorage: o.skipNodesWithLocalStorage,
+			SkipNodesWithSystemPods: o.skipNodesWithSystemPods, SkipNodesWithCustomControllerPods: o.skipNodesWithCustomControllerPods},
+		DelayAfterDelete: o.scaleDownDelayAfterDelete, DelayAfterFailure: o.scaleDownDelayAfterFailure,
+		UnreadyTime:             o.scaleDownUnreadyTime,
+		MaxScaleDownParallelism: o.maxScaleDownParallelism, MaxDrainParallelism: o.maxDrainParallelism,
+		MaxGracefulTermination: time.Duration(o.maxGracefulTerminationSec) * time.Second,
+	}
 }
 
 func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; in-cluster configuration when empty")
 	fs.DurationVar(&o.scanInterval, "scan-interval", 10*time.Second, "how often the cluster is reevaluated")
-	fs.StringVar(&o.expander, "expander", "least-waste", fmt.Sprintf("node group choice: one of %v", expander.Names))
+	fs.StringVar(&o.expander, "expander", "least-waste", fmt.Sprintf("node group choice: one of %v, or a comma-separated chain applied in order as filters (random only last), e.g. priority,least-waste", expander.Names()))
 	fs.StringVar(&o.expanderPriorities, "expander-priorities", "", "priority expander config file (priority: [group-name regexps])")
 	fs.IntVar(&o.maxNodesTotal, "max-nodes-total", 0, "maximum number of nodes in all node groups, 0 for no limit")
 	fs.BoolVar(&o.scaleDownEnabled, "scale-down-enabled", true, "whether to remove unneeded nodes")
@@ -59,6 +127,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.leaderElectLeaseName, "leader-elect-resource-name", "draxr-autoscaler", "leader lease name")
 	fs.DurationVar(&o.leaderElectLeaseTimeout, "leader-elect-lease-duration", 15*time.Second, "leader lease duration")
 	o.failureOptions.addFlags(fs)
+	o.scaleDownSafety.addFlags(fs)
 }
 
 func (o *options) validate() error {
@@ -73,6 +142,9 @@ func (o *options) validate() error {
 		return fmt.Errorf("--cloud-provider %q is not supported (supported: local)", o.cloudProvider)
 	case len(o.nodeGroupConfig) == 0:
 		return fmt.Errorf("--node-group-config is required: the local provider's NodeGroup objects")
+	}
+	if err := o.scaleDownSafety.validate(); err != nil {
+		return err
 	}
 	return o.failureOptions.validate(o.leaderElectLeaseTimeout)
 }

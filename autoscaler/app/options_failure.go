@@ -90,8 +90,8 @@ func (o *failureOptions) validate(leaseDuration time.Duration) error {
 	return nil
 }
 
-func (o *failureOptions) clusterState() core.ClusterStateConfig {
-	return core.ClusterStateConfig{
+func (o *failureOptions) clusterState() *core.ClusterStateConfig {
+	return &core.ClusterStateConfig{
 		MaxNodeProvisionTime: o.maxNodeProvisionTime, MaxNodeStartupTime: o.maxNodeStartupTime,
 		OkTotalUnreadyCount: o.okTotalUnreadyCount, MaxTotalUnreadyPercentage: o.maxTotalUnreadyPercentage,
 		InitialBackoff: o.initialBackoff, MaxBackoff: o.maxBackoff, BackoffResetTimeout: o.backoffResetTimeout,

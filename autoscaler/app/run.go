@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -86,11 +85,7 @@ func NewCommand(exts ...Extension) *cobra.Command {
 
 func run(ctx context.Context, o *options, launcher local.Launcher) error {
 	logger := klog.FromContext(ctx)
-	cfg, err := restConfig(o.kubeconfig)
-	if err != nil {
-		return err
-	}
-	client, err := kubernetes.NewForConfig(cfg)
+	client, err := newClient(o.kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -105,13 +100,7 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 	if err != nil {
 		return err
 	}
-	var prio []byte
-	if o.expanderPriorities != "" {
-		if prio, err = os.ReadFile(o.expanderPriorities); err != nil {
-			return fmt.Errorf("--expander-priorities: %w", err)
-		}
-	}
-	exp, err := expander.New(o.expander, prio, time.Now().UnixNano())
+	exp, err := expander.NewFromFile(o.expander, o.expanderPriorities, time.Now().UnixNano())
 	if err != nil {
 		return err
 	}
@@ -129,7 +118,8 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 		Client: client, Listers: listers, Profile: profile, Expander: exp, MaxNodesTotal: o.maxNodesTotal,
 		Provider: provider,
 		ScaleDown: core.ScaleDownConfig{Enabled: o.scaleDownEnabled, UnneededTime: o.scaleDownUnneededTime,
-			UtilizationThreshold: o.scaleDownUtilization, DelayAfterAdd: o.scaleDownDelayAfterAdd},
+			UtilizationThreshold: o.scaleDownUtilization, DelayAfterAdd: o.scaleDownDelayAfterAdd,
+			ScaleDownActuation: o.scaleDownSafety.actuation()},
 		Recorder:        broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "draxr-autoscaler"}),
 		StatusNamespace: o.namespace, StatusName: o.statusConfigMap,
 		ClusterState: o.failureOptions.clusterState(),
@@ -234,11 +224,14 @@ func serve(ctx context.Context, l net.Listener, check http.Handler) {
 	}
 }
 
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig == "" {
-		return rest.InClusterConfig()
+// newClient connects with the kubeconfig file, or in-cluster credentials
+// when it is "" (client-go's BuildConfigFromFlags falls back to them).
+func newClient(kubeconfig string) (kubernetes.Interface, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
 	}
-	return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	return kubernetes.NewForConfig(cfg)
 }
 
 func loadProfile(path string) (*harnessProfile, error) {

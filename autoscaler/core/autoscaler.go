@@ -45,13 +45,14 @@ type Config struct {
 	Recorder      record.EventRecorder
 	// StatusNamespace/StatusName locate the status ConfigMap ("" skips it).
 	StatusNamespace, StatusName string
-	// ClusterState are the readiness, health and backoff rules.
-	ClusterState ClusterStateConfig
+	// ClusterState are the readiness, health and backoff rules; nil takes
+	// CA's defaults.
+	ClusterState *ClusterStateConfig
 	Now          func() time.Time
 }
 
 // ClusterStateConfig are CA's node readiness, cluster health and node
-// group backoff flags. Zero durations and percentage take CA's defaults.
+// group backoff flags. Zero durations take CA's defaults.
 type ClusterStateConfig struct {
 	MaxNodeProvisionTime      time.Duration
 	MaxNodeStartupTime        time.Duration
@@ -68,6 +69,7 @@ type ScaleDownConfig struct {
 	UnneededTime         time.Duration
 	UtilizationThreshold float64
 	DelayAfterAdd        time.Duration
+	ScaleDownActuation
 }
 
 // Autoscaler runs loops.
@@ -76,6 +78,7 @@ type Autoscaler struct {
 	unneededSince map[string]time.Time
 	lastScaleUp   time.Time
 	clusterState  *clusterstate.Registry
+	sd            *scaleDownState
 }
 
 // New returns an autoscaler.
@@ -84,15 +87,17 @@ func New(cfg Config) *Autoscaler {
 		cfg.Now = time.Now
 	}
 	metrics.Register()
-	cs := cfg.ClusterState
+	cfg.ScaleDown.ScaleDownActuation = withActuationDefaults(cfg.ScaleDown.ScaleDownActuation)
+	cs := ClusterStateConfig{OkTotalUnreadyCount: clusterstate.DefaultOkTotalUnreadyCount,
+		MaxTotalUnreadyPercentage: clusterstate.DefaultMaxTotalUnreadyPercentage}
+	if cfg.ClusterState != nil {
+		cs = *cfg.ClusterState
+	}
 	if cs.MaxNodeProvisionTime == 0 {
 		cs.MaxNodeProvisionTime = clusterstate.DefaultMaxNodeProvisionTime
 	}
 	if cs.MaxNodeStartupTime == 0 {
 		cs.MaxNodeStartupTime = clusterstate.DefaultMaxNodeStartupTime
-	}
-	if cs.MaxTotalUnreadyPercentage == 0 {
-		cs.MaxTotalUnreadyPercentage = clusterstate.DefaultMaxTotalUnreadyPercentage
 	}
 	statusName := cfg.StatusName
 	if statusName == "" {
@@ -107,7 +112,7 @@ func New(cfg Config) *Autoscaler {
 		EventObject: &v1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 			ObjectMeta: metav1.ObjectMeta{Name: statusName, Namespace: cfg.StatusNamespace}},
 	})
-	return &Autoscaler{cfg: cfg, unneededSince: map[string]time.Time{}, clusterState: registry}
+	return &Autoscaler{cfg: cfg, unneededSince: map[string]time.Time{}, sd: newScaleDownState(), clusterState: registry}
 }
 
 // LoopResult says what one loop decided and did.
@@ -147,6 +152,9 @@ func (a *Autoscaler) RunOnce(ctx context.Context) (*LoopResult, error) {
 		// One node or group: reported, the loop goes on for the others.
 		metrics.Errors.WithLabelValues("node-group").Inc()
 		logger.Error(err, "Cluster state")
+	}
+	if err := a.scaleDownHousekeeping(ctx, st); err != nil {
+		logger.Error(err, "Removing stale scale-down taints")
 	}
 	res := &LoopResult{Unschedulable: len(st.Unschedulable), Upcoming: st.Upcoming, GivenUp: st.GivenUp, Healthy: st.Healthy}
 	metrics.UnschedulablePods.Set(float64(len(st.Unschedulable)))

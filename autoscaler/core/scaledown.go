@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -13,48 +15,174 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
 
 	"draxr.dev/draxr/autoscaler/clusterstate"
 	"draxr.dev/draxr/autoscaler/metrics"
+	"draxr.dev/draxr/simulator/drainability"
 	"draxr.dev/draxr/simulator/scaledown"
 )
 
-// ScaleDownDisabledAnnotation on a node keeps it.
-const ScaleDownDisabledAnnotation = "draxr.dev/scale-down-disabled"
+// The Cluster Autoscaler's taints (CA pkg/utils/taints), so tools and
+// people that know CA read draxr's nodes the same way. Both carry the
+// Unix time they were set.
+const (
+	// ToBeDeletedTaint (NoSchedule) is on every node of a scale-down
+	// batch from before the first eviction until the node is gone, so an
+	// evicted pod never lands on the next node of the same batch.
+	ToBeDeletedTaint = "ToBeDeletedByClusterAutoscaler"
+	// DeletionCandidateTaint (PreferNoSchedule) marks nodes found
+	// unneeded, so the scheduler prefers other nodes while they wait.
+	DeletionCandidateTaint = "DeletionCandidateOfClusterAutoscaler"
+)
 
-// ToBeDeletedTaint keeps the scheduler from placing pods on a node that is
-// being drained, so evicted pods' replacements land elsewhere.
-const ToBeDeletedTaint = "draxr.dev/to-be-deleted"
+// Event reasons on nodes. ScaleDown, ScaleDownFailed and
+// ClusterAutoscalerCleanup are CA's; NoScaleDown carries CA's
+// UnremovableReason (e.g. "BlockedByPod: NotSafeToEvictAnnotation: ...")
+// for a node the drain rules keep, emitted when that reason changes.
+const (
+	EventScaleDown        = "ScaleDown"
+	EventScaleDownFailed  = "ScaleDownFailed"
+	EventCleanup          = "ClusterAutoscalerCleanup"
+	EventNoScaleDown      = "NoScaleDown"
+	nodeStartingGraceTime = 2 * time.Minute
+)
 
-// scaleDown finds nodes whose pods fit elsewhere, remembers since when,
-// and removes those unneeded for long enough, never below a group's min.
+// ScaleDownActuation are CA's flags on how nodes are removed. Zero values
+// take CA's defaults where a zero would stop scale-down altogether.
+type ScaleDownActuation struct {
+	// Drainability are the --skip-nodes-with-* flags.
+	Drainability drainability.Options
+	// DelayAfterDelete / DelayAfterFailure pause scale-down after a node
+	// was removed / a removal failed.
+	DelayAfterDelete, DelayAfterFailure time.Duration
+	// UnreadyTime: a node unready that long is removed whatever its use.
+	UnreadyTime time.Duration
+	// MaxScaleDownParallelism bounds nodes being removed at once (10),
+	// MaxDrainParallelism those among them that need evictions (1).
+	MaxScaleDownParallelism, MaxDrainParallelism int
+	// MaxGracefulTermination bounds the wait for evicted pods to go
+	// before the node is deleted anyway.
+	MaxGracefulTermination time.Duration
+	// PodGonePollInterval is how often a drain checks its evicted pods (1s).
+	PodGonePollInterval time.Duration
+}
+
+// withActuationDefaults fills CA's defaults for the limits whose zero
+// would stop scale-down or deletion waits altogether.
+func withActuationDefaults(c ScaleDownActuation) ScaleDownActuation {
+	if c.MaxScaleDownParallelism == 0 {
+		c.MaxScaleDownParallelism = 10
+	}
+	if c.MaxDrainParallelism == 0 {
+		c.MaxDrainParallelism = 1
+	}
+	if c.PodGonePollInterval == 0 {
+		c.PodGonePollInterval = time.Second
+	}
+	return c
+}
+
+// scaleDownState is what scale-down keeps between loops besides since
+// when nodes are unneeded; drains run in goroutines and update it.
+type scaleDownState struct {
+	mu sync.Mutex
+	// deleting: nodes of batches in flight -> whether they need a drain.
+	deleting                map[string]bool
+	lastDelete, lastFailure time.Time
+	// noScaleDown: the reason last emitted per node, so each change gives
+	// one event, not one per loop.
+	noScaleDown map[string]string
+	// unremovable: the last evaluation's kept candidates, for the status.
+	unremovable []scaledown.Rejection
+	drains      sync.WaitGroup
+}
+
+func newScaleDownState() *scaleDownState {
+	return &scaleDownState{deleting: map[string]bool{}, noScaleDown: map[string]string{}}
+}
+
+func (s *scaleDownState) isDeleting(node string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.deleting[node]
+	return ok
+}
+
+// waitForDrains blocks until every started node removal has finished.
+func (a *Autoscaler) waitForDrains() { a.sd.drains.Wait() }
+
+// scaleDownHousekeeping runs every loop, before anything else may taint:
+// ToBeDeleted taints on managed nodes no batch of this process is
+// removing were left by a crash or a failed removal and come off, so no
+// node stays unschedulable for good; with scale-down disabled, deletion
+// candidate taints come off too.
+func (a *Autoscaler) scaleDownHousekeeping(ctx context.Context, st *clusterstate.State) error {
+	nodes, err := a.cfg.Listers.Nodes.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, n := range nodes {
+		if st.GroupOf[n.Name] == "" {
+			continue // another autoscaler's or nobody's node
+		}
+		if hasTaint(n, ToBeDeletedTaint) && !a.sd.isDeleting(n.Name) {
+			node, err := a.setTaint(ctx, n.Name, ToBeDeletedTaint, v1.TaintEffectNoSchedule, false)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			a.cfg.Recorder.Eventf(node, v1.EventTypeNormal, EventCleanup, "removed %s taint left on a node no scale-down is removing", ToBeDeletedTaint)
+		}
+		if !a.cfg.ScaleDown.Enabled && hasTaint(n, DeletionCandidateTaint) {
+			if _, err := a.setTaint(ctx, n.Name, DeletionCandidateTaint, v1.TaintEffectPreferNoSchedule, false); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// scaleDown finds nodes whose pods may and can move elsewhere, remembers
+// since when, taints them as candidates, and starts removing those
+// unneeded (or unready) for long enough, never below a group's min.
 func (a *Autoscaler) scaleDown(ctx context.Context, st *clusterstate.State, res *LoopResult) error {
 	start := a.cfg.Now()
 	h, err := a.simulation(ctx, st)
 	if err != nil {
 		return err
 	}
-	pdbs := newPDBBudget(a.cfg.Listers)
-	removals, _ := scaledown.Find(h, scaledown.Options{
+	pdbs, err := a.pdbs()
+	if err != nil {
+		return err
+	}
+	checker := drainability.NewChecker(a.cfg.ScaleDown.Drainability, pdbs, start)
+	removals, rejections := scaledown.Find(h, scaledown.Options{
 		UtilizationThreshold: a.cfg.ScaleDown.UtilizationThreshold,
 		MayRemove: func(n *v1.Node) bool {
-			return st.Ready[n.Name] && st.GroupOf[n.Name] != "" && n.Annotations[ScaleDownDisabledAnnotation] != "true"
+			return st.Ready[n.Name] && st.GroupOf[n.Name] != "" && !a.sd.isDeleting(n.Name)
 		},
-		Movable: pdbs.movable,
+		Drainability: checker,
 	})
 	metrics.SimulationDuration.WithLabelValues("scale-down").Observe(time.Since(start).Seconds())
 
-	// Keep within min sizes, counting nodes already removed in this set.
+	// Keep within min sizes, counting nodes being removed already.
 	size := map[string]int{}
 	for node, g := range st.GroupOf {
-		if st.Ready[node] {
+		if st.Ready[node] && !a.sd.isDeleting(node) {
 			size[g]++
 		}
 	}
 	now := a.cfg.Now()
 	unneeded := map[string]bool{}
-	var due []string
+	type dueNode struct {
+		name  string
+		drain bool
+	}
+	var due []dueNode
 	for _, r := range removals {
 		g := st.GroupOf[r.Node]
 		if min := a.group(g).MinSize(); size[g]+st.Upcoming[g] <= min {
@@ -69,140 +197,382 @@ func (a *Autoscaler) scaleDown(ctx context.Context, st *clusterstate.State, res 
 			since = now
 		}
 		if now.Sub(since) >= a.cfg.ScaleDown.UnneededTime {
-			due = append(due, r.Node)
+			due = append(due, dueNode{r.Node, len(r.Moves) > 0})
 		}
+	}
+	unready, unreadyRejections, err := a.unreadyDue(st, checker, now)
+	if err != nil {
+		return err
+	}
+	rejections = append(rejections, unreadyRejections...)
+	for _, name := range unready {
+		g := st.GroupOf[name]
+		if min := a.group(g).MinSize(); size[g]+st.Upcoming[g] <= min {
+			continue
+		}
+		size[g]--
+		due = append(due, dueNode{name, true})
 	}
 	for node := range a.unneededSince {
 		if !unneeded[node] {
 			delete(a.unneededSince, node)
 		}
 	}
+	a.reportUnremovable(rejections)
+
 	var errs []error
-	for _, node := range due {
-		if err := a.removeNode(ctx, node, st.GroupOf[node]); err != nil {
-			metrics.Errors.WithLabelValues("scale-down").Inc()
-			errs = append(errs, err)
+	if err := a.markCandidates(ctx, st, unneeded); err != nil {
+		errs = append(errs, err)
+	}
+	if len(due) == 0 {
+		return errors.Join(errs...)
+	}
+	a.sd.mu.Lock()
+	cooldown := ""
+	switch {
+	case now.Sub(a.sd.lastDelete) < a.cfg.ScaleDown.DelayAfterDelete:
+		cooldown = "--scale-down-delay-after-delete"
+	case now.Sub(a.sd.lastFailure) < a.cfg.ScaleDown.DelayAfterFailure:
+		cooldown = "--scale-down-delay-after-failure"
+	}
+	// Pick the batch within the parallelism limits, counting removals
+	// still in flight.
+	total, drains := len(a.sd.deleting), 0
+	for _, d := range a.sd.deleting {
+		if d {
+			drains++
+		}
+	}
+	var batch []dueNode
+	for _, d := range due {
+		if cooldown != "" || total >= a.cfg.ScaleDown.MaxScaleDownParallelism {
+			break
+		}
+		if d.drain && drains >= a.cfg.ScaleDown.MaxDrainParallelism {
 			continue
 		}
-		delete(a.unneededSince, node)
-		res.Removed = append(res.Removed, node)
+		batch = append(batch, d)
+		a.sd.deleting[d.name] = d.drain
+		total++
+		if d.drain {
+			drains++
+		}
+	}
+	a.sd.mu.Unlock()
+	if cooldown != "" {
+		klog.FromContext(ctx).V(2).Info("Scale-down in cooldown", "flag", cooldown, "due", len(due))
+		return errors.Join(errs...)
+	}
+
+	// Every node of the batch is tainted before the first eviction, so no
+	// evicted pod is placed on a node about to go.
+	var tainted []*v1.Node
+	for _, d := range batch {
+		node, err := a.setTaint(ctx, d.name, ToBeDeletedTaint, v1.TaintEffectNoSchedule, true)
+		if err != nil {
+			errs = append(errs, err)
+			a.finishRemoval(d.name, false)
+			continue
+		}
+		tainted = append(tainted, node)
+	}
+	for _, node := range tainted {
+		delete(a.unneededSince, node.Name)
+		res.Removed = append(res.Removed, node.Name)
+		a.sd.drains.Add(1)
+		go func(node *v1.Node, group string) {
+			defer a.sd.drains.Done()
+			if err := a.removeNode(ctx, node, group); err != nil {
+				klog.FromContext(ctx).Error(err, "Scale-down failed", "node", node.Name)
+			}
+		}(node, st.GroupOf[node.Name])
 	}
 	return errors.Join(errs...)
 }
 
-// removeNode taints the node, evicts its pods (the Eviction API enforces
-// PodDisruptionBudgets) and deletes the node through the provider. If the
-// drain fails the taint comes off and the node stays.
-func (a *Autoscaler) removeNode(ctx context.Context, nodeName, group string) (err error) {
-	node, err := a.setToBeDeleted(ctx, nodeName, true)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			if _, untaintErr := a.setToBeDeleted(ctx, nodeName, false); untaintErr != nil {
-				err = errors.Join(err, untaintErr)
-			}
-		}
-	}()
-	pods, err := a.cfg.Listers.Pods.List(labels.Everything())
-	if err != nil {
-		return err
-	}
-	var moved []string
-	for _, p := range pods {
-		if p.Spec.NodeName != nodeName || p.DeletionTimestamp != nil || daemonOrMirror(p) {
+// unreadyDue returns managed nodes unready for --scale-down-unready-time
+// (CA removes those whatever their use), and those of them the drain
+// rules keep. Nodes that never became Ready are left to the start-up
+// timeouts.
+func (a *Autoscaler) unreadyDue(st *clusterstate.State, checker *drainability.Checker, now time.Time) ([]string, []scaledown.Rejection, error) {
+	var due []string
+	var kept []scaledown.Rejection
+	for name := range st.GroupOf {
+		if st.Ready[name] || a.sd.isDeleting(name) {
 			continue
 		}
+		node, err := a.cfg.Listers.Nodes.Get(name)
+		if err != nil {
+			continue
+		}
+		since, ok := unreadySince(node)
+		if !ok || now.Sub(since) < a.cfg.ScaleDown.UnreadyTime {
+			continue
+		}
+		pods, err := a.podsOn(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		if d := checker.Node(node, pods); d.Blocked != nil {
+			kept = append(kept, scaledown.Rejection{Node: name, Code: string(d.Blocked.Reason), Reason: d.Blocked.String(), Blocked: d.Blocked})
+			continue
+		}
+		due = append(due, name)
+	}
+	sort.Strings(due)
+	return due, kept, nil
+}
+
+// unreadySince is when a node that had been running became unready; a
+// node whose readiness last changed within two minutes of its creation is
+// still starting (as CA tells them apart).
+func unreadySince(n *v1.Node) (time.Time, bool) {
+	for _, c := range n.Status.Conditions {
+		if c.Type != v1.NodeReady {
+			continue
+		}
+		if c.Status == v1.ConditionTrue || c.LastTransitionTime.Sub(n.CreationTimestamp.Time) < nodeStartingGraceTime {
+			return time.Time{}, false
+		}
+		return c.LastTransitionTime.Time, true
+	}
+	return time.Time{}, false
+}
+
+// reportUnremovable keeps the kept candidates for the status ConfigMap
+// and emits NoScaleDown on a node when its reason changes.
+func (a *Autoscaler) reportUnremovable(rejections []scaledown.Rejection) {
+	var kept []scaledown.Rejection
+	current := map[string]bool{}
+	for _, r := range rejections {
+		if r.Code == scaledown.NotUnderutilized {
+			continue
+		}
+		kept = append(kept, r)
+		current[r.Node] = true
+		if a.sd.noScaleDown[r.Node] == r.Reason {
+			continue
+		}
+		a.sd.noScaleDown[r.Node] = r.Reason
+		if node, err := a.cfg.Listers.Nodes.Get(r.Node); err == nil {
+			a.cfg.Recorder.Eventf(node, v1.EventTypeNormal, EventNoScaleDown, "node cannot be removed: %s", r.Reason)
+		}
+	}
+	for node := range a.sd.noScaleDown {
+		if !current[node] {
+			delete(a.sd.noScaleDown, node)
+		}
+	}
+	sort.Slice(kept, func(i, j int) bool { return kept[i].Node < kept[j].Node })
+	a.sd.mu.Lock()
+	a.sd.unremovable = kept
+	a.sd.mu.Unlock()
+}
+
+// markCandidates puts DeletionCandidateTaint on unneeded nodes and takes
+// it off managed nodes that are no longer unneeded.
+func (a *Autoscaler) markCandidates(ctx context.Context, st *clusterstate.State, unneeded map[string]bool) error {
+	nodes, err := a.cfg.Listers.Nodes.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, n := range nodes {
+		if st.GroupOf[n.Name] == "" || a.sd.isDeleting(n.Name) {
+			continue
+		}
+		if want := unneeded[n.Name]; want != hasTaint(n, DeletionCandidateTaint) {
+			if _, err := a.setTaint(ctx, n.Name, DeletionCandidateTaint, v1.TaintEffectPreferNoSchedule, want); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeNode evicts the node's pods (the Eviction API enforces
+// PodDisruptionBudgets), waits until they have terminated or
+// --max-graceful-termination-sec has passed, and deletes the node through
+// the provider. On failure the ToBeDeleted taint comes off and the node
+// stays.
+func (a *Autoscaler) removeNode(ctx context.Context, node *v1.Node, group string) (err error) {
+	defer func() {
+		if err != nil {
+			metrics.Errors.WithLabelValues("scale-down").Inc()
+			if untainted, untaintErr := a.setTaint(ctx, node.Name, ToBeDeletedTaint, v1.TaintEffectNoSchedule, false); untaintErr != nil {
+				err = errors.Join(err, untaintErr)
+			} else {
+				node = untainted
+			}
+			a.cfg.Recorder.Eventf(node, v1.EventTypeWarning, EventScaleDownFailed, "failed to remove node: %v", err)
+		}
+		a.finishRemoval(node.Name, err == nil)
+	}()
+	pods, err := a.podsOn(node.Name)
+	if err != nil {
+		return err
+	}
+	pdbs, err := a.pdbs()
+	if err != nil {
+		return err
+	}
+	// The rules again, on the pods there now: one may have arrived since
+	// the simulation.
+	d := drainability.NewChecker(a.cfg.ScaleDown.Drainability, pdbs, a.cfg.Now()).Node(node, pods)
+	if d.Blocked != nil {
+		return fmt.Errorf("node %s: %s", node.Name, d.Blocked)
+	}
+	var evicted []*v1.Pod
+	for _, p := range append(d.Move, d.Evict...) {
 		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
 		if err := a.cfg.Client.PolicyV1().Evictions(p.Namespace).Evict(ctx, ev); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("node %s: evict %s/%s: %w", nodeName, p.Namespace, p.Name, err)
+			return fmt.Errorf("node %s: evict %s/%s: %w", node.Name, p.Namespace, p.Name, err)
 		}
-		moved = append(moved, p.Namespace+"/"+p.Name)
+		a.cfg.Recorder.Eventf(p, v1.EventTypeNormal, EventScaleDown, "deleting pod for node scale down")
+		evicted = append(evicted, p)
 	}
+	a.waitPodsGone(ctx, node.Name, evicted)
 	if err := a.group(group).DeleteNodes(ctx, []*v1.Node{node}); err != nil {
-		return fmt.Errorf("node %s: delete: %w", nodeName, err)
+		return fmt.Errorf("node %s: delete: %w", node.Name, err)
 	}
 	metrics.ScaleDowns.WithLabelValues(group).Inc()
+	moved := make([]string, 0, len(evicted))
+	for _, p := range evicted {
+		moved = append(moved, p.Namespace+"/"+p.Name)
+	}
 	sort.Strings(moved)
-	a.cfg.Recorder.Eventf(node, v1.EventTypeNormal, "ScaleDown", "node removed by draxr-autoscaler: unneeded for %s; evicted pods: [%s]",
+	a.cfg.Recorder.Eventf(node, v1.EventTypeNormal, EventScaleDown, "node removed by draxr-autoscaler: unneeded for %s; evicted pods: [%s]",
 		a.cfg.ScaleDown.UnneededTime, strings.Join(moved, " "))
 	return nil
 }
 
-// setToBeDeleted adds or removes ToBeDeletedTaint, retrying on conflicts.
-func (a *Autoscaler) setToBeDeleted(ctx context.Context, nodeName string, taint bool) (*v1.Node, error) {
+// waitPodsGone polls until every evicted pod has terminated (deleted,
+// replaced under the same name, or finished) or the graceful termination
+// bound has passed: deleting the node earlier would kill them mid-way.
+func (a *Autoscaler) waitPodsGone(ctx context.Context, nodeName string, pods []*v1.Pod) {
+	if len(pods) == 0 {
+		return
+	}
+	left := pods
+	err := wait.PollUntilContextTimeout(ctx, a.cfg.ScaleDown.PodGonePollInterval, a.cfg.ScaleDown.MaxGracefulTermination, true, func(ctx context.Context) (bool, error) {
+		var still []*v1.Pod
+		for _, p := range left {
+			cur, err := a.cfg.Client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+			case err != nil:
+				still = append(still, p) // ask again next time
+			case cur.UID != p.UID || cur.Status.Phase == v1.PodSucceeded || cur.Status.Phase == v1.PodFailed:
+			default:
+				still = append(still, p)
+			}
+		}
+		left = still
+		return len(left) == 0, nil
+	})
+	if err != nil {
+		klog.FromContext(ctx).Info("Evicted pods still terminating; deleting the node anyway",
+			"node", nodeName, "pods", len(left), "maxGracefulTermination", a.cfg.ScaleDown.MaxGracefulTermination)
+	}
+}
+
+// finishRemoval ends a node's removal and starts the matching cooldown.
+func (a *Autoscaler) finishRemoval(node string, ok bool) {
+	a.sd.mu.Lock()
+	defer a.sd.mu.Unlock()
+	delete(a.sd.deleting, node)
+	if ok {
+		a.sd.lastDelete = a.cfg.Now()
+	} else {
+		a.sd.lastFailure = a.cfg.Now()
+	}
+}
+
+func (a *Autoscaler) pdbs() ([]*policyv1.PodDisruptionBudget, error) {
+	if a.cfg.Listers.PDBs == nil {
+		return nil, nil
+	}
+	return a.cfg.Listers.PDBs.List(labels.Everything())
+}
+
+// podsOn lists the pods bound to a node.
+func (a *Autoscaler) podsOn(nodeName string) ([]*v1.Pod, error) {
+	pods, err := a.cfg.Listers.Pods.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	var out []*v1.Pod
+	for _, p := range pods {
+		if p.Spec.NodeName == nodeName {
+			out = append(out, p)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Namespace+"/"+out[i].Name < out[j].Namespace+"/"+out[j].Name })
+	return out, nil
+}
+
+func hasTaint(n *v1.Node, key string) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// setTaint adds (valued with the Unix time, as CA) or removes a taint,
+// retrying on conflicts; it writes nothing when the node is already so.
+func (a *Autoscaler) setTaint(ctx context.Context, nodeName, key string, effect v1.TaintEffect, add bool) (*v1.Node, error) {
 	var out *v1.Node
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		node, err := a.cfg.Client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
+		if hasTaint(node, key) == add {
+			out = node
+			return nil
+		}
 		var taints []v1.Taint
 		for _, t := range node.Spec.Taints {
-			if t.Key != ToBeDeletedTaint {
+			if t.Key != key {
 				taints = append(taints, t)
 			}
 		}
-		if taint {
-			taints = append(taints, v1.Taint{Key: ToBeDeletedTaint, Value: "draxr-autoscaler", Effect: v1.TaintEffectNoSchedule})
+		if add {
+			taints = append(taints, v1.Taint{Key: key, Value: strconv.FormatInt(a.cfg.Now().Unix(), 10), Effect: effect})
 		}
 		node.Spec.Taints = taints
 		out, err = a.cfg.Client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("node %s: taint %s: %w", nodeName, ToBeDeletedTaint, err)
+		verb := "remove"
+		if add {
+			verb = "add"
+		}
+		return nil, fmt.Errorf("node %s: %s taint %s: %w", nodeName, verb, key, err)
 	}
 	return out, nil
 }
 
-func daemonOrMirror(p *v1.Pod) bool {
-	if _, ok := p.Annotations[v1.MirrorPodAnnotationKey]; ok {
-		return true
+// writeScaleDownStatus adds to the status ConfigMap the candidates the
+// last evaluation kept, each with CA's reason, and the nodes being
+// removed.
+func (a *Autoscaler) writeScaleDownStatus(b *strings.Builder) {
+	a.sd.mu.Lock()
+	defer a.sd.mu.Unlock()
+	deleting := make([]string, 0, len(a.sd.deleting))
+	for n := range a.sd.deleting {
+		deleting = append(deleting, n)
 	}
-	ref := metav1.GetControllerOfNoCopy(p)
-	return ref != nil && ref.Kind == "DaemonSet"
-}
-
-// pdbBudget tracks how many more disruptions each PodDisruptionBudget
-// allows within one simulation.
-type pdbBudget struct {
-	pdbs    []*policyv1.PodDisruptionBudget
-	allowed map[string]int32
-}
-
-func newPDBBudget(l clusterstate.Listers) *pdbBudget {
-	b := &pdbBudget{allowed: map[string]int32{}}
-	if l.PDBs == nil {
-		return b
+	sort.Strings(deleting)
+	fmt.Fprintf(b, "beingDeleted: [%s]\n", strings.Join(deleting, ", "))
+	if len(a.sd.unremovable) == 0 {
+		return
 	}
-	b.pdbs, _ = l.PDBs.List(labels.Everything())
-	for _, p := range b.pdbs {
-		b.allowed[p.Namespace+"/"+p.Name] = p.Status.DisruptionsAllowed
+	fmt.Fprintf(b, "unremovableNodes:\n")
+	for _, r := range a.sd.unremovable {
+		fmt.Fprintf(b, "- node: %s\n  reason: %s\n  message: %q\n", r.Node, r.Code, r.Reason)
 	}
-	return b
-}
-
-// movable refuses pods no controller would recreate and pods whose
-// PodDisruptionBudget allows no more disruptions.
-func (b *pdbBudget) movable(pod *v1.Pod) error {
-	if metav1.GetControllerOfNoCopy(pod) == nil {
-		return fmt.Errorf("not managed by a controller, so nothing would recreate it")
-	}
-	for _, pdb := range b.pdbs {
-		if pdb.Namespace != pod.Namespace {
-			continue
-		}
-		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-		if err != nil || !sel.Matches(labels.Set(pod.Labels)) {
-			continue
-		}
-		key := pdb.Namespace + "/" + pdb.Name
-		if b.allowed[key] <= 0 {
-			return fmt.Errorf("PodDisruptionBudget %s allows no more disruptions", key)
-		}
-		b.allowed[key]--
-	}
-	return nil
 }

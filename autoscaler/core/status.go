@@ -63,6 +63,7 @@ func (a *Autoscaler) writeStatus(ctx context.Context, st *clusterstate.State, re
 			fmt.Fprintf(&b, "- pod: %s\n  reason: %q\n", n.Pod, n.Reason)
 		}
 	}
+	a.writeScaleDownStatus(&b)
 	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: a.cfg.StatusName, Namespace: a.cfg.StatusNamespace},
 		Data: map[string]string{"status": b.String()}}
 	c := a.cfg.Client.CoreV1().ConfigMaps(a.cfg.StatusNamespace)

@@ -37,7 +37,8 @@ func PathsUnder(kubeletRoot, driverName string) KubeletPaths {
 type Running struct {
 	helper *kubeletplugin.Helper
 	cancel context.CancelCauseFunc
-	ctx    context.Context
+	done   <-chan struct{} // closed when the driver's context ends
+	cause  func() error    // why it ended
 }
 
 // Start registers the driver with the kubelet through paths and starts
@@ -77,7 +78,7 @@ func Start(ctx context.Context, d *Driver, client kubernetes.Interface, paths Ku
 	logger.Info("DRA driver started", "driver", d.cfg.DriverName, "node", d.cfg.NodeName,
 		"registrar", paths.RegistrarDir, "cdiDir", d.cfg.CDIDir, "prepared", len(d.Prepared().Claims))
 	go logRegistration(ctx, helper)
-	return &Running{helper: helper, cancel: cancel, ctx: ctx}, nil
+	return &Running{helper: helper, cancel: cancel, done: ctx.Done(), cause: func() error { return context.Cause(ctx) }}, nil
 }
 
 // logRegistration logs the kubelet's answer to the registration once it
@@ -104,9 +105,9 @@ const RegisteredMessage = "Kubelet registered the driver"
 // Wait blocks until the driver stops: its context ends or a fatal error
 // occurs. It returns nil for a normal stop.
 func (r *Running) Wait() error {
-	<-r.ctx.Done()
+	<-r.done
 	r.helper.Stop()
-	if err := context.Cause(r.ctx); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, errStopped) {
+	if err := r.cause(); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, errStopped) {
 		return err
 	}
 	return nil

@@ -43,14 +43,8 @@ func TestDevices(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			devices, err := tc.inv.Devices()
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tc.wantErr)
-				}
+			if endsInError(t, err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if got := strings.Join(names(devices), ","); got != tc.want {
 				t.Errorf("devices = %s, want %s", got, tc.want)
@@ -147,20 +141,35 @@ devices:
 				t.Fatal(err)
 			}
 			inv, err := Load(path)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tc.wantErr)
-				}
+			if endsInError(t, err, tc.wantErr) {
 				return
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			devices, err := inv.Devices()
-			if err != nil {
-				t.Fatal(err)
-			}
-			tc.check(t, devices)
+			tc.check(t, devicesOf(t, inv))
 		})
 	}
+}
+
+// endsInError checks err against want (a substring; "" for no error) and
+// reports whether the case ends there.
+func endsInError(t *testing.T, err error, want string) bool {
+	t.Helper()
+	if want != "" {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("err = %v, want %q", err, want)
+		}
+		return true
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return false
+}
+
+func devicesOf(t *testing.T, inv Inventory) []resourceapi.Device {
+	t.Helper()
+	devices, err := inv.Devices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return devices
 }

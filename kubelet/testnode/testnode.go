@@ -91,7 +91,7 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 
-	var containerManager cm.ContainerManager = cm.NewStubContainerManager()
+	containerManager := cm.NewStubContainerManager()
 	if !opts.Stub {
 		if containerManager, err = dracm.New(logger, containerManager, client, root); err != nil {
 			return err

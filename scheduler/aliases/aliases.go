@@ -16,21 +16,25 @@ import (
 )
 
 // Names maps each wrapped upstream plugin to draxr's name for it.
-var Names = map[string]string{
-	names.DynamicResources:                "DraxrDynamicResources",
-	names.NodeResourcesFit:                "DraxrNodeResourcesFit",
-	names.NodeResourcesBalancedAllocation: "DraxrNodeResourcesBalancedAllocation",
+func Names() map[string]string {
+	return map[string]string{
+		names.DynamicResources:                "DraxrDynamicResources",
+		names.NodeResourcesFit:                "DraxrNodeResourcesFit",
+		names.NodeResourcesBalancedAllocation: "DraxrNodeResourcesBalancedAllocation",
+	}
 }
 
 // Registry returns factories for the draxr names. Each builds the upstream
 // plugin with the upstream default args when none are configured, and
 // with the handle that wrap returns (nil: the handle as given).
 func Registry(wrap func(fwk.Handle) fwk.Handle) frameworkruntime.Registry {
-	inTree := plugins.NewInTreeRegistry()
 	out := frameworkruntime.Registry{}
-	for upstream, alias := range Names {
-		factory := inTree[upstream]
+	for upstream, alias := range Names() {
 		out[alias] = func(ctx context.Context, args runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+			// The in-tree factories capture the feature gates when the
+			// registry is made; kube-scheduler builds this registry before
+			// it parses --feature-gates, so take the factory now.
+			factory := plugins.NewInTreeRegistry()[upstream]
 			typed, err := pluginArgs(upstream, args)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", alias, err)

@@ -12,11 +12,18 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 )
 
-// versionedArgs makes an empty v1 args object for the plugins that take one.
-var versionedArgs = map[string]func() runtime.Object{
-	names.DynamicResources:                func() runtime.Object { return &configv1.DynamicResourcesArgs{} },
-	names.NodeResourcesFit:                func() runtime.Object { return &configv1.NodeResourcesFitArgs{} },
-	names.NodeResourcesBalancedAllocation: func() runtime.Object { return &configv1.NodeResourcesBalancedAllocationArgs{} },
+// newVersionedArgs makes an empty v1 args object for the plugins that
+// take one; false for the others.
+func newVersionedArgs(upstream string) (runtime.Object, bool) {
+	switch upstream {
+	case names.DynamicResources:
+		return &configv1.DynamicResourcesArgs{}, true
+	case names.NodeResourcesFit:
+		return &configv1.NodeResourcesFitArgs{}, true
+	case names.NodeResourcesBalancedAllocation:
+		return &configv1.NodeResourcesBalancedAllocationArgs{}, true
+	}
+	return nil, false
 }
 
 // pluginArgs turns what the configuration gave the wrapped plugin into the
@@ -24,7 +31,7 @@ var versionedArgs = map[string]func() runtime.Object{
 // for in-tree names, so a wrapped plugin's args arrive as raw JSON
 // (runtime.Unknown), or nil when omitted; both get the v1 defaulting.
 func pluginArgs(upstream string, args runtime.Object) (runtime.Object, error) {
-	newVersioned, ok := versionedArgs[upstream]
+	v, ok := newVersionedArgs(upstream)
 	if !ok {
 		return args, nil
 	}
@@ -35,7 +42,6 @@ func pluginArgs(upstream string, args runtime.Object) (runtime.Object, error) {
 		if len(a.Raw) == 0 {
 			return defaultArgs(upstream)
 		}
-		v := newVersioned()
 		if err := json.Unmarshal(a.Raw, v); err != nil {
 			return nil, fmt.Errorf("pluginConfig args: %w", err)
 		}

@@ -27,35 +27,46 @@ import (
 )
 
 // Options registers the wrapped plugins with kube-scheduler's command.
+// The plugins of all its profiles share one Resolvers.
 func Options() []app.Option {
+	resolvers := NewResolvers()
 	var opts []app.Option
-	for name, factory := range aliases.Registry(WithResolver) {
+	for name, factory := range aliases.Registry(resolvers.WithResolver) {
 		opts = append(opts, app.WithPlugin(name, factory))
 	}
 	return opts
 }
 
+// Resolvers hands out draxr's class resolver, one per informer factory:
+// the plugins of one scheduler (every profile) share its index.
+type Resolvers struct {
+	mu        sync.Mutex
+	byFactory map[informers.SharedInformerFactory]*classes.Locked
+}
+
+// NewResolvers returns an empty set of resolvers.
+func NewResolvers() *Resolvers {
+	return &Resolvers{byFactory: map[informers.SharedInformerFactory]*classes.Locked{}}
+}
+
 // WithResolver returns the handle with draxr's class resolver, fed by the
 // handle's DeviceClass informer.
-func WithResolver(h fwk.Handle) fwk.Handle {
+func (rs *Resolvers) WithResolver(h fwk.Handle) fwk.Handle {
 	if h.SharedDRAManager() == nil {
 		return h // DRA disabled: nothing to resolve
 	}
-	r := resolverFor(h.SharedInformerFactory())
+	r := rs.resolverFor(h.SharedInformerFactory())
 	return handle{Handle: h, dra: draManager{SharedDRAManager: h.SharedDRAManager(), resolver: r}}
 }
 
-// resolvers shares one index per informer factory (one per scheduler).
-var resolvers sync.Map // informers.SharedInformerFactory -> *classes.Locked
-
-func resolverFor(factory informers.SharedInformerFactory) *classes.Locked {
-	if r, ok := resolvers.Load(factory); ok {
-		return r.(*classes.Locked)
+func (rs *Resolvers) resolverFor(factory informers.SharedInformerFactory) *classes.Locked {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if r, ok := rs.byFactory[factory]; ok {
+		return r
 	}
 	r := classes.NewLocked()
-	if actual, loaded := resolvers.LoadOrStore(factory, r); loaded {
-		return actual.(*classes.Locked)
-	}
+	rs.byFactory[factory] = r
 	// The factory is started after plugins are built, so this handler sees
 	// every class from the initial list on.
 	_, _ = factory.Resource().V1().DeviceClasses().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{

@@ -8,9 +8,12 @@ package estimator
 import (
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 
+	"draxr.dev/draxr/simulator/daemonsets"
 	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/snapshot"
@@ -82,6 +85,9 @@ type BinPacking struct {
 	// of other kinds cannot use their leftover room; the final plan is
 	// always made with CountOnly off.
 	CountOnly bool
+	// DaemonSets run their pods on every new node that matches them, as
+	// on a real node: those pods take room before any pending pod.
+	DaemonSets []*appsv1.DaemonSet
 }
 
 // Estimate mutates the harness's snapshot; callers Fork before and Revert
@@ -90,7 +96,7 @@ func (b *BinPacking) Estimate(g *nodegroup.NodeGroup, pods []*v1.Pod, maxNodes i
 	r := &run{b: b, g: g, snap: b.Harness.Snapshot(), kinds: b.Kinds,
 		res:    &Result{Group: g.Name, Placed: map[types.UID]string{}},
 		cursor: map[string]int{}, rejects: map[string]*harness.FitError{},
-		fill: fillMemo{noReplicate: map[string]bool{}}, noFitCopy: map[string]map[string]bool{}}
+		fill: fillMemo{noReplicate: map[string]bool{}}, noFitCopy: map[string]map[string]int{}, filling: map[string]*countedNode{}}
 	if r.kinds == nil {
 		r.kinds = &Kinds{}
 	}
@@ -124,8 +130,13 @@ type run struct {
 	fill      fillMemo
 	// counted are CountOnly nodes; they are materialized (replicated into
 	// the snapshot) when a pod of another kind needs their spare room.
-	counted   []*countedNode
-	noFitCopy map[string]map[string]bool // kind -> source node whose copies reject it
+	counted []*countedNode
+	filling map[string]*countedNode // kind -> its latest counted node
+	// noFitCopy maps kind -> source node -> the fewest pods a copy of that
+	// node held when it rejected the kind. Copies hold prefixes of the
+	// source's pods, so a copy holding at least as many rejects it too; the
+	// last copy of a run may hold fewer and still have room.
+	noFitCopy map[string]map[string]int
 }
 
 type countedNode struct {
@@ -164,6 +175,7 @@ func (r *run) place(pods []*v1.Pod, i, maxNodes int) (int, error) {
 		if r.b.CountOnly {
 			c := &countedNode{name: r.b.Namer(r.g.Name, len(r.res.NewNodes)), src: m, pods: []*v1.Pod{pod}}
 			r.counted = append(r.counted, c)
+			r.filling[kind] = c
 			r.res.NewNodes = append(r.res.NewNodes, c.name)
 			r.record(pod, c.name)
 			return 1, nil
@@ -180,13 +192,12 @@ func (r *run) place(pods []*v1.Pod, i, maxNodes int) (int, error) {
 	return 1, r.openNode(pod, kind)
 }
 
-// openCounted returns the CountOnly node still filling with this kind.
+// openCounted returns the CountOnly node still filling with this kind. It
+// need not be the last one opened: with kinds interleaved, nodes of other
+// kinds may have been opened since.
 func (r *run) openCounted(kind string) *countedNode {
-	if !r.b.CountOnly || len(r.counted) == 0 {
-		return nil
-	}
-	c := r.counted[len(r.counted)-1]
-	if c.materialized || r.kinds.Of(c.src.pods[0]) != kind || len(c.pods) >= c.src.n {
+	c := r.filling[kind]
+	if c == nil || c.materialized || len(c.pods) >= c.src.n {
 		return nil
 	}
 	return c
@@ -206,7 +217,10 @@ func (r *run) onExisting(pod *v1.Pod, kind string) (string, error) {
 	}
 	for _, c := range r.counted {
 		// Copies of a node filled by this kind are full for it.
-		if c.materialized || r.noFitCopy[kind][c.src.node] || r.kinds.Of(c.src.pods[0]) == kind {
+		if c.materialized || r.kinds.Of(c.src.pods[0]) == kind {
+			continue
+		}
+		if n, ok := r.noFitCopy[kind][c.src.node]; ok && len(c.pods) >= n {
 			continue
 		}
 		if err := r.materialize(c); err != nil {
@@ -220,9 +234,11 @@ func (r *run) onExisting(pod *v1.Pod, kind string) (string, error) {
 		}
 		r.cursor[kind] = len(r.simulated)
 		if r.noFitCopy[kind] == nil {
-			r.noFitCopy[kind] = map[string]bool{}
+			r.noFitCopy[kind] = map[string]int{}
 		}
-		r.noFitCopy[kind][c.src.node] = true // its other copies reject the kind too
+		if n, ok := r.noFitCopy[kind][c.src.node]; !ok || len(c.pods) < n {
+			r.noFitCopy[kind][c.src.node] = len(c.pods)
+		}
 	}
 	return "", nil
 }
@@ -294,7 +310,9 @@ func (b *BinPacking) replicate(g *nodegroup.NodeGroup, m filled, run []*v1.Pod, 
 	return true
 }
 
-// addNode adds a fresh node of the group with its ResourceSlices.
+// addNode adds a fresh node of the group with its ResourceSlices and the
+// DaemonSet pods that would run there. A DaemonSet pod that does not fit
+// the node is left out, as its controller's pod would stay pending.
 func (b *BinPacking) addNode(g *nodegroup.NodeGroup, name string) error {
 	snap := b.Harness.Snapshot()
 	node, slices := g.NewNode(name)
@@ -305,6 +323,9 @@ func (b *BinPacking) addNode(g *nodegroup.NodeGroup, name string) error {
 		if err := snap.AddResourceSlice(s); err != nil {
 			return fmt.Errorf("node group %s: %w", g.Name, err)
 		}
+	}
+	for _, pod := range daemonsets.PodsFor(klog.Background(), node, b.DaemonSets) {
+		_, _ = b.Harness.Place(pod, name)
 	}
 	return nil
 }
@@ -348,7 +369,10 @@ func (f *fillMemo) full(snap *snapshot.Snapshot, node, kind string) {
 	}
 	m := filled{n: kinds[kind], node: node}
 	for _, p := range snap.NodeInfo(node).Pods {
-		m.pods = append(m.pods, p.GetPod())
+		// Every fresh node gets its own DaemonSet pods first.
+		if !daemonsets.IsDaemonSetPod(p.GetPod()) {
+			m.pods = append(m.pods, p.GetPod())
+		}
 	}
 	used := NodeUsage(snap, node)
 	n := float64(m.n)

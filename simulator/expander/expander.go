@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 )
@@ -31,11 +32,16 @@ type Strategy interface {
 }
 
 // Names lists the strategies New accepts.
-var Names = []string{"least-waste", "most-pods", "priority", "random"}
+func Names() []string { return []string{"least-waste", "most-pods", "priority", "random"} }
 
 // New returns a strategy by name. priorities is the priority expander's
 // config (YAML: priority -> list of group-name regexps), used only by it.
+// A comma list ("priority,least-waste") is a chain of filters, as in the
+// Cluster Autoscaler; a single name keeps its own deterministic tie-break.
 func New(name string, priorities []byte, seed int64) (Strategy, error) {
+	if strings.Contains(name, ",") {
+		return newChain(name, priorities, seed)
+	}
 	switch name {
 	case "", "least-waste":
 		return leastWaste{}, nil
@@ -46,7 +52,7 @@ func New(name string, priorities []byte, seed int64) (Strategy, error) {
 	case "priority":
 		return newPriority(priorities)
 	}
-	return nil, fmt.Errorf("--expander: unknown expander %q (want one of %v)", name, Names)
+	return nil, fmt.Errorf("--expander: unknown expander %q (want one of %v)", name, Names())
 }
 
 // pick returns the option that less ranks first, ties broken by name.
@@ -156,22 +162,5 @@ func (p *priority) Of(group string) (int, bool) {
 }
 
 func (p *priority) Best(options []Option) Option {
-	top := []Option{}
-	best, any := 0, false
-	for _, o := range options {
-		pr, ok := p.Of(o.Group)
-		if !ok {
-			continue
-		}
-		switch {
-		case !any || pr > best:
-			best, any, top = pr, true, []Option{o}
-		case pr == best:
-			top = append(top, o)
-		}
-	}
-	if !any {
-		top = options
-	}
-	return leastWaste{}.Best(top)
+	return leastWaste{}.Best(p.filter(options))
 }

@@ -32,6 +32,9 @@ type Harness struct {
 	ctx  context.Context
 	fw   framework.Framework
 	snap *snapshot.Snapshot
+	// schedulerName is the profile's: the scheduler only tries pods whose
+	// spec.schedulerName it is.
+	schedulerName string
 }
 
 // New builds the framework from a profile (nil: kube-scheduler's default
@@ -64,8 +67,11 @@ func New(ctx context.Context, snap *snapshot.Snapshot, profile *config.KubeSched
 	if err != nil {
 		return nil, fmt.Errorf("build scheduler framework for profile %q: %w", profile.SchedulerName, err)
 	}
-	return &Harness{ctx: ctx, fw: fw, snap: snap}, nil
+	return &Harness{ctx: ctx, fw: fw, snap: snap, schedulerName: profile.SchedulerName}, nil
 }
+
+// SchedulerName is the name of the profile the harness runs.
+func (h *Harness) SchedulerName() string { return h.schedulerName }
 
 // Snapshot is the state this harness reads and writes.
 func (h *Harness) Snapshot() *snapshot.Snapshot { return h.snap }

@@ -2,7 +2,6 @@ package harness
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -123,5 +122,3 @@ func podWith(name string, init []v1.Container, containers ...v1.Container) *v1.P
 	p.Spec.Containers = containers
 	return p
 }
-
-func nodeName(i int) string { return fmt.Sprintf("node-%d", i) }

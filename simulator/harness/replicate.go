@@ -3,9 +3,12 @@ package harness
 import (
 	"fmt"
 
+	"github.com/google/uuid"
+
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
 	"k8s.io/utils/ptr"
 )
@@ -45,7 +48,7 @@ func (h *Harness) replicateOne(srcNode string, src *v1.Pod, dstNode string, pod 
 	placed.Status.ExtendedResourceClaimStatus = nil
 
 	if xr := h.snap.ExtendedResourceClaimOf(src.UID); xr != nil {
-		alloc, err := moveAllocation(xr.Status.Allocation, srcNode, dstNode)
+		alloc, err := moveAllocation(xr.Status.Allocation, srcNode, dstNode, string(placed.UID)+"/extended")
 		if err != nil {
 			return err
 		}
@@ -72,7 +75,7 @@ func (h *Harness) replicateOne(srcNode string, src *v1.Pod, dstNode string, pod 
 		if srcClaim == nil || stored == nil || !ownedBy(stored, placed) {
 			return fmt.Errorf("replicate pod %s: claim %s is not its own", podKey(placed), *name)
 		}
-		alloc, err := moveAllocation(srcClaim.Status.Allocation, srcNode, dstNode)
+		alloc, err := moveAllocation(srcClaim.Status.Allocation, srcNode, dstNode, placed.Namespace+"/"+*name)
 		if err != nil {
 			return err
 		}
@@ -110,8 +113,11 @@ func Replicable(pod *v1.Pod) bool {
 }
 
 // moveAllocation rewrites an allocation made on srcNode for dstNode: pools
-// are named after their node, and the node selector names the node.
-func moveAllocation(a *resourceapi.AllocationResult, srcNode, dstNode string) (*resourceapi.AllocationResult, error) {
+// are named after their node, and the node selector names the node. A
+// share of a device that allows multiple allocations (consumable
+// capacity) gets a share ID of its own, derived from the claim (seed) so
+// that plans are repeatable; the allocator makes random ones.
+func moveAllocation(a *resourceapi.AllocationResult, srcNode, dstNode, seed string) (*resourceapi.AllocationResult, error) {
 	if a == nil {
 		return nil, fmt.Errorf("replicate: source claim is not allocated")
 	}
@@ -119,7 +125,7 @@ func moveAllocation(a *resourceapi.AllocationResult, srcNode, dstNode string) (*
 	for i := range out.Devices.Results {
 		r := &out.Devices.Results[i]
 		if r.ShareID != nil {
-			return nil, fmt.Errorf("replicate: shared device allocations need their own share IDs")
+			r.ShareID = ptr.To(types.UID(uuid.NewSHA1(uuid.NameSpaceURL, fmt.Appendf(nil, "draxr:%s/%s/%d", dstNode, seed, i)).String()))
 		}
 		if r.Pool != srcNode {
 			return nil, fmt.Errorf("replicate: device %s/%s/%s is not in the node's own pool", r.Driver, r.Pool, r.Device)

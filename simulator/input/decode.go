@@ -28,15 +28,13 @@ func decodeStrict(raw []byte, into any) error {
 	return errors.Join(strict...)
 }
 
-var unmarshaler = reflect.TypeOf((*json.Unmarshaler)(nil)).Elem()
-
 // findBadValue walks raw along the Go type t and returns the path of the
 // first value that t's own UnmarshalJSON rejects, and that error.
 func findBadValue(raw json.RawMessage, t reflect.Type, path string) (string, error) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if reflect.PointerTo(t).Implements(unmarshaler) {
+	if reflect.PointerTo(t).Implements(reflect.TypeFor[json.Unmarshaler]()) {
 		if err := json.Unmarshal(raw, reflect.New(t).Interface()); err != nil {
 			return path, fmt.Errorf("invalid value %s: %w", raw, err)
 		}

@@ -23,13 +23,12 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("apiVersion: draxr.dev/v1alpha1\nkind: NodeGroup\nmetadata: {name: g}\nspec: {minSize: 3, maxSize: 1}\n"), "ng.yaml")
 	// Mutated replica counts would spend each run expanding thousands of
 	// pods; the fuzzer looks for panics, not throughput.
-	defer func(n int64) { maxPodsPerWorkload = n }(maxPodsPerWorkload)
-	maxPodsPerWorkload = 100
+	opts := Options{MaxPodsPerWorkload: 100}
 	f.Fuzz(func(t *testing.T, data []byte, source string) {
 		if source == "" {
 			source = "fuzz.yaml"
 		}
-		objs, err := Parse(data, source)
+		objs, err := opts.Parse(data, source)
 		if err != nil {
 			if !strings.Contains(err.Error(), source) {
 				t.Fatalf("error does not name the source %q: %v", source, err)

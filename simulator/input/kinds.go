@@ -26,42 +26,49 @@ import (
 	_ "k8s.io/kubernetes/pkg/apis/resource/install"
 )
 
-func init() {
-	handlers["v1/Node"] = func(p *parser, d doc, raw []byte) {
-		n := &v1.Node{}
-		if obj, ok := p.prepare(d, raw, "Node", n, false); ok {
-			store(p, d, obj, validated(n, &core.Node{}, corevalidation.ValidateNode), &p.out.Nodes, n)
+// addCoreKinds adds the handlers of the core and resource.k8s.io kinds.
+func addCoreKinds(handlers map[string]handler) {
+	// Namespaces come with dumps of a whole cluster; they place nothing,
+	// so they are validated and not kept.
+	handlers["v1/Namespace"] = func(p *parser, d doc, raw []byte) {
+		ns := &v1.Namespace{}
+		if obj, ok := p.prepare(d, raw, "Namespace", ns, false); ok {
+			if errs := validated(ns, &core.Namespace{}, corevalidation.ValidateNamespace); len(errs) > 0 {
+				p.fail(d, obj.String(), joinFieldErrors(errs))
+			}
 		}
 	}
+	handlers["v1/Node"] = storedKind[v1.Node]("Node", false, corevalidation.ValidateNode,
+		func(o *Objects) *[]*v1.Node { return &o.Nodes })
 	handlers["v1/Pod"] = func(p *parser, d doc, raw []byte) {
 		pod := &v1.Pod{}
 		if _, ok := p.prepare(d, raw, "Pod", pod, true); ok {
 			p.addPod(d, "", pod)
 		}
 	}
-	handlers["resource.k8s.io/v1/ResourceSlice"] = func(p *parser, d doc, raw []byte) {
-		s := &resourceapi.ResourceSlice{}
-		if obj, ok := p.prepare(d, raw, "ResourceSlice", s, false); ok {
-			store(p, d, obj, validated(s, &resource.ResourceSlice{}, resourcevalidation.ValidateResourceSlice), &p.out.ResourceSlices, s)
-		}
-	}
-	handlers["resource.k8s.io/v1/DeviceClass"] = func(p *parser, d doc, raw []byte) {
-		c := &resourceapi.DeviceClass{}
-		if obj, ok := p.prepare(d, raw, "DeviceClass", c, false); ok {
-			store(p, d, obj, validated(c, &resource.DeviceClass{}, validateDeviceClass), &p.out.DeviceClasses, c)
-		}
-	}
-	handlers["resource.k8s.io/v1/ResourceClaim"] = func(p *parser, d doc, raw []byte) {
-		c := &resourceapi.ResourceClaim{}
-		if obj, ok := p.prepare(d, raw, "ResourceClaim", c, true); ok {
-			store(p, d, obj, validated(c, &resource.ResourceClaim{}, validateClaim), &p.out.ResourceClaims, c)
-		}
-	}
-	handlers["resource.k8s.io/v1/ResourceClaimTemplate"] = func(p *parser, d doc, raw []byte) {
-		t := &resourceapi.ResourceClaimTemplate{}
-		if obj, ok := p.prepare(d, raw, "ResourceClaimTemplate", t, true); ok {
-			store(p, d, obj, validated(t, &resource.ResourceClaimTemplate{}, resourcevalidation.ValidateResourceClaimTemplate),
-				&p.out.ResourceClaimTemplates, t)
+	handlers["resource.k8s.io/v1/ResourceSlice"] = storedKind[resourceapi.ResourceSlice]("ResourceSlice", false, resourcevalidation.ValidateResourceSlice,
+		func(o *Objects) *[]*resourceapi.ResourceSlice { return &o.ResourceSlices })
+	handlers["resource.k8s.io/v1/DeviceClass"] = storedKind[resourceapi.DeviceClass]("DeviceClass", false, validateDeviceClass,
+		func(o *Objects) *[]*resourceapi.DeviceClass { return &o.DeviceClasses })
+	handlers["resource.k8s.io/v1/ResourceClaim"] = storedKind[resourceapi.ResourceClaim]("ResourceClaim", true, validateClaim,
+		func(o *Objects) *[]*resourceapi.ResourceClaim { return &o.ResourceClaims })
+	handlers["resource.k8s.io/v1/ResourceClaimTemplate"] = storedKind[resourceapi.ResourceClaimTemplate]("ResourceClaimTemplate", true,
+		resourcevalidation.ValidateResourceClaimTemplate,
+		func(o *Objects) *[]*resourceapi.ResourceClaimTemplate { return &o.ResourceClaimTemplates })
+}
+
+// storedKind is the handler of a kind that is decoded into V, validated
+// as its internal type I and stored in the list of Objects that list
+// picks.
+func storedKind[V any, I any, PV interface {
+	*V
+	runtime.Object
+	metav1.Object
+}](kind string, namespaced bool, validate func(*I) field.ErrorList, list func(*Objects) *[]PV) handler {
+	return func(p *parser, d doc, raw []byte) {
+		obj := PV(new(V))
+		if o, ok := p.prepare(d, raw, kind, obj, namespaced); ok {
+			store(p, d, o, validated((*V)(obj), new(I), validate), list(p.out), obj)
 		}
 	}
 }
@@ -125,6 +132,11 @@ func store[T metav1.Object](p *parser, d doc, o object, errs field.ErrorList, li
 func joinFieldErrors(errs field.ErrorList) error {
 	out := make([]error, len(errs))
 	for i, e := range errs {
+		if v, ok := e.BadValue.(string); ok && len(v) > 64 {
+			short := *e
+			short.BadValue = quoteShort(v)
+			e = &short
+		}
 		out[i] = e
 	}
 	return errors.Join(out...)
@@ -171,6 +183,11 @@ func (p *parser) addPod(d doc, owner string, pod *v1.Pod) bool {
 	list := &p.out.PendingPods
 	if pod.Spec.NodeName != "" {
 		list = &p.out.RunningPods
+	}
+	// A pod the input holds replaces the one its workload was expanded
+	// into under the same name (a StatefulSet's ordinal pods).
+	if owner == "" {
+		p.out.dropGenerated(pod)
 	}
 	if err := add(p.out, list, "Pod", pod, d.loc); err != nil {
 		p.fail(d, owner, err)

@@ -15,6 +15,15 @@ import (
 // whatever its extension; a file reached twice is read once. All files are
 // read even after an error, and every error is returned.
 func LoadPaths(paths []string) (*Objects, error) {
+	return Options{}.LoadPaths(paths)
+}
+
+// LoadPaths is LoadPaths with these options; MaxPods bounds all files
+// together.
+func (o Options) LoadPaths(paths []string) (*Objects, error) {
+	if o.MaxPods == 0 {
+		o.MaxPods = DefaultMaxPods
+	}
 	var files []string
 	var errs []error
 	seen := map[string]bool{}
@@ -37,10 +46,14 @@ func LoadPaths(paths []string) (*Objects, error) {
 	}
 	out := &Objects{}
 	for _, f := range files {
-		objs, err := loadFile(f)
+		objs, err := o.loadFile(f)
 		if err != nil {
 			errs = append(errs, err)
 			continue
+		}
+		// The next files may expand only what this one left.
+		if o.MaxPods -= int64(objs.expandedPods()); o.MaxPods <= 0 {
+			o.MaxPods = -1
 		}
 		if err := out.Merge(objs); err != nil {
 			errs = append(errs, err)
@@ -49,6 +62,7 @@ func LoadPaths(paths []string) (*Objects, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	out.reconcileWorkloads()
 	return out, nil
 }
 
@@ -89,7 +103,7 @@ func isInputFile(path string) bool {
 	return false
 }
 
-func loadFile(path string) (*Objects, error) {
+func (o Options) loadFile(path string) (*Objects, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -107,5 +121,5 @@ func loadFile(path string) (*Objects, error) {
 	if len(data) > MaxFileSize {
 		return nil, fmt.Errorf("%s: file is more than the limit of %d bytes", path, MaxFileSize)
 	}
-	return Parse(data, path)
+	return o.Parse(data, path)
 }

@@ -18,7 +18,8 @@ import (
 	"draxr.dev/draxr/simulator/nodegroup"
 )
 
-func init() {
+// addNodeGroupKind adds the handler of draxr's NodeGroup.
+func addNodeGroupKind(handlers map[string]handler) {
 	handlers[nodegroup.APIVersion+"/"+nodegroup.Kind] = func(p *parser, d doc, raw []byte) {
 		g := &nodegroup.NodeGroup{}
 		if err := decodeStrict(raw, g); err != nil {
@@ -60,6 +61,22 @@ func validateTemplate(g *nodegroup.NodeGroup) field.ErrorList {
 		slicesPerDriver[s.Driver]++
 	}
 	for i, spec := range g.Spec.ResourceSlices {
+		path := field.NewPath("spec", "resourceSlices").Index(i)
+		const own = "a template slice describes the new node's own devices; publish shared (network-attached) pools as ResourceSlices of the cluster instead"
+		var scope field.ErrorList
+		if ptr.Deref(spec.AllNodes, false) {
+			scope = append(scope, field.Invalid(path.Child("allNodes"), true, own))
+		}
+		if spec.NodeSelector != nil {
+			scope = append(scope, field.Invalid(path.Child("nodeSelector"), "<node selector>", own))
+		}
+		if ptr.Deref(spec.PerDeviceNodeSelection, false) {
+			scope = append(scope, field.Invalid(path.Child("perDeviceNodeSelection"), true, own))
+		}
+		if len(scope) > 0 {
+			errs = append(errs, scope...)
+			continue // the node-scoped checks below would only repeat this
+		}
 		slice := &resourceapi.ResourceSlice{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", g.Name, i)},
 			Spec:       *spec.DeepCopy(),
@@ -75,13 +92,17 @@ func validateTemplate(g *nodegroup.NodeGroup) field.ErrorList {
 		}
 		prefix := fmt.Sprintf("spec.resourceSlices[%d].", i)
 		for _, e := range validated(slice, &resource.ResourceSlice{}, resourcevalidation.ValidateResourceSlice) {
-			if !strings.HasPrefix(e.Field, "spec.") {
+			if e.Field != "spec" && !strings.HasPrefix(e.Field, "spec.") {
 				continue // the synthetic slice's metadata is not the user's
 			}
 			if e.Type == field.ErrorTypeDuplicate && deviceEntry.MatchString(e.Field) {
 				continue // NodeGroup.Validate reports it, at the device's name
 			}
-			e.Field = prefix + strings.TrimPrefix(e.Field, "spec.")
+			if e.Field == "spec" {
+				e.Field = strings.TrimSuffix(prefix, ".")
+			} else {
+				e.Field = prefix + strings.TrimPrefix(e.Field, "spec.")
+			}
 			errs = append(errs, e)
 		}
 	}

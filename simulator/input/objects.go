@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,11 +31,18 @@ type Objects struct {
 	ResourceClaims         []*resourceapi.ResourceClaim
 	ResourceClaimTemplates []*resourceapi.ResourceClaimTemplate
 	NodeGroups             []*nodegroup.NodeGroup
+	// DaemonSets are not expanded: each new node runs the pods of those
+	// that match it (simulator/daemonsets).
+	DaemonSets []*appsv1.DaemonSet
 
 	// workloads are the Deployments, ReplicaSets, StatefulSets and Jobs
 	// that were expanded into PendingPods; kept so that Merge can report
 	// a workload defined in two files.
 	workloads []objectKey
+	// expansions record each workload's generated pods (reconcile.go).
+	expansions []*expansion
+	// generatedBy finds the expansion of a generated pod by its key.
+	generatedBy map[objectKey]*expansion
 	// origin maps each object to where it was defined ("a.yaml: document
 	// 2"), for duplicate reports. It is rebuilt (without origins) when the
 	// exported slices were changed behind its back.
@@ -45,9 +53,9 @@ type objectKey struct{ kind, namespace, name string }
 
 func (k objectKey) String() string {
 	if k.namespace == "" {
-		return k.kind + " " + k.name
+		return k.kind + " " + quoteShort(k.name)
 	}
-	return k.kind + " " + k.namespace + "/" + k.name
+	return k.kind + " " + quoteShort(k.namespace) + "/" + quoteShort(k.name)
 }
 
 func keyOf(kind string, obj metav1.Object) objectKey {
@@ -57,7 +65,7 @@ func keyOf(kind string, obj metav1.Object) objectKey {
 func (o *Objects) count() int {
 	return len(o.Nodes) + len(o.RunningPods) + len(o.PendingPods) + len(o.ResourceSlices) +
 		len(o.DeviceClasses) + len(o.ResourceClaims) + len(o.ResourceClaimTemplates) +
-		len(o.NodeGroups) + len(o.workloads)
+		len(o.NodeGroups) + len(o.DaemonSets) + len(o.workloads)
 }
 
 // index returns the origin map, rebuilding it when objects were appended
@@ -86,6 +94,7 @@ func (o *Objects) each(fn func(kind string, obj metav1.Object)) {
 	visit(o.ResourceClaims, "ResourceClaim", fn)
 	visit(o.ResourceClaimTemplates, "ResourceClaimTemplate", fn)
 	visit(o.NodeGroups, nodegroup.Kind, fn)
+	visit(o.DaemonSets, "DaemonSet", fn)
 }
 
 func visit[T metav1.Object](list []T, kind string, fn func(string, metav1.Object)) {
@@ -142,6 +151,19 @@ func (o *Objects) Merge(other *Objects) error {
 		}
 		o.workloads = append(o.workloads, k)
 	}
+	for _, e := range other.expansions {
+		if !dupWorkloads[e.key] {
+			o.expansions = append(o.expansions, e)
+		}
+	}
+	for k, e := range other.generatedBy {
+		if !dupWorkloads[e.key] {
+			if o.generatedBy == nil {
+				o.generatedBy = map[objectKey]*expansion{}
+			}
+			o.generatedBy[k] = e
+		}
+	}
 	mergeList(o, &o.Nodes, other.Nodes, "Node", from, report)
 	mergePods := func(dst *[]*v1.Pod, src []*v1.Pod) {
 		for _, pod := range src {
@@ -161,6 +183,7 @@ func (o *Objects) Merge(other *Objects) error {
 	mergeList(o, &o.ResourceClaims, other.ResourceClaims, "ResourceClaim", from, report)
 	mergeList(o, &o.ResourceClaimTemplates, other.ResourceClaimTemplates, "ResourceClaimTemplate", from, report)
 	mergeList(o, &o.NodeGroups, other.NodeGroups, nodegroup.Kind, from, report)
+	mergeList(o, &o.DaemonSets, other.DaemonSets, "DaemonSet", from, report)
 	return errors.Join(errs...)
 }
 

@@ -22,13 +22,45 @@ const MaxFileSize = 64 << 20
 // handler decodes, defaults, validates and stores one object of its kind.
 type handler func(p *parser, d doc, raw []byte)
 
-// handlers is keyed by "apiVersion/kind"; filled in by the kind files.
-var handlers = map[string]handler{}
+// kindHandlers returns the handlers keyed by "apiVersion/kind", built per
+// parse so that no registry outlives it.
+func kindHandlers() map[string]handler {
+	h := map[string]handler{}
+	addCoreKinds(h)
+	addWorkloadKinds(h)
+	addNodeGroupKind(h)
+	return h
+}
+
+// DefaultMaxPodsPerWorkload bounds the expansion of one workload, so a
+// typo like "replicas: 1000000000" fails with a message instead of
+// exhausting memory. It is Kubernetes' documented limit of pods in one
+// cluster.
+const DefaultMaxPodsPerWorkload = 150000
+
+// DefaultMaxPods bounds the pods all workloads of an input expand to
+// together. A planned pod costs about 10 KB through the plan, so the
+// default keeps a run within about 2 GiB; --max-pods raises it.
+const DefaultMaxPods = 200000
+
+// Options tune Parse; the zero value is the default.
+type Options struct {
+	// MaxPods is how many pods all workloads together may expand to;
+	// 0 means DefaultMaxPods.
+	MaxPods int64
+	// MaxPodsPerWorkload is how many pods one Deployment, ReplicaSet,
+	// StatefulSet or Job may expand to; 0 means DefaultMaxPodsPerWorkload.
+	MaxPodsPerWorkload int64
+}
 
 // parser collects the objects and the errors of one file.
 type parser struct {
-	out  *Objects
-	errs []error
+	out                *Objects
+	errs               []error
+	handlers           map[string]handler
+	maxPodsPerWorkload int64
+	// podBudget is how many more pods workloads may expand to.
+	podBudget int64
 }
 
 // doc is the position of one object: "a.yaml: document 2" or, for an
@@ -62,10 +94,21 @@ func flatten(err error) []error {
 // source ending in ".json" is read as a stream of JSON values, anything
 // else as multi-document YAML (which includes a single JSON object).
 func Parse(data []byte, source string) (*Objects, error) {
+	return Options{}.Parse(data, source)
+}
+
+// Parse is Parse with these options.
+func (o Options) Parse(data []byte, source string) (*Objects, error) {
 	if len(data) > MaxFileSize {
 		return nil, fmt.Errorf("%s: file is %d bytes, more than the limit of %d bytes", source, len(data), MaxFileSize)
 	}
-	p := &parser{out: &Objects{}}
+	p := &parser{out: &Objects{}, handlers: kindHandlers(), maxPodsPerWorkload: o.MaxPodsPerWorkload, podBudget: o.MaxPods}
+	if p.podBudget == 0 {
+		p.podBudget = DefaultMaxPods
+	}
+	if p.maxPodsPerWorkload == 0 {
+		p.maxPodsPerWorkload = DefaultMaxPodsPerWorkload
+	}
 	if strings.HasSuffix(strings.ToLower(source), ".json") {
 		p.parseJSON(data, source)
 	} else {
@@ -74,6 +117,7 @@ func Parse(data []byte, source string) (*Objects, error) {
 	if len(p.errs) > 0 {
 		return nil, errors.Join(p.errs...)
 	}
+	p.out.reconcileWorkloads()
 	return p.out, nil
 }
 
@@ -106,8 +150,44 @@ func (p *parser) parseYAML(data []byte, source string) {
 			p.fail(d, "", fmt.Errorf("malformed YAML: %s", fileLines(err.Error(), part.line)))
 			continue
 		}
+		if err := trailingAfterJSON(part.data); err != nil {
+			p.fail(d, "", err)
+			continue
+		}
 		p.document(d, raw)
 	}
+}
+
+// trailingAfterJSON rejects a document that is a JSON value followed by
+// more text: the YAML reader stops after the value and would quietly drop
+// the rest (a concatenation mistake, or a truncated second object).
+func trailingAfterJSON(data []byte) error {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 || (trimmed[0] != '{' && trimmed[0] != '[') {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	var v json.RawMessage
+	if err := dec.Decode(&v); err != nil {
+		return nil // YAML flow style, not JSON: the YAML reader judged it
+	}
+	rest := bytes.TrimSpace(trimmed[dec.InputOffset():])
+	for _, line := range bytes.Split(rest, []byte("\n")) {
+		if l := bytes.TrimSpace(line); len(l) > 0 && l[0] != '#' {
+			return fmt.Errorf("content after the JSON document: %q", quoteShort(string(l)))
+		}
+	}
+	return nil
+}
+
+// quoteShort keeps error messages short whatever the input: a value is
+// quoted by at most its first 64 bytes.
+func quoteShort(s string) string {
+	const limit = 64
+	if len(s) <= limit {
+		return s
+	}
+	return s[:limit] + fmt.Sprintf("... (%d bytes)", len(s))
 }
 
 var yamlLine = regexp.MustCompile(`\bline (\d+)\b`)
@@ -227,18 +307,18 @@ func (p *parser) object(d doc, raw []byte, tm typeMeta) {
 		p.fail(d, "", fmt.Errorf("apiVersion and kind are required (got apiVersion %q, kind %q)", tm.APIVersion, tm.Kind))
 		return
 	}
-	h, ok := handlers[tm.APIVersion+"/"+tm.Kind]
+	h, ok := p.handlers[tm.APIVersion+"/"+tm.Kind]
 	if !ok {
 		p.fail(d, "", fmt.Errorf("unsupported kind %q in apiVersion %q; supported: %s",
-			tm.Kind, tm.APIVersion, strings.Join(supportedKinds(), ", ")))
+			tm.Kind, tm.APIVersion, strings.Join(p.supportedKinds(), ", ")))
 		return
 	}
 	h(p, d, raw)
 }
 
-func supportedKinds() []string {
+func (p *parser) supportedKinds() []string {
 	var out []string
-	for k := range handlers {
+	for k := range p.handlers {
 		out = append(out, k)
 	}
 	sort.Strings(out)

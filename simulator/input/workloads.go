@@ -21,16 +21,13 @@ import (
 	_ "k8s.io/kubernetes/pkg/apis/batch/install"
 )
 
-// maxPodsPerWorkload bounds the expansion of one workload, so a typo like
-// "replicas: 1000000000" fails with a message instead of exhausting
-// memory. It is Kubernetes' documented limit of pods in one cluster.
-var maxPodsPerWorkload int64 = 150000 // a variable so the fuzz test can lower it
-
 // maxGeneratedBase is the API server's limit on the generateName part of a
 // generated name (63 minus the 5-character suffix).
 const maxGeneratedBase = 58
 
-func init() {
+// addWorkloadKinds adds the handlers of the workloads whose pods the
+// input expands.
+func addWorkloadKinds(handlers map[string]handler) {
 	handlers["apps/v1/Deployment"] = func(p *parser, d doc, raw []byte) {
 		w := &appsv1.Deployment{}
 		if o, ok := p.prepare(d, raw, "Deployment", w, true); ok {
@@ -47,6 +44,15 @@ func init() {
 				return appsvalidation.ValidateReplicaSet(in, podutil.GetValidationOptionsFromPodTemplate(&in.Spec.Template, nil))
 			})
 			p.expand(d, o, errs, &w.Spec.Template, int64(*w.Spec.Replicas), hashNames)
+		}
+	}
+	handlers["apps/v1/DaemonSet"] = func(p *parser, d doc, raw []byte) {
+		w := &appsv1.DaemonSet{}
+		if o, ok := p.prepare(d, raw, "DaemonSet", w, true); ok {
+			errs := validated(w, &apps.DaemonSet{}, func(in *apps.DaemonSet) field.ErrorList {
+				return appsvalidation.ValidateDaemonSet(in, podutil.GetValidationOptionsFromPodTemplate(&in.Spec.Template, nil))
+			})
+			store(p, d, o, errs, &p.out.DaemonSets, w)
 		}
 	}
 	handlers["apps/v1/StatefulSet"] = func(p *parser, d doc, raw []byte) {
@@ -160,15 +166,25 @@ func (p *parser) expand(d doc, w object, errs field.ErrorList, tmpl *v1.PodTempl
 		p.fail(d, w.String(), joinFieldErrors(errs))
 		return
 	}
-	if n > maxPodsPerWorkload {
-		p.fail(d, w.String(), fmt.Errorf("%d pods exceed the limit of %d pods per workload", n, maxPodsPerWorkload))
+	if n > p.maxPodsPerWorkload {
+		p.fail(d, w.String(), fmt.Errorf("%d pods exceed the limit of %d pods per workload", n, p.maxPodsPerWorkload))
 		return
 	}
+	if n > 0 && n > p.podBudget {
+		p.fail(d, w.String(), fmt.Errorf("%d more pods exceed the limit on pods expanded from workloads (--max-pods, %d by default, sized for 2 GiB of memory); raise --max-pods to plan more", n, DefaultMaxPods))
+		return
+	}
+	p.podBudget -= n
 	if err := p.out.claim(keyOf(w.kind, w.meta), d.loc); err != nil {
 		p.fail(d, "", err)
 		return
 	}
 	p.out.workloads = append(p.out.workloads, keyOf(w.kind, w.meta))
+	exp := &expansion{key: keyOf(w.kind, w.meta), uid: w.meta.GetUID(), replicas: int(n)}
+	if ref := metav1.GetControllerOf(w.meta); ref != nil {
+		exp.owner = ref
+	}
+	p.out.expansions = append(p.out.expansions, exp)
 	gvk := map[string]string{"Deployment": "apps/v1", "ReplicaSet": "apps/v1", "StatefulSet": "apps/v1", "Job": "batch/v1"}
 	names := map[string]bool{}
 	for i := int64(0); i < n; i++ {
@@ -194,6 +210,9 @@ func (p *parser) expand(d doc, w object, errs field.ErrorList, tmpl *v1.PodTempl
 		}
 		names[pod.Name] = true
 		prepareMeta("Pod", pod, true, d.loc)
+		if p.out.holds(keyOf("Pod", pod), keyOf(w.kind, w.meta)) {
+			continue // the input holds this pod itself (a StatefulSet's ordinal)
+		}
 		// Template defaulting leaves pod-level defaults (requests from
 		// limits) to pod creation; do them as pod creation would.
 		legacyscheme.Scheme.Default(pod)
@@ -202,6 +221,11 @@ func (p *parser) expand(d doc, w object, errs field.ErrorList, tmpl *v1.PodTempl
 		if !p.addPod(d, w.String(), pod) {
 			return
 		}
+		exp.pods = append(exp.pods, pod.UID)
+		if p.out.generatedBy == nil {
+			p.out.generatedBy = map[objectKey]*expansion{}
+		}
+		p.out.generatedBy[keyOf("Pod", pod)] = exp
 	}
 }
 

@@ -81,7 +81,8 @@ func Simulate(ctx context.Context, objs *input.Objects, opts Options) (*Result, 
 		}
 	}
 	matcher := dynres.NewMatcher()
-	p := &scaleup.Planner{Harness: h, Groups: objs.NodeGroups, Expander: exp, MaxNodesTotal: opts.MaxNodesTotal, Matcher: matcher}
+	p := &scaleup.Planner{Harness: h, Groups: objs.NodeGroups, Expander: exp, MaxNodesTotal: opts.MaxNodesTotal, Matcher: matcher,
+		DaemonSets: objs.DaemonSets}
 	plan, err := p.Plan(objs.PendingPods)
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)

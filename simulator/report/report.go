@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -16,12 +17,15 @@ import (
 )
 
 // Formats lists the -o values.
-var Formats = []string{"table", "json", "yaml"}
+func Formats() []string { return []string{"table", "json", "yaml"} }
 
 // SimulateOutput is what `draxr simulate -o json|yaml` prints.
 type SimulateOutput struct {
 	*scaleup.Plan
 	ClassErrors []string `json:"deviceClassErrors,omitempty"`
+	// FeatureGates are the gates set with --feature-gates: the plan holds
+	// for a scheduler running with them.
+	FeatureGates map[string]bool `json:"featureGates,omitempty"`
 }
 
 // Write prints v in a machine format, or calls table for "table".
@@ -41,7 +45,7 @@ func Write(w io.Writer, format string, v any, table func(io.Writer) error) error
 		_, err = w.Write(b)
 		return err
 	}
-	return fmt.Errorf("-o: unknown output format %q (want one of %s)", format, strings.Join(Formats, ", "))
+	return fmt.Errorf("-o: unknown output format %q (want one of %s)", format, strings.Join(Formats(), ", "))
 }
 
 // PlanTable prints a plan for people.
@@ -93,6 +97,17 @@ func PlanTable(w io.Writer, out SimulateOutput) error {
 		for _, n := range p.NoScaleUp {
 			fmt.Fprintf(tw, "%s\t%s\n", n.Pod, n.Reason)
 		}
+	}
+	if len(out.FeatureGates) > 0 {
+		names := make([]string, 0, len(out.FeatureGates))
+		for name := range out.FeatureGates {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for i, name := range names {
+			names[i] = fmt.Sprintf("%s=%t", name, out.FeatureGates[name])
+		}
+		fmt.Fprintf(tw, "\nfeature gates: %s (the scheduler must run with the same)\n", strings.Join(names, ","))
 	}
 	for _, e := range out.ClassErrors {
 		fmt.Fprintf(tw, "\nwarning: %s\n", e)

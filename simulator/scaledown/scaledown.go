@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/structured"
 
+	"draxr.dev/draxr/simulator/drainability"
 	"draxr.dev/draxr/simulator/estimator"
 	"draxr.dev/draxr/simulator/harness"
 )
@@ -20,13 +21,21 @@ import (
 type Options struct {
 	// UtilizationThreshold: only nodes used below it are candidates (0..1).
 	UtilizationThreshold float64
-	// MayRemove vetoes nodes (min size, annotations, ...); nil allows all.
+	// MayRemove leaves nodes out without a reason (not managed, not
+	// ready); nil allows all.
 	MayRemove func(node *v1.Node) bool
-	// Movable vetoes pods that cannot be evicted (PDBs, local storage,
-	// no controller); nil treats every pod as movable except mirror and
-	// DaemonSet pods, which leave with the node.
-	Movable func(pod *v1.Pod) error
+	// Drainability applies CA's rules (node scale-down-disabled
+	// annotation, pods that block, PDB budgets across the batch). nil
+	// moves every pod except mirror and DaemonSet pods, which leave with
+	// the node, and ignores annotations: what-if planning on dumps.
+	Drainability *drainability.Checker
 }
+
+// Rejection codes: CA's UnremovableReason names.
+const (
+	NotUnderutilized  = "NotUnderutilized"
+	NoPlaceToMovePods = "NoPlaceToMovePods"
+)
 
 // Removal is a node that can go, and where its pods would move.
 type Removal struct {
@@ -37,8 +46,14 @@ type Removal struct {
 
 // Rejection says why a candidate node stays.
 type Rejection struct {
-	Node   string `json:"node"`
+	Node string `json:"node"`
+	// Code is CA's UnremovableReason name: ScaleDownDisabledAnnotation,
+	// NotUnderutilized, BlockedByPod, BlockedByOnCompletionPod,
+	// NoPlaceToMovePods.
+	Code   string `json:"code"`
 	Reason string `json:"reason"`
+	// Blocked is set when CA's drain rules keep the node.
+	Blocked *drainability.Blocked `json:"blocked,omitempty"`
 }
 
 // Find returns the nodes that can be removed together, in the order they
@@ -58,9 +73,14 @@ func Find(h *harness.Harness, opts Options) ([]Removal, []Rejection) {
 		if opts.MayRemove != nil && !opts.MayRemove(node) {
 			continue
 		}
+		if opts.Drainability != nil && drainability.ScaleDownDisabled(node) {
+			b := opts.Drainability.Node(node, nil).Blocked
+			rejected = append(rejected, Rejection{Node: name, Code: string(b.Reason), Reason: b.String(), Blocked: b})
+			continue
+		}
 		u := Utilization(h, name)
 		if u >= opts.UtilizationThreshold {
-			rejected = append(rejected, Rejection{Node: name, Reason: fmt.Sprintf("utilization %.2f is not below %.2f", u, opts.UtilizationThreshold)})
+			rejected = append(rejected, Rejection{Node: name, Code: NotUnderutilized, Reason: fmt.Sprintf("utilization %.2f is not below %.2f", u, opts.UtilizationThreshold)})
 			continue
 		}
 		cands = append(cands, candidate{name, u})
@@ -76,7 +96,11 @@ func Find(h *harness.Harness, opts Options) ([]Removal, []Rejection) {
 	for _, c := range cands {
 		moves, err := drain(h, c.name, removed, full, opts)
 		if err != nil {
-			rejected = append(rejected, Rejection{Node: c.name, Reason: err.Error()})
+			r := Rejection{Node: c.name, Code: NoPlaceToMovePods, Reason: err.Error()}
+			if b, ok := err.(*drainability.Blocked); ok {
+				r.Code, r.Blocked = string(b.Reason), b
+			}
+			rejected = append(rejected, r)
 			continue
 		}
 		removed[c.name] = true
@@ -86,7 +110,8 @@ func Find(h *harness.Harness, opts Options) ([]Removal, []Rejection) {
 }
 
 // drain moves every pod off the node onto nodes that stay, or changes
-// nothing and says which pod could not move.
+// nothing and says which pod could not move (a *drainability.Blocked when
+// CA's rules keep the node).
 func drain(h *harness.Harness, nodeName string, removed map[string]bool, full map[string]map[string]bool, opts Options) (map[string]string, error) {
 	snap := h.Snapshot()
 	var targets []string
@@ -95,9 +120,27 @@ func drain(h *harness.Harness, nodeName string, removed map[string]bool, full ma
 			targets = append(targets, n)
 		}
 	}
+	ni := snap.NodeInfo(nodeName)
 	var uids []types.UID
-	for _, pi := range snap.NodeInfo(nodeName).Pods {
-		uids = append(uids, pi.GetPod().UID)
+	var checked drainability.NodeDrain
+	if opts.Drainability != nil {
+		var pods []*v1.Pod
+		for _, pi := range ni.Pods {
+			pods = append(pods, pi.GetPod())
+		}
+		checked = opts.Drainability.Node(ni.Node(), pods)
+		if checked.Blocked != nil {
+			return nil, checked.Blocked
+		}
+		for _, p := range checked.Move {
+			uids = append(uids, p.UID)
+		}
+	} else {
+		for _, pi := range ni.Pods {
+			if !leavesWithNode(pi.GetPod()) {
+				uids = append(uids, pi.GetPod().UID)
+			}
+		}
 	}
 	snap.Fork()
 	moves := map[string]string{}
@@ -106,15 +149,6 @@ func drain(h *harness.Harness, nodeName string, removed map[string]bool, full ma
 	var learned [][2]string
 	for _, uid := range uids {
 		pod, _, _ := snap.Pod(uid)
-		if leavesWithNode(pod) {
-			continue
-		}
-		if opts.Movable != nil {
-			if err := opts.Movable(pod); err != nil {
-				snap.Revert()
-				return nil, fmt.Errorf("pod %s/%s cannot be evicted: %w", pod.Namespace, pod.Name, err)
-			}
-		}
 		pending, err := h.Remove(uid)
 		if err != nil {
 			snap.Revert()
@@ -148,6 +182,9 @@ func drain(h *harness.Harness, nodeName string, removed map[string]bool, full ma
 		return nil, err
 	}
 	snap.Commit()
+	if opts.Drainability != nil {
+		opts.Drainability.Commit(checked)
+	}
 	for _, l := range learned {
 		full[l[0]][l[1]] = true
 	}
@@ -155,15 +192,7 @@ func drain(h *harness.Harness, nodeName string, removed map[string]bool, full ma
 }
 
 func leavesWithNode(pod *v1.Pod) bool {
-	if _, mirror := pod.Annotations[v1.MirrorPodAnnotationKey]; mirror {
-		return true
-	}
-	for _, ref := range pod.OwnerReferences {
-		if ref.Kind == "DaemonSet" && ref.Controller != nil && *ref.Controller {
-			return true
-		}
-	}
-	return false
+	return drainability.IsMirrorPod(pod) || drainability.IsDaemonSetPod(pod)
 }
 
 // Utilization is the share of a node in use: of its DRA devices when it

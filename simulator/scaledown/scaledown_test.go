@@ -5,9 +5,14 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
+	"draxr.dev/draxr/simulator/drainability"
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/snapshot"
@@ -16,6 +21,13 @@ import (
 // spreadCluster builds `busy` nodes holding busyPods one-GPU pods each,
 // then `light` nodes holding lightPods each; every node has 8 devices.
 func spreadCluster(t testing.TB, busy, busyPods, light, lightPods int) *harness.Harness {
+	t.Helper()
+	return spreadClusterWith(t, busy, busyPods, light, lightPods, nil, nil)
+}
+
+// spreadClusterWith is spreadCluster with hooks that change each node and
+// pod before they are added.
+func spreadClusterWith(t testing.TB, busy, busyPods, light, lightPods int, nodeHook func(*v1.Node), podHook func(pod *v1.Pod, node string)) *harness.Harness {
 	t.Helper()
 	snap := snapshot.New()
 	snap.SetDeviceClass(fx.Class("gpu.example.com", fx.Driver, fx.GPUResource, fx.Epoch))
@@ -27,7 +39,11 @@ func spreadCluster(t testing.TB, busy, busyPods, light, lightPods int) *harness.
 	add := func(count, pods int, kind string) {
 		for i := 0; i < count; i++ {
 			name := fmt.Sprintf("%s-%04d", kind, i)
-			if err := snap.AddNode(fx.Node(name, 64, 256, nil)); err != nil {
+			node := fx.Node(name, 64, 256, nil)
+			if nodeHook != nil {
+				nodeHook(node)
+			}
+			if err := snap.AddNode(node); err != nil {
 				t.Fatal(err)
 			}
 			if err := snap.AddResourceSlice(fx.GPUSlice(name, 8)); err != nil {
@@ -36,6 +52,9 @@ func spreadCluster(t testing.TB, busy, busyPods, light, lightPods int) *harness.
 			for j := 0; j < pods; j++ {
 				pod := fx.Pod(fmt.Sprintf("p-%d", n), 100, fx.GPUs(fx.GPUResource, 1))
 				n++
+				if podHook != nil {
+					podHook(pod, name)
+				}
 				if _, ferr := h.Place(pod, name); ferr != nil {
 					t.Fatal(ferr)
 				}
@@ -95,18 +114,108 @@ func TestFindExplainsNodesThatStay(t *testing.T) {
 	}
 }
 
-func TestMovableVeto(t *testing.T) {
-	h := spreadCluster(t, 1, 2, 1, 1)
-	_, rejections := Find(h, Options{UtilizationThreshold: 0.5, Movable: func(p *v1.Pod) error {
-		return fmt.Errorf("PodDisruptionBudget allows no disruption")
-	}})
-	found := false
+// CA's drain rules decide which light node may go; each kept node says
+// why with CA's reason names.
+func TestFindAppliesDrainRules(t *testing.T) {
+	replicated := func(pod *v1.Pod, node string) {
+		pod.Labels = map[string]string{"node": node}
+		pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", Controller: ptr.To(true)}}
+	}
+	onNode := func(target string, change func(*v1.Pod)) func(*v1.Pod, string) {
+		return func(pod *v1.Pod, node string) {
+			replicated(pod, node)
+			if node == target {
+				change(pod)
+			}
+		}
+	}
+	light0 := "light-0000"
+	tests := []struct {
+		name        string
+		nodeHook    func(*v1.Node)
+		podHook     func(*v1.Pod, string)
+		pdbs        []*policyv1.PodDisruptionBudget
+		wantRemoved []string
+		wantCode    string // rejection of light-0000
+		wantReason  string
+	}{
+		{name: "replicated pods move", podHook: replicated, wantRemoved: []string{"light-0000", "light-0001"}},
+		{name: "safe-to-evict false keeps its node",
+			podHook:     onNode(light0, func(p *v1.Pod) { p.Annotations = map[string]string{drainability.SafeToEvictAnnotation: "false"} }),
+			wantRemoved: []string{"light-0001"}, wantCode: "BlockedByPod", wantReason: "NotSafeToEvictAnnotation: pod annotated as not safe to evict present: p-6"},
+		{name: "emptyDir keeps its node",
+			podHook: onNode(light0, func(p *v1.Pod) {
+				p.Spec.Volumes = []v1.Volume{{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+			}),
+			wantRemoved: []string{"light-0001"}, wantCode: "BlockedByPod", wantReason: "LocalStorageRequested"},
+		{name: "pod without controller keeps its node", podHook: onNode(light0, func(p *v1.Pod) { p.OwnerReferences = nil }),
+			wantRemoved: []string{"light-0001"}, wantCode: "BlockedByPod", wantReason: "NotReplicated: default/p-6 is not replicated"},
+		{name: "scale-down-disabled node stays", podHook: replicated,
+			nodeHook: func(n *v1.Node) {
+				if n.Name == light0 {
+					n.Annotations = map[string]string{drainability.ScaleDownDisabledAnnotation: "true"}
+				}
+			},
+			wantRemoved: []string{"light-0001"}, wantCode: "ScaleDownDisabledAnnotation", wantReason: "scale-down-disabled"},
+		{name: "a PDB allowing one disruption lets one of two nodes go",
+			podHook: func(p *v1.Pod, node string) { replicated(p, node); p.Labels["app"] = "web" },
+			pdbs: []*policyv1.PodDisruptionBudget{{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+				Spec:   policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web", "node": "light-0000"}}},
+				Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 0}}},
+			wantRemoved: []string{"light-0001"}, wantCode: "BlockedByPod", wantReason: "NotEnoughPdb"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := spreadClusterWith(t, 1, 6, 2, 1, tc.nodeHook, tc.podHook)
+			removals, rejections := Find(h, Options{UtilizationThreshold: 0.5,
+				Drainability: drainability.NewChecker(drainability.DefaultOptions(), tc.pdbs, time.Now())})
+			var removed []string
+			for _, r := range removals {
+				removed = append(removed, r.Node)
+			}
+			if strings.Join(removed, ",") != strings.Join(tc.wantRemoved, ",") {
+				t.Fatalf("removed %v, want %v; rejections %+v", removed, tc.wantRemoved, rejections)
+			}
+			if tc.wantCode == "" {
+				return
+			}
+			for _, r := range rejections {
+				if r.Node == light0 {
+					if r.Code != tc.wantCode || !strings.Contains(r.Reason, tc.wantReason) {
+						t.Errorf("rejection = %+v, want code %s and %q", r, tc.wantCode, tc.wantReason)
+					}
+					if n := len(h.Snapshot().NodeInfo(light0).Pods); n != 1 {
+						t.Errorf("kept node holds %d pods in the snapshot, want its 1", n)
+					}
+					return
+				}
+			}
+			t.Errorf("no rejection for %s: %+v", light0, rejections)
+		})
+	}
+}
+
+// Batch budget: two nodes each with one pod of a PDB allowing one
+// disruption: only the first node goes.
+func TestFindSharesPDBBudgetAcrossBatch(t *testing.T) {
+	h := spreadClusterWith(t, 1, 6, 2, 1, nil, func(p *v1.Pod, node string) {
+		p.Labels = map[string]string{"app": "web"}
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", Controller: ptr.To(true)}}
+	})
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec:   policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
+		Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 1}}
+	removals, rejections := Find(h, Options{UtilizationThreshold: 0.5,
+		Drainability: drainability.NewChecker(drainability.DefaultOptions(), []*policyv1.PodDisruptionBudget{pdb}, time.Now())})
+	if len(removals) != 1 || removals[0].Node != "light-0000" {
+		t.Fatalf("removals = %+v, want light-0000 only; rejections %+v", removals, rejections)
+	}
 	for _, r := range rejections {
-		found = found || strings.Contains(r.Reason, "cannot be evicted: PodDisruptionBudget allows no disruption")
+		if r.Node == "light-0001" && r.Blocked != nil && r.Blocked.PodReason == drainability.NotEnoughPdb {
+			return
+		}
 	}
-	if !found {
-		t.Fatalf("rejections = %+v, want the PDB veto", rejections)
-	}
+	t.Errorf("light-0001 not rejected with NotEnoughPdb: %+v", rejections)
 }
 
 func BenchmarkScaleDown(b *testing.B) {

@@ -7,8 +7,11 @@ package scaleup
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -71,6 +74,11 @@ type Planner struct {
 	// MaxNodesTotal caps all nodes in the cluster; 0 means no cap.
 	MaxNodesTotal int
 	Matcher       *dynres.Matcher
+	// DaemonSets run pods on the new nodes they match.
+	DaemonSets []*appsv1.DaemonSet
+	// SchedulerNames are the schedulers whose pods are planned for; empty
+	// means the harness's profile only.
+	SchedulerNames []string
 }
 
 // Plan places the pending pods and returns the plan.
@@ -83,6 +91,7 @@ func (p *Planner) Plan(pending []*v1.Pod) (*Plan, error) {
 	st := newState(p, groups)
 
 	plan := &Plan{ScaleUps: []ScaleUp{}, ExistingNodes: []Placement{}, NoScaleUp: []NoScaleUp{}}
+	pending = p.setAsideUntried(pending, plan)
 	// Existing nodes take pods in the scheduler's order, so the plan
 	// predicts what the scheduler will bind; new nodes are packed largest
 	// first, as the Cluster Autoscaler's estimator does.
@@ -96,7 +105,7 @@ func (p *Planner) Plan(pending []*v1.Pod) (*Plan, error) {
 		if !ok {
 			break
 		}
-		res, err := st.estimate(best.Group, remaining, true)
+		res, err := st.finalEstimate(best.Group, remaining)
 		if err != nil {
 			return nil, err
 		}
@@ -109,6 +118,43 @@ func (p *Planner) Plan(pending []*v1.Pod) (*Plan, error) {
 	}
 	plan.Groups = st.describe()
 	return plan, nil
+}
+
+// setAsideUntried lists the pods the scheduler will not try at all, with
+// the reason, and returns the others: a new node would not help them.
+func (p *Planner) setAsideUntried(pending []*v1.Pod, plan *Plan) []*v1.Pod {
+	served := p.SchedulerNames
+	if len(served) == 0 {
+		served = []string{p.Harness.SchedulerName()}
+	}
+	out := make([]*v1.Pod, 0, len(pending))
+	for _, pod := range pending {
+		switch {
+		case len(pod.Spec.SchedulingGates) > 0:
+			gates := make([]string, len(pod.Spec.SchedulingGates))
+			for i, g := range pod.Spec.SchedulingGates {
+				gates[i] = g.Name
+			}
+			plan.NoScaleUp = append(plan.NoScaleUp, NoScaleUp{Pod: RefOf(pod), Code: SchedulingGated,
+				Reason: fmt.Sprintf("scheduling gates %s: the scheduler does not try the pod until they are removed", strings.Join(gates, ", "))})
+		case !slices.Contains(served, schedulerOf(pod)):
+			plan.NoScaleUp = append(plan.NoScaleUp, NoScaleUp{Pod: RefOf(pod), Code: NotServedByScheduler,
+				Reason: fmt.Sprintf("schedulerName %q is not a profile of the scheduler configuration (%s): that scheduler places the pod, not this one",
+					schedulerOf(pod), strings.Join(served, ", "))})
+		default:
+			out = append(out, pod)
+		}
+	}
+	return out
+}
+
+// schedulerOf is the pod's scheduler; the API server defaults an empty
+// name to default-scheduler.
+func schedulerOf(pod *v1.Pod) string {
+	if pod.Spec.SchedulerName == "" {
+		return v1.DefaultSchedulerName
+	}
+	return pod.Spec.SchedulerName
 }
 
 // placeOnExisting places pods on existing nodes where kube-scheduler would.

@@ -48,6 +48,10 @@ func (st *state) groupReason(g *nodegroup.NodeGroup, pod *v1.Pod, kind string) G
 	}
 	prefix := "node group " + g.Name + ": "
 	if ferr := st.rejects[g.Name][kind]; ferr != nil {
+		// A used-up shared pool is the answer whatever the node offers.
+		if pools := st.exhaustedSharedPools(pod); len(pools) > 0 {
+			return reason(SharedPoolExhausted, prefix+strings.Join(pools, "; "))
+		}
 		if why := st.resourceShortfall(g, pod); why != "" {
 			return reason(InsufficientResource, prefix+why)
 		}

@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"slices"
+	"strconv"
+	"strings"
 
 	"draxr.dev/draxr/simulator/dynres"
 	"draxr.dev/draxr/simulator/estimator"
@@ -31,25 +34,32 @@ type state struct {
 	plainGroups int
 	// signature identifies groups whose new nodes are alike.
 	signature map[string]string
+	// takenIndexes are, per group, the n of live nodes already named
+	// <group>-new-<n>, sorted, so that new nodes never clash with them.
+	takenIndexes map[string][]int
 }
 
 func newState(p *Planner, groups []*nodegroup.NodeGroup) *state {
 	st := &state{
 		p: p, groups: groups,
-		byName:    map[string]*nodegroup.NodeGroup{},
-		current:   map[string]int{},
-		planned:   map[string]int{},
-		template:  map[string][]dynres.Entry{},
-		rejects:   map[string]map[string]*harness.FitError{},
-		kinds:     &estimator.Kinds{},
-		held:      map[string]map[string]bool{},
-		signature: map[string]string{},
+		byName:       map[string]*nodegroup.NodeGroup{},
+		current:      map[string]int{},
+		planned:      map[string]int{},
+		template:     map[string][]dynres.Entry{},
+		rejects:      map[string]map[string]*harness.FitError{},
+		kinds:        &estimator.Kinds{},
+		held:         map[string]map[string]bool{},
+		signature:    map[string]string{},
+		takenIndexes: map[string][]int{},
 	}
 	snap := p.Harness.Snapshot()
 	for _, name := range snap.NodeNames() {
 		if g := nodegroup.Group(snap.NodeInfo(name).Node()); g != "" {
 			st.current[g]++
 		}
+	}
+	for _, g := range groups {
+		st.takenIndexes[g.Name] = takenIndexes(snap.NodeNames(), g.Name)
 	}
 	for _, g := range groups {
 		st.byName[g.Name] = g
@@ -94,11 +104,10 @@ func (st *state) room(g *nodegroup.NodeGroup) int {
 	return room
 }
 
-func (st *state) estimate(group string, pods []*v1.Pod, final bool) (*estimator.Result, error) {
-	g := st.byName[group]
+func (st *state) binPacking(group string, final bool) *estimator.BinPacking {
 	offset := st.current[group] + st.planned[group]
-	est := &estimator.BinPacking{Harness: st.p.Harness, CountOnly: !final, Kinds: st.kinds, Namer: func(group string, i int) string {
-		return fmt.Sprintf("%s-new-%d", group, offset+i)
+	est := &estimator.BinPacking{Harness: st.p.Harness, CountOnly: !final, Kinds: st.kinds, DaemonSets: st.p.DaemonSets, Namer: func(group string, i int) string {
+		return newNodeName(group, offset+i, st.takenIndexes[group])
 	}}
 	// A node with devices is not opened for pods that use none while a
 	// group without devices exists; such pods still use spare room on the
@@ -106,6 +115,12 @@ func (st *state) estimate(group string, pods []*v1.Pod, final bool) (*estimator.
 	if len(st.template[group]) > 0 && st.plainGroups > 0 {
 		est.NoNewNodeFor = usesNoDevices
 	}
+	return est
+}
+
+func (st *state) estimate(group string, pods []*v1.Pod, final bool) (*estimator.Result, error) {
+	g := st.byName[group]
+	est := st.binPacking(group, final)
 	res, err := est.Estimate(g, pods, st.room(g))
 	if err != nil {
 		return nil, err
@@ -168,4 +183,79 @@ func (st *state) copyVerdicts(from, to string) {
 	for k, v := range st.held[from] {
 		st.held[to][k] = v
 	}
+}
+
+// takenIndexes lists, sorted, the n of the nodes named <group>-new-<n>.
+func takenIndexes(nodes []string, group string) []int {
+	var out []int
+	for _, name := range nodes {
+		if rest, ok := strings.CutPrefix(name, group+"-new-"); ok {
+			if n, err := strconv.Atoi(rest); err == nil && n >= 0 && strconv.Itoa(n) == rest {
+				out = append(out, n)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// newNodeName names the k-th new node of a group <group>-new-<n>, n being
+// the k-th index no live node has: names are stable, never clash with a
+// live node, and are k itself when nothing is taken.
+func newNodeName(group string, k int, taken []int) string {
+	n := k
+	for _, t := range taken {
+		if t <= n {
+			n++
+		}
+	}
+	return fmt.Sprintf("%s-new-%d", group, n)
+}
+
+// finalEstimate is the estimate the plan keeps. On a group whose devices
+// are partitionable (they draw on shared counters) the number of nodes
+// depends on where the scheduler's scoring puts each pod, not on tight
+// packing: the packed count is then checked by placing the same pods, in
+// the scheduler's queue order, onto that many fresh nodes with scoring,
+// and raised until they all bind (within the group's room).
+func (st *state) finalEstimate(group string, pods []*v1.Pod) (*estimator.Result, error) {
+	g := st.byName[group]
+	if !partitionable(g) {
+		return st.estimate(group, pods, true)
+	}
+	snap := st.p.Harness.Snapshot()
+	snap.Fork()
+	packed, err := st.estimate(group, pods, true)
+	snap.Revert()
+	if err != nil {
+		return nil, err
+	}
+	placed := SortSchedulerQueue(packed.PlacedOrder)
+	room := st.room(g)
+	est := st.binPacking(group, true)
+	for n := len(packed.NewNodes); ; n++ {
+		snap.Fork()
+		res, all, err := est.Scored(g, placed, n)
+		if err != nil {
+			snap.Revert()
+			return nil, err
+		}
+		if all || n >= room {
+			snap.Commit()
+			res.Unplaced = append(res.Unplaced, packed.Unplaced...)
+			return res, nil
+		}
+		snap.Revert()
+	}
+}
+
+// partitionable reports whether the group's devices draw on shared
+// counters (a GPU offered whole and as partitions).
+func partitionable(g *nodegroup.NodeGroup) bool {
+	for _, s := range g.Spec.ResourceSlices {
+		if len(s.SharedCounters) > 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -55,6 +55,9 @@ const (
 	InsufficientResource ReasonCode = "InsufficientResource"
 	// PredicatesFailed: the scheduler's filters reject a new node.
 	PredicatesFailed ReasonCode = "PredicatesFailed"
+	// SharedPoolExhausted: a shared (network-attached) pool the pod needs
+	// has no free device; new nodes do not add to it.
+	SharedPoolExhausted ReasonCode = "SharedPoolExhausted"
 	// MaxNodesTotalReached: --max-nodes-total is reached.
 	MaxNodesTotalReached ReasonCode = "MaxNodesTotalReached"
 	// MaxSizeReached: the group is at its max size.
@@ -65,6 +68,12 @@ const (
 	// NotChosen: a new node would fit, but the expander chose other groups
 	// until none could help.
 	NotChosen ReasonCode = "NotChosen"
+	// SchedulingGated: the pod has scheduling gates; the scheduler does not
+	// try it until they are removed, so no node would help yet.
+	SchedulingGated ReasonCode = "SchedulingGated"
+	// NotServedByScheduler: no profile of the scheduler configuration is
+	// the pod's spec.schedulerName, so the scheduler never places it.
+	NotServedByScheduler ReasonCode = "NotServedByScheduler"
 	// MultipleReasons: node groups decline for different reasons; see
 	// NoScaleUp.NodeGroups.
 	MultipleReasons ReasonCode = "MultipleReasons"

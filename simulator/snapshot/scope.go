@@ -28,6 +28,9 @@ type cycleScope struct {
 // SetCycleScope limits the DRA listers to one pod and its candidate nodes
 // until ClearCycleScope. nodes == nil keeps all slices visible.
 func (s *Snapshot) SetCycleScope(pod types.UID, nodes []string) {
+	if s.unscoped {
+		return
+	}
 	s.scopeStore.pod, s.scopeStore.nodes = pod, nodes
 	s.scope = &s.scopeStore
 }

@@ -39,18 +39,20 @@ type Snapshot struct {
 	slicesByNode map[string][]*resourceapi.ResourceSlice
 	sliceList    []*resourceapi.ResourceSlice // nil when stale
 
-	claims         map[string]*resourceapi.ResourceClaim // namespace/name
-	claimsByUID    map[types.UID]*resourceapi.ResourceClaim
-	xrClaims       map[types.UID]*resourceapi.ResourceClaim // extended-resource claims by owning pod UID
-	claimList      []*resourceapi.ResourceClaim             // nil when stale
-	templates      map[string]*resourceapi.ResourceClaimTemplate
-	allocated      allocatedDevices
-	pending        map[types.UID]*resourceapi.ResourceClaim // signalled in Reserve, not yet committed
-	pvcUsers       map[string]int
-	pendingListing bool // pending claims exist; List and GatherAllocatedState must add them
+	claims      map[string]*resourceapi.ResourceClaim // namespace/name
+	claimsByUID map[types.UID]*resourceapi.ResourceClaim
+	xrClaims    map[types.UID]*resourceapi.ResourceClaim // extended-resource claims by owning pod UID
+	claimList   []*resourceapi.ResourceClaim             // nil when stale
+	templates   map[string]*resourceapi.ResourceClaimTemplate
+	allocated   allocatedDevices
+	pending     map[types.UID]*resourceapi.ResourceClaim // signalled in Reserve, not yet committed
+	pvcUsers    map[string]int
 
 	scope      *cycleScope // non-nil while the harness schedules one pod
 	scopeStore cycleScope
+	// unscoped turns SetCycleScope off; only tests set it (export_test.go),
+	// to check that scoped listers place pods as unscoped ones do.
+	unscoped bool
 
 	undo      []func()
 	forkMarks []int

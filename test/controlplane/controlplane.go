@@ -31,11 +31,13 @@ import (
 // DefaultControllers are the controllers draxr's tests rely on: claims
 // created from templates, garbage collection of pod-owned claims, and
 // ServiceAccounts with their tokens and root CA.
-var DefaultControllers = []string{
-	"resourceclaim-controller", "garbage-collector-controller", "serviceaccount-controller",
-	"serviceaccount-token-controller", "root-ca-certificate-publisher-controller",
-	"replicaset-controller", "deployment-controller", "job-controller", "disruption-controller",
-	"pod-garbage-collector-controller",
+func DefaultControllers() []string {
+	return []string{
+		"resourceclaim-controller", "garbage-collector-controller", "serviceaccount-controller",
+		"serviceaccount-token-controller", "root-ca-certificate-publisher-controller",
+		"replicaset-controller", "deployment-controller", "job-controller", "disruption-controller",
+		"pod-garbage-collector-controller",
+	}
 }
 
 // Options configure Start.
@@ -59,8 +61,9 @@ type ControlPlane struct {
 	Client          kubernetes.Interface
 	URL             string
 
-	procs   []*proc.Process
-	ownsDir bool
+	procs    []*proc.Process
+	ownsDir  bool
+	detached bool // Options.Detach
 }
 
 const adminToken = "draxr-e2e-admin-token"
@@ -69,8 +72,7 @@ const adminToken = "draxr-e2e-admin-token"
 // waits until the API server is ready. On error everything started is
 // stopped.
 func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
-	detached = opts.Detach
-	cp = &ControlPlane{Dir: opts.Dir}
+	cp = &ControlPlane{Dir: opts.Dir, detached: opts.Detach}
 	if cp.Dir == "" {
 		if cp.Dir, err = os.MkdirTemp("", "draxr-controlplane-"); err != nil {
 			return nil, err
@@ -97,7 +99,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	}
 	controllers := opts.Controllers
 	if controllers == nil {
-		controllers = DefaultControllers
+		controllers = DefaultControllers()
 	}
 	if err := cp.startControllerManager(opts.BinDir, controllers); err != nil {
 		return nil, err
@@ -106,17 +108,17 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 }
 
 func (cp *ControlPlane) startEtcd(ctx context.Context, binDir string) (string, error) {
-	clientPort, err := freePort()
+	clientPort, err := FreePort()
 	if err != nil {
 		return "", err
 	}
-	peerPort, err := freePort()
+	peerPort, err := FreePort()
 	if err != nil {
 		return "", err
 	}
 	client := fmt.Sprintf("http://127.0.0.1:%d", clientPort)
 	peer := fmt.Sprintf("http://127.0.0.1:%d", peerPort)
-	p, err := startProcess(cp.Dir, "etcd", filepath.Join(binDir, "etcd"),
+	p, err := cp.startProcess("etcd", filepath.Join(binDir, "etcd"),
 		"--name=e2e", "--data-dir="+filepath.Join(cp.Dir, "etcd"),
 		"--listen-client-urls="+client, "--advertise-client-urls="+client,
 		"--listen-peer-urls="+peer, "--initial-advertise-peer-urls="+peer,
@@ -126,17 +128,24 @@ func (cp *ControlPlane) startEtcd(ctx context.Context, binDir string) (string, e
 		return "", err
 	}
 	cp.procs = append(cp.procs, p)
+	probe := &http.Client{Timeout: 5 * time.Second}
 	return client, waitFor(ctx, p, 60*time.Second, func() error {
-		resp, err := http.Get(client + "/health")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("etcd /health: %s", resp.Status)
-		}
-		return nil
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, client+"/health", nil)
+		return answersOK(probe, req, "etcd /health")
 	})
+}
+
+// answersOK is one readiness probe: req must get 200 OK.
+func answersOK(c *http.Client, req *http.Request, what string) error {
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", what, resp.Status)
+	}
+	return nil
 }
 
 func (cp *ControlPlane) startAPIServer(ctx context.Context, binDir, etcdURL string) error {
@@ -148,12 +157,12 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, binDir, etcdURL stri
 	if err := os.WriteFile(tokens, []byte(adminToken+",admin,admin-uid,system:masters\n"), 0o600); err != nil {
 		return err
 	}
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return err
 	}
 	certDir := filepath.Join(cp.Dir, "apiserver")
-	p, err := startProcess(cp.Dir, "kube-apiserver", filepath.Join(binDir, "kube-apiserver"),
+	p, err := cp.startProcess("kube-apiserver", filepath.Join(binDir, "kube-apiserver"),
 		"--etcd-servers="+etcdURL,
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port),
 		"--cert-dir="+certDir,
@@ -173,15 +182,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, binDir, etcdURL stri
 	if err := waitFor(ctx, p, 120*time.Second, func() error {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, cp.URL+"/readyz", nil)
 		req.Header.Set("Authorization", "Bearer "+adminToken)
-		resp, err := insecure.Do(req)
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("kube-apiserver /readyz: %s", resp.Status)
-		}
-		return nil
+		return answersOK(insecure, req, "kube-apiserver /readyz")
 	}); err != nil {
 		return err
 	}
@@ -200,7 +201,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, binDir, etcdURL stri
 }
 
 func (cp *ControlPlane) startControllerManager(binDir string, controllers []string) error {
-	p, err := startProcess(cp.Dir, "kube-controller-manager", filepath.Join(binDir, "kube-controller-manager"),
+	p, err := cp.startProcess("kube-controller-manager", filepath.Join(binDir, "kube-controller-manager"),
 		"--kubeconfig="+cp.AdminKubeconfig,
 		"--controllers="+strings.Join(controllers, ","),
 		"--service-account-private-key-file="+filepath.Join(cp.Dir, "sa.key"),

@@ -7,21 +7,18 @@ import (
 	"draxr.dev/draxr/test/proc"
 )
 
-// detached processes outlive the test binary (make cluster-up).
-var detached bool
-
 // startProcess starts a component with its log in the control plane's
-// folder.
-func startProcess(dir, name, binary string, args ...string) (*proc.Process, error) {
-	logPath := filepath.Join(dir, name+".log")
-	if detached {
+// folder; detached ones outlive the test binary (make cluster-up).
+func (cp *ControlPlane) startProcess(name, binary string, args ...string) (*proc.Process, error) {
+	logPath := filepath.Join(cp.Dir, name+".log")
+	if cp.detached {
 		return proc.StartDetached(name, binary, logPath, args...)
 	}
 	return proc.Start(name, binary, logPath, args...)
 }
 
-// freePort asks the kernel for an unused port on 127.0.0.1.
-func freePort() (int, error) {
+// FreePort asks the kernel for an unused port on 127.0.0.1.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err

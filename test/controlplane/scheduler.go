@@ -44,7 +44,7 @@ func (cp *ControlPlane) StartScheduler(ctx context.Context, opts SchedulerOption
 	if err := writeSchedulerConfig(opts.Config, cfgPath, kubeconfig, opts.ProfileName); err != nil {
 		return nil, err
 	}
-	p, err := startProcess(cp.Dir, opts.Name, opts.Binary, "--config="+cfgPath, "--secure-port=0", "--v=2")
+	p, err := cp.startProcess(opts.Name, opts.Binary, "--config="+cfgPath, "--secure-port=0", "--v=2")
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +80,7 @@ func (cp *ControlPlane) ServiceAccountKubeconfig(ctx context.Context, name, rbac
 // StartProcess starts a binary whose log goes to the control plane's
 // folder; Stop stops it with the rest.
 func (cp *ControlPlane) StartProcess(name, binary string, args ...string) (*proc.Process, error) {
-	p, err := startProcess(cp.Dir, name, binary, args...)
+	p, err := cp.startProcess(name, binary, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/nodegroup"
+	"draxr.dev/draxr/test/controlplane"
 	"draxr.dev/draxr/test/proc"
 )
 
@@ -93,7 +94,7 @@ func (e *env) autoscalerBinary(binary, nodeGroups string, extra ...string) (*pro
 		e.t.Fatal(err)
 	}
 	e.grantPerTestNames()
-	port, err := freePort()
+	port, err := controlplane.FreePort()
 	if err != nil {
 		e.t.Fatal(err)
 	}

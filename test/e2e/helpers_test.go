@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +31,7 @@ type env struct {
 
 func newEnv(t *testing.T, name string) *env {
 	t.Helper()
+	skipUnderShort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	e := &env{t: t, ctx: ctx, name: name, ns: "e2e-" + name,
@@ -92,13 +92,71 @@ func (e *env) devicePluginNode(name string, n int64) {
 	}
 }
 
+// classNewerThan creates a DeviceClass whose creationTimestamp is later
+// than older's, for the KEP's "newest class wins". Timestamps have second
+// granularity, so it first waits until this host's clock (the API
+// server's: it listens on 127.0.0.1) has passed older's second.
+func (e *env) classNewerThan(older *resourceapi.DeviceClass, name, driver string, explicit v1.ResourceName) *resourceapi.DeviceClass {
+	e.t.Helper()
+	next := older.CreationTimestamp.Add(time.Second)
+	if err := wait.PollUntilContextTimeout(e.ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return !time.Now().Before(next), nil
+	}); err != nil {
+		e.t.Fatalf("clock did not pass %v: %v", next, err)
+	}
+	c := e.class(name, driver, explicit)
+	if !older.CreationTimestamp.Before(&c.CreationTimestamp) {
+		e.t.Fatalf("DeviceClass %s created at %v, not after %s (%v)", c.Name, c.CreationTimestamp, older.Name, older.CreationTimestamp)
+	}
+	return c
+}
+
+// clearExtendedResourceName removes the explicit name from a DeviceClass,
+// the KEP's last migration step.
+func (e *env) clearExtendedResourceName(class string) {
+	e.t.Helper()
+	c, err := cp.Client.ResourceV1().DeviceClasses().Get(e.ctx, class, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	c.Spec.ExtendedResourceName = nil
+	if _, err := cp.Client.ResourceV1().DeviceClasses().Update(e.ctx, c, metav1.UpdateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// waitClassesSeen returns once the scheduler (profile schedulerName, ""
+// for the default) has observed every DeviceClass change made so far.
+// A scheduler receives DeviceClass events in order, so when a pod that
+// only a new sentinel class can serve is bound, the earlier class changes
+// are in its view too (NodeResourcesFit requeues the pod on the class's
+// arrival if the pod came first).
+func (e *env) waitClassesSeen(schedulerName string) {
+	e.t.Helper()
+	name := e.name + "-sentinel"
+	driver := "sentinel." + e.driver
+	resource := v1.ResourceName(e.name + ".example.com/sentinel")
+	e.class(name, driver, resource)
+	e.draNode(name, driver, 1)
+	e.podFor(schedulerName, name, resource, 1)
+	e.waitBound(name)
+}
+
 // pod creates a pod asking for count of resource in limits only, as users
 // write it, restricted to the env's nodes.
 func (e *env) pod(name string, resource v1.ResourceName, count int64) *v1.Pod {
 	e.t.Helper()
+	return e.podFor("", name, resource, count)
+}
+
+// podFor is pod for the scheduler profile schedulerName ("" for the
+// default scheduler).
+func (e *env) podFor(schedulerName, name string, resource v1.ResourceName, count int64) *v1.Pod {
+	e.t.Helper()
 	p := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
 		Spec: v1.PodSpec{
+			SchedulerName:                 schedulerName,
 			NodeSelector:                  map[string]string{"e2e-test": e.name},
 			TerminationGracePeriodSeconds: ptr.To[int64](0),
 			Containers: []v1.Container{{Name: "main", Image: "registry.example/app",
@@ -112,46 +170,51 @@ func (e *env) pod(name string, resource v1.ResourceName, count int64) *v1.Pod {
 	return created
 }
 
-// waitBound waits until the pod is bound and its status written, and
-// returns it.
-func (e *env) waitBound(name string) *v1.Pod {
+// waitPod polls the pod until done says so, for at most timeout, and
+// returns it; the pod as last seen (nil: never found) and the error go to
+// fail otherwise.
+func (e *env) waitPod(name string, timeout time.Duration, done func(*v1.Pod) bool, fail func(last *v1.Pod, err error)) *v1.Pod {
 	e.t.Helper()
 	var pod *v1.Pod
-	err := wait.PollUntilContextTimeout(e.ctx, 100*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+	if err := wait.PollUntilContextTimeout(e.ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		p, err := cp.Client.CoreV1().Pods(e.ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
 		pod = p
-		return p.Spec.NodeName != "", nil
-	})
-	if err != nil {
-		e.t.Fatalf("pod %s/%s not bound: %v; conditions: %v", e.ns, name, err, conditions(pod))
+		return done(p), nil
+	}); err != nil {
+		fail(pod, err)
 	}
 	return pod
+}
+
+// waitBound waits until the pod is bound and its status written, and
+// returns it.
+func (e *env) waitBound(name string) *v1.Pod {
+	e.t.Helper()
+	return e.waitPod(name, 90*time.Second, func(p *v1.Pod) bool { return p.Spec.NodeName != "" }, func(last *v1.Pod, err error) {
+		e.t.Fatalf("pod %s/%s not bound: %v; conditions: %v", e.ns, name, err, conditions(last))
+	})
 }
 
 // waitUnschedulable waits until the scheduler reports the pod unschedulable.
 func (e *env) waitUnschedulable(name string) *v1.Pod {
 	e.t.Helper()
-	var pod *v1.Pod
-	err := wait.PollUntilContextTimeout(e.ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		p, err := cp.Client.CoreV1().Pods(e.ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		pod = p
+	return e.waitPod(name, 60*time.Second, func(p *v1.Pod) bool {
 		for _, c := range p.Status.Conditions {
 			if c.Type == v1.PodScheduled && c.Reason == v1.PodReasonUnschedulable {
-				return true, nil
+				return true
 			}
 		}
-		return false, nil
+		return false
+	}, func(last *v1.Pod, err error) {
+		node := "pod not found"
+		if last != nil {
+			node = last.Spec.NodeName
+		}
+		e.t.Fatalf("pod %s/%s not reported unschedulable: %v (node %q)", e.ns, name, err, node)
 	})
-	if err != nil {
-		e.t.Fatalf("pod %s/%s not reported unschedulable: %v (node %q)", e.ns, name, err, pod.Spec.NodeName)
-	}
-	return pod
 }
 
 func conditions(p *v1.Pod) string {
@@ -179,21 +242,15 @@ func (e *env) claimOf(pod *v1.Pod) *resourceapi.ResourceClaim {
 	return c
 }
 
-// waitStatus waits for the scheduler's PreBind status patch to be visible.
+// waitExtendedStatus waits for the scheduler's PreBind status patch to be
+// visible.
 func (e *env) waitExtendedStatus(name string) *v1.Pod {
 	e.t.Helper()
-	var pod *v1.Pod
-	if err := wait.PollUntilContextTimeout(e.ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		p, err := cp.Client.CoreV1().Pods(e.ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		pod = p
-		return p.Spec.NodeName != "" && p.Status.ExtendedResourceClaimStatus != nil, nil
-	}); err != nil {
+	return e.waitPod(name, 30*time.Second, func(p *v1.Pod) bool {
+		return p.Spec.NodeName != "" && p.Status.ExtendedResourceClaimStatus != nil
+	}, func(_ *v1.Pod, err error) {
 		e.t.Fatalf("pod %s: no extendedResourceClaimStatus: %v", name, err)
-	}
-	return pod
+	})
 }
 
 func (e *env) deletePod(name string) {
@@ -218,12 +275,3 @@ func devices(c *resourceapi.ResourceClaim) []string {
 func resourceQuantity(n int64) *resource.Quantity { return resource.NewQuantity(n, resource.DecimalSI) }
 
 func resourcePool() resourceapi.ResourcePool { return resourceapi.ResourcePool{} }
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}

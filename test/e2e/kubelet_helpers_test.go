@@ -67,6 +67,7 @@ func driverKubeconfig(t *testing.T) string {
 // nodeBinaries builds draxr-test-node and draxr-example-driver once per run.
 func nodeBinaries(t *testing.T) (testNode, exampleDriver string) {
 	t.Helper()
+	skipUnderShort(t)
 	nodeBinsOnce.Do(func() {
 		if out, err := goCmd("build", "-o", bins+"/", "./kubelet/cmd/draxr-test-node", "./kubelet/cmd/draxr-example-driver").CombinedOutput(); err != nil {
 			nodeBinsErr = fmt.Errorf("build test node: %v\n%s", err, out)
@@ -267,22 +268,13 @@ func (n *kubeletNode) poll(timeout time.Duration, what string, cond wait.Conditi
 // waitRunning waits until the pod is Running on a kubelet node.
 func (e *env) waitRunning(name string) *v1.Pod {
 	e.t.Helper()
-	var pod *v1.Pod
-	if err := wait.PollUntilContextTimeout(e.ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		p, err := cp.Client.CoreV1().Pods(e.ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		pod = p
-		return p.Status.Phase == v1.PodRunning, nil
-	}); err != nil {
+	return e.waitPod(name, 60*time.Second, func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning }, func(last *v1.Pod, err error) {
 		phase := v1.PodPhase("not found")
-		if pod != nil {
-			phase = pod.Status.Phase
+		if last != nil {
+			phase = last.Status.Phase
 		}
-		e.t.Fatalf("pod %s not Running (%s): %v; conditions: %v", name, phase, err, conditions(pod))
-	}
-	return pod
+		e.t.Fatalf("pod %s not Running (%s): %v; conditions: %v", name, phase, err, conditions(last))
+	})
 }
 
 // createPod creates a pod from containers, restricted to the env's nodes.

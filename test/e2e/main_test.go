@@ -5,6 +5,7 @@ package e2e
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -27,6 +28,12 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	flag.Parse()
+	if testing.Short() {
+		// make test-unit: build and start nothing; every test skips itself
+		// in skipUnderShort.
+		return m.Run()
+	}
 	var err error
 	if root, err = repoRoot(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
@@ -37,11 +44,9 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e: build control plane:", err)
 		return 1
 	}
-	bins = filepath.Join(root, ".cache", "e2e-bin")
-	if dir := os.Getenv("DRAXR_E2E_BIN"); dir != "" {
-		// Worktrees share .cache; their own binaries go elsewhere.
-		bins = dir
-	}
+	// Under bin/, not .cache/: .cache may be shared by several checkouts,
+	// which must not run each other's builds.
+	bins = filepath.Join(root, "bin", "e2e")
 	if out, err := goCmd("build", "-o", bins+"/", "./scheduler/cmd/draxr-scheduler", "./autoscaler/cmd/draxr-autoscaler", "./test/cmd/draxr-autoscaler-testnodes").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: build draxr binaries: %v\n%s", err, out)
 		return 1
@@ -63,6 +68,15 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, cp.Logs())
 	}
 	return code
+}
+
+// skipUnderShort skips a test that needs the control plane under -short;
+// newEnv and nodeBinaries, where every test starts, call it.
+func skipUnderShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs the control plane (run without -short)")
+	}
 }
 
 func schedulerOptions(profile string) controlplane.SchedulerOptions {

@@ -129,17 +129,9 @@ func TestMigrationPath(t *testing.T) {
 	if got := devices(e.claimOf(e.waitExtendedStatus("before"))); len(got) != 1 || !strings.HasPrefix(got[0], "migrate-old/") {
 		t.Fatalf("before migration: devices %v, want class A's device", got)
 	}
-	time.Sleep(1100 * time.Millisecond) // creationTimestamp has second granularity
-	e.class("migrate-b", newDriver, e.resource)
-	a, err := cp.Client.ResourceV1().DeviceClasses().Get(e.ctx, a.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.Spec.ExtendedResourceName = nil
-	if _, err := cp.Client.ResourceV1().DeviceClasses().Update(e.ctx, a, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(time.Second) // let the scheduler's informer see both changes
+	e.classNewerThan(a, "migrate-b", newDriver, e.resource)
+	e.clearExtendedResourceName(a.Name)
+	e.waitClassesSeen("")
 	for _, name := range []string{"after-0", "after-1"} {
 		e.pod(name, e.resource, 1)
 		if got := devices(e.claimOf(e.waitExtendedStatus(name))); len(got) != 1 || !strings.HasPrefix(got[0], "migrate-new/") {

@@ -5,7 +5,7 @@
 package launch
 
 import (
-	"errors"
+	"fmt"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -94,14 +94,8 @@ type RunningNode struct {
 
 // StartNode starts a test node; its log is <RootDir>.log.
 func StartNode(n Node) (*RunningNode, error) {
-	if n.Binary == "" || n.Name == "" || n.RootDir == "" || n.Kubeconfig == "" {
-		return nil, errors.New("binary, name, root dir and kubeconfig are required")
-	}
-	start := proc.Start
-	if n.Detached {
-		start = proc.StartDetached
-	}
-	p, err := start(n.Name, n.Binary, filepath.Clean(n.RootDir)+".log", n.Args()...)
+	required := []field{{"Binary", n.Binary}, {"Name", n.Name}, {"RootDir", n.RootDir}, {"Kubeconfig", n.Kubeconfig}}
+	p, err := start("test node", required, n.Detached, n.Name, n.Binary, filepath.Clean(n.RootDir)+".log", n.Args())
 	if err != nil {
 		return nil, err
 	}
@@ -160,12 +154,31 @@ type RunningDriver struct {
 
 // StartDriver starts a driver; its log is <KubeletDir>-<driver>.log.
 func StartDriver(d Driver) (*RunningDriver, error) {
-	if d.Binary == "" || d.Name == "" || d.NodeName == "" || d.KubeletDir == "" || d.CDIDir == "" {
-		return nil, errors.New("binary, driver name, node name, kubelet dir and CDI dir are required")
-	}
-	p, err := proc.Start(d.NodeName+"/"+d.Name, d.Binary, filepath.Clean(d.KubeletDir)+"-"+d.Name+".log", d.Args()...)
+	required := []field{{"Binary", d.Binary}, {"Name", d.Name}, {"NodeName", d.NodeName}, {"KubeletDir", d.KubeletDir}, {"CDIDir", d.CDIDir}}
+	p, err := start("driver", required, false, d.NodeName+"/"+d.Name, d.Binary, filepath.Clean(d.KubeletDir)+"-"+d.Name+".log", d.Args())
 	if err != nil {
 		return nil, err
 	}
 	return &RunningDriver{Process: p, Spec: d}, nil
+}
+
+// field is a required setting of a Node or Driver.
+type field struct{ name, value string }
+
+// start starts binary once every required field is set; the error names
+// the ones that are not.
+func start(what string, required []field, detached bool, name, binary, logPath string, args []string) (*Process, error) {
+	var missing []string
+	for _, f := range required {
+		if f.value == "" {
+			missing = append(missing, f.name)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("%s %q: %s required", what, name, strings.Join(missing, ", "))
+	}
+	if detached {
+		return proc.StartDetached(name, binary, logPath, args...)
+	}
+	return proc.Start(name, binary, logPath, args...)
 }

@@ -34,3 +34,34 @@ func TestArgs(t *testing.T) {
 		}
 	}
 }
+
+// A node or driver with settings missing starts nothing, and the error
+// names each missing setting.
+func TestStartNamesMissingSettings(t *testing.T) {
+	tests := []struct {
+		name  string
+		start func() error
+		want  string
+	}{
+		{"node without binary, root dir, kubeconfig", func() error {
+			_, err := StartNode(Node{Name: "n1"})
+			return err
+		}, `test node "n1": Binary, RootDir, Kubeconfig required`},
+		{"node complete but kubeconfig", func() error {
+			_, err := StartNode(Node{Binary: "/bin/true", Name: "n1", RootDir: "/tmp/n1"})
+			return err
+		}, `test node "n1": Kubeconfig required`},
+		{"driver without node and dirs", func() error {
+			_, err := StartDriver(Driver{Binary: "/bin/true", Name: "gpu.example.com"})
+			return err
+		}, `driver "/gpu.example.com": NodeName, KubeletDir, CDIDir required`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.start()
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("error = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}

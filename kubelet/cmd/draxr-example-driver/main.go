@@ -15,7 +15,6 @@ import (
 	"syscall"
 
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
@@ -52,20 +51,15 @@ func parse(fs *flag.FlagSet, args []string) (options, error) {
 		cdiDir     = fs.String("cdi-dir", "/var/run/cdi", "folder the container runtime reads CDI specs from")
 		cdiClass   = fs.String("cdi-class", "gpu", "CDI class: device IDs read <driver-name>/<cdi-class>=<device>")
 		stateFile  = fs.String("state-file", "", "file remembering prepared claims (default <kubelet-dir>/plugins/<driver-name>/prepared-claims.json)")
-		invFile    = fs.String("inventory", "", "YAML file listing the devices (see kubelet/inventory); overrides --devices")
-		count      = fs.Int("devices", 8, "without --inventory: number of devices <device-prefix>-0 ..")
-		prefix     = fs.String("device-prefix", "gpu", "without --inventory: device name prefix")
-		model      = fs.String("device-model", "example", "without --inventory: value of the devices' model attribute")
+		invFlags   inventory.Flags
 	)
+	invFlags.AddFlags(fs, "")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
-	inv := inventory.Uniform(*prefix, *count, *model)
-	if *invFile != "" {
-		var err error
-		if inv, err = inventory.Load(*invFile); err != nil {
-			return options{}, err
-		}
+	inv, err := invFlags.Inventory()
+	if err != nil {
+		return options{}, err
 	}
 	o := options{paths: driver.PathsUnder(*kubeletDir, *driverName), kubeconfig: *kubeconfig}
 	if *stateFile == "" {
@@ -81,11 +75,7 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := restConfig(o.kubeconfig)
-	if err != nil {
-		return err
-	}
-	client, err := kubernetes.NewForConfig(cfg)
+	client, err := newClient(o.kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -99,9 +89,12 @@ func run(o options) error {
 	return running.Wait()
 }
 
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig != "" {
-		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+// newClient connects with the kubeconfig file, or in-cluster credentials
+// when it is "" (client-go's BuildConfigFromFlags falls back to them).
+func newClient(kubeconfig string) (kubernetes.Interface, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
 	}
-	return rest.InClusterConfig()
+	return kubernetes.NewForConfig(cfg)
 }

@@ -33,12 +33,11 @@ func main() {
 		labels     = flag.String("node-labels", "", "node labels, key=value,key=value")
 		taints     = flag.String("register-with-taints", "", "taints, key=value:Effect,...")
 		driverName = flag.String("driver-name", "", "run the reference DRA driver in-process under this name")
-		invFile    = flag.String("inventory", "", "in-process driver: inventory YAML file; overrides --devices")
-		count      = flag.Int("devices", 8, "in-process driver: number of devices <device-prefix>-0 ..")
-		prefix     = flag.String("device-prefix", "gpu", "in-process driver: device name prefix")
+		invFlags   inventory.Flags
 		cdiDir     = flag.String("cdi-dir", "", "in-process driver: CDI spec folder (default <root-dir>/cdi)")
 		cdiClass   = flag.String("cdi-class", "gpu", "in-process driver: CDI class")
 	)
+	invFlags.AddFlags(flag.CommandLine, "in-process driver: ")
 	flag.StringVar(&opts.NodeName, "name", "", "node name")
 	flag.StringVar(&opts.RootDir, "root-dir", "", "kubelet root directory (plugins_registry, CRI socket, containers.jsonl)")
 	flag.StringVar(&opts.Kubeconfig, "kubeconfig", "", "kubeconfig for the kubelet (and the in-process driver)")
@@ -56,11 +55,9 @@ func main() {
 			return err
 		}
 		if *driverName != "" {
-			inv := inventory.Uniform(*prefix, *count, "example")
-			if *invFile != "" {
-				if inv, err = inventory.Load(*invFile); err != nil {
-					return err
-				}
+			inv, err := invFlags.Inventory()
+			if err != nil {
+				return err
 			}
 			dir := *cdiDir
 			if dir == "" {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -19,26 +18,33 @@ import (
 )
 
 type commonFlags struct {
-	files  []string
-	output string
+	files   []string
+	output  string
+	maxPods int64
 }
 
 func (c *commonFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVarP(&c.files, "filename", "f", nil,
 		"file or directory of YAML/JSON objects (repeatable); none: the built-in example")
-	cmd.Flags().StringVarP(&c.output, "output", "o", "table", "output format: "+strings.Join(report.Formats, "|"))
+	cmd.Flags().StringVarP(&c.output, "output", "o", "table", "output format: "+strings.Join(report.Formats(), "|"))
+	cmd.Flags().Int64Var(&c.maxPods, "max-pods", input.DefaultMaxPods,
+		"most pods all workloads in the input may expand to together (the default keeps a run within about 2 GiB)")
 }
 
 func (c *commonFlags) load() (*input.Objects, error) {
 	if !validFormat(c.output) {
-		return nil, badInput(fmt.Errorf("-o: unknown output format %q (want one of %s)", c.output, strings.Join(report.Formats, ", ")))
+		return nil, badInput(fmt.Errorf("-o: unknown output format %q (want one of %s)", c.output, strings.Join(report.Formats(), ", ")))
 	}
+	if c.maxPods <= 0 {
+		return nil, badInput(fmt.Errorf("--max-pods: must be > 0, got %d", c.maxPods))
+	}
+	opts := input.Options{MaxPods: c.maxPods}
 	var objs *input.Objects
 	var err error
 	if len(c.files) == 0 {
-		objs, err = input.Parse(examples.Builtin, examples.BuiltinName)
+		objs, err = opts.Parse(examples.Builtin, examples.BuiltinName)
 	} else {
-		objs, err = input.LoadPaths(c.files)
+		objs, err = opts.LoadPaths(c.files)
 	}
 	if err != nil {
 		return nil, badInput(err)
@@ -47,7 +53,7 @@ func (c *commonFlags) load() (*input.Objects, error) {
 }
 
 func validFormat(f string) bool {
-	for _, ok := range report.Formats {
+	for _, ok := range report.Formats() {
 		if f == ok {
 			return true
 		}
@@ -77,26 +83,20 @@ func newSimulateCommand() *cobra.Command {
 					return badInput(err)
 				}
 			}
-			var prio []byte
-			if priorities != "" {
-				if prio, err = os.ReadFile(priorities); err != nil {
-					return badInput(fmt.Errorf("--expander-priorities: %w", err))
-				}
-			}
-			if opts.Expander, err = expander.New(expanderName, prio, 1); err != nil {
+			if opts.Expander, err = expander.NewFromFile(expanderName, priorities, 1); err != nil {
 				return badInput(err)
 			}
 			res, err := offline.Simulate(context.Background(), objs, opts)
 			if err != nil {
 				return err
 			}
-			out := report.SimulateOutput{Plan: res.Plan, ClassErrors: res.ClassErrors}
+			out := report.SimulateOutput{Plan: res.Plan, ClassErrors: res.ClassErrors, FeatureGates: featureGatesSet(cmd)}
 			return report.Write(cmd.OutOrStdout(), c.output, out, func(w ioWriter) error { return report.PlanTable(w, out) })
 		},
 	}
 	c.add(cmd)
 	cmd.Flags().StringVar(&schedulerConfig, "scheduler-config", "", "KubeSchedulerConfiguration file (default: kube-scheduler's default profile)")
-	cmd.Flags().StringVar(&expanderName, "expander", "least-waste", "node group choice: "+strings.Join(expander.Names, "|"))
+	cmd.Flags().StringVar(&expanderName, "expander", "least-waste", "node group choice: "+strings.Join(expander.Names(), "|")+", or a comma-separated chain such as priority,least-waste")
 	cmd.Flags().StringVar(&priorities, "expander-priorities", "", "priority expander config: YAML map of priority to group-name regexps")
 	cmd.Flags().IntVar(&maxNodesTotal, "max-nodes-total", 0, "cap on all nodes in the cluster, 0 for none")
 	return cmd

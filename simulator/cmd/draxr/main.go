@@ -11,7 +11,22 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/component-base/featuregate"
 )
+
+// featureGatesSet returns the --feature-gates given on the command line.
+func featureGatesSet(cmd *cobra.Command) map[string]bool {
+	f := cmd.Flags().Lookup("feature-gates")
+	if f == nil || !f.Changed {
+		return nil
+	}
+	if m, ok := f.Value.(*cliflag.MapStringBool); ok && m.Map != nil {
+		return *m.Map
+	}
+	return nil
+}
 
 // exitError carries the process exit code: 2 for bad input, 1 otherwise.
 type exitError struct {
@@ -59,6 +74,28 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return badInput(err) })
+	// The planner runs the scheduler's plugins, which read the process's
+	// feature gates: set them as kube-scheduler's --feature-gates would.
+	gates := map[string]bool{}
+	root.PersistentFlags().Var(cliflag.NewMapStringBool(&gates), "feature-gates",
+		"A set of key=value pairs for Kubernetes feature gates, as kube-scheduler takes them (default: v1.36.3's defaults)")
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		if len(gates) == 0 {
+			return nil
+		}
+		// The gate remembers even a refused setting, so names are checked
+		// first.
+		known := utilfeature.DefaultMutableFeatureGate.GetAll()
+		for name := range gates {
+			if _, ok := known[featuregate.Feature(name)]; !ok {
+				return badInput(fmt.Errorf("--feature-gates: unknown feature gate %q", name))
+			}
+		}
+		if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(gates); err != nil {
+			return badInput(fmt.Errorf("--feature-gates: %w", err))
+		}
+		return nil
+	}
 	root.AddCommand(newSimulateCommand(), newCapacityCommand())
 	return root
 }

@@ -1,0 +1,429 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/mock/gomock"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
+
+	"draxr.dev/draxr/autoscaler/clusterstate"
+	"draxr.dev/draxr/cloudprovider"
+	"draxr.dev/draxr/cloudprovider/mocks"
+	"draxr.dev/draxr/simulator/drainability"
+	fx "draxr.dev/draxr/simulator/fixtures"
+)
+
+// sdEnv is a fake API server with CPU nodes of one mocked group "cpu"
+// (nodes whose name starts with "other-" belong to no group).
+type sdEnv struct {
+	a        *Autoscaler
+	client   *fake.Clientset
+	group    *mocks.MockNodeGroup
+	recorder *record.FakeRecorder
+	now      time.Time
+	mu       sync.Mutex
+}
+
+func cpuNode(name string) *v1.Node {
+	n := fx.Node(name, 8, 32, nil)
+	n.CreationTimestamp = metav1.Time{Time: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	return n
+}
+
+// rsPod is a running ReplicaSet pod of milliCPU on node.
+func rsPod(name, node string, milliCPU int64) *v1.Pod {
+	p := fx.Pod(name, milliCPU, nil)
+	p.Spec.NodeName = node
+	p.Status.Phase = v1.PodRunning
+	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", Controller: ptr.To(true)}}
+	return p
+}
+
+func withTaint(n *v1.Node, key string, effect v1.TaintEffect) *v1.Node {
+	n.Spec.Taints = append(n.Spec.Taints, v1.Taint{Key: key, Value: "1700000000", Effect: effect})
+	return n
+}
+
+func newSDEnv(t *testing.T, act ScaleDownActuation, objs ...runtime.Object) *sdEnv {
+	t.Helper()
+	ctrl := gomock.NewController(t)
+	client := fake.NewClientset(objs...)
+	// Evictions delete the pod at once, as a pod with no grace period.
+	client.PrependReactor("create", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		if action.GetSubresource() != "eviction" {
+			return false, nil, nil
+		}
+		ca := action.(k8stesting.CreateAction)
+		name := ca.GetObject().(metav1.Object).GetName()
+		return true, nil, client.Tracker().Delete(podsGVR, action.GetNamespace(), name)
+	})
+	factory := informers.NewSharedInformerFactory(client, 0)
+	listers := clusterstate.NewListers(factory)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+
+	group := mocks.NewMockNodeGroup(ctrl)
+	group.EXPECT().Id().Return("cpu").AnyTimes()
+	group.EXPECT().MinSize().Return(0).AnyTimes()
+	group.EXPECT().MaxSize().Return(10).AnyTimes()
+	group.EXPECT().TargetSize().Return(0, nil).AnyTimes()
+	group.EXPECT().TemplateNodeInfo().Return(cpuNode("template"), nil, nil).AnyTimes()
+	group.EXPECT().Nodes().Return(nil, nil).AnyTimes()
+	provider := mocks.NewMockProvider(ctrl)
+	provider.EXPECT().NodeGroups().Return([]cloudprovider.NodeGroup{group}).AnyTimes()
+	provider.EXPECT().Refresh(gomock.Any()).Return(nil).AnyTimes()
+	provider.EXPECT().NodeGroupForNode(gomock.Any()).DoAndReturn(func(n *v1.Node) (cloudprovider.NodeGroup, error) {
+		if strings.HasPrefix(n.Name, "other-") {
+			return nil, nil
+		}
+		return group, nil
+	}).AnyTimes()
+	if act.PodGonePollInterval == 0 {
+		act.PodGonePollInterval = 5 * time.Millisecond
+	}
+	if act.MaxGracefulTermination == 0 {
+		act.MaxGracefulTermination = 10 * time.Second
+	}
+	act.Drainability = drainability.DefaultOptions()
+	e := &sdEnv{client: client, group: group, recorder: record.NewFakeRecorder(1000), now: time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)}
+	e.a = New(Config{Client: client, Listers: listers, Provider: provider, Recorder: e.recorder, Now: e.clock,
+		ScaleDown: ScaleDownConfig{Enabled: true, UtilizationThreshold: 0.5, ScaleDownActuation: act}})
+	return e
+}
+
+var podsGVR = v1.SchemeGroupVersion.WithResource("pods")
+
+func (e *sdEnv) clock() time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.now
+}
+
+func (e *sdEnv) advance(d time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.now = e.now.Add(d)
+}
+
+// loop runs one loop, waits for the removals it started, and for the
+// informers to see what they changed.
+func (e *sdEnv) loop(t *testing.T) *LoopResult {
+	t.Helper()
+	res, err := e.a.RunOnce(context.Background())
+	if err != nil {
+		t.Fatalf("RunOnce: %v", err)
+	}
+	e.a.waitForDrains()
+	e.sync(t)
+	return res
+}
+
+// sync waits until the node lister matches the API server.
+func (e *sdEnv) sync(t *testing.T) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		list, err := e.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		cached, _ := e.a.cfg.Listers.Nodes.List(labelsEverything())
+		if len(cached) != len(list.Items) {
+			return false, nil
+		}
+		for _, n := range list.Items {
+			c, err := e.a.cfg.Listers.Nodes.Get(n.Name)
+			if err != nil || c.ResourceVersion != n.ResourceVersion {
+				return false, nil
+			}
+		}
+		pods, _ := e.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+		cachedPods, _ := e.a.cfg.Listers.Pods.List(labelsEverything())
+		return len(pods.Items) == len(cachedPods), nil
+	})
+	if err != nil {
+		t.Fatalf("informers did not catch up: %v", err)
+	}
+}
+
+// deleteNodeObjects makes DeleteNodes remove the Node, as a provider does.
+func (e *sdEnv) deleteNodeObjects(times int) *gomock.Call {
+	return e.group.EXPECT().DeleteNodes(gomock.Any(), gomock.Any()).DoAndReturn(func(ctx context.Context, nodes []*v1.Node) error {
+		for _, n := range nodes {
+			if err := e.client.CoreV1().Nodes().Delete(ctx, n.Name, metav1.DeleteOptions{}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}).Times(times)
+}
+
+func (e *sdEnv) taints(t *testing.T, node string) map[string]v1.Taint {
+	t.Helper()
+	n, err := e.client.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]v1.Taint{}
+	for _, tt := range n.Spec.Taints {
+		out[tt.Key] = tt
+	}
+	return out
+}
+
+// Both nodes of a batch are tainted ToBeDeletedByClusterAutoscaler
+// before the first pod is evicted, so no evicted pod lands on the other.
+func TestBatchTaintedBeforeFirstEviction(t *testing.T) {
+	e := newSDEnv(t, ScaleDownActuation{MaxDrainParallelism: 2},
+		cpuNode("keep"), cpuNode("light-a"), cpuNode("light-b"),
+		rsPod("big", "keep", 5000), rsPod("a", "light-a", 1000), rsPod("b", "light-b", 1000))
+	e.deleteNodeObjects(2)
+	res := e.loop(t)
+	if strings.Join(res.Removed, ",") != "light-a,light-b" {
+		t.Fatalf("removed %v, want both light nodes in one batch", res.Removed)
+	}
+	firstEviction, tainted := -1, map[string]int{}
+	for i, act := range e.client.Actions() {
+		if act.GetVerb() == "create" && act.GetSubresource() == "eviction" && firstEviction < 0 {
+			firstEviction = i
+		}
+		if u, ok := act.(k8stesting.UpdateAction); ok && act.GetResource().Resource == "nodes" {
+			n := u.GetObject().(*v1.Node)
+			for _, tt := range n.Spec.Taints {
+				if tt.Key == ToBeDeletedTaint && tt.Effect == v1.TaintEffectNoSchedule {
+					if _, seen := tainted[n.Name]; !seen {
+						tainted[n.Name] = i
+					}
+				}
+			}
+		}
+	}
+	if firstEviction < 0 {
+		t.Fatal("no eviction")
+	}
+	for _, n := range []string{"light-a", "light-b"} {
+		i, ok := tainted[n]
+		if !ok || i > firstEviction {
+			t.Errorf("node %s tainted at action %d (found %v), first eviction at %d: want every node of the batch tainted first", n, i, ok, firstEviction)
+		}
+	}
+	if _, ok := e.taints(t, "keep")[ToBeDeletedTaint]; ok {
+		t.Error("the node that stays got the ToBeDeleted taint")
+	}
+}
+
+// At start-up, ToBeDeleted taints left on this autoscaler's nodes by a
+// killed process are removed (with a ClusterAutoscalerCleanup event);
+// nodes of no group are left alone.
+func TestStaleTaintsRemovedAtStart(t *testing.T) {
+	e := newSDEnv(t, ScaleDownActuation{},
+		withTaint(cpuNode("busy"), ToBeDeletedTaint, v1.TaintEffectNoSchedule), rsPod("p", "busy", 6000),
+		withTaint(cpuNode("other-x"), ToBeDeletedTaint, v1.TaintEffectNoSchedule))
+	e.loop(t)
+	if _, ok := e.taints(t, "busy")[ToBeDeletedTaint]; ok {
+		t.Error("stale ToBeDeleted taint still on node busy")
+	}
+	if _, ok := e.taints(t, "other-x")[ToBeDeletedTaint]; !ok {
+		t.Error("taint removed from a node of no group (another autoscaler's)")
+	}
+	found := false
+	for _, ev := range events(e.recorder) {
+		found = found || strings.Contains(ev, EventCleanup)
+	}
+	if !found {
+		t.Error("no ClusterAutoscalerCleanup event")
+	}
+}
+
+// DeletionCandidate taints go on unneeded nodes and come off when the
+// node is needed again.
+func TestDeletionCandidateTaint(t *testing.T) {
+	e := newSDEnv(t, ScaleDownActuation{},
+		cpuNode("keep"), cpuNode("light"), rsPod("big", "keep", 5000), rsPod("a", "light", 1000))
+	e.a.cfg.ScaleDown.UnneededTime = time.Hour
+	e.loop(t)
+	tt, ok := e.taints(t, "light")[DeletionCandidateTaint]
+	if !ok || tt.Effect != v1.TaintEffectPreferNoSchedule || tt.Value != "1769904000" {
+		t.Fatalf("light taints %+v, want %s PreferNoSchedule valued with the Unix time", e.taints(t, "light"), DeletionCandidateTaint)
+	}
+	if _, ok := e.taints(t, "keep")[DeletionCandidateTaint]; ok {
+		t.Fatal("busy node marked as a deletion candidate")
+	}
+	// More pods arrive on the light node: it is needed again.
+	if _, err := e.client.CoreV1().Pods("default").Create(context.Background(), rsPod("c", "light", 4000), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.sync(t)
+	e.loop(t)
+	if _, ok := e.taints(t, "light")[DeletionCandidateTaint]; ok {
+		t.Error("candidate taint stays on a node no longer unneeded")
+	}
+}
+
+// The node is deleted only after its evicted pod has terminated.
+func TestNodeDeletedAfterEvictedPodsTerminate(t *testing.T) {
+	tests := []struct {
+		name            string
+		podGoes         bool
+		maxGraceful     time.Duration
+		wantPodGoneSeen bool
+	}{
+		{name: "pod terminates after a few polls", podGoes: true, maxGraceful: time.Minute, wantPodGoneSeen: true},
+		{name: "pod never terminates: deleted after max-graceful-termination", podGoes: false, maxGraceful: 50 * time.Millisecond},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newSDEnv(t, ScaleDownActuation{MaxGracefulTermination: tc.maxGraceful},
+				cpuNode("keep"), cpuNode("light"), rsPod("big", "keep", 5000), rsPod("a", "light", 1000))
+			// Eviction only marks the pod terminating; it goes after three
+			// more reads (or never).
+			var mu sync.Mutex
+			gets := 0
+			e.client.PrependReactor("create", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
+				return action.GetSubresource() == "eviction", nil, nil
+			})
+			e.client.PrependReactor("get", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				gets++
+				if tc.podGoes && gets == 3 {
+					_ = e.client.Tracker().Delete(podsGVR, "default", "a")
+				}
+				return false, nil, nil
+			})
+			podGoneAtDelete := false
+			e.group.EXPECT().DeleteNodes(gomock.Any(), gomock.Any()).DoAndReturn(func(ctx context.Context, nodes []*v1.Node) error {
+				_, err := e.client.Tracker().Get(podsGVR, "default", "a")
+				podGoneAtDelete = apierrors.IsNotFound(err)
+				return nil
+			})
+			e.loop(t)
+			if podGoneAtDelete != tc.wantPodGoneSeen {
+				t.Errorf("pod gone when the node was deleted = %v, want %v", podGoneAtDelete, tc.wantPodGoneSeen)
+			}
+		})
+	}
+}
+
+// --scale-down-delay-after-delete and --scale-down-delay-after-failure
+// hold the next removal.
+func TestScaleDownDelays(t *testing.T) {
+	tests := []struct {
+		name       string
+		act        ScaleDownActuation
+		deleteErr  error
+		delay      time.Duration
+		wantSecond string // removal started after the delay
+	}{
+		{name: "after delete", act: ScaleDownActuation{DelayAfterDelete: 5 * time.Minute}, delay: 5 * time.Minute, wantSecond: "light-b"},
+		// The failed attempt evicted light-a's pod: light-a is empty now and
+		// goes with light-b in one batch.
+		{name: "after failure", act: ScaleDownActuation{DelayAfterFailure: 3 * time.Minute}, deleteErr: errors.New("cloud says no"),
+			delay: 3 * time.Minute, wantSecond: "light-a,light-b"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newSDEnv(t, tc.act, cpuNode("keep"), cpuNode("light-a"), cpuNode("light-b"),
+				rsPod("big", "keep", 5000), rsPod("a", "light-a", 1000), rsPod("b", "light-b", 1000))
+			if tc.deleteErr != nil {
+				e.group.EXPECT().DeleteNodes(gomock.Any(), gomock.Any()).Return(tc.deleteErr).Times(3)
+			} else {
+				e.deleteNodeObjects(2)
+			}
+			if res := e.loop(t); strings.Join(res.Removed, ",") != "light-a" {
+				t.Fatalf("first loop removed %v, want light-a (one drain at a time)", res.Removed)
+			}
+			if tc.deleteErr != nil {
+				if _, ok := e.taints(t, "light-a")[ToBeDeletedTaint]; ok {
+					t.Error("ToBeDeleted taint stays after the removal failed")
+				}
+				found := false
+				for _, ev := range events(e.recorder) {
+					found = found || (strings.Contains(ev, EventScaleDownFailed) && strings.Contains(ev, "cloud says no"))
+				}
+				if !found {
+					t.Error("no ScaleDownFailed event with the provider's error")
+				}
+			}
+			e.advance(tc.delay - time.Second)
+			if res := e.loop(t); len(res.Removed) != 0 {
+				t.Fatalf("removed %v within the delay", res.Removed)
+			}
+			e.advance(time.Second)
+			if res := e.loop(t); strings.Join(res.Removed, ",") != tc.wantSecond {
+				t.Fatalf("after the delay removed %v, want %s", res.Removed, tc.wantSecond)
+			}
+		})
+	}
+}
+
+// A node unready for --scale-down-unready-time goes whatever its use; one
+// unready for less stays.
+func TestUnreadyNodeRemovedAfterUnreadyTime(t *testing.T) {
+	unready := func(name string, since time.Duration, now time.Time) *v1.Node {
+		n := cpuNode(name)
+		n.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionFalse, LastTransitionTime: metav1.Time{Time: now.Add(-since)}}}
+		return n
+	}
+	now := time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)
+	e := newSDEnv(t, ScaleDownActuation{UnreadyTime: 20 * time.Minute},
+		cpuNode("keep"), rsPod("big", "keep", 7000),
+		unready("dead-long", 30*time.Minute, now), unready("dead-short", 10*time.Minute, now))
+	e.deleteNodeObjects(1)
+	if res := e.loop(t); strings.Join(res.Removed, ",") != "dead-long" {
+		t.Fatalf("removed %v, want dead-long only", res.Removed)
+	}
+}
+
+// Nodes kept by the drain rules say why in the status ConfigMap and in a
+// NoScaleDown event, once per reason.
+func TestBlockedNodeReason(t *testing.T) {
+	noEvict := rsPod("db", "light", 1000)
+	noEvict.Annotations = map[string]string{drainability.SafeToEvictAnnotation: "false"}
+	disabled := cpuNode("pinned")
+	disabled.Annotations = map[string]string{drainability.ScaleDownDisabledAnnotation: "true"}
+	e := newSDEnv(t, ScaleDownActuation{}, cpuNode("keep"), cpuNode("light"), disabled, rsPod("big", "keep", 5000), noEvict)
+	e.a.cfg.StatusNamespace, e.a.cfg.StatusName = "kube-system", "status"
+	e.loop(t)
+	e.loop(t)
+	cm, err := e.client.CoreV1().ConfigMaps("kube-system").Get(context.Background(), "status", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"node: light\n  reason: BlockedByPod", "NotSafeToEvictAnnotation", "node: pinned\n  reason: ScaleDownDisabledAnnotation"} {
+		if !strings.Contains(cm.Data["status"], want) {
+			t.Errorf("status lacks %q:\n%s", want, cm.Data["status"])
+		}
+	}
+	count := map[string]int{}
+	for _, ev := range events(e.recorder) {
+		if strings.Contains(ev, EventNoScaleDown) {
+			for _, r := range []string{"BlockedByPod: NotSafeToEvictAnnotation", "ScaleDownDisabledAnnotation"} {
+				if strings.Contains(ev, r) {
+					count[r]++
+				}
+			}
+		}
+	}
+	if count["BlockedByPod: NotSafeToEvictAnnotation"] != 1 || count["ScaleDownDisabledAnnotation"] != 1 {
+		t.Errorf("NoScaleDown events per reason = %v, want one each over two loops", count)
+	}
+}
+
+func labelsEverything() labels.Selector { return labels.Everything() }

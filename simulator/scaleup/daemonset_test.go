@@ -1,0 +1,67 @@
+package scaleup
+
+import (
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	fx "draxr.dev/draxr/simulator/fixtures"
+	"draxr.dev/draxr/simulator/snapshot"
+)
+
+func daemonSet(name string, milliCPU int64, extended v1.ResourceList, nodeSelector map[string]string) *appsv1.DaemonSet {
+	tmpl := fx.Pod("tmpl", milliCPU, extended)
+	tmpl.Spec.NodeSelector = nodeSelector
+	return &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system", UID: types.UID("ds-" + name)},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}}, Spec: tmpl.Spec},
+		},
+	}
+}
+
+// Each new node runs the DaemonSet pods that match it, so they take room
+// (CPU or a GPU) before pending pods, as on a real node.
+func TestDaemonSetPodsTakeRoomOnNewNodes(t *testing.T) {
+	gpu := fx.GPUs(fx.GPUResource, 1)
+	tests := []struct {
+		name      string
+		sets      []*appsv1.DaemonSet
+		wantNodes int
+	}{
+		{name: "no DaemonSet: 15 one-GPU pods on 8-GPU nodes", wantNodes: 2},
+		{name: "a GPU DaemonSet leaves 7 GPUs a node", wantNodes: 3,
+			sets: []*appsv1.DaemonSet{daemonSet("gpu-monitor", 10, gpu, nil)}},
+		{name: "a CPU DaemonSet that leaves too little CPU", wantNodes: 3,
+			// 64-CPU nodes; 8 pods of 7.5 CPU need 60: with 6 CPU taken only 7 fit.
+			sets: []*appsv1.DaemonSet{daemonSet("logger", 6000, nil, nil)}},
+		{name: "a DaemonSet for other nodes takes nothing", wantNodes: 2,
+			sets: []*appsv1.DaemonSet{daemonSet("gpu-monitor", 10, gpu, map[string]string{"pool": "other"})}},
+		{name: "a DaemonSet pod too big for the node is left out", wantNodes: 2,
+			sets: []*appsv1.DaemonSet{daemonSet("huge", 100000, nil, nil)}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPlanner(t, snapshot.New(), draGroup("gpu", 8, 10))
+			p.DaemonSets = tc.sets
+			plan, err := p.Plan(replicas("train", 15, 7500, gpu))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(plan.ScaleUps) != 1 || plan.ScaleUps[0].NewNodes != tc.wantNodes || len(plan.NoScaleUp) != 0 {
+				t.Fatalf("plan = %+v, noScaleUp %+v; want gpu +%d for all 15 pods", plan.ScaleUps, plan.NoScaleUp, tc.wantNodes)
+			}
+			for _, pl := range plan.ScaleUps[0].Placements {
+				for _, d := range pl.Devices {
+					if d == "gpu.example.com/"+pl.Node+"/gpu-0" && len(tc.sets) == 1 && tc.wantNodes == 3 && tc.sets[0].Name == "gpu-monitor" {
+						t.Errorf("pod %s got gpu-0 of %s, which the DaemonSet pod holds", pl.Pod, pl.Node)
+					}
+				}
+			}
+		})
+	}
+}

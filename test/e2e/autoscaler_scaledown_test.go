@@ -1,0 +1,286 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+
+	"draxr.dev/draxr/autoscaler/core"
+	"draxr.dev/draxr/simulator/drainability"
+)
+
+// nodeOf waits until the ReplicaSet's pods are bound and returns the node
+// of the first one.
+func (e *env) nodeOf(rs string) string {
+	e.t.Helper()
+	var node string
+	e.eventually(90*time.Second, "pod of "+rs+" bound", func() error {
+		pods, err := cp.Client.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{LabelSelector: "app=" + rs})
+		if err != nil {
+			return err
+		}
+		for _, p := range pods.Items {
+			if p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
+				node = p.Spec.NodeName
+				return nil
+			}
+		}
+		return fmt.Errorf("%d pods, none bound", len(pods.Items))
+	})
+	return node
+}
+
+// pinnedReplicaSet runs one CPU-only pod bound to node by spec.nodeName,
+// owned by a ReplicaSet (so only the rule under test can block it);
+// change adjusts the pod template.
+func (e *env) pinnedReplicaSet(ns, name, node string, change func(*v1.PodTemplateSpec)) {
+	e.t.Helper()
+	labels := map[string]string{"app": name}
+	tmpl := v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: v1.PodSpec{
+		NodeName: node, TerminationGracePeriodSeconds: ptr.To[int64](0),
+		Containers: []v1.Container{{Name: "main", Image: "registry.example/app"}},
+	}}
+	if change != nil {
+		change(&tmpl)
+	}
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: tmpl}}
+	if _, err := cp.Client.AppsV1().ReplicaSets(ns).Create(e.ctx, rs, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() {
+		_ = cp.Client.AppsV1().ReplicaSets(ns).Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+}
+
+func (e *env) nodeExists(name string) bool {
+	_, err := cp.Client.CoreV1().Nodes().Get(e.ctx, name, metav1.GetOptions{})
+	return err == nil
+}
+
+// twoNodes scales a group up to two nodes each 5/8 used (so neither is a
+// candidate) and returns them: anchor stays busy, spare empties once the
+// ReplicaSet "second" is scaled to zero.
+func (e *env) twoNodes(extra ...string) (anchor, spare string) {
+	e.t.Helper()
+	e.class(e.name+"-gpu", e.driver, e.resource)
+	e.autoscaler(e.nodeGroups(groupSpec{name: e.name + "-gpu", min: 0, max: 5, draDevices: 8}), extra...)
+	e.replicaSet("anchor", 1, e.resource, 5)
+	anchor = e.nodeOf("anchor")
+	e.replicaSet("second", 1, e.resource, 5)
+	spare = e.nodeOf("second")
+	if anchor == spare {
+		e.t.Fatalf("both 5-device pods on node %s", anchor)
+	}
+	return anchor, spare
+}
+
+// CA's rules keep a node whose pod may not be moved, though the pod would
+// fit elsewhere; the control (an ordinary pod) lets the node go. Each kept
+// node has its reason in the status ConfigMap and in a NoScaleDown event.
+func TestAutoscalerScaleDownSafetyRules(t *testing.T) {
+	tests := []struct {
+		name       string
+		ns         string // "" for the env's namespace
+		change     func(*v1.PodTemplateSpec)
+		nodeAnnot  bool
+		wantReason string // "" when the node goes
+	}{
+		{name: "sdcontrol"},
+		{name: "sdemptydir", wantReason: "LocalStorageRequested", change: func(p *v1.PodTemplateSpec) {
+			p.Spec.Volumes = []v1.Volume{{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+		}},
+		{name: "sdnoevict", wantReason: "NotSafeToEvictAnnotation", change: func(p *v1.PodTemplateSpec) {
+			p.Annotations = map[string]string{drainability.SafeToEvictAnnotation: "false"}
+		}},
+		{name: "sdsystem", ns: metav1.NamespaceSystem, wantReason: "UnmovableKubeSystemPod"},
+		{name: "sddisabled", nodeAnnot: true, wantReason: "ScaleDownDisabledAnnotation"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, tc.name)
+			_, spare := e.twoNodes()
+			ns := e.ns
+			if tc.ns != "" {
+				ns = tc.ns
+			}
+			e.pinnedReplicaSet(ns, "probe-"+tc.name, spare, tc.change)
+			if tc.nodeAnnot {
+				n, err := cp.Client.CoreV1().Nodes().Get(e.ctx, spare, metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n.Annotations == nil {
+					n.Annotations = map[string]string{}
+				}
+				n.Annotations[drainability.ScaleDownDisabledAnnotation] = "true"
+				if _, err := cp.Client.CoreV1().Nodes().Update(e.ctx, n, metav1.UpdateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e.scaleReplicaSet("second", 0)
+			if tc.wantReason == "" {
+				e.eventually(60*time.Second, "the spare node removed", func() error {
+					if e.nodeExists(spare) {
+						return fmt.Errorf("node %s still there", spare)
+					}
+					return nil
+				})
+				return
+			}
+			e.eventually(60*time.Second, "the kept node's reason in the status", func() error {
+				cm, err := cp.Client.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(e.ctx, "draxr-autoscaler-status-"+e.name, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				if !strings.Contains(cm.Data["status"], "node: "+spare+"\n") || !strings.Contains(cm.Data["status"], tc.wantReason) {
+					return fmt.Errorf("status:\n%s", cm.Data["status"])
+				}
+				return nil
+			})
+			e.eventually(30*time.Second, "NoScaleDown event on the node", func() error {
+				evs, err := cp.Client.CoreV1().Events("").List(e.ctx, metav1.ListOptions{FieldSelector: fields.AndSelectors(
+					fields.OneTermEqualSelector("reason", core.EventNoScaleDown), fields.OneTermEqualSelector("involvedObject.name", spare)).String()})
+				if err != nil {
+					return err
+				}
+				for _, ev := range evs.Items {
+					if strings.Contains(ev.Message, tc.wantReason) {
+						return nil
+					}
+				}
+				return fmt.Errorf("%d NoScaleDown events, none with %s", len(evs.Items), tc.wantReason)
+			})
+			// Unneeded time is 2s: a node the rules did not keep would be gone.
+			e.consistently(5*time.Second, "the node is kept", func() error {
+				if !e.nodeExists(spare) {
+					return fmt.Errorf("node %s removed", spare)
+				}
+				return nil
+			})
+		})
+	}
+}
+
+// Two nodes removed in one batch both carry ToBeDeletedByClusterAutoscaler
+// before the first pod of either is evicted (etcd's resource versions
+// order the writes).
+func TestAutoscalerScaleDownBatchTaintedFirst(t *testing.T) {
+	e := newEnv(t, "sdbatch")
+	e.class(e.name+"-gpu", e.driver, e.resource)
+	e.autoscaler(e.nodeGroups(groupSpec{name: e.name + "-gpu", min: 0, max: 5, draDevices: 8}), "--max-drain-parallelism=2")
+	e.replicaSet("anchor", 1, e.resource, 4)
+	anchor := e.nodeOf("anchor")
+	e.replicaSet("second", 2, e.resource, 7)
+	e.waitPodsBound(3, 90*time.Second)
+	var drained []string
+	for n := range e.podsPerNode() {
+		if n != anchor {
+			drained = append(drained, n)
+		}
+	}
+	if len(drained) != 2 {
+		t.Fatalf("nodes besides the anchor = %v, want 2", drained)
+	}
+	for i, n := range drained {
+		e.pinnedReplicaSet(e.ns, fmt.Sprintf("pinned-%d", i), n, nil)
+	}
+	e.eventually(30*time.Second, "pinned pods created", func() error {
+		if got := sum(e.podsPerNode()); got != 5 {
+			return fmt.Errorf("%d pods", got)
+		}
+		return nil
+	})
+	nodeWatch, err := cp.Client.CoreV1().Nodes().Watch(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nodeWatch.Stop()
+	podWatch, err := cp.Client.CoreV1().Pods(e.ns).Watch(e.ctx, metav1.ListOptions{LabelSelector: "app in (pinned-0,pinned-1)"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer podWatch.Stop()
+	e.scaleReplicaSet("second", 0)
+
+	taintRV := map[string]uint64{}
+	var firstEvictionRV uint64
+	deadline := time.After(60 * time.Second)
+	for firstEvictionRV == 0 || len(taintRV) < 2 {
+		select {
+		case ev := <-nodeWatch.ResultChan():
+			n, ok := ev.Object.(*v1.Node)
+			if !ok || (n.Name != drained[0] && n.Name != drained[1]) || taintRV[n.Name] != 0 {
+				continue
+			}
+			for _, tt := range n.Spec.Taints {
+				if tt.Key == core.ToBeDeletedTaint && tt.Effect == v1.TaintEffectNoSchedule {
+					taintRV[n.Name] = rv(t, n.ResourceVersion)
+				}
+			}
+		case ev := <-podWatch.ResultChan():
+			p, ok := ev.Object.(*v1.Pod)
+			if ok && firstEvictionRV == 0 && (ev.Type == watch.Deleted || p.DeletionTimestamp != nil) {
+				firstEvictionRV = rv(t, p.ResourceVersion)
+			}
+		case <-deadline:
+			t.Fatalf("taints seen at %v, first eviction at %d", taintRV, firstEvictionRV)
+		}
+	}
+	for n, r := range taintRV {
+		if r > firstEvictionRV {
+			t.Errorf("node %s tainted at resourceVersion %d, after the first eviction at %d", n, r, firstEvictionRV)
+		}
+	}
+}
+
+func rv(t *testing.T, s string) uint64 {
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		t.Fatalf("resourceVersion %q: %v", s, err)
+	}
+	return v
+}
+
+// A ToBeDeleted taint left by a killed autoscaler (as after a crash
+// mid-drain) comes off once an autoscaler runs again.
+func TestAutoscalerRemovesStaleTaintAfterRestart(t *testing.T) {
+	e := newEnv(t, "sdstale")
+	e.class(e.name+"-gpu", e.driver, e.resource)
+	groups := e.nodeGroups(groupSpec{name: e.name + "-gpu", min: 0, max: 5, draDevices: 8})
+	first := e.autoscaler(groups)
+	e.replicaSet("anchor", 1, e.resource, 5)
+	node := e.nodeOf("anchor")
+	first.Kill()
+	n, err := cp.Client.CoreV1().Nodes().Get(e.ctx, node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Spec.Taints = append(n.Spec.Taints, v1.Taint{Key: core.ToBeDeletedTaint, Value: strconv.FormatInt(time.Now().Unix(), 10), Effect: v1.TaintEffectNoSchedule})
+	if _, err := cp.Client.CoreV1().Nodes().Update(e.ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.autoscaler(groups)
+	e.eventually(30*time.Second, "stale taint removed", func() error {
+		n, err := cp.Client.CoreV1().Nodes().Get(e.ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for _, tt := range n.Spec.Taints {
+			if tt.Key == core.ToBeDeletedTaint {
+				return fmt.Errorf("taints %v", n.Spec.Taints)
+			}
+		}
+		return nil
+	})
+}
