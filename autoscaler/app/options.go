@@ -120,7 +120,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.cloudProvider, "cloud-provider", "local", "cloud provider: local (nodes as API objects, for tests and demos)")
 	fs.DurationVar(&o.localNodeReadyDelay, "local-node-ready-delay", 5*time.Second, "local provider: time until a new node is Ready")
 	fs.DurationVar(&o.localSlicesDelay, "local-slices-delay", 3*time.Second, "local provider: time from Ready until the node's ResourceSlices are published")
-	fs.StringVar(&o.address, "address", "127.0.0.1:8085", "address for /metrics and /healthz")
+	fs.StringVar(&o.address, "address", "127.0.0.1:8085", "address for /metrics and /health-check (also /healthz)")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "run only while holding the leader lease")
 	fs.StringVar(&o.namespace, "namespace", "kube-system", "namespace of the leader lease and the status ConfigMap")
 	fs.StringVar(&o.statusConfigMap, "status-config-map-name", "draxr-autoscaler-status", "status ConfigMap name, empty to disable")

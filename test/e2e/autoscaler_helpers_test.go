@@ -77,7 +77,7 @@ func (e *env) autoscaler(nodeGroups string, extra ...string) *proc.Process {
 	return p
 }
 
-// autoscalerWithAddress also returns where it serves /metrics and /healthz.
+// autoscalerWithAddress also returns where it serves /metrics and /health-check.
 func (e *env) autoscalerWithAddress(nodeGroups string, extra ...string) (*proc.Process, string) {
 	e.t.Helper()
 	return e.autoscalerBinary("draxr-autoscaler", nodeGroups, extra...)
