@@ -32,25 +32,32 @@ type NodeGroup interface {
 	// TargetSize is the number of nodes the group should have, including
 	// nodes asked for that have not registered yet.
 	TargetSize() (int, error)
-	// IncreaseSize asks for delta more nodes.
+	// IncreaseSize asks for delta more nodes. A provider out of capacity
+	// or quota returns an OutOfResourcesErrorClass Error.
 	IncreaseSize(ctx context.Context, delta int) error
-	// DecreaseTargetSize gives up on delta nodes not yet registered.
+	// DecreaseTargetSize gives up on -delta nodes not yet registered
+	// (delta is negative, as in CA); registered nodes are never touched.
 	DecreaseTargetSize(ctx context.Context, delta int) error
 	// DeleteNodes removes registered nodes and shrinks the target.
 	DeleteNodes(ctx context.Context, nodes []*v1.Node) error
-	// Nodes lists the group's instances by provider ID.
+	// Nodes lists the group's instances by provider ID, including those
+	// that have not registered; an instance that failed to come up has
+	// State InstanceCreating and ErrorInfo set.
 	Nodes() ([]Instance, error)
 	// TemplateNodeInfo is what a new node of the group looks like: the
 	// Node and the ResourceSlices its DRA drivers will publish.
 	TemplateNodeInfo() (*v1.Node, []*resourceapi.ResourceSlice, error)
 }
 
-// Instance is one node of a group as the provider knows it.
+// Instance is one node of a group as the provider knows it, registered
+// with the API server or not.
 type Instance struct {
+	// ProviderID is what the node's spec.providerID will be (CA's Id).
 	ProviderID string
-	NodeName   string
-	// Creating is true until the node has registered with the API server.
-	Creating bool
+	// NodeName is the Node's name once known, "" before.
+	NodeName string
+	// Status is nil when the provider cannot tell.
+	Status *InstanceStatus
 }
 
 // ErrNotImplemented is returned by providers for optional operations.

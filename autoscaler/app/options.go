@@ -34,6 +34,9 @@ type options struct {
 	statusConfigMap         string
 	leaderElectLeaseName    string
 	leaderElectLeaseTimeout time.Duration
+
+	// Failure model, health and leader election (options_failure.go).
+	failureOptions
 	scaleDownSafety
 
 	// Cluster API provider (--cloud-provider=clusterapi).
@@ -121,12 +124,13 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.cloudProvider, "cloud-provider", "local", "cloud provider: local (nodes as API objects, for tests and demos) or clusterapi")
 	fs.DurationVar(&o.localNodeReadyDelay, "local-node-ready-delay", 5*time.Second, "local provider: time until a new node is Ready")
 	fs.DurationVar(&o.localSlicesDelay, "local-slices-delay", 3*time.Second, "local provider: time from Ready until the node's ResourceSlices are published")
-	fs.StringVar(&o.address, "address", "127.0.0.1:8085", "address for /metrics and /healthz")
+	fs.StringVar(&o.address, "address", "127.0.0.1:8085", "address for /metrics and /health-check (also /healthz)")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "run only while holding the leader lease")
 	fs.StringVar(&o.namespace, "namespace", "kube-system", "namespace of the leader lease and the status ConfigMap")
 	fs.StringVar(&o.statusConfigMap, "status-config-map-name", "draxr-autoscaler-status", "status ConfigMap name, empty to disable")
 	fs.StringVar(&o.leaderElectLeaseName, "leader-elect-resource-name", "draxr-autoscaler", "leader lease name")
 	fs.DurationVar(&o.leaderElectLeaseTimeout, "leader-elect-lease-duration", 15*time.Second, "leader lease duration")
+	o.failureOptions.addFlags(fs)
 	o.scaleDownSafety.addFlags(fs)
 	o.addClusterAPIFlags(fs)
 }
@@ -171,6 +175,9 @@ func (o *options) validate() error {
 		return fmt.Errorf("--scale-down-utilization-threshold must be within [0, 1], got %g", o.scaleDownUtilization)
 	}
 	if err := o.scaleDownSafety.validate(); err != nil {
+		return err
+	}
+	if err := o.failureOptions.validate(o.leaderElectLeaseTimeout); err != nil {
 		return err
 	}
 	return o.validateCloudProvider()

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,6 +30,7 @@ import (
 
 	"draxr.dev/draxr/autoscaler/clusterstate"
 	"draxr.dev/draxr/autoscaler/core"
+	"draxr.dev/draxr/autoscaler/health"
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/cloudprovider/clusterapi"
 	"draxr.dev/draxr/cloudprovider/local"
@@ -68,7 +72,10 @@ func NewCommand(exts ...Extension) *cobra.Command {
 					launcher = l
 				}
 			}
-			return run(cmd.Context(), o, launcher)
+			// SIGTERM stops the loop, releases the lease and exits 0.
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			return run(ctx, o, launcher)
 		},
 	}
 	o.addFlags(cmd.Flags())
@@ -111,13 +118,24 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 			ScaleDownActuation: o.scaleDownSafety.actuation()},
 		Recorder:        broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "draxr-autoscaler"}),
 		StatusNamespace: o.namespace, StatusName: o.statusConfigMap,
+		ClusterState: o.failureOptions.clusterState(),
 	})
 
-	var healthy atomic.Int64 // unix time of the last finished loop
-	healthy.Store(time.Now().Unix())
-	go serve(ctx, o.address, o.scanInterval, &healthy)
+	check := health.New(o.maxInactivity, o.maxFailingTime, o.maxStartupTime, nil)
+	// Listen before anything else: a port in use is a start-up error, not
+	// a process running without its health check.
+	listener, err := net.Listen("tcp", o.address)
+	if err != nil {
+		return fmt.Errorf("--address %s: %w", o.address, err)
+	}
+	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopServing()
+	go serve(serveCtx, listener, check)
 
 	loop := func(ctx context.Context) {
+		// Monitoring starts with the loop: a standby replica is healthy.
+		check.StartMonitoring()
+		defer check.StopMonitoring()
 		factory.Start(ctx.Done())
 		for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
 			if !ok {
@@ -128,10 +146,12 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 		ticker := time.NewTicker(o.scanInterval)
 		defer ticker.Stop()
 		for {
+			check.LoopStarted()
 			if _, err := a.RunOnce(ctx); err != nil {
 				logger.Error(err, "Autoscaler loop failed; retrying next loop")
+			} else {
+				check.LoopSucceeded()
 			}
-			healthy.Store(time.Now().Unix())
 			select {
 			case <-ctx.Done():
 				return
@@ -158,8 +178,12 @@ func newProvider(o *options, cfg *rest.Config, client kubernetes.Interface, laun
 	if len(objs.NodeGroups) == 0 {
 		return nil, fmt.Errorf("--node-group-config: no NodeGroup objects found")
 	}
-	return local.New(local.Options{Client: client, Groups: objs.NodeGroups,
-		NodeReadyDelay: o.localNodeReadyDelay, SlicesDelay: o.localSlicesDelay, Launcher: launcher}), nil
+	p, err := local.New(local.Options{Client: client, Groups: objs.NodeGroups,
+		NodeReadyDelay: o.localNodeReadyDelay, SlicesDelay: o.localSlicesDelay, Launcher: launcher})
+	if err != nil {
+		return nil, fmt.Errorf("--node-group-config: %w", err)
+	}
+	return p, nil
 }
 
 // newClusterAPIProvider: node groups are the management cluster's
@@ -173,6 +197,10 @@ func newClusterAPIProvider(o *options, cfg *rest.Config, client kubernetes.Inter
 	return clusterapi.New(clusterapi.Options{Dynamic: dyn, Kube: client, AutoDiscovery: o.nodeGroupAutoDiscovery})
 }
 
+// errLostLease ends the process when another replica took the lease
+// while this one was leading (not on shutdown), so it restarts clean.
+var errLostLease = errors.New("lost the leader lease")
+
 func leaderElect(ctx context.Context, client kubernetes.Interface, o *options, loop func(context.Context)) error {
 	id, err := os.Hostname()
 	if err != nil {
@@ -184,36 +212,42 @@ func leaderElect(ctx context.Context, client kubernetes.Interface, o *options, l
 	if err != nil {
 		return err
 	}
-	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
-		Lock: lock, ReleaseOnCancel: true,
-		LeaseDuration: o.leaderElectLeaseTimeout, RenewDeadline: o.leaderElectLeaseTimeout * 2 / 3, RetryPeriod: 2 * time.Second,
+	var led atomic.Bool
+	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock: lock, ReleaseOnCancel: true, Name: o.leaderElectLeaseName,
+		LeaseDuration: o.leaderElectLeaseTimeout, RenewDeadline: o.leaderElectRenewDeadline, RetryPeriod: o.leaderElectRetryPeriod,
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: loop,
-			OnStoppedLeading: func() { klog.FromContext(ctx).Info("Lost the leader lease") },
+			OnStartedLeading: func(ctx context.Context) {
+				led.Store(true)
+				loop(ctx)
+			},
+			OnStoppedLeading: func() { klog.FromContext(ctx).Info("Stopped leading") },
 		},
 	})
+	if err != nil {
+		return fmt.Errorf("leader election: %w", err)
+	}
+	le.Run(ctx)
+	if ctx.Err() == nil && led.Load() {
+		return errLostLease
+	}
 	return nil
 }
 
-// serve exposes /metrics and /healthz (unhealthy when no loop finished in
-// five scan intervals).
-func serve(ctx context.Context, addr string, interval time.Duration, last *atomic.Int64) {
+// serve exposes /metrics and CA's /health-check, with /healthz as an
+// alias, on the listener until ctx ends.
+func serve(ctx context.Context, l net.Listener, check http.Handler) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", legacyregistry.Handler())
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		if age := time.Since(time.Unix(last.Load(), 0)); age > 5*interval+time.Minute {
-			http.Error(w, fmt.Sprintf("no loop finished for %s", age.Round(time.Second)), http.StatusInternalServerError)
-			return
-		}
-		_, _ = w.Write([]byte("ok"))
-	})
-	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	mux.Handle("/health-check", check)
+	mux.Handle("/healthz", check)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
 		_ = srv.Close()
 	}()
-	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		klog.FromContext(ctx).Error(err, "Serving /metrics and /healthz", "address", addr)
+	if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		klog.FromContext(ctx).Error(err, "Serving /metrics and /health-check", "address", l.Addr())
 	}
 }
 

@@ -4,8 +4,10 @@
 package clusterstate
 
 import (
+	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -44,7 +46,8 @@ func NewListers(f informers.SharedInformerFactory) Listers {
 // State is one loop's view.
 type State struct {
 	Objects *input.Objects
-	// Groups are the provider's groups as the planner sees them.
+	// Groups are the provider's groups as the planner sees them (a group
+	// whose template cannot be read is left out, see Errors).
 	Groups []*nodegroup.NodeGroup
 	// Unschedulable are pending pods the scheduler has given up on.
 	Unschedulable []*v1.Pod
@@ -58,83 +61,55 @@ type State struct {
 	Ready map[string]bool
 	// GroupOf maps node names to their group (managed nodes only).
 	GroupOf map[string]string
+	// Readiness counts nodes as the Cluster Autoscaler does, cluster-wide
+	// and per group.
+	Readiness      Readiness
+	GroupReadiness map[string]Readiness
+	// Healthy is false when more nodes are unready than
+	// --ok-total-unready-count and --max-total-unready-percentage allow:
+	// scale-down then pauses.
+	Healthy bool
+	// NotForScaleUp says, per group, why the group may not grow this loop
+	// (backed off, unhealthy, its provider calls failed).
+	NotForScaleUp map[string]string
+	// Errors are this loop's problems with single nodes and groups
+	// (provider calls that failed); the others went on regardless.
+	Errors []error
+	// GivenUp lists nodes (or provider IDs of unregistered instances)
+	// removed this loop because they failed to come up.
+	GivenUp []string
 }
 
-// Build reads the listers and the provider.
+// Readiness counts nodes by state, with CA's names.
+type Readiness struct {
+	Ready int
+	// Unready nodes were Ready once, or have been starting for longer
+	// than --max-node-startup-time.
+	Unready int
+	// NotStarted nodes registered recently and are not Ready yet (or
+	// their devices are not published yet).
+	NotStarted int
+	// Unregistered instances have no Node yet; LongUnregistered ones
+	// have had none for longer than --max-node-provision-time.
+	Unregistered     int
+	LongUnregistered int
+}
+
+// ScaleUpEligible returns the groups the planner may grow this loop.
+func (st *State) ScaleUpEligible() []*nodegroup.NodeGroup {
+	var out []*nodegroup.NodeGroup
+	for _, g := range st.Groups {
+		if _, no := st.NotForScaleUp[g.Name]; !no {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// Build reads the listers and the provider with no readiness limits and no
+// backoff: the loop uses a Registry, which keeps state across loops.
 func Build(l Listers, provider cloudprovider.Provider) (*State, error) {
-	st := &State{Objects: &input.Objects{}, Upcoming: map[string]int{}, Ready: map[string]bool{}, GroupOf: map[string]string{}}
-	all := labels.Everything()
-	slices, err := l.Slices.List(all)
-	if err != nil {
-		return nil, err
-	}
-	slicesOf := map[string]int{}
-	for _, s := range slices {
-		if s.Spec.NodeName != nil {
-			slicesOf[*s.Spec.NodeName]++
-		}
-		st.Objects.ResourceSlices = append(st.Objects.ResourceSlices, s)
-	}
-	groups := map[string]*nodegroup.NodeGroup{}
-	registered := map[string]int{}
-	for _, ng := range provider.NodeGroups() {
-		g, err := planningGroup(ng)
-		if err != nil {
-			return nil, err
-		}
-		groups[g.Name] = g
-		st.Groups = append(st.Groups, g)
-	}
-	nodes, err := l.Nodes.List(all)
-	if err != nil {
-		return nil, err
-	}
-	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
-	for _, n := range nodes {
-		ng, err := provider.NodeGroupForNode(n)
-		if err != nil {
-			return nil, err
-		}
-		if ng == nil {
-			if isReady(n) {
-				st.Objects.Nodes = append(st.Objects.Nodes, n)
-				st.Ready[n.Name] = true
-			}
-			continue
-		}
-		g := groups[ng.Id()]
-		st.GroupOf[n.Name] = g.Name
-		registered[g.Name]++
-		if isReady(n) && (len(g.Spec.ResourceSlices) == 0 || slicesOf[n.Name] > 0) {
-			st.Objects.Nodes = append(st.Objects.Nodes, n)
-			st.Ready[n.Name] = true
-			continue
-		}
-		// Coming up: the node as its group's template says it will be,
-		// devices included, under its own name.
-		tmpl, tmplSlices := g.NewNode(n.Name)
-		st.Objects.Nodes = append(st.Objects.Nodes, tmpl)
-		if slicesOf[n.Name] == 0 {
-			st.Objects.ResourceSlices = append(st.Objects.ResourceSlices, tmplSlices...)
-		}
-		st.Upcoming[g.Name]++
-	}
-	for _, ng := range provider.NodeGroups() {
-		target, err := ng.TargetSize()
-		if err != nil {
-			return nil, fmt.Errorf("node group %s: target size: %w", ng.Id(), err)
-		}
-		for i := registered[ng.Id()]; i < target; i++ {
-			tmpl, tmplSlices := groups[ng.Id()].NewNode(fmt.Sprintf("upcoming-%s-%d", ng.Id(), i))
-			st.Objects.Nodes = append(st.Objects.Nodes, tmpl)
-			st.Objects.ResourceSlices = append(st.Objects.ResourceSlices, tmplSlices...)
-			st.Upcoming[ng.Id()]++
-		}
-	}
-	if err := st.addPods(l); err != nil {
-		return nil, err
-	}
-	return st, st.addDRA(l)
+	return NewRegistry(RegistryConfig{}).Update(context.Background(), l, provider, time.Now())
 }
 
 func (st *State) addPods(l Listers) error {

@@ -9,20 +9,26 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 
+	"draxr.dev/draxr/autoscaler/backoff"
 	"draxr.dev/draxr/autoscaler/clusterstate"
 	"draxr.dev/draxr/autoscaler/metrics"
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/harness"
+	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/offline"
 	"draxr.dev/draxr/simulator/scaleup"
 )
@@ -39,7 +45,22 @@ type Config struct {
 	Recorder      record.EventRecorder
 	// StatusNamespace/StatusName locate the status ConfigMap ("" skips it).
 	StatusNamespace, StatusName string
-	Now                         func() time.Time
+	// ClusterState are the readiness, health and backoff rules; nil takes
+	// CA's defaults.
+	ClusterState *ClusterStateConfig
+	Now          func() time.Time
+}
+
+// ClusterStateConfig are CA's node readiness, cluster health and node
+// group backoff flags. Zero durations take CA's defaults.
+type ClusterStateConfig struct {
+	MaxNodeProvisionTime      time.Duration
+	MaxNodeStartupTime        time.Duration
+	OkTotalUnreadyCount       int
+	MaxTotalUnreadyPercentage float64
+	InitialBackoff            time.Duration
+	MaxBackoff                time.Duration
+	BackoffResetTimeout       time.Duration
 }
 
 // ScaleDownConfig are the --scale-down-* flags.
@@ -56,6 +77,7 @@ type Autoscaler struct {
 	cfg           Config
 	unneededSince map[string]time.Time
 	lastScaleUp   time.Time
+	clusterState  *clusterstate.Registry
 	sd            *scaleDownState
 }
 
@@ -66,7 +88,31 @@ func New(cfg Config) *Autoscaler {
 	}
 	metrics.Register()
 	cfg.ScaleDown.ScaleDownActuation = withActuationDefaults(cfg.ScaleDown.ScaleDownActuation)
-	return &Autoscaler{cfg: cfg, unneededSince: map[string]time.Time{}, sd: newScaleDownState()}
+	cs := ClusterStateConfig{OkTotalUnreadyCount: clusterstate.DefaultOkTotalUnreadyCount,
+		MaxTotalUnreadyPercentage: clusterstate.DefaultMaxTotalUnreadyPercentage}
+	if cfg.ClusterState != nil {
+		cs = *cfg.ClusterState
+	}
+	if cs.MaxNodeProvisionTime == 0 {
+		cs.MaxNodeProvisionTime = clusterstate.DefaultMaxNodeProvisionTime
+	}
+	if cs.MaxNodeStartupTime == 0 {
+		cs.MaxNodeStartupTime = clusterstate.DefaultMaxNodeStartupTime
+	}
+	statusName := cfg.StatusName
+	if statusName == "" {
+		statusName = "draxr-autoscaler-status"
+	}
+	registry := clusterstate.NewRegistry(clusterstate.RegistryConfig{
+		MaxNodeProvisionTime: cs.MaxNodeProvisionTime, MaxNodeStartupTime: cs.MaxNodeStartupTime,
+		OkTotalUnreadyCount: cs.OkTotalUnreadyCount, MaxTotalUnreadyPercentage: cs.MaxTotalUnreadyPercentage,
+		Backoff:  backoff.New(cs.InitialBackoff, cs.MaxBackoff, cs.BackoffResetTimeout),
+		Recorder: cfg.Recorder,
+		// CA records cluster-level events on its status ConfigMap.
+		EventObject: &v1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+			ObjectMeta: metav1.ObjectMeta{Name: statusName, Namespace: cfg.StatusNamespace}},
+	})
+	return &Autoscaler{cfg: cfg, unneededSince: map[string]time.Time{}, sd: newScaleDownState(), clusterState: registry}
 }
 
 // LoopResult says what one loop decided and did.
@@ -77,6 +123,13 @@ type LoopResult struct {
 	NoScaleUp     []scaleup.NoScaleUp
 	Unneeded      []string
 	Removed       []string
+	// FailedScaleUps are the groups whose IncreaseSize failed this loop
+	// (the plan then fell back to the next group).
+	FailedScaleUps []string
+	// GivenUp are nodes that did not come up in time, removed this loop.
+	GivenUp []string
+	// Healthy is false when too many nodes are unready (scale-down paused).
+	Healthy bool
 }
 
 // RunOnce runs one loop. Errors from the provider are reported and
@@ -90,23 +143,33 @@ func (a *Autoscaler) RunOnce(ctx context.Context) (*LoopResult, error) {
 		metrics.Errors.WithLabelValues("refresh").Inc()
 		return nil, err
 	}
-	st, err := clusterstate.Build(a.cfg.Listers, a.cfg.Provider)
+	st, err := a.clusterState.Update(ctx, a.cfg.Listers, a.cfg.Provider, a.cfg.Now())
 	if err != nil {
 		metrics.Errors.WithLabelValues("snapshot").Inc()
 		return nil, err
 	}
+	for _, err := range st.Errors {
+		// One node or group: reported, the loop goes on for the others.
+		metrics.Errors.WithLabelValues("node-group").Inc()
+		logger.Error(err, "Cluster state")
+	}
 	if err := a.scaleDownHousekeeping(ctx, st); err != nil {
 		logger.Error(err, "Removing stale scale-down taints")
 	}
-	res := &LoopResult{Unschedulable: len(st.Unschedulable), Upcoming: st.Upcoming}
+	res := &LoopResult{Unschedulable: len(st.Unschedulable), Upcoming: st.Upcoming, GivenUp: st.GivenUp, Healthy: st.Healthy}
 	metrics.UnschedulablePods.Set(float64(len(st.Unschedulable)))
+	if !st.Healthy {
+		a.clusterUnhealthy(st)
+	}
 
 	var runErr error
 	if len(st.Unschedulable) > 0 {
 		runErr = a.scaleUp(ctx, st, res)
 	}
-	if runErr == nil && res.ScaleUp == nil && a.cfg.ScaleDown.Enabled && a.cfg.Now().Sub(a.lastScaleUp) >= a.cfg.ScaleDown.DelayAfterAdd {
-		runErr = a.scaleDown(ctx, st, res)
+	// Scale-down goes on while a group fails to scale up, but not while
+	// the cluster is unhealthy.
+	if st.Healthy && res.ScaleUp == nil && a.cfg.ScaleDown.Enabled && a.cfg.Now().Sub(a.lastScaleUp) >= a.cfg.ScaleDown.DelayAfterAdd {
+		runErr = errors.Join(runErr, a.scaleDown(ctx, st, res))
 	}
 	a.writeStatus(ctx, st, res, runErr)
 	logger.V(2).Info("Loop done", "unschedulable", res.Unschedulable, "upcoming", res.Upcoming,
@@ -123,42 +186,77 @@ func (a *Autoscaler) simulation(ctx context.Context, st *clusterstate.State) (*h
 	return harness.New(ctx, snap, a.cfg.Profile)
 }
 
+// clusterUnhealthy reports, as CA does, that scale-down is paused.
+func (a *Autoscaler) clusterUnhealthy(st *clusterstate.State) {
+	r := st.Readiness
+	a.clusterState.Event(v1.EventTypeWarning, clusterstate.EventClusterUnhealthy,
+		"Cluster is unhealthy: %d of %d nodes unready (--ok-total-unready-count, --max-total-unready-percentage); scale-down paused",
+		r.Unready, r.Ready+r.Unready+r.NotStarted)
+}
+
 // scaleUp plans for the unschedulable pods and executes the plan's first
-// step, as one loop of the Cluster Autoscaler would.
+// step, as one loop of the Cluster Autoscaler would. Groups backed off or
+// unhealthy are left out of the plan; a group whose IncreaseSize fails is
+// backed off and the plan is made again without it, in this same loop.
 func (a *Autoscaler) scaleUp(ctx context.Context, st *clusterstate.State, res *LoopResult) error {
+	groups := st.ScaleUpEligible()
+	excluded := map[string]string{}
+	for g, why := range st.NotForScaleUp {
+		excluded[g] = why
+	}
+	var errs []error
+	for {
+		done, err := a.scaleUpOnce(ctx, st, groups, excluded, res)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if done {
+			return errors.Join(errs...)
+		}
+		failed := res.FailedScaleUps[len(res.FailedScaleUps)-1]
+		groups = slices.DeleteFunc(groups, func(g *nodegroup.NodeGroup) bool { return g.Name == failed })
+	}
+}
+
+// scaleUpOnce plans with groups and asks the chosen group for nodes. It
+// returns done=false when that group's IncreaseSize failed (recorded in
+// res.FailedScaleUps and excluded), so the caller plans again.
+func (a *Autoscaler) scaleUpOnce(ctx context.Context, st *clusterstate.State, groups []*nodegroup.NodeGroup,
+	excluded map[string]string, res *LoopResult) (bool, error) {
 	start := a.cfg.Now()
 	h, err := a.simulation(ctx, st)
 	if err != nil {
-		return err
+		return true, err
 	}
-	p := &scaleup.Planner{Harness: h, Groups: st.Groups, Expander: a.cfg.Expander, MaxNodesTotal: a.cfg.MaxNodesTotal}
+	p := &scaleup.Planner{Harness: h, Groups: groups, Expander: a.cfg.Expander, MaxNodesTotal: a.cfg.MaxNodesTotal}
 	plan, err := p.Plan(st.Unschedulable)
 	metrics.SimulationDuration.WithLabelValues("scale-up").Observe(time.Since(start).Seconds())
 	if err != nil {
-		return err
+		return true, err
 	}
-	res.NoScaleUp = plan.NoScaleUp
 	pods := podsByUID(st.Unschedulable)
 	var missing []error
-	for _, n := range plan.NoScaleUp {
-		pod, err := pods.get(n.Pod)
-		if err != nil {
-			missing = append(missing, err)
-			continue
-		}
-		a.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, "NotTriggerScaleUp", "pod didn't trigger scale-up: %s", n.Reason)
-	}
 	if len(plan.ScaleUps) == 0 {
-		return errors.Join(missing...)
+		res.NoScaleUp = plan.NoScaleUp
+		notConsidered := excludedText(excluded)
+		for _, n := range plan.NoScaleUp {
+			pod, err := pods.get(n.Pod)
+			if err != nil {
+				missing = append(missing, err)
+				continue
+			}
+			a.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, "NotTriggerScaleUp", "pod didn't trigger scale-up: %s%s", n.Reason, notConsidered)
+		}
+		return true, errors.Join(missing...)
 	}
 	su := plan.ScaleUps[0]
 	group := a.group(su.NodeGroup)
 	if group == nil {
-		return errors.Join(append(missing, fmt.Errorf("plan names unknown node group %s", su.NodeGroup))...)
+		return true, fmt.Errorf("plan names unknown node group %s", su.NodeGroup)
 	}
 	target, err := group.TargetSize()
 	if err != nil {
-		return errors.Join(append(missing, fmt.Errorf("node group %s: target size: %w", su.NodeGroup, err))...)
+		return true, fmt.Errorf("node group %s: target size: %w", su.NodeGroup, err)
 	}
 	helped := make([]*v1.Pod, 0, len(su.Pods))
 	for _, ref := range su.Pods {
@@ -171,19 +269,50 @@ func (a *Autoscaler) scaleUp(ctx context.Context, st *clusterstate.State, res *L
 	}
 	if err := group.IncreaseSize(ctx, su.NewNodes); err != nil {
 		metrics.Errors.WithLabelValues("scale-up").Inc()
+		until := a.clusterState.RegisterFailedScaleUp(su.NodeGroup, err, a.cfg.Now())
 		for _, pod := range helped {
 			a.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, "FailedScaleUp", "node group %s: %v", su.NodeGroup, err)
 		}
-		return errors.Join(append(missing, fmt.Errorf("scale up node group %s by %d: %w", su.NodeGroup, su.NewNodes, err))...)
+		res.FailedScaleUps = append(res.FailedScaleUps, su.NodeGroup)
+		excluded[su.NodeGroup] = fmt.Sprintf("in backoff after failed scale-up until %s", until.UTC().Format(time.RFC3339))
+		return false, errors.Join(append(missing, fmt.Errorf("scale up node group %s by %d: %w", su.NodeGroup, su.NewNodes, err))...)
 	}
+	a.clusterState.RegisterScaleUp(su.NodeGroup, su.NewNodes, a.cfg.Now())
 	metrics.ScaleUps.WithLabelValues(su.NodeGroup).Add(float64(su.NewNodes))
 	a.lastScaleUp = a.cfg.Now()
 	res.ScaleUp = &su
+	res.NoScaleUp = plan.NoScaleUp
+	for _, n := range plan.NoScaleUp {
+		if pod, err := pods.get(n.Pod); err == nil {
+			a.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, "NotTriggerScaleUp", "pod didn't trigger scale-up: %s", n.Reason)
+		} else {
+			missing = append(missing, err)
+		}
+	}
 	for _, pod := range helped {
 		a.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, "TriggeredScaleUp", "pod triggered scale-up: [{%s %d->%d (max: %d)}]",
 			su.NodeGroup, target, target+su.NewNodes, group.MaxSize())
 	}
-	return errors.Join(missing...)
+	return true, errors.Join(missing...)
+}
+
+// excludedText lists the groups left out of the plan and why, for
+// NotTriggerScaleUp events.
+func excludedText(excluded map[string]string) string {
+	if len(excluded) == 0 {
+		return ""
+	}
+	names := make([]string, 0, len(excluded))
+	for g := range excluded {
+		names = append(names, g)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.WriteString("; node groups not considered:")
+	for _, g := range names {
+		fmt.Fprintf(&b, " %s (%s)", g, excluded[g])
+	}
+	return b.String()
 }
 
 // podIndex finds the loop's pending pods by the plan's references.

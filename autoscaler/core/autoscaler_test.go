@@ -16,8 +16,10 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/component-base/metrics/testutil"
 
 	"draxr.dev/draxr/autoscaler/clusterstate"
+	"draxr.dev/draxr/autoscaler/metrics"
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/cloudprovider/mocks"
 	"draxr.dev/draxr/simulator/expander"
@@ -59,6 +61,7 @@ func setup(t *testing.T, objs ...runtime.Object) (*Autoscaler, *mocks.MockProvid
 	group.EXPECT().MaxSize().Return(10).AnyTimes()
 	group.EXPECT().TargetSize().Return(0, nil).AnyTimes()
 	group.EXPECT().TemplateNodeInfo().Return(tmpl, slices, nil).AnyTimes()
+	group.EXPECT().Nodes().Return(nil, nil).AnyTimes()
 	provider := mocks.NewMockProvider(ctrl)
 	provider.EXPECT().NodeGroups().Return([]cloudprovider.NodeGroup{group}).AnyTimes()
 	provider.EXPECT().NodeGroupForNode(gomock.Any()).Return(nil, nil).AnyTimes()
@@ -108,31 +111,63 @@ func TestScaleUpExecutesFirstStep(t *testing.T) {
 	}
 }
 
-// A provider error is reported (error, event, metric) and the next loop
-// runs normally.
-func TestProviderErrorKeepsLooping(t *testing.T) {
+// A provider error is reported (error, event, metric), the group is backed
+// off for CA's initial 5 minutes, and after that it is tried again.
+func TestProviderErrorBacksOffThenRetries(t *testing.T) {
 	a, provider, group, recorder := setup(t, unschedulablePods(4)...)
-	provider.EXPECT().Refresh(gomock.Any()).Return(nil).Times(2)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a.cfg.Now = func() time.Time { return now }
+	provider.EXPECT().Refresh(gomock.Any()).Return(nil).Times(3)
 	gomock.InOrder(
-		group.EXPECT().IncreaseSize(gomock.Any(), 1).Return(errors.New("quota exceeded")),
+		group.EXPECT().IncreaseSize(gomock.Any(), 1).Return(cloudprovider.OutOfResources("QUOTA_EXCEEDED", "quota exceeded")),
 		group.EXPECT().IncreaseSize(gomock.Any(), 1).Return(nil),
 	)
-	_, err := a.RunOnce(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "scale up node group gpu by 1: quota exceeded") {
+	failedBefore, _ := testutil.GetCounterMetricValue(metrics.FailedScaleUps.WithLabelValues("QUOTA_EXCEEDED"))
+	res, err := a.RunOnce(context.Background())
+	if failed, _ := testutil.GetCounterMetricValue(metrics.FailedScaleUps.WithLabelValues("QUOTA_EXCEEDED")); failed != failedBefore+1 {
+		t.Errorf("failed_scale_ups_total{reason=QUOTA_EXCEEDED} = %v, want %v", failed, failedBefore+1)
+	}
+	if err == nil || !strings.Contains(err.Error(), "scale up node group gpu by 1: OutOfResource.QUOTA_EXCEEDED: quota exceeded") {
 		t.Fatalf("first loop error = %v", err)
 	}
-	failed := 0
+	if len(res.FailedScaleUps) != 1 || res.FailedScaleUps[0] != "gpu" {
+		t.Errorf("failed scale-ups = %v, want [gpu]", res.FailedScaleUps)
+	}
+	failed, groupEvent := 0, false
 	for _, e := range events(recorder) {
 		if strings.Contains(e, "FailedScaleUp") && strings.Contains(e, "quota exceeded") {
 			failed++
 		}
+		groupEvent = groupEvent || strings.Contains(e, "FailedToScaleUpGroup")
 	}
-	if failed != 4 {
-		t.Errorf("FailedScaleUp events = %d, want 4", failed)
+	if failed != 4 || !groupEvent {
+		t.Errorf("FailedScaleUp events = %d, want 4; FailedToScaleUpGroup seen = %v", failed, groupEvent)
 	}
-	res, err := a.RunOnce(context.Background())
+
+	cm, err := a.cfg.Client.CoreV1().ConfigMaps("kube-system").Get(context.Background(), "draxr-autoscaler-status", metav1.GetOptions{})
+	if err != nil || !strings.Contains(cm.Data["status"], "status: Backoff") || !strings.Contains(cm.Data["status"], "QUOTA_EXCEEDED") {
+		t.Errorf("status ConfigMap = %v (%v), want gpu in Backoff with the error code", cm, err)
+	}
+
+	now = now.Add(4 * time.Minute) // backed off: not asked again
+	res, err = a.RunOnce(context.Background())
+	if err != nil || res.ScaleUp != nil {
+		t.Fatalf("loop during backoff: %+v, %v; want no scale-up and no error", res, err)
+	}
+	backedOff := 0
+	for _, e := range events(recorder) {
+		if strings.Contains(e, "NotTriggerScaleUp") && strings.Contains(e, "gpu (in backoff after failed scale-up") {
+			backedOff++
+		}
+	}
+	if backedOff != 4 {
+		t.Errorf("NotTriggerScaleUp events naming the backoff = %d, want 4", backedOff)
+	}
+
+	now = now.Add(time.Minute + time.Second)
+	res, err = a.RunOnce(context.Background())
 	if err != nil || res.ScaleUp == nil {
-		t.Fatalf("second loop: %+v, %v; want the scale-up to go through", res, err)
+		t.Fatalf("loop after the backoff: %+v, %v; want the scale-up to go through", res, err)
 	}
 }
 

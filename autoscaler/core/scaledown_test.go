@@ -85,6 +85,7 @@ func newSDEnv(t *testing.T, act ScaleDownActuation, objs ...runtime.Object) *sdE
 	group.EXPECT().MaxSize().Return(10).AnyTimes()
 	group.EXPECT().TargetSize().Return(0, nil).AnyTimes()
 	group.EXPECT().TemplateNodeInfo().Return(cpuNode("template"), nil, nil).AnyTimes()
+	group.EXPECT().Nodes().Return(nil, nil).AnyTimes()
 	provider := mocks.NewMockProvider(ctrl)
 	provider.EXPECT().NodeGroups().Return([]cloudprovider.NodeGroup{group}).AnyTimes()
 	provider.EXPECT().Refresh(gomock.Any()).Return(nil).AnyTimes()

@@ -25,6 +25,12 @@ func (a *Autoscaler) writeStatus(ctx context.Context, st *clusterstate.State, re
 	if loopErr != nil {
 		fmt.Fprintf(&b, "lastError: %q\n", loopErr.Error())
 	}
+	health, r := "Healthy", st.Readiness
+	if !st.Healthy {
+		health = "Unhealthy"
+	}
+	fmt.Fprintf(&b, "clusterWide:\n  health:\n    status: %s\n    nodeCounts: {ready: %d, unready: %d, notStarted: %d, unregistered: %d, longUnregistered: %d}\n",
+		health, r.Ready, r.Unready, r.NotStarted, r.Unregistered, r.LongUnregistered)
 	fmt.Fprintf(&b, "unschedulablePods: %d\nnodeGroups:\n", res.Unschedulable)
 	ready := map[string]int{}
 	for node, g := range st.GroupOf {
@@ -36,6 +42,14 @@ func (a *Autoscaler) writeStatus(ctx context.Context, st *clusterstate.State, re
 		target, _ := g.TargetSize()
 		fmt.Fprintf(&b, "- name: %s\n  minSize: %d\n  maxSize: %d\n  targetSize: %d\n  ready: %d\n  upcoming: %d\n",
 			g.Id(), g.MinSize(), g.MaxSize(), target, ready[g.Id()], st.Upcoming[g.Id()])
+		// CA's scaleUp status; Backoff carries the error (message at most
+		// 500 characters). Read now: this loop may have backed it off.
+		if bs := a.clusterState.BackoffStatus(g.Id(), a.cfg.Now()); bs.BackedOff {
+			fmt.Fprintf(&b, "  scaleUp:\n    status: Backoff\n    backoffInfo: {errorCode: %q, errorMessage: %q}\n",
+				bs.Reason.Code, truncate(bs.Reason.Message, 500))
+		} else if why, out := st.NotForScaleUp[g.Id()]; out {
+			fmt.Fprintf(&b, "  scaleUp:\n    status: Unhealthy\n    reason: %q\n", truncate(why, 500))
+		}
 	}
 	if su := res.ScaleUp; su != nil {
 		fmt.Fprintf(&b, "scaleUp:\n  nodeGroup: %s\n  newNodes: %d\n  pods: %d\n", su.NodeGroup, su.NewNodes, len(su.Pods))
@@ -60,4 +74,11 @@ func (a *Autoscaler) writeStatus(ctx context.Context, st *clusterstate.State, re
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Writing status ConfigMap", "configmap", klog.KObj(cm))
 	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
 }

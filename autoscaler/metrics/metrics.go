@@ -19,6 +19,11 @@ var (
 	ScaleDowns = metrics.NewCounterVec(&metrics.CounterOpts{
 		Subsystem: subsystem, Name: "scaled_down_nodes_total", Help: "Nodes removed by scale-down, per node group.",
 		StabilityLevel: metrics.ALPHA}, []string{"node_group"})
+	// FailedScaleUps counts node-group backoffs by CA's reason code
+	// (cloudProviderError, timeout, or the provider's instance error code).
+	FailedScaleUps = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem: subsystem, Name: "failed_scale_ups_total", Help: "Failed scale-ups (node group backed off), by reason.",
+		StabilityLevel: metrics.ALPHA}, []string{"reason"})
 	// UnschedulablePods is the number of pods the scheduler gave up on.
 	UnschedulablePods = metrics.NewGauge(&metrics.GaugeOpts{
 		Subsystem: subsystem, Name: "unschedulable_pods", Help: "Pods marked unschedulable at the last loop.",
@@ -42,6 +47,6 @@ var once sync.Once
 // /metrics); it is safe to call more than once.
 func Register() {
 	once.Do(func() {
-		legacyregistry.MustRegister(ScaleUps, ScaleDowns, UnschedulablePods, Errors, LoopDuration, SimulationDuration)
+		legacyregistry.MustRegister(ScaleUps, ScaleDowns, FailedScaleUps, UnschedulablePods, Errors, LoopDuration, SimulationDuration)
 	})
 }

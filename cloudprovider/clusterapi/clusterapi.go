@@ -313,17 +313,25 @@ func (p *Provider) instances(machines []*unstructured.Unstructured, nodes map[st
 			in.NodeName = n.Name
 		}
 		phase, _, _ := unstructured.NestedString(m.Object, "status", "phase")
+		// The instance status is CA's reading of a Machine: a failed one
+		// is an instance still "creating" with error info, so the failure
+		// model deletes it and backs the group off.
 		switch {
 		case m.GetDeletionTimestamp() != nil || phase == "Deleting" || phase == "Deleted":
 			in.State = MachineDeleting
+			in.Status = &cloudprovider.InstanceStatus{State: cloudprovider.InstanceDeleting}
 		case phase == "Failed":
 			in.State = MachineFailed
 			in.Reason = failureMessage(m)
+			in.Status = &cloudprovider.InstanceStatus{State: cloudprovider.InstanceCreating,
+				ErrorInfo: &cloudprovider.InstanceErrorInfo{ErrorClass: cloudprovider.OtherErrorClass,
+					ErrorCode: "ProvisioningFailed", ErrorMessage: in.Reason}}
 		case in.NodeName == "":
 			in.State = MachineProvisioning
-			in.Creating = true
+			in.Status = &cloudprovider.InstanceStatus{State: cloudprovider.InstanceCreating}
 		default:
 			in.State = MachineRunning
+			in.Status = &cloudprovider.InstanceStatus{State: cloudprovider.InstanceRunning}
 		}
 		out = append(out, in)
 	}

@@ -402,13 +402,17 @@ func TestNodesAndStates(t *testing.T) {
 	g := p.NodeGroups()[0].(*group)
 	got := map[string]string{}
 	for _, in := range g.Machines() {
-		got[in.Machine] = fmt.Sprintf("%s %s node=%s creating=%v", in.State, in.ProviderID, in.NodeName, in.Creating)
+		status := in.Status.State.String()
+		if e := in.Status.ErrorInfo; e != nil {
+			status += " error=" + e.ErrorCode + ":" + e.ErrorMessage
+		}
+		got[in.Machine] = fmt.Sprintf("%s %s node=%s instance=%s", in.State, in.ProviderID, in.NodeName, status)
 	}
 	want := map[string]string{
-		"ns/running": "Running test:///n1 node=n1 creating=false",
-		"ns/new":     "Provisioning clusterapi://ns/new node= creating=true",
-		"ns/broken":  "Failed test:///n9 node= creating=false",
-		"ns/going":   "Deleting test:///n2 node=n2 creating=false",
+		"ns/running": "Running test:///n1 node=n1 instance=Running",
+		"ns/new":     "Provisioning clusterapi://ns/new node= instance=Creating",
+		"ns/broken":  "Failed test:///n9 node= instance=Creating error=ProvisioningFailed:machine failed",
+		"ns/going":   "Deleting test:///n2 node=n2 instance=Deleting",
 	}
 	for k, v := range want {
 		if got[k] != v {

@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"fmt"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,7 +17,8 @@ func (g *group) advance(ctx context.Context, n *v1.Node) error {
 	now := g.p.opts.Now()
 	ready := readyCondition(n)
 	if ready == nil || ready.Status != v1.ConditionTrue {
-		if now.Sub(n.CreationTimestamp.Time) < g.p.opts.NodeReadyDelay {
+		delay, never := g.nodeReadyDelay()
+		if never || now.Sub(n.CreationTimestamp.Time) < delay {
 			return nil
 		}
 		return g.markReady(ctx, n)
@@ -118,3 +120,20 @@ func (g *group) publishSlices(ctx context.Context, n *v1.Node) error {
 // publishedKey names a node incarnation: a node deleted and created again
 // under its name publishes anew.
 func publishedKey(n *v1.Node) string { return n.Name + "/" + string(n.UID) }
+
+// NodeReadyDelayAnnotation on a NodeGroup overrides the provider's
+// NodeReadyDelay for that group: a duration, or "never" for nodes that
+// register and never turn Ready (to try the autoscaler's provision
+// timeouts without a broken machine).
+const NodeReadyDelayAnnotation = "local.draxr.dev/node-ready-delay"
+
+func (g *group) nodeReadyDelay() (time.Duration, bool) {
+	v, ok := g.cfg.Annotations[NodeReadyDelayAnnotation]
+	if !ok {
+		return g.p.opts.NodeReadyDelay, false
+	}
+	if v == "never" {
+		return 0, true
+	}
+	return g.readyDelay, false
+}

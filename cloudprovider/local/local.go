@@ -68,17 +68,27 @@ type Provider struct {
 
 var _ cloudprovider.Provider = &Provider{}
 
-// New returns a provider for the groups.
-func New(opts Options) *Provider {
+// New returns a provider for the groups; a group with an invalid
+// NodeReadyDelayAnnotation is an error naming the group.
+func New(opts Options) (*Provider, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
 	p := &Provider{opts: opts, nodes: map[string][]*v1.Node{}, published: map[string]bool{}}
 	for _, g := range opts.Groups {
-		p.groups = append(p.groups, &group{p: p, cfg: g})
+		grp := &group{p: p, cfg: g}
+		if v, ok := g.Annotations[NodeReadyDelayAnnotation]; ok && v != "never" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 {
+				return nil, fmt.Errorf("NodeGroup %s: metadata.annotations[%s]: want a non-negative duration or \"never\", got %q",
+					g.Name, NodeReadyDelayAnnotation, v)
+			}
+			grp.readyDelay = d
+		}
+		p.groups = append(p.groups, grp)
 	}
 	sort.Slice(p.groups, func(i, j int) bool { return p.groups[i].cfg.Name < p.groups[j].cfg.Name })
-	return p
+	return p, nil
 }
 
 // NodeGroups implements cloudprovider.Provider.
@@ -142,6 +152,8 @@ func (p *Provider) groupNodes(name string) []*v1.Node {
 type group struct {
 	p   *Provider
 	cfg *nodegroup.NodeGroup
+	// readyDelay is NodeReadyDelayAnnotation's duration, when set.
+	readyDelay time.Duration
 }
 
 func (g *group) Id() string   { return g.cfg.Name }
@@ -211,10 +223,37 @@ func nextIndex(group string, names map[string]bool) int {
 	return next
 }
 
-// DecreaseTargetSize: nodes exist as soon as they are asked for, so there
-// is never an unregistered node to give up.
-func (g *group) DecreaseTargetSize(context.Context, int) error {
-	return cloudprovider.ErrNotImplemented
+// DecreaseTargetSize stops machines the launcher started that have not
+// registered. Without a launcher nodes exist as soon as they are asked
+// for, so there is never an unregistered node to give up.
+func (g *group) DecreaseTargetSize(ctx context.Context, delta int) error {
+	l := g.p.opts.Launcher
+	if l == nil {
+		return cloudprovider.ErrNotImplemented
+	}
+	if delta >= 0 {
+		return fmt.Errorf("node group %s: target size decrease must be negative, got %d", g.cfg.Name, delta)
+	}
+	registered := map[string]bool{}
+	for _, n := range g.p.groupNodes(g.cfg.Name) {
+		registered[n.Name] = true
+	}
+	var unregistered []string
+	for _, name := range l.Launched(g.cfg.Name) {
+		if !registered[name] {
+			unregistered = append(unregistered, name)
+		}
+	}
+	if -delta > len(unregistered) {
+		return fmt.Errorf("node group %s: cannot give up %d nodes, only %d are unregistered", g.cfg.Name, -delta, len(unregistered))
+	}
+	sort.Strings(unregistered)
+	for _, name := range unregistered[len(unregistered)+delta:] {
+		if err := l.Stop(ctx, name); err != nil {
+			return fmt.Errorf("node group %s: stop unregistered node %s: %w", g.cfg.Name, name, err)
+		}
+	}
+	return nil
 }
 
 // DeleteNodes removes the nodes' slices and the Node objects. With no
@@ -257,10 +296,23 @@ func (g *group) DeleteNodes(ctx context.Context, nodes []*v1.Node) error {
 	return nil
 }
 
+// Nodes lists registered nodes as running and machines the launcher
+// started that have not registered yet as creating.
 func (g *group) Nodes() ([]cloudprovider.Instance, error) {
 	var out []cloudprovider.Instance
+	registered := map[string]bool{}
 	for _, n := range g.p.groupNodes(g.cfg.Name) {
-		out = append(out, cloudprovider.Instance{ProviderID: n.Spec.ProviderID, NodeName: n.Name})
+		registered[n.Name] = true
+		out = append(out, cloudprovider.Instance{ProviderID: n.Spec.ProviderID, NodeName: n.Name,
+			Status: &cloudprovider.InstanceStatus{State: cloudprovider.InstanceRunning}})
+	}
+	if l := g.p.opts.Launcher; l != nil {
+		for _, name := range l.Launched(g.cfg.Name) {
+			if !registered[name] {
+				out = append(out, cloudprovider.Instance{ProviderID: ProviderIDPrefix + g.cfg.Name + "/" + name,
+					Status: &cloudprovider.InstanceStatus{State: cloudprovider.InstanceCreating}})
+			}
+		}
 	}
 	return out, nil
 }

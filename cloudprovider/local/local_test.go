@@ -28,7 +28,7 @@ func TestNodeLifecycle(t *testing.T) {
 	ctx := context.Background()
 	client := fake.NewClientset()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	p := New(Options{Client: client, Groups: []*nodegroup.NodeGroup{gpuGroup(0, 3)},
+	p := mustNew(t, Options{Client: client, Groups: []*nodegroup.NodeGroup{gpuGroup(0, 3)},
 		NodeReadyDelay: 5 * time.Second, SlicesDelay: 3 * time.Second, Now: func() time.Time { return now }})
 	g := p.NodeGroups()[0]
 	if err := p.Refresh(ctx); err != nil {
@@ -91,7 +91,7 @@ func TestNodeLifecycle(t *testing.T) {
 func TestSizeLimits(t *testing.T) {
 	ctx := context.Background()
 	client := fake.NewClientset()
-	p := New(Options{Client: client, Groups: []*nodegroup.NodeGroup{gpuGroup(1, 2)}})
+	p := mustNew(t, Options{Client: client, Groups: []*nodegroup.NodeGroup{gpuGroup(1, 2)}})
 	g := p.NodeGroups()[0]
 	if err := g.IncreaseSize(ctx, 3); err == nil || !strings.Contains(err.Error(), "exceeds max size 2") {
 		t.Errorf("IncreaseSize(3) = %v, want the max size error", err)
@@ -120,7 +120,7 @@ func TestTemplateFromLiveNode(t *testing.T) {
 	live := fx.Node("gpu-7", 32, 128, nil)
 	live.Labels[nodegroup.GroupLabel] = "gpu"
 	client := fake.NewClientset(live, fx.GPUSlice("gpu-7", 4))
-	p := New(Options{Client: client, Groups: []*nodegroup.NodeGroup{g}})
+	p := mustNew(t, Options{Client: client, Groups: []*nodegroup.NodeGroup{g}})
 	if err := p.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -130,5 +130,44 @@ func TestTemplateFromLiveNode(t *testing.T) {
 	}
 	if len(slices) != 1 || len(slices[0].Spec.Devices) != 4 || *slices[0].Spec.NodeName != node.Name || slices[0].Spec.Pool.Name != node.Name {
 		t.Fatalf("template slices = %+v for node %s, want the live node's 4 devices under the template's name", slices, node.Name)
+	}
+}
+
+func mustNew(t *testing.T, opts Options) *Provider {
+	t.Helper()
+	p, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// A group annotated never-Ready registers nodes that stay NotReady; a bad
+// annotation is an error naming the group and the field.
+func TestNodeReadyDelayAnnotation(t *testing.T) {
+	g := gpuGroup(0, 3)
+	g.Annotations = map[string]string{NodeReadyDelayAnnotation: "soon"}
+	if _, err := New(Options{Client: fake.NewClientset(), Groups: []*nodegroup.NodeGroup{g}}); err == nil ||
+		!strings.Contains(err.Error(), "NodeGroup gpu: metadata.annotations[local.draxr.dev/node-ready-delay]") {
+		t.Fatalf("New with a bad annotation = %v, want an error naming the group and field", err)
+	}
+	g.Annotations[NodeReadyDelayAnnotation] = "never"
+	client := fake.NewClientset()
+	now := time.Now()
+	p := mustNew(t, Options{Client: client, Groups: []*nodegroup.NodeGroup{g}, Now: func() time.Time { return now }})
+	ctx := context.Background()
+	if err := p.NodeGroups()[0].IncreaseSize(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Hour)
+	if err := p.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n, err := client.CoreV1().Nodes().Get(ctx, "gpu-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := readyCondition(n); c == nil || c.Status == v1.ConditionTrue {
+		t.Fatalf("node of a never-Ready group: Ready condition %+v, want NotReady after an hour", c)
 	}
 }

@@ -10,6 +10,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
@@ -25,8 +27,10 @@ import (
 type groupSpec struct {
 	name          string
 	min, max      int
-	draDevices    int   // devices published by the group's DRA driver
-	pluginDevices int64 // devices in allocatable (device plugin)
+	cpu           int64             // template cores, 32 when 0
+	annotations   map[string]string // on the NodeGroup
+	draDevices    int               // devices published by the group's DRA driver
+	pluginDevices int64             // devices in allocatable (device plugin)
 }
 
 // nodeGroups writes NodeGroup objects whose nodes carry the env's label,
@@ -35,15 +39,19 @@ func (e *env) nodeGroups(groups ...groupSpec) string {
 	e.t.Helper()
 	var docs []string
 	for _, g := range groups {
-		tmpl := fx.Node("template", 32, 128, nil)
+		cpu := g.cpu
+		if cpu == 0 {
+			cpu = 32
+		}
+		tmpl := fx.Node("template", cpu, 128, nil)
 		if g.pluginDevices > 0 {
-			tmpl = fx.Node("template", 32, 128, fx.GPUs(e.resource, g.pluginDevices))
+			tmpl = fx.Node("template", cpu, 128, fx.GPUs(e.resource, g.pluginDevices))
 		}
 		tmpl.Name, tmpl.UID = "", ""
 		tmpl.Labels = map[string]string{"e2e-test": e.name}
 		tmpl.Status.Conditions = nil
 		ng := nodegroup.NodeGroup{TypeMeta: metav1.TypeMeta{APIVersion: nodegroup.APIVersion, Kind: nodegroup.Kind},
-			ObjectMeta: metav1.ObjectMeta{Name: g.name},
+			ObjectMeta: metav1.ObjectMeta{Name: g.name, Annotations: g.annotations},
 			Spec:       nodegroup.Spec{MinSize: g.min, MaxSize: g.max, Template: *tmpl}}
 		if g.draDevices > 0 {
 			ng.Spec.ResourceSlices = append(ng.Spec.ResourceSlices, fx.DeviceSlice("x", e.driver, g.draDevices, "gpu").Spec)
@@ -69,7 +77,7 @@ func (e *env) autoscaler(nodeGroups string, extra ...string) *proc.Process {
 	return p
 }
 
-// autoscalerWithAddress also returns where it serves /metrics and /healthz.
+// autoscalerWithAddress also returns where it serves /metrics and /health-check.
 func (e *env) autoscalerWithAddress(nodeGroups string, extra ...string) (*proc.Process, string) {
 	e.t.Helper()
 	return e.autoscalerBinary("draxr-autoscaler", nodeGroups, extra...)
@@ -85,6 +93,7 @@ func (e *env) autoscalerBinary(binary, nodeGroups string, extra ...string) (*pro
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	e.grantPerTestNames()
 	port, err := controlplane.FreePort()
 	if err != nil {
 		e.t.Fatal(err)
@@ -108,6 +117,29 @@ func (e *env) autoscalerBinary(binary, nodeGroups string, extra ...string) (*pro
 		p.Stop(10 * time.Second)
 	})
 	return p, fmt.Sprintf("127.0.0.1:%d", port)
+}
+
+// grantPerTestNames lets the autoscaler's ServiceAccount use this test's
+// own status ConfigMap and lease: the shipped Role names only the default
+// ones (resourceNames), and tests run side by side.
+func (e *env) grantPerTestNames() {
+	e.t.Helper()
+	name := "draxr-autoscaler-e2e-" + e.name
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"draxr-autoscaler-status-" + e.name},
+			Verbs: []string{"get", "update", "delete"}},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{"draxr-autoscaler-" + e.name},
+			Verbs: []string{"get", "update"}},
+	}}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "draxr-autoscaler", Namespace: "kube-system"}}}
+	if _, err := cp.Client.RbacV1().Roles("kube-system").Create(e.ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		e.t.Fatal(err)
+	}
+	if _, err := cp.Client.RbacV1().RoleBindings("kube-system").Create(e.ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		e.t.Fatal(err)
+	}
 }
 
 // groupNodes lists the nodes of a group.

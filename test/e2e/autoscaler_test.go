@@ -37,8 +37,10 @@ func TestAutoscalerFromZeroDRA(t *testing.T) {
 	if err != nil || len(claims.Items) != 20 {
 		t.Fatalf("extended-resource claims = %d (%v), want 20", len(claims.Items), err)
 	}
-	if body := httpGet(t, "http://"+addr+"/healthz"); body != "ok" {
-		t.Errorf("/healthz = %q", body)
+	for _, path := range []string{"/health-check", "/healthz"} {
+		if body := httpGet(t, "http://"+addr+path); body != "OK" {
+			t.Errorf("%s = %q, want OK", path, body)
+		}
 	}
 	if body := httpGet(t, "http://"+addr+"/metrics"); !strings.Contains(body, `draxr_autoscaler_scaled_up_nodes_total{node_group="asdra-gpu"} 3`) {
 		t.Errorf("/metrics lacks 3 scaled-up nodes for asdra-gpu:\n%s", grepLines(body, "draxr_autoscaler"))
@@ -219,7 +221,7 @@ func TestAutoscalerLeaderElection(t *testing.T) {
 	e.class("asleader-gpu", e.driver, e.resource)
 	groups := e.nodeGroups(groupSpec{name: "asleader-gpu", min: 0, max: 10, draDevices: 8})
 	election := []string{"--leader-elect=true", "--leader-elect-resource-name=draxr-autoscaler-" + e.name,
-		"--leader-elect-lease-duration=4s"}
+		"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=1s"}
 	first := e.autoscaler(groups, election...)
 	second := e.autoscaler(groups, election...)
 	e.replicaSet("train", 12, e.resource, 1)

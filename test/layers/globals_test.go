@@ -19,6 +19,7 @@ var allowedGlobals = map[string]string{
 	// legacyregistry (that is where /metrics serves from), once.
 	"autoscaler/metrics.ScaleUps":           "component-base metric",
 	"autoscaler/metrics.ScaleDowns":         "component-base metric",
+	"autoscaler/metrics.FailedScaleUps":     "component-base metric",
 	"autoscaler/metrics.UnschedulablePods":  "component-base metric",
 	"autoscaler/metrics.Errors":             "component-base metric",
 	"autoscaler/metrics.LoopDuration":       "component-base metric",

@@ -1,0 +1,522 @@
+package clusterstate
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
+
+	"draxr.dev/draxr/autoscaler/backoff"
+	"draxr.dev/draxr/autoscaler/metrics"
+	"draxr.dev/draxr/cloudprovider"
+	"draxr.dev/draxr/simulator/input"
+	"draxr.dev/draxr/simulator/nodegroup"
+)
+
+// CA's defaults for the readiness and health flags.
+const (
+	DefaultMaxNodeProvisionTime      = 15 * time.Minute
+	DefaultMaxNodeStartupTime        = 15 * time.Minute
+	DefaultOkTotalUnreadyCount       = 3
+	DefaultMaxTotalUnreadyPercentage = 45.0
+)
+
+// maxStatusSettingDelayAfterCreation is how soon after creation a new
+// node reports its first NotReady (CA's constant): a NotReady condition
+// set later means the node was Ready once and broke, not that it is still
+// starting.
+const maxStatusSettingDelayAfterCreation = 2 * time.Minute
+
+// Event reasons, CA's names; they are recorded on the status ConfigMap.
+const (
+	EventScaleUpTimedOut          = "ScaleUpTimedOut"
+	EventFailedToRevertScaleUp    = "FailedToRevertScaleUp"
+	EventScaleUpFailed            = "ScaleUpFailed"
+	EventFailedToScaleUpGroup     = "FailedToScaleUpGroup"
+	EventDeleteUnregistered       = "DeleteUnregistered"
+	EventDeleteUnregisteredFailed = "DeleteUnregisteredFailed"
+	EventClusterUnhealthy         = "ClusterUnhealthy"
+)
+
+// Backoff error codes, CA's.
+const (
+	CodeTimeout = "timeout"
+)
+
+// RegistryConfig are the readiness and health rules (CA's flags). A zero
+// duration disables that limit.
+type RegistryConfig struct {
+	MaxNodeProvisionTime      time.Duration
+	MaxNodeStartupTime        time.Duration
+	OkTotalUnreadyCount       int
+	MaxTotalUnreadyPercentage float64
+	// Backoff keeps failed groups out of scale-up; nil disables it.
+	Backoff *backoff.Backoff
+	// Recorder and EventObject (the status ConfigMap) receive the
+	// cluster-level events; nil records none.
+	Recorder    record.EventRecorder
+	EventObject runtime.Object
+}
+
+// Registry is the cluster state that must survive between loops: the
+// scale-ups in flight and since when instances have been unregistered.
+// It is used by the loop's goroutine only.
+type Registry struct {
+	cfg               RegistryConfig
+	scaleUps          map[string]*scaleUpRequest
+	unregisteredSince map[string]map[string]time.Time // group -> provider ID -> first seen
+}
+
+type scaleUpRequest struct {
+	increase int
+	at       time.Time
+	deadline time.Time
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry(cfg RegistryConfig) *Registry {
+	return &Registry{cfg: cfg, scaleUps: map[string]*scaleUpRequest{}, unregisteredSince: map[string]map[string]time.Time{}}
+}
+
+// RegisterScaleUp records that group was asked for delta more nodes: they
+// must register and turn Ready within --max-node-provision-time.
+func (r *Registry) RegisterScaleUp(group string, delta int, now time.Time) {
+	req := r.scaleUps[group]
+	if req == nil {
+		req = &scaleUpRequest{at: now}
+		r.scaleUps[group] = req
+	}
+	req.increase += delta
+	req.deadline = now.Add(r.cfg.MaxNodeProvisionTime)
+}
+
+// RegisterFailedScaleUp backs group off after its IncreaseSize failed and
+// returns when the backoff ends.
+func (r *Registry) RegisterFailedScaleUp(group string, err error, now time.Time) time.Time {
+	r.event(v1.EventTypeWarning, EventFailedToScaleUpGroup, "Scale-up failed for group %s: %v", group, err)
+	return r.backoff(group, backoff.Reason{Class: cloudprovider.ClassOf(err), Code: cloudprovider.CodeOf(err), Message: err.Error()}, now)
+}
+
+// BackoffStatus says whether group is backed off at now.
+func (r *Registry) BackoffStatus(group string, now time.Time) backoff.Status {
+	if r.cfg.Backoff == nil {
+		return backoff.Status{}
+	}
+	return r.cfg.Backoff.Status(group, now)
+}
+
+func (r *Registry) backoff(group string, reason backoff.Reason, now time.Time) time.Time {
+	metrics.FailedScaleUps.WithLabelValues(reason.Code).Inc()
+	if r.cfg.Backoff == nil {
+		return now
+	}
+	return r.cfg.Backoff.Backoff(group, reason, now)
+}
+
+// Event records a cluster-level event (on the status ConfigMap).
+func (r *Registry) Event(typ, reason, format string, args ...any) {
+	r.event(typ, reason, format, args...)
+}
+
+func (r *Registry) event(typ, reason, format string, args ...any) {
+	if r.cfg.Recorder != nil && r.cfg.EventObject != nil {
+		r.cfg.Recorder.Eventf(r.cfg.EventObject, typ, reason, format, args...)
+	}
+}
+
+// Update reads the listers and the provider, gives up on nodes that
+// failed to come up (so their pods are planned again on other groups this
+// very loop), and returns the loop's state. A provider error about one
+// node or group is recorded in State.Errors; only the listers failing
+// stops it.
+func (r *Registry) Update(ctx context.Context, l Listers, provider cloudprovider.Provider, now time.Time) (*State, error) {
+	if r.cfg.Backoff != nil {
+		r.cfg.Backoff.RemoveStale(now)
+	}
+	st := &State{Objects: &input.Objects{}, Upcoming: map[string]int{}, Ready: map[string]bool{}, GroupOf: map[string]string{},
+		GroupReadiness: map[string]Readiness{}, NotForScaleUp: map[string]string{}, Healthy: true}
+	all := labels.Everything()
+	slices, err := l.Slices.List(all)
+	if err != nil {
+		return nil, err
+	}
+	slicesOf := map[string]int{}
+	for _, s := range slices {
+		if s.Spec.NodeName != nil {
+			slicesOf[*s.Spec.NodeName]++
+		}
+		st.Objects.ResourceSlices = append(st.Objects.ResourceSlices, s)
+	}
+	nodes, err := l.Nodes.List(all)
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	nodesOf := map[string][]*v1.Node{}
+	registered := 0
+	for _, n := range nodes {
+		ng, err := provider.NodeGroupForNode(n)
+		if err != nil {
+			// Not knowing its group, never touch it and plan without it.
+			st.Errors = append(st.Errors, fmt.Errorf("node %s: node group: %w", n.Name, err))
+			continue
+		}
+		registered++
+		if ng == nil {
+			if isReady(n) {
+				st.Objects.Nodes = append(st.Objects.Nodes, n)
+				st.Ready[n.Name] = true
+				st.Readiness.Ready++
+			} else {
+				st.Readiness.Unready++
+			}
+			continue
+		}
+		nodesOf[ng.Id()] = append(nodesOf[ng.Id()], n)
+	}
+	live := map[string]bool{}
+	for _, ng := range provider.NodeGroups() {
+		live[ng.Id()] = true
+		rd := r.updateGroup(ctx, st, ng, nodesOf[ng.Id()], slicesOf, now)
+		st.GroupReadiness[ng.Id()] = rd
+		st.Readiness.Ready += rd.Ready
+		st.Readiness.Unready += rd.Unready
+		st.Readiness.NotStarted += rd.NotStarted
+		st.Readiness.Unregistered += rd.Unregistered
+		st.Readiness.LongUnregistered += rd.LongUnregistered
+	}
+	for g := range r.scaleUps {
+		if !live[g] {
+			delete(r.scaleUps, g)
+		}
+	}
+	st.Healthy = r.healthy(st.Readiness.Unready, registered)
+	if err := st.addPods(l); err != nil {
+		return nil, err
+	}
+	return st, st.addDRA(l)
+}
+
+// healthy is CA's rule: too many unready nodes, by count and by share.
+func (r *Registry) healthy(unready, total int) bool {
+	return unready <= r.cfg.OkTotalUnreadyCount || float64(unready) <= r.cfg.MaxTotalUnreadyPercentage/100*float64(total)
+}
+
+// nodeState is a registered node's readiness.
+type nodeState int
+
+const (
+	nodeReady nodeState = iota
+	nodeNotStarted
+	nodeStartupTimedOut // NotReady since it registered, for too long
+	nodeUnready
+)
+
+func (r *Registry) nodeState(n *v1.Node, devicesPublished bool, now time.Time) nodeState {
+	cond := readyCondition(n)
+	ready := cond != nil && cond.Status == v1.ConditionTrue
+	if ready && devicesPublished {
+		return nodeReady
+	}
+	age := now.Sub(n.CreationTimestamp.Time)
+	startupOver := r.cfg.MaxNodeStartupTime > 0 && age >= r.cfg.MaxNodeStartupTime
+	if ready { // waiting for its DRA drivers' ResourceSlices
+		if startupOver {
+			return nodeUnready
+		}
+		return nodeNotStarted
+	}
+	neverReady := cond == nil || cond.LastTransitionTime.Sub(n.CreationTimestamp.Time) < maxStatusSettingDelayAfterCreation
+	switch {
+	case !neverReady:
+		return nodeUnready
+	case startupOver:
+		return nodeStartupTimedOut
+	}
+	return nodeNotStarted
+}
+
+// updateGroup gives up on the group's instances and nodes that failed to
+// come up, adds the group's nodes to the snapshot and returns its
+// readiness.
+func (r *Registry) updateGroup(ctx context.Context, st *State, ng cloudprovider.NodeGroup, nodes []*v1.Node,
+	slicesOf map[string]int, now time.Time) Readiness {
+	id := ng.Id()
+	var rd Readiness
+	g, err := planningGroup(ng)
+	if err != nil {
+		st.Errors = append(st.Errors, err)
+		st.NotForScaleUp[id] = err.Error()
+	} else {
+		st.Groups = append(st.Groups, g)
+	}
+	fail := func(err error) { st.Errors = append(st.Errors, fmt.Errorf("node group %s: %w", id, err)) }
+
+	byProviderID := map[string]bool{}
+	byName := map[string]bool{}
+	states := map[string]nodeState{}
+	for _, n := range nodes {
+		byProviderID[n.Spec.ProviderID] = n.Spec.ProviderID != ""
+		byName[n.Name] = true
+		states[n.Name] = r.nodeState(n, g == nil || len(g.Spec.ResourceSlices) == 0 || slicesOf[n.Name] > 0, now)
+	}
+	instances, err := ng.Nodes()
+	if err != nil {
+		fail(fmt.Errorf("list instances: %w", err))
+	}
+	var failed, unregistered []cloudprovider.Instance
+	seen := map[string]bool{}
+	for _, in := range instances {
+		if byProviderID[in.ProviderID] || (in.NodeName != "" && byName[in.NodeName]) {
+			continue
+		}
+		seen[in.ProviderID] = true
+		if in.Status != nil && in.Status.ErrorInfo != nil {
+			failed = append(failed, in)
+			continue
+		}
+		unregistered = append(unregistered, in)
+	}
+	since := r.unregisteredSince[id]
+	if since == nil {
+		since = map[string]time.Time{}
+		r.unregisteredSince[id] = since
+	}
+	for pid := range since {
+		if !seen[pid] {
+			delete(since, pid)
+		}
+	}
+	gone := map[string]bool{} // node names and provider IDs given up
+
+	// Instances the provider reports in error: delete them, back off.
+	if len(failed) > 0 {
+		info := failed[0].Status.ErrorInfo
+		r.event(v1.EventTypeWarning, EventScaleUpFailed, "Failed adding %d nodes to group %s due to %s.%s - %s",
+			len(failed), id, info.ErrorClass, info.ErrorCode, info.ErrorMessage)
+		r.backoff(id, backoff.Reason{Class: info.ErrorClass, Code: info.ErrorCode, Message: info.ErrorMessage}, now)
+		delete(r.scaleUps, id) // failed, not in flight: a later empty group is no success
+		if err := ng.DeleteNodes(ctx, stubNodes(id, failed)); err != nil {
+			fail(fmt.Errorf("delete %d failed instances: %w", len(failed), err))
+		} else {
+			for _, in := range failed {
+				gone[in.ProviderID] = true
+				st.GivenUp = append(st.GivenUp, in.ProviderID)
+			}
+		}
+	}
+
+	// Registered, NotReady since, for longer than --max-node-startup-time.
+	var startupTimedOut []*v1.Node
+	for _, n := range nodes {
+		if states[n.Name] == nodeStartupTimedOut {
+			startupTimedOut = append(startupTimedOut, n)
+		}
+	}
+	if len(startupTimedOut) > 0 {
+		r.event(v1.EventTypeWarning, EventScaleUpTimedOut, "Nodes %v of group %s did not become Ready within %v (--max-node-startup-time)",
+			names(startupTimedOut), id, r.cfg.MaxNodeStartupTime)
+		r.backoff(id, backoff.Reason{Class: cloudprovider.OtherErrorClass, Code: CodeTimeout,
+			Message: fmt.Sprintf("nodes did not become Ready within %v", r.cfg.MaxNodeStartupTime)}, now)
+		r.giveUpNodes(ctx, st, ng, startupTimedOut, gone, fail)
+		delete(r.scaleUps, id)
+	}
+
+	// The group's scale-up in flight: done, or timed out.
+	target, targetErr := ng.TargetSize()
+	if targetErr != nil {
+		fail(fmt.Errorf("target size: %w", targetErr))
+		st.NotForScaleUp[id] = fmt.Sprintf("target size: %v", targetErr)
+	}
+	registeredLeft := 0
+	var notStarted []*v1.Node
+	for _, n := range nodes {
+		if gone[n.Name] {
+			continue
+		}
+		registeredLeft++
+		if states[n.Name] == nodeNotStarted {
+			notStarted = append(notStarted, n)
+		}
+	}
+	unregisteredCount := max(0, target-registeredLeft)
+	if req := r.scaleUps[id]; req != nil && targetErr == nil {
+		switch {
+		case unregisteredCount == 0 && len(notStarted) == 0 && len(gone) == 0:
+			delete(r.scaleUps, id)
+			if r.cfg.Backoff != nil {
+				r.cfg.Backoff.Remove(id)
+			}
+		case r.cfg.MaxNodeProvisionTime > 0 && now.After(req.deadline):
+			delete(r.scaleUps, id)
+			r.event(v1.EventTypeWarning, EventScaleUpTimedOut, "Nodes added to group %s failed to register within %v",
+				id, now.Sub(req.at).Round(time.Second))
+			r.backoff(id, backoff.Reason{Class: cloudprovider.OtherErrorClass, Code: CodeTimeout,
+				Message: fmt.Sprintf("scale-up timed out after %v", r.cfg.MaxNodeProvisionTime)}, now)
+			r.giveUpNodes(ctx, st, ng, notStarted, gone, fail)
+			if unregisteredCount > 0 {
+				if err := ng.DecreaseTargetSize(ctx, -unregisteredCount); err != nil {
+					r.event(v1.EventTypeWarning, EventFailedToRevertScaleUp, "Failed to revert scale-up of group %s by %d: %v",
+						id, unregisteredCount, err)
+					fail(fmt.Errorf("decrease target size by %d: %w", unregisteredCount, err))
+				} else {
+					for _, in := range unregistered {
+						gone[in.ProviderID] = true
+					}
+					st.GivenUp = append(st.GivenUp, fmt.Sprintf("%d unregistered of %s", unregisteredCount, id))
+				}
+			}
+		}
+	}
+
+	// Instances unregistered for longer than --max-node-provision-time.
+	var long []cloudprovider.Instance
+	for _, in := range unregistered {
+		if gone[in.ProviderID] {
+			continue
+		}
+		first, ok := since[in.ProviderID]
+		if !ok {
+			first = now
+			since[in.ProviderID] = now
+		}
+		if r.cfg.MaxNodeProvisionTime > 0 && now.Sub(first) > r.cfg.MaxNodeProvisionTime {
+			long = append(long, in)
+		}
+	}
+	rd.LongUnregistered = len(long)
+	if len(long) > 0 && targetErr == nil {
+		if target-len(long) < ng.MinSize() {
+			fail(fmt.Errorf("%d long-unregistered instances kept: deleting them would go below min size %d", len(long), ng.MinSize()))
+		} else if err := ng.DeleteNodes(ctx, stubNodes(id, long)); err != nil {
+			r.event(v1.EventTypeWarning, EventDeleteUnregisteredFailed, "Failed to remove unregistered nodes %v of group %s: %v",
+				providerIDs(long), id, err)
+			fail(fmt.Errorf("delete unregistered instances: %w", err))
+		} else {
+			r.event(v1.EventTypeNormal, EventDeleteUnregistered, "Removed unregistered nodes %v of group %s", providerIDs(long), id)
+			for _, in := range long {
+				gone[in.ProviderID] = true
+				delete(since, in.ProviderID)
+				st.GivenUp = append(st.GivenUp, in.ProviderID)
+			}
+		}
+	}
+
+	// What is left goes into the snapshot.
+	if t, err := ng.TargetSize(); err == nil {
+		target = t
+	}
+	for _, n := range nodes {
+		if gone[n.Name] {
+			continue
+		}
+		st.GroupOf[n.Name] = id
+		switch states[n.Name] {
+		case nodeReady:
+			rd.Ready++
+			st.Objects.Nodes = append(st.Objects.Nodes, n)
+			st.Ready[n.Name] = true
+		case nodeNotStarted, nodeStartupTimedOut: // timed out but not deleted: still expected
+			rd.NotStarted++
+			if g == nil {
+				continue
+			}
+			// Coming up: the node as its group's template says it will
+			// be, devices included, under its own name.
+			tmpl, tmplSlices := g.NewNode(n.Name)
+			st.Objects.Nodes = append(st.Objects.Nodes, tmpl)
+			if slicesOf[n.Name] == 0 {
+				st.Objects.ResourceSlices = append(st.Objects.ResourceSlices, tmplSlices...)
+			}
+			st.Upcoming[id]++
+		case nodeUnready:
+			rd.Unready++
+		}
+	}
+	rd.Unregistered = max(0, target-registeredLeft)
+	if g != nil {
+		for i := registeredLeft; i < target; i++ {
+			tmpl, tmplSlices := g.NewNode(fmt.Sprintf("upcoming-%s-%d", id, i))
+			st.Objects.Nodes = append(st.Objects.Nodes, tmpl)
+			st.Objects.ResourceSlices = append(st.Objects.ResourceSlices, tmplSlices...)
+			st.Upcoming[id]++
+		}
+	}
+
+	if bs := r.BackoffStatus(id, now); bs.BackedOff {
+		st.NotForScaleUp[id] = fmt.Sprintf("in backoff after failed scale-up until %s (%s: %s)",
+			bs.Until.UTC().Format(time.RFC3339), bs.Reason.Code, bs.Reason.Message)
+	} else if total := rd.Ready + rd.Unready + rd.NotStarted; !r.healthy(rd.Unready, total) {
+		st.NotForScaleUp[id] = fmt.Sprintf("unhealthy: %d of %d nodes unready", rd.Unready, total)
+	}
+	return rd
+}
+
+// giveUpNodes deletes registered nodes that did not come up.
+func (r *Registry) giveUpNodes(ctx context.Context, st *State, ng cloudprovider.NodeGroup, nodes []*v1.Node,
+	gone map[string]bool, fail func(error)) {
+	var todo []*v1.Node
+	for _, n := range nodes {
+		if !gone[n.Name] {
+			todo = append(todo, n)
+		}
+	}
+	if len(todo) == 0 {
+		return
+	}
+	if err := ng.DeleteNodes(ctx, todo); err != nil {
+		fail(fmt.Errorf("delete nodes %v that did not come up: %w", names(todo), err))
+		return
+	}
+	for _, n := range todo {
+		gone[n.Name] = true
+		st.GivenUp = append(st.GivenUp, n.Name)
+	}
+}
+
+// stubNodes stands unregistered instances in for Nodes, as CA does, so
+// DeleteNodes can name them by provider ID.
+func stubNodes(group string, instances []cloudprovider.Instance) []*v1.Node {
+	out := make([]*v1.Node, 0, len(instances))
+	for _, in := range instances {
+		n := &v1.Node{}
+		n.Name = in.NodeName
+		if n.Name == "" {
+			n.Name = in.ProviderID
+		}
+		n.Spec.ProviderID = in.ProviderID
+		n.Labels = map[string]string{nodegroup.GroupLabel: group}
+		out = append(out, n)
+	}
+	return out
+}
+
+func names(nodes []*v1.Node) []string {
+	out := make([]string, len(nodes))
+	for i, n := range nodes {
+		out[i] = n.Name
+	}
+	return out
+}
+
+func providerIDs(instances []cloudprovider.Instance) []string {
+	out := make([]string, len(instances))
+	for i, in := range instances {
+		out[i] = in.ProviderID
+	}
+	return out
+}
+
+func readyCondition(n *v1.Node) *v1.NodeCondition {
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == v1.NodeReady {
+			return &n.Status.Conditions[i]
+		}
+	}
+	return nil
+}

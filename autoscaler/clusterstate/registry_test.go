@@ -1,0 +1,364 @@
+package clusterstate_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
+
+	"draxr.dev/draxr/autoscaler/backoff"
+	"draxr.dev/draxr/autoscaler/clusterstate"
+	"draxr.dev/draxr/cloudprovider"
+	fx "draxr.dev/draxr/simulator/fixtures"
+	"draxr.dev/draxr/simulator/nodegroup"
+	"draxr.dev/draxr/test/fakeprovider"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func gpuGroup(name string, max int) *nodegroup.NodeGroup {
+	return &nodegroup.NodeGroup{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: nodegroup.Spec{MaxSize: max,
+		Template: *fx.Node("t", 64, 256, nil), ResourceSlices: []resourceapi.ResourceSliceSpec{fx.GPUSlice("x", 8).Spec}}}
+}
+
+// env is a fake API server, the fake provider, a registry with CA's
+// defaults and a clock the test moves.
+type env struct {
+	t        *testing.T
+	ctx      context.Context
+	client   *fake.Clientset
+	listers  clusterstate.Listers
+	provider *fakeprovider.Provider
+	registry *clusterstate.Registry
+	recorder *record.FakeRecorder
+	now      time.Time
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	e := &env{t: t, client: fake.NewClientset(), now: t0, recorder: record.NewFakeRecorder(100)}
+	f := informers.NewSharedInformerFactory(e.client, 0)
+	e.listers = clusterstate.NewListers(f)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	e.ctx = ctx
+	f.Start(ctx.Done())
+	f.WaitForCacheSync(ctx.Done())
+	e.provider = fakeprovider.New(e.client, func() time.Time { return e.now })
+	e.registry = clusterstate.NewRegistry(clusterstate.RegistryConfig{
+		MaxNodeProvisionTime: clusterstate.DefaultMaxNodeProvisionTime, MaxNodeStartupTime: clusterstate.DefaultMaxNodeStartupTime,
+		OkTotalUnreadyCount: clusterstate.DefaultOkTotalUnreadyCount, MaxTotalUnreadyPercentage: clusterstate.DefaultMaxTotalUnreadyPercentage,
+		Backoff:  backoff.New(backoff.DefaultInitial, backoff.DefaultMax, backoff.DefaultResetTimeout),
+		Recorder: e.recorder, EventObject: &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "draxr-autoscaler-status", Namespace: "kube-system"}},
+	})
+	return e
+}
+
+// at moves the clock to t0+d, lets the provider act and waits until the
+// informers show it.
+func (e *env) at(d time.Duration) {
+	e.t.Helper()
+	e.now = t0.Add(d)
+	if err := e.provider.Advance(e.ctx); err != nil {
+		e.t.Fatal(err)
+	}
+	e.waitSynced()
+}
+
+func (e *env) waitSynced() {
+	e.t.Helper()
+	err := wait.PollUntilContextTimeout(e.ctx, 5*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		return e.provider.Synced(ctx, e.listers.Nodes, e.listers.Slices), nil
+	})
+	if err != nil {
+		e.t.Fatal("informers did not catch up with the fake provider")
+	}
+}
+
+func (e *env) update() *clusterstate.State {
+	e.t.Helper()
+	st, err := e.registry.Update(e.ctx, e.listers, e.provider, e.now)
+	if err != nil {
+		e.t.Fatalf("Update: %v", err)
+	}
+	return st
+}
+
+func (e *env) scaleUp(g *fakeprovider.Group, n int) {
+	e.t.Helper()
+	if err := g.IncreaseSize(e.ctx, n); err != nil {
+		e.t.Fatal(err)
+	}
+	e.registry.RegisterScaleUp(g.Id(), n, e.now)
+}
+
+func (e *env) events() []string {
+	var out []string
+	for {
+		select {
+		case ev := <-e.recorder.Events:
+			out = append(out, ev)
+		default:
+			return out
+		}
+	}
+}
+
+func hasEvent(events []string, reason, text string) bool {
+	for _, ev := range events {
+		if strings.Contains(ev, " "+reason+" ") && strings.Contains(ev, text) {
+			return true
+		}
+	}
+	return false
+}
+
+// The failure model: what the cluster state gives up on, when, and what
+// it says.
+func TestRegistryGivesUpOnNodesThatDoNotComeUp(t *testing.T) {
+	tests := []struct {
+		name   string
+		faults fakeprovider.Faults
+		// registered: no RegisterScaleUp, as after a restart.
+		noRequest bool
+		// before: a check at t0+10m, nothing given up yet.
+		wantUpcomingBefore int
+		after              time.Duration
+		wantEvent          string // reason at `after`, "" for none
+		wantEventText      string
+		wantDeleted        []string
+		wantDecreases      []int
+		wantBackedOff      bool
+		wantBackoffCode    string
+		wantUpcomingAfter  int
+		wantReadyAfter     int
+	}{
+		{name: "never registers: target given back, group backed off",
+			faults: fakeprovider.Faults{NeverRegister: true}, wantUpcomingBefore: 2,
+			after: 16 * time.Minute, wantEvent: clusterstate.EventScaleUpTimedOut, wantEventText: "Nodes added to group gpu failed to register",
+			wantDecreases: []int{-2}, wantBackedOff: true, wantBackoffCode: "timeout"},
+		{name: "registers, never Ready: nodes deleted, group backed off",
+			faults: fakeprovider.Faults{NeverReady: true}, wantUpcomingBefore: 2,
+			after: 16 * time.Minute, wantEvent: clusterstate.EventScaleUpTimedOut, wantEventText: "did not become Ready within 15m0s",
+			wantDeleted: []string{"gpu-0", "gpu-1"}, wantBackedOff: true, wantBackoffCode: "timeout"},
+		{name: "slow registration within the limit is waited for",
+			faults: fakeprovider.Faults{RegistrationDelay: 12 * time.Minute, ReadyDelay: time.Minute}, wantUpcomingBefore: 2,
+			after: 14 * time.Minute, wantReadyAfter: 2},
+		{name: "registered late, not Ready by the provision time: given up",
+			faults: fakeprovider.Faults{RegistrationDelay: 10 * time.Minute, NeverReady: true}, wantUpcomingBefore: 2,
+			after: 16 * time.Minute, wantEvent: clusterstate.EventScaleUpTimedOut, wantEventText: "failed to register within",
+			wantDeleted: []string{"gpu-0", "gpu-1"}, wantBackedOff: true, wantBackoffCode: "timeout"},
+		{name: "instances in error are deleted at once, backed off with their class",
+			faults: fakeprovider.Faults{InstanceError: &cloudprovider.InstanceErrorInfo{ErrorClass: cloudprovider.OutOfResourcesErrorClass,
+				ErrorCode: "QUOTA_EXCEEDED", ErrorMessage: "GPU quota exhausted"}},
+			after: time.Minute, wantEvent: clusterstate.EventScaleUpFailed,
+			wantEventText: "Failed adding 2 nodes to group gpu due to OutOfResource.QUOTA_EXCEEDED - GPU quota exhausted",
+			wantDeleted:   []string{"fake:///gpu/gpu-0", "fake:///gpu/gpu-1"}, wantBackedOff: true, wantBackoffCode: "QUOTA_EXCEEDED"},
+		{name: "long-unregistered instances without a scale-up in flight are removed",
+			faults: fakeprovider.Faults{NeverRegister: true}, noRequest: true, wantUpcomingBefore: 2,
+			after: 16 * time.Minute, wantEvent: clusterstate.EventDeleteUnregistered, wantEventText: "Removed unregistered nodes",
+			wantDeleted: []string{"fake:///gpu/gpu-0", "fake:///gpu/gpu-1"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			g := e.provider.AddGroup(gpuGroup("gpu", 10), tc.faults)
+			other := e.provider.AddGroup(gpuGroup("other", 10), fakeprovider.Faults{})
+			if tc.noRequest {
+				if err := g.IncreaseSize(e.ctx, 2); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				e.scaleUp(g, 2)
+			}
+			e.at(0)
+			e.update()
+			if tc.wantUpcomingBefore > 0 {
+				e.at(10 * time.Minute)
+				st := e.update()
+				if st.Upcoming["gpu"] != tc.wantUpcomingBefore || len(st.GivenUp) != 0 {
+					t.Fatalf("at 10m: upcoming %d, given up %v; want %d upcoming, nothing given up",
+						st.Upcoming["gpu"], st.GivenUp, tc.wantUpcomingBefore)
+				}
+				if evs := e.events(); len(evs) != 0 {
+					t.Fatalf("at 10m: events %v, want none", evs)
+				}
+			}
+			e.at(tc.after)
+			st := e.update()
+			evs := e.events()
+			if tc.wantEvent == "" && len(evs) != 0 {
+				t.Errorf("events %v, want none", evs)
+			}
+			if tc.wantEvent != "" && !hasEvent(evs, tc.wantEvent, tc.wantEventText) {
+				t.Errorf("events %v, want %s with %q", evs, tc.wantEvent, tc.wantEventText)
+			}
+			if got := g.Deleted(); !slices.Equal(got, tc.wantDeleted) {
+				t.Errorf("deleted %v, want %v", got, tc.wantDeleted)
+			}
+			if got := g.Decreases(); !slices.Equal(got, tc.wantDecreases) {
+				t.Errorf("target decreases %v, want %v", got, tc.wantDecreases)
+			}
+			bs := e.registry.BackoffStatus("gpu", e.now)
+			if bs.BackedOff != tc.wantBackedOff || bs.Reason.Code != tc.wantBackoffCode {
+				t.Errorf("backoff %+v, want backed off %v with code %q", bs, tc.wantBackedOff, tc.wantBackoffCode)
+			}
+			_, excluded := st.NotForScaleUp["gpu"]
+			if excluded != tc.wantBackedOff {
+				t.Errorf("gpu excluded from scale-up = %v (%v), want %v", excluded, st.NotForScaleUp, tc.wantBackedOff)
+			}
+			eligible := st.ScaleUpEligible()
+			if !slices.ContainsFunc(eligible, func(n *nodegroup.NodeGroup) bool { return n.Name == other.Id() }) {
+				t.Errorf("the healthy group is not eligible for scale-up: %v", st.NotForScaleUp)
+			}
+			if st.Upcoming["gpu"] != tc.wantUpcomingAfter {
+				t.Errorf("upcoming %d, want %d (given-up nodes no longer hold the pods)", st.Upcoming["gpu"], tc.wantUpcomingAfter)
+			}
+			if st.GroupReadiness["gpu"].Ready != tc.wantReadyAfter {
+				t.Errorf("ready %d, want %d", st.GroupReadiness["gpu"].Ready, tc.wantReadyAfter)
+			}
+			for _, n := range st.Objects.Nodes {
+				if slices.Contains(tc.wantDeleted, n.Name) {
+					t.Errorf("given-up node %s is still in the snapshot", n.Name)
+				}
+			}
+		})
+	}
+}
+
+// A scale-up whose nodes came up ends the group's backoff.
+func TestRegistrySuccessfulScaleUpEndsBackoff(t *testing.T) {
+	e := newEnv(t)
+	g := e.provider.AddGroup(gpuGroup("gpu", 10), fakeprovider.Faults{ReadyDelay: time.Minute})
+	e.registry.RegisterFailedScaleUp("gpu", cloudprovider.OutOfResources("STOCKOUT", "zone a"), e.now)
+	if !e.registry.BackoffStatus("gpu", e.now).BackedOff {
+		t.Fatal("not backed off after a failed IncreaseSize")
+	}
+	if evs := e.events(); !hasEvent(evs, clusterstate.EventFailedToScaleUpGroup, "OutOfResource.STOCKOUT: zone a") {
+		t.Errorf("events %v, want FailedToScaleUpGroup with the error", evs)
+	}
+	e.at(6 * time.Minute)
+	e.scaleUp(g, 1)
+	e.at(8 * time.Minute)
+	st := e.update()
+	if st.GroupReadiness["gpu"].Ready != 1 {
+		t.Fatalf("ready %d, want 1", st.GroupReadiness["gpu"].Ready)
+	}
+	e.registry.RegisterFailedScaleUp("gpu", errors.New("boom"), e.now)
+	if until := e.registry.BackoffStatus("gpu", e.now).Until; !until.Equal(e.now.Add(backoff.DefaultInitial)) {
+		t.Errorf("backoff after success then failure ends at +%v, want the initial %v", until.Sub(e.now), backoff.DefaultInitial)
+	}
+}
+
+// Problems of one group never stop the others.
+func TestRegistryOneBadGroupDoesNotStopTheOthers(t *testing.T) {
+	tests := []struct {
+		name    string
+		faults  fakeprovider.Faults
+		setup   func(e *env, g *fakeprovider.Group)
+		wantErr string
+		wantOut string // NotForScaleUp text for "bad"
+	}{
+		{name: "template fails", faults: fakeprovider.Faults{TemplateErr: errors.New("no image")},
+			wantErr: "node group bad: template: no image", wantOut: "no image"},
+		{name: "target size fails", faults: fakeprovider.Faults{TargetSizeErr: errors.New("API down")},
+			wantErr: "node group bad: target size: API down", wantOut: "target size: API down"},
+		{name: "giving back the target fails",
+			faults: fakeprovider.Faults{NeverRegister: true, DecreaseTargetSizeErr: errors.New("locked")},
+			setup: func(e *env, g *fakeprovider.Group) {
+				e.scaleUp(g, 1)
+			}, wantErr: "node group bad: decrease target size by 1: locked", wantOut: "in backoff"},
+		{name: "deleting a node that never turned Ready fails",
+			faults: fakeprovider.Faults{NeverReady: true, DeleteNodesErr: errors.New("forbidden")},
+			setup: func(e *env, g *fakeprovider.Group) {
+				e.scaleUp(g, 1)
+			}, wantErr: "forbidden", wantOut: "in backoff"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			bad := e.provider.AddGroup(gpuGroup("bad", 10), fakeprovider.Faults{})
+			good := e.provider.AddGroup(gpuGroup("good", 10), fakeprovider.Faults{})
+			if err := good.AddReadyNodes(e.ctx, 2); err != nil {
+				t.Fatal(err)
+			}
+			bad.SetFaults(tc.faults)
+			if tc.setup != nil {
+				tc.setup(e, bad)
+			}
+			e.at(0)
+			e.update()
+			e.at(20 * time.Minute)
+			st := e.update()
+			if !slices.ContainsFunc(st.Errors, func(err error) bool { return strings.Contains(err.Error(), tc.wantErr) }) {
+				t.Errorf("errors %v, want one with %q", st.Errors, tc.wantErr)
+			}
+			if !strings.Contains(st.NotForScaleUp["bad"], tc.wantOut) {
+				t.Errorf("bad group not for scale-up: %q, want %q", st.NotForScaleUp["bad"], tc.wantOut)
+			}
+			if _, out := st.NotForScaleUp["good"]; out || st.GroupReadiness["good"].Ready != 2 || !st.Ready["good-0"] {
+				t.Errorf("good group: not for scale-up %q, readiness %+v; want eligible with 2 ready nodes",
+					st.NotForScaleUp["good"], st.GroupReadiness["good"])
+			}
+		})
+	}
+}
+
+// Unready nodes are counted as CA counts them; beyond
+// --ok-total-unready-count and --max-total-unready-percentage the cluster
+// is unhealthy (scale-down pauses) and so is a group.
+func TestRegistryClusterHealth(t *testing.T) {
+	tests := []struct {
+		total, unready int
+		wantHealthy    bool
+	}{
+		{total: 10, unready: 3, wantHealthy: true},  // within the count
+		{total: 10, unready: 4, wantHealthy: true},  // 40% <= 45%
+		{total: 10, unready: 5, wantHealthy: false}, // 50%
+		{total: 4, unready: 4, wantHealthy: false},
+		{total: 4, unready: 0, wantHealthy: true},
+	}
+	for _, tc := range tests {
+		e := newEnv(t)
+		g := e.provider.AddGroup(gpuGroup("gpu", 20), fakeprovider.Faults{})
+		if err := g.AddReadyNodes(e.ctx, tc.total); err != nil {
+			t.Fatal(err)
+		}
+		e.at(time.Hour)
+		for i, name := range g.Names()[:tc.unready] {
+			n, err := e.client.CoreV1().Nodes().Get(e.ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n.Status.Conditions[0].Status = v1.ConditionFalse
+			n.Status.Conditions[0].LastTransitionTime = metav1.NewTime(e.now.Add(-time.Duration(i) * time.Second))
+			if _, err := e.client.CoreV1().Nodes().UpdateStatus(e.ctx, n, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.waitSynced()
+		st := e.update()
+		if st.Readiness.Unready != tc.unready || st.Readiness.Ready != tc.total-tc.unready {
+			t.Errorf("%d/%d unready: readiness %+v", tc.unready, tc.total, st.Readiness)
+		}
+		if st.Healthy != tc.wantHealthy {
+			t.Errorf("%d/%d unready: healthy = %v, want %v", tc.unready, tc.total, st.Healthy, tc.wantHealthy)
+		}
+		if _, out := st.NotForScaleUp["gpu"]; out == tc.wantHealthy {
+			t.Errorf("%d/%d unready: group not for scale-up = %v (%q)", tc.unready, tc.total, out, st.NotForScaleUp["gpu"])
+		}
+		if len(g.Deleted()) != 0 {
+			t.Errorf("unready nodes that were Ready once were deleted: %v", g.Deleted())
+		}
+	}
+}
