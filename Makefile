@@ -6,7 +6,7 @@ PKGS := ./...
 BENCH_COUNT ?= 6
 BENCH_PKGS ?= ./simulator/... ./autoscaler/...
 
-.PHONY: all build test test-unit test-race lint golangci-lint gofmt-check mocks mocks-check bench fmt vet example controlplane print-controlplane-dir cluster-up cluster-down
+.PHONY: all build test test-unit test-race lint golangci-lint gofmt-check mocks mocks-check bench fmt vet example controlplane print-controlplane-dir cluster-up cluster-down fidelity
 
 # Control-plane binaries for end-to-end tests, built from the go.mod
 # versions into an ignored cache folder; rebuilt only when versions change.
@@ -32,6 +32,11 @@ example: build
 # keeps a cold build out of go test's per-package timeout.
 test: controlplane
 	$(GO) test -count=1 -timeout 30m $(PKGS)
+
+# The fidelity oracle alone: each scenario planned, then replayed on a
+# control plane with draxr-scheduler; one line per scenario.
+fidelity: controlplane
+	$(GO) test ./test/e2e/ -run TestFidelityOracle -count=1 -v -timeout 15m
 
 # Every test that needs no control plane: the end-to-end and other
 # control-plane tests skip themselves under -short.

@@ -54,7 +54,9 @@ type oracleReport struct {
 	Placed   int      // pods the plan places (existing and new nodes)
 	Bound    int      // of those, bound by the scheduler
 	Unbound  []string // placed by the plan, left pending by the scheduler
-	LeftOut  []string // pods the plan gives no node
+	// UnboundWhy has each unbound pod's conditions, for the failure.
+	UnboundWhy []string
+	LeftOut    []string // pods the plan gives no node
 	// LeftOutBound are pods the plan leaves out that the scheduler bound.
 	LeftOutBound []string
 	Differ       []string // "ns/pod: planned node-a, bound node-b"
@@ -201,6 +203,9 @@ func (o *oracle) check(paths []string, opts oracleOptions) *oracleReport {
 			rep.Differ = append(rep.Differ, fmt.Sprintf("%s: planned %s, bound %s", key, planned[key], node))
 		}
 	}
+	if len(rep.Unbound) > 0 {
+		rep.UnboundWhy = o.conditionsOf(ctx, rep.Unbound)
+	}
 	for _, key := range rep.LeftOut {
 		if node, ok := bound[key]; ok {
 			rep.LeftOutBound = append(rep.LeftOutBound, key+" on "+node)
@@ -211,10 +216,15 @@ func (o *oracle) check(paths []string, opts oracleOptions) *oracleReport {
 		return rep
 	}
 
-	// One node fewer: drop the first growing group's last new node.
+	// One node fewer: drop the last new node of the group the plan grew
+	// last. Its count was estimated with every earlier node in place, so
+	// it must be minimal; an earlier group's may not be, by the
+	// expander's greedy choice (as in the Cluster Autoscaler, which grows
+	// one group per loop).
+	last := res.Plan.ScaleUps[len(res.Plan.ScaleUps)-1].NodeGroup
 	drop := -1
 	for i, n := range newNodes {
-		if n.group == newNodes[0].group {
+		if n.group == last {
 			drop = i
 		}
 	}
@@ -488,6 +498,21 @@ func (o *oracle) waitBoundOrUnschedulable(ctx context.Context, pods []*v1.Pod, w
 		if node == "" && !want.Has(key) {
 			delete(out, key)
 		}
+	}
+	return out
+}
+
+// conditionsOf describes the scheduler's verdict on each pod "ns/name".
+func (o *oracle) conditionsOf(ctx context.Context, pods []string) []string {
+	var out []string
+	for _, key := range pods {
+		ns, name, _ := strings.Cut(key, "/")
+		p, err := o.cp.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			out = append(out, key+": "+err.Error())
+			continue
+		}
+		out = append(out, key+": "+conditions(p))
 	}
 	return out
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -91,6 +92,7 @@ func TestFidelityOracle(t *testing.T) {
 			// A scenario that stopped half-built must not leak into the next.
 			t.Cleanup(func() {
 				if t.Failed() {
+					t.Log(o.cp.Logs())
 					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 					defer cancel()
 					o.cleanup(ctx)
@@ -102,7 +104,7 @@ func TestFidelityOracle(t *testing.T) {
 				t.Logf("placement differs: %s", d)
 			}
 			if len(rep.Unbound) > 0 {
-				t.Errorf("planned new nodes %v, but the scheduler left pending %v", rep.NewNodes, rep.Unbound)
+				t.Errorf("planned new nodes %v, but the scheduler left pending %v:\n%s", rep.NewNodes, rep.Unbound, strings.Join(rep.UnboundWhy, "\n"))
 			}
 			if len(rep.LeftOutBound) > 0 {
 				t.Errorf("the plan leaves out %v, but the scheduler bound %v", rep.LeftOut, rep.LeftOutBound)
