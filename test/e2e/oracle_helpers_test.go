@@ -308,6 +308,10 @@ func (o *oracle) build(ctx context.Context, objs *input.Objects, newNodes []newN
 		}
 	}
 	o.slices(ctx, objs.ResourceSlices)
+	lastNode := ""
+	if len(objs.Nodes) > 0 {
+		lastNode = objs.Nodes[len(objs.Nodes)-1].Name
+	}
 
 	// Running pods keep their node and status; their claims are owned by
 	// and reserved for the re-created pods (new UIDs).
@@ -336,6 +340,7 @@ func (o *oracle) build(ctx context.Context, objs *input.Objects, newNodes []newN
 			t.Fatal(err)
 		}
 		o.slices(ctx, nodeSlices)
+		lastNode = nn.name
 		// As the DaemonSet controller would: one pod per matching node,
 		// pinned by node affinity and placed by the scheduler.
 		dsPods = append(dsPods, daemonsets.PodsFor(klog.Background(), node, objs.DaemonSets)...)
@@ -348,8 +353,49 @@ func (o *oracle) build(ctx context.Context, objs *input.Objects, newNodes []newN
 	if got := o.waitBoundOrUnschedulable(ctx, dsPods, keys(dsPods), true); len(got) != len(dsPods) {
 		t.Errorf("DaemonSet pods bound %v of %d", got, len(dsPods))
 	}
+	o.barrier(ctx, lastNode)
 	for _, p := range scaleup.SortSchedulerQueue(objs.PendingPods) {
 		o.createPod(ctx, p)
+	}
+}
+
+// barrier returns once the scheduler has seen node, the last one created
+// (it sees nodes in order), by binding a pod pinned to it and deleting
+// that pod. Pending pods that came first would find no node, and wait out
+// a retry the real cluster's backlog does not.
+func (o *oracle) barrier(ctx context.Context, node string) {
+	t := o.t
+	t.Helper()
+	if node == "" {
+		return
+	}
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "oracle-barrier", Namespace: metav1.NamespaceDefault},
+		Spec: v1.PodSpec{
+			NodeSelector:                  map[string]string{v1.LabelHostname: node},
+			Tolerations:                   []v1.Toleration{{Operator: v1.TolerationOpExists}},
+			TerminationGracePeriodSeconds: ptr.To[int64](0),
+			Containers:                    []v1.Container{{Name: "main", Image: "registry.example/pause"}},
+		},
+	}
+	c := o.cp.Client.CoreV1().Pods(pod.Namespace)
+	if _, err := c.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("barrier pod: %v", err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, o.settle, true, func(ctx context.Context) (bool, error) {
+		p, err := c.Get(ctx, pod.Name, metav1.GetOptions{})
+		return err == nil && p.Spec.NodeName != "", nil
+	}); err != nil {
+		t.Fatalf("barrier pod not bound to %s: %v", node, err)
+	}
+	if err := c.Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatalf("barrier pod: %v", err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, o.settle, true, func(ctx context.Context) (bool, error) {
+		_, err := c.Get(ctx, pod.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	}); err != nil {
+		t.Fatalf("barrier pod not deleted: %v", err)
 	}
 }
 
