@@ -6,7 +6,7 @@ PKGS := ./...
 BENCH_COUNT ?= 6
 BENCH_PKGS ?= ./simulator/... ./autoscaler/...
 
-.PHONY: all build test test-unit test-race lint golangci-lint gofmt-check mocks mocks-check bench fmt vet example controlplane print-controlplane-dir cluster-up cluster-down e2e-clusterapi
+.PHONY: all build test test-unit test-race lint golangci-lint gofmt-check mocks mocks-check bench fmt vet example controlplane print-controlplane-dir cluster-up cluster-down e2e-clusterapi fidelity
 
 # Control-plane binaries for end-to-end tests, built from the go.mod
 # versions into an ignored cache folder; rebuilt only when versions change.
@@ -40,6 +40,11 @@ e2e-clusterapi: controlplane
 	@$(GO) test -count=1 -timeout 20m -v ./test/e2e/clusterapi/ > $(BIN)/e2e-clusterapi.log 2>&1; rc=$$?; \
 	grep -E '^(--- |FAIL|ok )' $(BIN)/e2e-clusterapi.log; [ $$rc -eq 0 ] || echo "full log: $(BIN)/e2e-clusterapi.log"; \
 	grep '^clusterapi e2e:' $(BIN)/e2e-clusterapi.log | tail -1; exit $$rc
+
+# The fidelity oracle alone: each scenario planned, then replayed on a
+# control plane with draxr-scheduler; one line per scenario.
+fidelity: controlplane
+	$(GO) test ./test/e2e/ -run TestFidelityOracle -count=1 -v -timeout 15m
 
 # Every test that needs no control plane: the end-to-end and other
 # control-plane tests skip themselves under -short.

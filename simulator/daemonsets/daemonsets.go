@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	_ "k8s.io/kubernetes/pkg/apis/core/install" // v1 defaulting, as the API server runs it
 	"k8s.io/kubernetes/pkg/controller/daemon"
 	daemonutil "k8s.io/kubernetes/pkg/controller/daemon/util"
 	"k8s.io/utils/ptr"
@@ -39,6 +41,9 @@ func PodsFor(logger klog.Logger, node *v1.Node, sets []*appsv1.DaemonSet) []*v1.
 		pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: ds.Name, UID: ds.UID,
 			Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
 		pod.CreationTimestamp = ds.CreationTimestamp
+		// Pod creation defaults what the template leaves out, requests
+		// from limits among them: the pod takes what it will take.
+		legacyscheme.Scheme.Default(pod)
 		out = append(out, pod)
 	}
 	return out

@@ -24,6 +24,14 @@ func daemonSet(name string, milliCPU int64, extended v1.ResourceList, nodeSelect
 	}
 }
 
+// limitsOnly drops the requests: pod creation sets them from the limits.
+func limitsOnly(ds *appsv1.DaemonSet) *appsv1.DaemonSet {
+	for i := range ds.Spec.Template.Spec.Containers {
+		ds.Spec.Template.Spec.Containers[i].Resources.Requests = nil
+	}
+	return ds
+}
+
 // Each new node runs the DaemonSet pods that match it, so they take room
 // (CPU or a GPU) before pending pods, as on a real node.
 func TestDaemonSetPodsTakeRoomOnNewNodes(t *testing.T) {
@@ -39,6 +47,8 @@ func TestDaemonSetPodsTakeRoomOnNewNodes(t *testing.T) {
 		{name: "a CPU DaemonSet that leaves too little CPU", wantNodes: 3,
 			// 64-CPU nodes; 8 pods of 7.5 CPU need 60: with 6 CPU taken only 7 fit.
 			sets: []*appsv1.DaemonSet{daemonSet("logger", 6000, nil, nil)}},
+		{name: "a GPU DaemonSet giving limits only", wantNodes: 3,
+			sets: []*appsv1.DaemonSet{limitsOnly(daemonSet("gpu-monitor", 10, gpu, nil))}},
 		{name: "a DaemonSet for other nodes takes nothing", wantNodes: 2,
 			sets: []*appsv1.DaemonSet{daemonSet("gpu-monitor", 10, gpu, map[string]string{"pool": "other"})}},
 		{name: "a DaemonSet pod too big for the node is left out", wantNodes: 2,

@@ -1,0 +1,129 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// oracleScenario is one scenario the fidelity oracle replays.
+type oracleScenario struct {
+	name  string
+	paths []string
+	opts  oracleOptions
+	// wantNewNodes, when set, is the node count the real scheduler needs,
+	// reasoned by hand: the oracle alone cannot see a plan that asks for
+	// nodes no pod needs when it also creates the pods that ask for them
+	// (a workload counted twice).
+	wantNewNodes *int
+	wantLeftOut  int      // pods the plan must leave without a node
+	wantNodeName []string // planned node names that must appear
+}
+
+// Golden scenarios whose pods are meant never to bind: the oracle's
+// question (does every placed pod bind?) has no subject there.
+var oracleSkipsGolden = map[string]string{
+	// 33 devices in one extended-resource claim: the scheduler errors on
+	// the pod and retries it forever; the plan places nothing.
+	"claim-limit-33-devices": "the pod is never placeable by design",
+	// The class's CEL does not compile; no pod of that class ever binds.
+	"broken-cel-device-class": "the device class is broken by design",
+}
+
+func oracleScenarios(t *testing.T) []oracleScenario {
+	t.Helper()
+	out := []oracleScenario{{name: "readme-example", paths: []string{filepath.Join(root, "simulator/examples/builtin.yaml")}}}
+	golden := filepath.Join(root, "simulator/offline/testdata/scenarios")
+	dirs, err := os.ReadDir(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		if _, skip := oracleSkipsGolden[d.Name()]; skip || !d.IsDir() {
+			continue
+		}
+		opts, err := loadOracleOptions(filepath.Join(golden, d.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, oracleScenario{name: "golden/" + d.Name(), opts: opts,
+			paths: []string{filepath.Join(golden, d.Name(), "input")}})
+	}
+	shapes := filepath.Join(root, "test/e2e/testdata/fidelity")
+	shape := func(name string, s oracleScenario) oracleScenario {
+		s.name, s.paths = name, []string{filepath.Join(shapes, name)}
+		return s
+	}
+	out = append(out,
+		// The DaemonSet pod (one GPU) leaves 3 of 4 GPUs per node for 7 pods.
+		shape("daemonset-gpu-per-node", oracleScenario{wantNewNodes: ptrInt(3)}),
+		// Partition pods spread over the new nodes, each blocking a GPU.
+		shape("partition-pods-first", oracleScenario{wantNewNodes: ptrInt(3)}),
+		// 4 x 40Gi + 4 x 20Gi shares of one 80Gi device per node.
+		shape("consumable-capacity-shares", oracleScenario{wantNewNodes: ptrInt(3)}),
+		// One node for the two pods the scheduler tries; the gated pod and
+		// the other scheduler's pod get none.
+		shape("gated-and-other-scheduler", oracleScenario{wantNewNodes: ptrInt(1), wantLeftOut: 2}),
+		// A Deployment, its ReplicaSet and its running pods: nothing to do.
+		shape("deployment-replicaset-running", oracleScenario{wantNewNodes: ptrInt(0)}),
+		// The live node gpu-new-0 takes 8 pods; the new node is gpu-new-1.
+		shape("live-node-named-like-new-node", oracleScenario{wantNewNodes: ptrInt(1), wantNodeName: []string{"gpu-new-1"}}),
+	)
+	return out
+}
+
+func ptrInt(n int) *int { return &n }
+
+// TestFidelityOracle replays every scenario on a real control plane with
+// draxr-scheduler (make fidelity runs only this test): every pod the plan
+// places binds, every pod it leaves out stays pending, and with one node
+// fewer some placed pod is unschedulable. Placements that differ (ties
+// the scheduler breaks otherwise) are reported, not failed.
+func TestFidelityOracle(t *testing.T) {
+	o := newOracle(t)
+	for _, sc := range oracleScenarios(t) {
+		t.Run(sc.name, func(t *testing.T) {
+			o.t = t
+			// A scenario that stopped half-built must not leak into the next.
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Log(o.cp.Logs())
+					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+					defer cancel()
+					o.cleanup(ctx)
+				}
+			})
+			rep := o.check(sc.paths, sc.opts)
+			fmt.Println(rep.line(sc.name))
+			for _, d := range rep.Differ {
+				t.Logf("placement differs: %s", d)
+			}
+			if len(rep.Unbound) > 0 {
+				t.Errorf("planned new nodes %v, but the scheduler left pending %v:\n%s", rep.NewNodes, rep.Unbound, strings.Join(rep.UnboundWhy, "\n"))
+			}
+			if len(rep.LeftOutBound) > 0 {
+				t.Errorf("the plan leaves out %v, but the scheduler bound %v", rep.LeftOut, rep.LeftOutBound)
+			}
+			if len(rep.NewNodes) > 0 && rep.FewerPending == 0 {
+				t.Errorf("with one %s node fewer than planned (%v), every placed pod still binds: the plan is not minimal (unsettled: %v)",
+					rep.FewerGroup, rep.NewNodes, rep.FewerUnsettled)
+			}
+			if sc.wantNewNodes != nil && len(rep.NewNodes) != *sc.wantNewNodes {
+				t.Errorf("planned new nodes %v, want %d", rep.NewNodes, *sc.wantNewNodes)
+			}
+			if len(rep.LeftOut) != sc.wantLeftOut && (sc.wantLeftOut > 0 || sc.wantNewNodes != nil) {
+				t.Errorf("plan leaves out %v, want %d pods", rep.LeftOut, sc.wantLeftOut)
+			}
+			for _, name := range sc.wantNodeName {
+				if !slices.Contains(rep.NewNodes, name) {
+					t.Errorf("planned new nodes %v, want %s among them", rep.NewNodes, name)
+				}
+			}
+		})
+	}
+}
