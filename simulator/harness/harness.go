@@ -29,9 +29,12 @@ var initMetrics sync.Once
 
 // Harness binds one framework instance to one snapshot.
 type Harness struct {
-	ctx  context.Context
-	fw   framework.Framework
-	snap *snapshot.Snapshot
+	// logger is the pass's logger. A simulation is in-memory work that
+	// is never cancelled half-way, so plugin calls get a fresh context
+	// carrying it instead of a stored one.
+	logger klog.Logger
+	fw     framework.Framework
+	snap   *snapshot.Snapshot
 	// schedulerName is the profile's: the scheduler only tries pods whose
 	// spec.schedulerName it is.
 	schedulerName string
@@ -70,7 +73,12 @@ func New(ctx context.Context, snap *snapshot.Snapshot, profile *config.KubeSched
 	if err != nil {
 		return nil, fmt.Errorf("build scheduler framework for profile %q: %w", profile.SchedulerName, err)
 	}
-	return &Harness{ctx: ctx, fw: fw, snap: snap, schedulerName: profile.SchedulerName, profile: profile}, nil
+	return &Harness{logger: klog.FromContext(ctx), fw: fw, snap: snap, schedulerName: profile.SchedulerName, profile: profile}, nil
+}
+
+// context is what the plugins run with: the pass's logger, no deadline.
+func (h *Harness) context() context.Context {
+	return klog.NewContext(context.Background(), h.logger)
 }
 
 // SchedulerName is the name of the profile the harness runs.
@@ -95,7 +103,7 @@ func (h *Harness) preFilter(pod *v1.Pod, candidates []string) (*cycle, *FitError
 	state := framework.NewCycleState()
 	h.snap.SetCycleScope(pod.UID, candidates)
 	defer h.snap.ClearCycleScope()
-	res, st, _ := h.fw.RunPreFilterPlugins(h.ctx, state, pod)
+	res, st, _ := h.fw.RunPreFilterPlugins(h.context(), state, pod)
 	if !st.IsSuccess() {
 		return nil, &FitError{Pod: podKey(pod), PreFilter: reasonsFromStatus(st)}
 	}
@@ -110,7 +118,7 @@ func (h *Harness) filter(c *cycle, nodeName string) []Reason {
 	if c.filter != nil && !c.filter.AllNodes() && !c.filter.NodeNames.Has(nodeName) {
 		return []Reason{{Message: "node is excluded by PreFilter result"}}
 	}
-	return reasonsFromStatus(h.fw.RunFilterPlugins(h.ctx, c.state, c.pod, ni))
+	return reasonsFromStatus(h.fw.RunFilterPlugins(h.context(), c.state, c.pod, ni))
 }
 
 // CheckPredicates runs PreFilter and Filter for a pod on a node and changes
@@ -188,13 +196,13 @@ func (h *Harness) reserveAndCommit(c *cycle, nodeName string) (*v1.Pod, []Reason
 		return nil, ferr.PreFilter
 	}
 	defer h.snap.ClearPendingAllocations()
-	if st := h.fw.RunReservePluginsReserve(h.ctx, c.state, c.pod, nodeName); !st.IsSuccess() {
-		h.fw.RunReservePluginsUnreserve(h.ctx, c.state, c.pod, nodeName)
+	if st := h.fw.RunReservePluginsReserve(h.context(), c.state, c.pod, nodeName); !st.IsSuccess() {
+		h.fw.RunReservePluginsUnreserve(h.context(), c.state, c.pod, nodeName)
 		return nil, reasonsFromStatus(st)
 	}
 	placed, err := h.commit(c.pod, nodeName)
 	if err != nil {
-		h.fw.RunReservePluginsUnreserve(h.ctx, c.state, c.pod, nodeName)
+		h.fw.RunReservePluginsUnreserve(h.context(), c.state, c.pod, nodeName)
 		return nil, []Reason{{Message: err.Error()}}
 	}
 	return placed, nil

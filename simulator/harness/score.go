@@ -44,10 +44,10 @@ func (h *Harness) best(c *cycle, nodes []fwk.NodeInfo) int {
 	}
 	h.snap.SetCycleScope(c.pod.UID, nil)
 	defer h.snap.ClearCycleScope()
-	if st := h.fw.RunPreScorePlugins(h.ctx, c.state, c.pod, nodes); !st.IsSuccess() {
+	if st := h.fw.RunPreScorePlugins(h.context(), c.state, c.pod, nodes); !st.IsSuccess() {
 		return 0
 	}
-	scores, st := h.fw.RunScorePlugins(h.ctx, c.state, c.pod, nodes)
+	scores, st := h.fw.RunScorePlugins(h.context(), c.state, c.pod, nodes)
 	if !st.IsSuccess() {
 		return 0
 	}

@@ -33,13 +33,7 @@ var allowedGlobals = map[string]string{
 
 // allowedContextFields are struct fields of type context.Context that
 // stay, keyed "folder.Type", each with why.
-var allowedContextFields = map[string]string{
-	// One Harness serves one planning pass (one loop iteration, one
-	// simulate run) and is dropped with it; its context carries that
-	// pass's logger and cancellation into the framework it was built with.
-	// Taking a context per call means changing every planner's signature.
-	"simulator/harness.Harness": "per-pass framework binding",
-}
+var allowedContextFields = map[string]string{}
 
 // TestNoPackageLevelMutableState fails on a package-level var in non-test
 // code, other than interface assertions (var _ I = ...), sentinel errors,
