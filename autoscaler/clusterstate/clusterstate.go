@@ -12,34 +12,30 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
-	corelisters "k8s.io/client-go/listers/core/v1"
+	appslisters "k8s.io/client-go/listers/apps/v1"
 	policylisters "k8s.io/client-go/listers/policy/v1"
-	resourcelisters "k8s.io/client-go/listers/resource/v1"
 
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/simulator/input"
+	"draxr.dev/draxr/simulator/live"
 	"draxr.dev/draxr/simulator/nodegroup"
 )
 
-// Listers are the informer caches the autoscaler reads.
+// Listers are the informer caches the autoscaler reads: the planner's
+// (the same reader draxr simulate --kubeconfig uses), plus what only the
+// live loop needs.
 type Listers struct {
-	Nodes     corelisters.NodeLister
-	Pods      corelisters.PodLister
-	PDBs      policylisters.PodDisruptionBudgetLister
-	Slices    resourcelisters.ResourceSliceLister
-	Classes   resourcelisters.DeviceClassLister
-	Claims    resourcelisters.ResourceClaimLister
-	Templates resourcelisters.ResourceClaimTemplateLister
+	live.Listers
+	PDBs       policylisters.PodDisruptionBudgetLister
+	DaemonSets appslisters.DaemonSetLister
 }
 
 // NewListers registers the informers with the factory (start it after).
 func NewListers(f informers.SharedInformerFactory) Listers {
-	r := f.Resource().V1()
 	return Listers{
-		Nodes: f.Core().V1().Nodes().Lister(), Pods: f.Core().V1().Pods().Lister(),
-		PDBs:   f.Policy().V1().PodDisruptionBudgets().Lister(),
-		Slices: r.ResourceSlices().Lister(), Classes: r.DeviceClasses().Lister(),
-		Claims: r.ResourceClaims().Lister(), Templates: r.ResourceClaimTemplates().Lister(),
+		Listers:    live.NewListers(f),
+		PDBs:       f.Policy().V1().PodDisruptionBudgets().Lister(),
+		DaemonSets: f.Apps().V1().DaemonSets().Lister(),
 	}
 }
 
@@ -156,6 +152,15 @@ func (st *State) addDRA(l Listers) error {
 		return err
 	}
 	st.Objects.ResourceClaimTemplates = templates
+	// New nodes run the DaemonSet pods that match them (a fake or older
+	// set-up may have no DaemonSet informer).
+	if l.DaemonSets != nil {
+		sets, err := l.DaemonSets.List(all)
+		if err != nil {
+			return err
+		}
+		st.Objects.DaemonSets = sets
+	}
 	return nil
 }
 

@@ -228,7 +228,8 @@ func (a *Autoscaler) scaleUpOnce(ctx context.Context, st *clusterstate.State, gr
 	if err != nil {
 		return true, err
 	}
-	p := &scaleup.Planner{Harness: h, Groups: groups, Expander: a.cfg.Expander, MaxNodesTotal: a.cfg.MaxNodesTotal}
+	p := &scaleup.Planner{Harness: h, Groups: groups, Expander: a.cfg.Expander, MaxNodesTotal: a.cfg.MaxNodesTotal,
+		DaemonSets: st.Objects.DaemonSets}
 	plan, err := p.Plan(st.Unschedulable)
 	metrics.SimulationDuration.WithLabelValues("scale-up").Observe(time.Since(start).Seconds())
 	if err != nil {
