@@ -6,6 +6,7 @@ package clusterapi
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -52,6 +53,10 @@ var (
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
+	flag.Parse()
+	if testing.Short() {
+		return 0 // needs a control plane: make test-unit leaves it out
+	}
 	start := time.Now()
 	var err error
 	if root, err = repoRoot(); err != nil {
