@@ -152,6 +152,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.publishSlices(ctx, m, nodeName); err != nil {
 			return ctrl.Result{}, err
 		}
+		// The API server's admission taints a new node not-ready; with no
+		// node lifecycle controller here, the provider lifts it, before the
+		// node turns Ready so nobody sees a Ready node that takes no pods.
+		var kept []v1.Taint
+		for _, t := range node.Spec.Taints {
+			if t.Key != v1.TaintNodeNotReady {
+				kept = append(kept, t)
+			}
+		}
+		if len(kept) != len(node.Spec.Taints) {
+			node.Spec.Taints = kept
+			if node, err = r.Kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
 		node.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady",
 			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
 		if _, err := r.Kube.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {

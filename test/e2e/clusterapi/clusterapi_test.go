@@ -178,7 +178,7 @@ func setupCluster(ctx context.Context, t *testing.T, dyn dynamic.Interface) {
 	cluster := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": capi.APIVersion, "kind": "Cluster",
 		"metadata": map[string]any{"name": clusterName, "namespace": ns},
-		"spec":     map[string]any{},
+		"spec":     map[string]any{"paused": false},
 	}}
 	created := create(ctx, t, dyn, cluster)
 	// No Cluster controller runs: the test says the infrastructure and the
@@ -186,7 +186,7 @@ func setupCluster(ctx context.Context, t *testing.T, dyn dynamic.Interface) {
 	now := time.Now().UTC().Format(time.RFC3339)
 	created.Object["status"] = map[string]any{
 		"initialization": map[string]any{"infrastructureProvisioned": true, "controlPlaneInitialized": true},
-		"conditions": []any{map[string]any{"type": "ControlPlaneInitialized", "status": "True", "reason": "Initialized",
+		"conditions": []any{map[string]any{"type": "ControlPlaneInitialized", "status": "True", "reason": "Initialized", "message": "",
 			"lastTransitionTime": now, "observedGeneration": created.GetGeneration()}},
 	}
 	if _, err := dyn.Resource(cpclusterapi.GVR("Cluster")).Namespace(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
@@ -207,7 +207,10 @@ func machineDeployment(name string, annotations map[string]string) *unstructured
 		"spec": map[string]any{
 			"clusterName": clusterName,
 			"replicas":    int64(0),
-			"selector":    map[string]any{"matchLabels": labels},
+			// What CAPI's defaulting webhook (not running here) would set.
+			"rollout":  map[string]any{"strategy": map[string]any{"type": "RollingUpdate", "rollingUpdate": map[string]any{"maxSurge": int64(1), "maxUnavailable": int64(0)}}},
+			"deletion": map[string]any{"order": "Random"},
+			"selector": map[string]any{"matchLabels": labels},
 			"template": map[string]any{
 				"metadata": map[string]any{"labels": labels},
 				"spec": map[string]any{
