@@ -312,4 +312,3 @@ func TestLauncher(t *testing.T) {
 		t.Errorf("IncreaseSize with a failing launcher = %v, want the node and cause named", err)
 	}
 }
-

@@ -236,4 +236,3 @@ func TestDisableCycleScope(t *testing.T) {
 		})
 	}
 }
-
