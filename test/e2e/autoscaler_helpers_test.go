@@ -220,15 +220,24 @@ func (e *env) waitPodsBound(want int, timeout time.Duration) map[string]int {
 	return perNode
 }
 
-// consistently checks cond every 250ms for d.
+// consistently is a "nothing happens" check: cond must hold at every
+// look, every 250ms, over an observation window of d. There is no event
+// to wait for when nothing happens, so the window is explicit: callers
+// give a few of the autoscaler's 1s scan intervals (--scan-interval=1s
+// above), time for a wrong decision to show.
 func (e *env) consistently(d time.Duration, what string, cond func() error) {
 	e.t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if err := cond(); err != nil {
-			e.t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(250 * time.Millisecond)
+	var failed error
+	// The poll ends early only when cond fails; reaching d is the success.
+	_ = wait.PollUntilContextTimeout(e.ctx, 250*time.Millisecond, d, true, func(context.Context) (bool, error) {
+		failed = cond()
+		return failed != nil, nil
+	})
+	if failed != nil {
+		e.t.Fatalf("%s: %v", what, failed)
+	}
+	if err := e.ctx.Err(); err != nil {
+		e.t.Fatalf("%s: test context ended before the window did: %v", what, err)
 	}
 }
 

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	"draxr.dev/draxr/test/controlplane"
 )
 
@@ -77,7 +79,16 @@ func down(dir string) error {
 			_ = syscall.Kill(-pid, syscall.SIGTERM)
 		}
 	}
-	time.Sleep(2 * time.Second)
+	// A grace period to exit on SIGTERM, ended early once every process
+	// group is gone; then SIGKILL for what is left.
+	_ = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		for _, f := range strings.Fields(string(data)) {
+			if pid, err := strconv.Atoi(f); err == nil && syscall.Kill(-pid, 0) == nil {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
 	for _, f := range strings.Fields(string(data)) {
 		if pid, err := strconv.Atoi(f); err == nil {
 			_ = syscall.Kill(-pid, syscall.SIGKILL)
