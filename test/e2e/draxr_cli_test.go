@@ -18,7 +18,8 @@ import (
 
 // draxr doctor and draxr simulate read the live cluster the way they read
 // a dump of it: doctor finds a planted pitfall there, and simulate prints
-// the same plan from the cluster as from `kubectl get -o yaml` of it.
+// the same plan and capacity table from the cluster as from
+// `kubectl get -o yaml` of it.
 func TestDraxrCLILive(t *testing.T) {
 	e := newEnv(t, "cli")
 	old := e.class("cli-old", e.driver, e.resource)
@@ -72,6 +73,17 @@ spec:
 	}
 	if fromCluster != fromFiles {
 		t.Errorf("simulate --kubeconfig and simulate -f on a dump differ:\n--- cluster\n%s\n--- dump\n%s", fromCluster, fromFiles)
+	}
+	code, capFromFiles, errOut := runDraxr(t, draxrBin, "capacity", "-f", dump, "-f", groups)
+	if code != 0 {
+		t.Fatalf("capacity -f: exit %d; stderr: %s", code, errOut)
+	}
+	code, capFromCluster, errOut := runDraxr(t, draxrBin, "capacity", "--kubeconfig", cp.AdminKubeconfig, "--node-group-config", groups)
+	if code != 0 {
+		t.Fatalf("capacity --kubeconfig: exit %d; stderr: %s", code, errOut)
+	}
+	if capFromCluster != capFromFiles || !regexp.MustCompile(`(?m)^cli-old\s+2\s+0\s+2\b`).MatchString(capFromCluster) {
+		t.Errorf("capacity --kubeconfig and capacity -f on a dump differ, or cli-old lacks 2 free devices:\n--- cluster\n%s\n--- dump\n%s", capFromCluster, capFromFiles)
 	}
 	// Three 4-GPU pods on 8-GPU nodes: two new nodes.
 	if !regexp.MustCompile(`"nodeGroup": "cli-gpu",\s+"newNodes": 2`).MatchString(fromCluster) {
