@@ -227,3 +227,15 @@ func TestNamespaceFlag(t *testing.T) {
 		t.Errorf("capacity -n: exit %d, stderr %q; want 2 saying capacity is cluster-wide", code, errOut)
 	}
 }
+
+func TestWatchNeedsCluster(t *testing.T) {
+	for _, args := range [][]string{
+		{"simulate", "--watch"},
+		{"simulate", "--watch", "-f", scenarios + "/explicit-extended-resource-name/input"},
+	} {
+		code, out, errOut := draxr(t, args...)
+		if code != 2 || !strings.Contains(errOut, "--watch follows a live cluster") || out != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 saying --watch needs a cluster", args, code, out, errOut)
+		}
+	}
+}
