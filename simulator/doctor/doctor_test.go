@@ -135,15 +135,15 @@ spec:
 			want: []wantFinding{{CheckDevicePluginAndDRA, Warning, []string{"NodeGroup/mixed", "DeviceClass/gpu.example.com"}}},
 		},
 		{
-			name: "two classes map one name",
+			name: "two classes map one name: the newest wins, not the first name",
 			input: gpuClass + `---
 apiVersion: resource.k8s.io/v1
 kind: DeviceClass
-metadata: {name: gpu-new.example.com, creationTimestamp: "2026-02-01T00:00:00Z"}
+metadata: {name: new-gpu.example.com, creationTimestamp: "2026-02-01T00:00:00Z"}
 spec: {extendedResourceName: example.com/gpu}
 `,
-			want:       []wantFinding{{CheckDuplicateExtendedName, Error, []string{"DeviceClass/gpu-new.example.com", "DeviceClass/gpu.example.com"}}},
-			wantInText: []string{"gpu-new.example.com wins", "deviceclass.resource.kubernetes.io/gpu.example.com"},
+			want:       []wantFinding{{CheckDuplicateExtendedName, Error, []string{"DeviceClass/gpu.example.com", "DeviceClass/new-gpu.example.com"}}},
+			wantInText: []string{"new-gpu.example.com wins", "clear it on gpu.example.com", "deviceclass.resource.kubernetes.io/gpu.example.com"},
 		},
 		{
 			name: "two classes map one name, same creation time: first name wins",

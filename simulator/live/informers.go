@@ -2,10 +2,12 @@ package live
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -106,9 +108,39 @@ func sortByKey[T namespacedName](list []T) {
 // server pages, then watch), waits until every cache has synced, and
 // returns one snapshot of the cluster. Nothing is written to the cluster.
 func Read(ctx context.Context, c kubernetes.Interface) (*input.Objects, error) {
+	var objs *input.Objects
+	done := errors.New("read once")
+	err := Watch(ctx, c, 0, 0, func(o *input.Objects) error {
+		objs = o
+		return done
+	})
+	if err != done {
+		return nil, err
+	}
+	return objs, nil
+}
+
+// Watch reads the cluster as Read does and calls fn with the first
+// snapshot, then with a new one after every change once no further change
+// has come for quiet (node heartbeats and status updates arrive all the
+// time; fn sees them in batches). syncTimeout, when not 0, bounds the
+// first read. Watch returns nil when ctx ends, or fn's first error.
+func Watch(ctx context.Context, c kubernetes.Interface, syncTimeout, quiet time.Duration, fn func(*input.Objects) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	f := informers.NewSharedInformerFactory(c, 0)
 	l := NewListers(f)
+	changed := make(chan struct{}, 1)
+	notify := func() {
+		select {
+		case changed <- struct{}{}:
+		default: // a change is already pending
+		}
+	}
+	handler := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { notify() },
+		UpdateFunc: func(any, any) { notify() },
+		DeleteFunc: func(any) { notify() },
+	}
 	// A reflector retries a failed list forever; keep the last error so
 	// that a timeout says why (forbidden, unreachable).
 	var mu sync.Mutex
@@ -123,14 +155,23 @@ func Read(ctx context.Context, c kubernetes.Interface) (*input.Objects, error) {
 			defer mu.Unlock()
 			lastErr[typ] = err
 		})
+		if _, err := inf.AddEventHandler(handler); err != nil {
+			cancel()
+			return fmt.Errorf("watching %s: %w", typ, err)
+		}
 	}
 	f.Start(ctx.Done())
 	defer func() {
 		cancel() // stops the informers; Shutdown waits for them
 		f.Shutdown()
 	}()
-	synced := f.WaitForCacheSync(ctx.Done())
-	for _, ok := range synced {
+	syncCtx := ctx
+	if syncTimeout > 0 {
+		var cancelSync context.CancelFunc
+		syncCtx, cancelSync = context.WithTimeout(ctx, syncTimeout)
+		defer cancelSync()
+	}
+	for _, ok := range f.WaitForCacheSync(syncCtx.Done()) {
 		if ok {
 			continue
 		}
@@ -142,9 +183,46 @@ func Read(ctx context.Context, c kubernetes.Interface) (*input.Objects, error) {
 		}
 		sort.Strings(why)
 		if len(why) == 0 {
-			why = append(why, ctx.Err().Error())
+			why = append(why, syncCtx.Err().Error())
 		}
-		return nil, fmt.Errorf("reading the cluster did not complete: %s", strings.Join(why, "; "))
+		return fmt.Errorf("reading the cluster did not complete: %s", strings.Join(why, "; "))
 	}
-	return l.Objects()
+	for {
+		// Drop the notifications of the initial list: this read has them.
+		select {
+		case <-changed:
+		default:
+		}
+		objs, err := l.Objects()
+		if err != nil {
+			return err
+		}
+		if err := fn(objs); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed:
+		}
+		if !settle(ctx, changed, quiet) {
+			return nil
+		}
+	}
+}
+
+// settle waits until no change has come for quiet; false when ctx ended.
+func settle(ctx context.Context, changed <-chan struct{}, quiet time.Duration) bool {
+	timer := time.NewTimer(quiet)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-changed:
+			timer.Reset(quiet)
+		case <-timer.C:
+			return true
+		}
+	}
 }

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"draxr.dev/draxr/simulator/input"
 )
 
 func TestRead(t *testing.T) {
@@ -59,5 +61,52 @@ func TestRead(t *testing.T) {
 	if len(objs.DeviceClasses) != 1 || len(objs.ResourceSlices) != 1 || len(objs.ResourceClaims) != 1 || len(objs.ResourceClaimTemplates) != 1 {
 		t.Errorf("DRA objects: %d classes, %d slices, %d claims, %d templates; want one each",
 			len(objs.DeviceClasses), len(objs.ResourceSlices), len(objs.ResourceClaims), len(objs.ResourceClaimTemplates))
+	}
+}
+
+func TestWatchReplansOnChange(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	client := fake.NewClientset(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}})
+	pending := make(chan int)
+	done := make(chan error, 1)
+	go func() {
+		done <- Watch(ctx, client, 0, 10*time.Millisecond, func(objs *input.Objects) error {
+			select {
+			case pending <- len(objs.PendingPods):
+			case <-ctx.Done():
+			}
+			return nil
+		})
+	}()
+	next := func() int {
+		t.Helper()
+		select {
+		case n := <-pending:
+			return n
+		case <-ctx.Done():
+			t.Fatal("no snapshot")
+			return -1
+		}
+	}
+	if n := next(); n != 0 {
+		t.Fatalf("first snapshot: %d pending pods, want 0", n)
+	}
+	for _, name := range []string{"a", "b"} {
+		if _, err := client.CoreV1().Pods("ml").Create(ctx, &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: name}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The two creations may come as one batch or two, and the initial
+	// list's events may still be arriving (a snapshot with 0); the last
+	// snapshot has both.
+	for n := next(); n != 2; n = next() {
+		if n != 0 && n != 1 {
+			t.Fatalf("snapshot with %d pending pods, want 0, 1 or 2", n)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Watch returned %v after its context ended, want nil", err)
 	}
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -14,11 +15,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
+
+	"draxr.dev/draxr/simulator/report"
 )
 
 // draxr doctor and draxr simulate read the live cluster the way they read
 // a dump of it: doctor finds a planted pitfall there, and simulate prints
-// the same plan from the cluster as from `kubectl get -o yaml` of it.
+// the same plan and capacity table from the cluster as from
+// `kubectl get -o yaml` of it.
 func TestDraxrCLILive(t *testing.T) {
 	e := newEnv(t, "cli")
 	old := e.class("cli-old", e.driver, e.resource)
@@ -73,9 +77,86 @@ spec:
 	if fromCluster != fromFiles {
 		t.Errorf("simulate --kubeconfig and simulate -f on a dump differ:\n--- cluster\n%s\n--- dump\n%s", fromCluster, fromFiles)
 	}
+	code, capFromFiles, errOut := runDraxr(t, draxrBin, "capacity", "-f", dump, "-f", groups)
+	if code != 0 {
+		t.Fatalf("capacity -f: exit %d; stderr: %s", code, errOut)
+	}
+	code, capFromCluster, errOut := runDraxr(t, draxrBin, "capacity", "--kubeconfig", cp.AdminKubeconfig, "--node-group-config", groups)
+	if code != 0 {
+		t.Fatalf("capacity --kubeconfig: exit %d; stderr: %s", code, errOut)
+	}
+	if capFromCluster != capFromFiles || !regexp.MustCompile(`(?m)^cli-old\s+2\s+0\s+2\b`).MatchString(capFromCluster) {
+		t.Errorf("capacity --kubeconfig and capacity -f on a dump differ, or cli-old lacks 2 free devices:\n--- cluster\n%s\n--- dump\n%s", capFromCluster, capFromFiles)
+	}
 	// Three 4-GPU pods on 8-GPU nodes: two new nodes.
 	if !regexp.MustCompile(`"nodeGroup": "cli-gpu",\s+"newNodes": 2`).MatchString(fromCluster) {
 		t.Errorf("plan does not grow cli-gpu by 2:\n%s", fromCluster)
+	}
+
+	// --watch prints the plan, then a new one when two more pods come.
+	watch := exec.CommandContext(t.Context(), draxrBin, "simulate", "--watch", "--watch-quiet-period", "500ms",
+		"--kubeconfig", cp.AdminKubeconfig, "--node-group-config", groups, "-n", e.ns, "-o", "json")
+	stdout, err := watch.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var watchErr bytes.Buffer
+	watch.Stderr = &watchErr
+	if err := watch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	plans := make(chan report.SimulateOutput)
+	go func() {
+		defer close(plans)
+		dec := json.NewDecoder(stdout)
+		for {
+			var p report.SimulateOutput
+			if dec.Decode(&p) != nil {
+				return
+			}
+			select {
+			case plans <- p:
+			case <-e.ctx.Done():
+				return
+			}
+		}
+	}()
+	nextGrowth := func() int {
+		t.Helper()
+		select {
+		case p, ok := <-plans:
+			if !ok {
+				t.Fatalf("simulate --watch ended; stderr: %s", watchErr.String())
+			}
+			for _, s := range p.ScaleUps {
+				if s.NodeGroup == "cli-gpu" {
+					return s.NewNodes
+				}
+			}
+			return 0
+		case <-e.ctx.Done():
+			t.Fatalf("no plan from simulate --watch; stderr: %s", watchErr.String())
+		}
+		return -1
+	}
+	if n := nextGrowth(); n != 2 {
+		t.Errorf("first watched plan grows cli-gpu by %d, want 2", n)
+	}
+	e.pod("big-3", e.resource, 4)
+	e.pod("big-4", e.resource, 4)
+	// The two pods may be planned one at a time: +3 comes last.
+	for n := nextGrowth(); n != 3; n = nextGrowth() {
+		if n != 2 {
+			t.Fatalf("watched plan grows cli-gpu by %d, want 2 then 3", n)
+		}
+	}
+	if err := watch.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	for range plans { // drain until the process closes its output
+	}
+	if err := watch.Wait(); err != nil {
+		t.Errorf("simulate --watch after an interrupt: %v, want exit 0; stderr: %s", err, watchErr.String())
 	}
 }
 

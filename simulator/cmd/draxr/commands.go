@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	v1 "k8s.io/api/core/v1"
@@ -74,6 +76,28 @@ func (c *commonFlags) load(cmd *cobra.Command) (*input.Objects, error) {
 	return objs, nil
 }
 
+// watch calls fn with the live cluster's objects, and again after every
+// change, until the command's context ends.
+func (c *commonFlags) watch(cmd *cobra.Command, quiet time.Duration, fn func(*input.Objects) error) error {
+	if !validFormat(c.output) {
+		return badInput(fmt.Errorf("-o: unknown output format %q (want one of %s)", c.output, strings.Join(report.Formats(), ", ")))
+	}
+	if !c.global.live(cmd) || len(c.files) > 0 {
+		return badInput(fmt.Errorf("--watch follows a live cluster (--kubeconfig/--context), not files"))
+	}
+	if quiet <= 0 {
+		return badInput(fmt.Errorf("--watch-quiet-period: must be > 0, got %v", quiet))
+	}
+	groups, err := loadNodeGroups(c.nodeGroupConfig)
+	if err != nil {
+		return badInput(err)
+	}
+	return c.global.watch(cmd.Context(), quiet, func(objs *input.Objects) error {
+		objs.NodeGroups = groups
+		return fn(objs)
+	})
+}
+
 // loadNodeGroups reads --node-group-config: NodeGroup objects only, since
 // everything else comes from the cluster.
 func loadNodeGroups(paths []string) ([]*nodegroup.NodeGroup, error) {
@@ -104,30 +128,18 @@ func newSimulateCommand(g *globalFlags) *cobra.Command {
 	var c commonFlags
 	var schedulerConfig, expanderName, priorities string
 	var maxNodesTotal int
+	var watch bool
+	var watchQuiet time.Duration
 	cmd := &cobra.Command{
 		Use:   "simulate [-f FILE|DIR]... | --kubeconfig FILE [--node-group-config FILE]...",
 		Short: "Plan which node groups grow for the pending pods, and explain every pod left out",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			objs, err := c.load(cmd)
-			if err != nil {
-				return err
-			}
-			// -n plans the namespace's pending pods; pods everywhere
-			// still take room on the nodes.
-			if ns := g.namespace(cmd); ns != "" {
-				var pending []*v1.Pod
-				for _, p := range objs.PendingPods {
-					if p.Namespace == ns {
-						pending = append(pending, p)
-					}
-				}
-				objs.PendingPods = pending
-			}
 			opts := offline.Options{MaxNodesTotal: maxNodesTotal}
 			if maxNodesTotal < 0 {
 				return badInput(fmt.Errorf("--max-nodes-total: must be >= 0, got %d", maxNodesTotal))
 			}
+			var err error
 			if schedulerConfig != "" {
 				if opts.Profile, err = harness.LoadProfile(schedulerConfig, ""); err != nil {
 					return badInput(err)
@@ -136,14 +148,57 @@ func newSimulateCommand(g *globalFlags) *cobra.Command {
 			if opts.Expander, err = expander.NewFromFile(expanderName, priorities, 1); err != nil {
 				return badInput(err)
 			}
-			res, err := offline.Simulate(cmd.Context(), objs, opts)
-			if err != nil {
+			plan := func(objs *input.Objects) ([]byte, error) {
+				// -n plans the namespace's pending pods; pods everywhere
+				// still take room on the nodes.
+				if ns := g.namespace(cmd); ns != "" {
+					var pending []*v1.Pod
+					for _, p := range objs.PendingPods {
+						if p.Namespace == ns {
+							pending = append(pending, p)
+						}
+					}
+					objs.PendingPods = pending
+				}
+				res, err := offline.Simulate(cmd.Context(), objs, opts)
+				if err != nil {
+					return nil, err
+				}
+				out := report.SimulateOutput{Plan: res.Plan, ClassErrors: res.ClassErrors, FeatureGates: featureGatesSet(cmd)}
+				var buf bytes.Buffer
+				err = report.Write(&buf, c.output, out, func(w ioWriter) error { return report.PlanTable(w, out) })
+				return buf.Bytes(), err
+			}
+			if !watch {
+				objs, err := c.load(cmd)
+				if err != nil {
+					return err
+				}
+				out, err := plan(objs)
+				if err != nil {
+					return err
+				}
+				_, err = cmd.OutOrStdout().Write(out)
 				return err
 			}
-			out := report.SimulateOutput{Plan: res.Plan, ClassErrors: res.ClassErrors, FeatureGates: featureGatesSet(cmd)}
-			return report.Write(cmd.OutOrStdout(), c.output, out, func(w ioWriter) error { return report.PlanTable(w, out) })
+			// --watch prints a plan when it differs from the last one.
+			var last []byte
+			return c.watch(cmd, watchQuiet, func(objs *input.Objects) error {
+				out, err := plan(objs)
+				if err != nil || bytes.Equal(out, last) {
+					return err
+				}
+				if last != nil && c.output != "json" {
+					fmt.Fprintln(cmd.OutOrStdout(), "---")
+				}
+				last = out
+				_, err = cmd.OutOrStdout().Write(out)
+				return err
+			})
 		},
 	}
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "with a live cluster: plan again whenever the cluster changes, printing each new plan")
+	cmd.Flags().DurationVar(&watchQuiet, "watch-quiet-period", 5*time.Second, "with --watch: plan again once the cluster has not changed for this long")
 	c.add(cmd, g)
 	cmd.Flags().StringVar(&schedulerConfig, "scheduler-config", "", "KubeSchedulerConfiguration file (default: kube-scheduler's default profile)")
 	cmd.Flags().StringVar(&expanderName, "expander", "least-waste", "node group choice: "+strings.Join(expander.Names(), "|")+", or a comma-separated chain such as priority,least-waste")

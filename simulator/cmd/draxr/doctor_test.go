@@ -15,12 +15,12 @@ import (
 
 const twoClassesOneName = `apiVersion: resource.k8s.io/v1
 kind: DeviceClass
-metadata: {name: gpu-old, creationTimestamp: "2026-01-01T00:00:00Z"}
+metadata: {name: gpu-a100, creationTimestamp: "2026-01-01T00:00:00Z"}
 spec: {extendedResourceName: example.com/gpu}
 ---
 apiVersion: resource.k8s.io/v1
 kind: DeviceClass
-metadata: {name: gpu-new, creationTimestamp: "2026-03-01T00:00:00Z"}
+metadata: {name: gpu-h100, creationTimestamp: "2026-03-01T00:00:00Z"}
 spec: {extendedResourceName: example.com/gpu}
 `
 
@@ -35,7 +35,7 @@ spec:
   devices:
     requests:
     - name: container-0-request-0
-      exactly: {deviceClassName: gpu-new, allocationMode: ExactCount, count: 1}
+      exactly: {deviceClassName: gpu-h100, allocationMode: ExactCount, count: 1}
 `
 
 func TestDoctor(t *testing.T) {
@@ -56,7 +56,7 @@ func TestDoctor(t *testing.T) {
 			name: "planted pitfalls", args: []string{"doctor", "-f", planted}, wantCode: 1,
 			wantLines: []string{
 				`SEVERITY\s+CHECK\s+OBJECTS\s+PROBLEM AND FIX`,
-				`error\s+duplicate-extended-resource-name\s+DeviceClass/gpu-new,DeviceClass/gpu-old\s+DeviceClasses gpu-new, gpu-old all map extended resource example\.com/gpu; .*gpu-new wins\. Fix: .*clear it on gpu-old.*`,
+				`error\s+duplicate-extended-resource-name\s+DeviceClass/gpu-a100,DeviceClass/gpu-h100\s+DeviceClasses gpu-a100, gpu-h100 all map extended resource example\.com/gpu; .*gpu-h100 wins\. Fix: .*clear it on gpu-a100.*`,
 				`warning\s+stale-extended-resource-claim\s+ResourceClaim/ml/gone-gpu\s+.*pod ml/gone, which does not exist.*Fix: delete the claim.*`,
 			},
 			wantErr: "2 problems found",
@@ -107,7 +107,7 @@ func TestDoctorJSON(t *testing.T) {
 		t.Fatalf("findings = %+v, want one", got.Findings)
 	}
 	f := got.Findings[0]
-	want := []doctor.Object{{Kind: "DeviceClass", Name: "gpu-new"}, {Kind: "DeviceClass", Name: "gpu-old"}}
+	want := []doctor.Object{{Kind: "DeviceClass", Name: "gpu-a100"}, {Kind: "DeviceClass", Name: "gpu-h100"}}
 	if f.Check != doctor.CheckDuplicateExtendedName || f.Severity != doctor.Error || len(f.Objects) != 2 ||
 		f.Objects[0] != want[0] || f.Objects[1] != want[1] || f.Advice == "" {
 		t.Errorf("finding = %+v, want error %s naming %v with advice", f, doctor.CheckDuplicateExtendedName, want)
@@ -162,7 +162,7 @@ func TestKubectlPlugin(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
 		t.Fatalf("kubectl draxr doctor -f: %v, want exit 1\n%s", err, out)
 	}
-	if !regexp.MustCompile(`(?m)^error\s+duplicate-extended-resource-name\s+DeviceClass/gpu-new,DeviceClass/gpu-old\s`).Match(out) {
+	if !regexp.MustCompile(`(?m)^error\s+duplicate-extended-resource-name\s+DeviceClass/gpu-a100,DeviceClass/gpu-h100\s`).Match(out) {
 		t.Errorf("kubectl draxr doctor output lacks the finding:\n%s", out)
 	}
 
@@ -225,5 +225,17 @@ func TestNamespaceFlag(t *testing.T) {
 	}
 	if code, _, errOut := draxr(t, "capacity", "-n", "ml"); code != 2 || !strings.Contains(errOut, "cluster-wide") {
 		t.Errorf("capacity -n: exit %d, stderr %q; want 2 saying capacity is cluster-wide", code, errOut)
+	}
+}
+
+func TestWatchNeedsCluster(t *testing.T) {
+	for _, args := range [][]string{
+		{"simulate", "--watch"},
+		{"simulate", "--watch", "-f", scenarios + "/explicit-extended-resource-name/input"},
+	} {
+		code, out, errOut := draxr(t, args...)
+		if code != 2 || !strings.Contains(errOut, "--watch follows a live cluster") || out != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 saying --watch needs a cluster", args, code, out, errOut)
+		}
 	}
 }

@@ -56,40 +56,63 @@ func (g *globalFlags) live(cmd *cobra.Command) bool {
 // read lists and watches the cluster read-only until the caches are
 // synced and returns what they hold.
 func (g *globalFlags) read(ctx context.Context) (*input.Objects, error) {
-	if g.qps <= 0 || g.burst <= 0 {
-		return nil, badInput(fmt.Errorf("--kube-client-qps and --kube-client-burst must be > 0, got %v and %d", g.qps, g.burst))
-	}
-	raw, err := g.kube.ToRawKubeConfigLoader().RawConfig()
+	client, host, err := g.client()
 	if err != nil {
-		return nil, badInput(fmt.Errorf("kubeconfig: %w", err))
-	}
-	// Without any configuration client-go falls back to localhost:8080;
-	// say what is missing instead of timing out there.
-	if len(raw.Clusters) == 0 && *g.kube.APIServer == "" && os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
-		return nil, badInput(fmt.Errorf("no kubeconfig found: give --kubeconfig, set KUBECONFIG, or run in a pod; or read files with -f"))
-	}
-	cfg, err := g.kube.ToRESTConfig()
-	if err != nil {
-		return nil, badInput(fmt.Errorf("kubeconfig: %w", err))
-	}
-	cfg.QPS, cfg.Burst = g.qps, g.burst
-	cfg.UserAgent = "draxr"
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, badInput(fmt.Errorf("kubeconfig: %w", err))
-	}
-	// One request first, so that an unreachable or refusing server fails
-	// at once rather than after the informers' retries.
-	if _, err := client.Discovery().ServerVersion(); err != nil {
-		return nil, fmt.Errorf("%s: %w", cfg.Host, err)
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, g.syncTimeout)
 	defer cancel()
 	objs, err := live.Read(ctx, client)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", cfg.Host, err)
+		return nil, fmt.Errorf("%s: %w", host, err)
 	}
 	return objs, nil
+}
+
+// watch calls fn with what the cluster holds, then again after changes,
+// until ctx ends.
+func (g *globalFlags) watch(ctx context.Context, quiet time.Duration, fn func(*input.Objects) error) error {
+	client, host, err := g.client()
+	if err != nil {
+		return err
+	}
+	if err := live.Watch(ctx, client, g.syncTimeout, quiet, fn); err != nil {
+		return fmt.Errorf("%s: %w", host, err)
+	}
+	return nil
+}
+
+// client builds a read-only client from kubectl's flags and checks that
+// the server answers.
+func (g *globalFlags) client() (kubernetes.Interface, string, error) {
+	if g.qps <= 0 || g.burst <= 0 {
+		return nil, "", badInput(fmt.Errorf("--kube-client-qps and --kube-client-burst must be > 0, got %v and %d", g.qps, g.burst))
+	}
+	raw, err := g.kube.ToRawKubeConfigLoader().RawConfig()
+	if err != nil {
+		return nil, "", badInput(fmt.Errorf("kubeconfig: %w", err))
+	}
+	// Without any configuration client-go falls back to localhost:8080;
+	// say what is missing instead of timing out there.
+	if len(raw.Clusters) == 0 && *g.kube.APIServer == "" && os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
+		return nil, "", badInput(fmt.Errorf("no kubeconfig found: give --kubeconfig, set KUBECONFIG, or run in a pod; or read files with -f"))
+	}
+	cfg, err := g.kube.ToRESTConfig()
+	if err != nil {
+		return nil, "", badInput(fmt.Errorf("kubeconfig: %w", err))
+	}
+	cfg.QPS, cfg.Burst = g.qps, g.burst
+	cfg.UserAgent = "draxr"
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, "", badInput(fmt.Errorf("kubeconfig: %w", err))
+	}
+	// One request first, so that an unreachable or refusing server fails
+	// at once rather than after the informers' retries.
+	if _, err := client.Discovery().ServerVersion(); err != nil {
+		return nil, "", fmt.Errorf("%s: %w", cfg.Host, err)
+	}
+	return client, cfg.Host, nil
 }
 
 // namespace is -n when given: the namespace whose pods and claims a

@@ -4,12 +4,15 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
@@ -44,24 +47,28 @@ func badInput(err error) error { return &exitError{code: 2, err: err} }
 const pluginName = "kubectl-draxr"
 
 func main() {
-	os.Exit(runAs(filepath.Base(os.Args[0]), os.Args[1:], os.Stdout, os.Stderr))
+	// Ctrl-C ends `simulate --watch` (and a slow read) cleanly.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := runAs(ctx, filepath.Base(os.Args[0]), os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
 // run executes the command line args (without the program name) and
 // returns the exit code: 0 on success, 2 for bad input (files, flags), 1
 // for any other error.
 func run(args []string, stdout, stderr io.Writer) int {
-	return runAs("draxr", args, stdout, stderr)
+	return runAs(context.Background(), "draxr", args, stdout, stderr)
 }
 
 // runAs is run for the executable name program: as kubectl-draxr, help
 // says "kubectl draxr" and the cluster is read unless -f is given.
-func runAs(program string, args []string, stdout, stderr io.Writer) int {
+func runAs(ctx context.Context, program string, args []string, stdout, stderr io.Writer) int {
 	root := newRootCommand(strings.TrimSuffix(program, ".exe") == pluginName)
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	if err := root.Execute(); err != nil {
+	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		var ee *exitError
 		if errors.As(err, &ee) {
