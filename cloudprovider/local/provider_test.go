@@ -57,7 +57,7 @@ func TestIncreaseSize(t *testing.T) {
 					return true, nil, tt.createErr
 				})
 			}
-			p := New(Options{Client: client, Groups: []*nodegroup.NodeGroup{gpuGroup(0, tt.max)}})
+			p := mustNew(t, Options{Client: client, Groups: []*nodegroup.NodeGroup{gpuGroup(0, tt.max)}})
 			if err := p.Refresh(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -114,7 +114,7 @@ func TestDeleteNodes(t *testing.T) {
 			honourNodeNameSelector(client)
 			cpu := gpuGroup(0, 3)
 			cpu.Name, cpu.Spec.ResourceSlices = "cpu", nil
-			p := New(Options{Client: client, Groups: []*nodegroup.NodeGroup{gpuGroup(tt.min, 3), cpu}})
+			p := mustNew(t, Options{Client: client, Groups: []*nodegroup.NodeGroup{gpuGroup(tt.min, 3), cpu}})
 			if err := p.Refresh(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -209,7 +209,7 @@ func honourNodeNameSelector(client *fake.Clientset) {
 }
 
 func TestTemplateNodeInfoFromConfig(t *testing.T) {
-	p := New(Options{Client: fake.NewClientset(), Groups: []*nodegroup.NodeGroup{gpuGroup(0, 3)}})
+	p := mustNew(t, Options{Client: fake.NewClientset(), Groups: []*nodegroup.NodeGroup{gpuGroup(0, 3)}})
 	if err := p.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +263,7 @@ func TestLauncher(t *testing.T) {
 	ctx := context.Background()
 	client := fake.NewClientset()
 	l := &fakeLauncher{}
-	p := New(Options{Client: client, Groups: []*nodegroup.NodeGroup{gpuGroup(0, 3)}, Launcher: l})
+	p := mustNew(t, Options{Client: client, Groups: []*nodegroup.NodeGroup{gpuGroup(0, 3)}, Launcher: l})
 	g := p.NodeGroups()[0]
 	if err := g.IncreaseSize(ctx, 2); err != nil {
 		t.Fatal(err)
