@@ -178,7 +178,8 @@ func setupCluster(ctx context.Context, t *testing.T, dyn dynamic.Interface, ns s
 	cluster := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": capi.APIVersion, "kind": "Cluster",
 		"metadata": map[string]any{"name": clusterName, "namespace": ns},
-		"spec":     map[string]any{},
+		// v1beta2 wants a non-empty spec; nothing else is needed here.
+		"spec": map[string]any{"paused": false},
 	}}
 	created := create(ctx, t, dyn, cluster)
 	// No Cluster controller runs: the test says the infrastructure and the
@@ -186,7 +187,7 @@ func setupCluster(ctx context.Context, t *testing.T, dyn dynamic.Interface, ns s
 	now := time.Now().UTC().Format(time.RFC3339)
 	created.Object["status"] = map[string]any{
 		"initialization": map[string]any{"infrastructureProvisioned": true, "controlPlaneInitialized": true},
-		"conditions": []any{map[string]any{"type": "ControlPlaneInitialized", "status": "True", "reason": "Initialized",
+		"conditions": []any{map[string]any{"type": "ControlPlaneInitialized", "status": "True", "reason": "Initialized", "message": "set by the test",
 			"lastTransitionTime": now, "observedGeneration": created.GetGeneration()}},
 	}
 	if _, err := dyn.Resource(cpclusterapi.GVR("Cluster")).Namespace(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
