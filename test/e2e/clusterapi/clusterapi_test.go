@@ -208,7 +208,7 @@ func scalableResource(kind, ns, name string, annotations map[string]string) *uns
 	for k, v := range annotations {
 		ann[k] = v
 	}
-	return &unstructured.Unstructured{Object: map[string]any{
+	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": capi.APIVersion, "kind": kind,
 		"metadata": map[string]any{"name": name, "namespace": ns, "annotations": ann,
 			"labels": map[string]any{capi.ClusterNameLabel: clusterName}},
@@ -227,6 +227,14 @@ func scalableResource(kind, ns, name string, annotations map[string]string) *uns
 			},
 		},
 	}}
+	// CAPI's defaulting webhooks do not run here: set what they would.
+	spec := u.Object["spec"].(map[string]any)
+	spec["deletion"] = map[string]any{"order": "Random"}
+	if kind == capi.MachineDeployment {
+		spec["rollout"] = map[string]any{"strategy": map[string]any{"type": "RollingUpdate",
+			"rollingUpdate": map[string]any{"maxSurge": int64(1), "maxUnavailable": int64(0)}}}
+	}
+	return u
 }
 
 func create(ctx context.Context, t *testing.T, dyn dynamic.Interface, u *unstructured.Unstructured) *unstructured.Unstructured {
