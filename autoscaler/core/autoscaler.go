@@ -79,6 +79,9 @@ type Autoscaler struct {
 	lastScaleUp   time.Time
 	clusterState  *clusterstate.Registry
 	sd            *scaleDownState
+	// groupErrorsReported is each misconfigured group's last reported
+	// error, so that its event is sent when it changes, not every loop.
+	groupErrorsReported map[string]string
 }
 
 // New returns an autoscaler.
@@ -130,6 +133,9 @@ type LoopResult struct {
 	GivenUp []string
 	// Healthy is false when too many nodes are unready (scale-down paused).
 	Healthy bool
+	// GroupErrors are the objects that are not node groups this loop and
+	// why (a bad annotation), by the provider's object ID.
+	GroupErrors map[string]string
 }
 
 // RunOnce runs one loop. Errors from the provider are reported and
@@ -158,6 +164,7 @@ func (a *Autoscaler) RunOnce(ctx context.Context) (*LoopResult, error) {
 	}
 	res := &LoopResult{Unschedulable: len(st.Unschedulable), Upcoming: st.Upcoming, GivenUp: st.GivenUp, Healthy: st.Healthy}
 	metrics.UnschedulablePods.Set(float64(len(st.Unschedulable)))
+	a.reportGroupErrors(ctx, res)
 	if !st.Healthy {
 		a.clusterUnhealthy(st)
 	}

@@ -51,6 +51,7 @@ func (a *Autoscaler) writeStatus(ctx context.Context, st *clusterstate.State, re
 			fmt.Fprintf(&b, "  scaleUp:\n    status: Unhealthy\n    reason: %q\n", truncate(why, 500))
 		}
 	}
+	writeGroupErrors(&b, res)
 	if su := res.ScaleUp; su != nil {
 		fmt.Fprintf(&b, "scaleUp:\n  nodeGroup: %s\n  newNodes: %d\n  pods: %d\n", su.NodeGroup, su.NewNodes, len(su.Pods))
 	}

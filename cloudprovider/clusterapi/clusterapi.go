@@ -85,6 +85,8 @@ type Provider struct {
 	// errs holds, per object that would be a group, why it is not one
 	// this loop (a bad annotation); the other groups are unaffected.
 	errs map[string]error
+	// errObjects are the objects behind errs, for events about them.
+	errObjects map[string]*v1.ObjectReference
 }
 
 var _ cloudprovider.Provider = &Provider{}
@@ -125,6 +127,18 @@ func (p *Provider) GroupErrors() map[string]error {
 		out[k] = v
 	}
 	return out
+}
+
+// GroupErrorObject returns the object behind GroupErrors' id, so that
+// events about it show on that MachineDeployment/MachineSet/MachinePool.
+func (p *Provider) GroupErrorObject(id string) *v1.ObjectReference {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if ref, ok := p.errObjects[id]; ok {
+		copied := *ref
+		return &copied
+	}
+	return nil
 }
 
 // NodeGroupForNode matches the node's provider ID to a group's Machine.
@@ -198,11 +212,12 @@ func (p *Provider) Refresh(ctx context.Context) error {
 	var groups []*group
 	byProviderID := map[string]*group{}
 	errs := map[string]error{}
+	errObjects := map[string]*v1.ObjectReference{}
 	for i := range resources {
 		u := &resources[i]
 		res, err := capi.FromUnstructured(u)
 		if err != nil {
-			errs[kindID(u)] = err
+			errs[kindID(u)], errObjects[kindID(u)] = err, objectRef(u)
 			continue
 		}
 		if !allows(p.discovery, res) {
@@ -212,7 +227,7 @@ func (p *Provider) Refresh(ctx context.Context) error {
 		g.instances = p.instances(machinesOf[res.ID()], nodeByProviderID)
 		built, err := p.build(ctx, res, g.instances, nodeByProviderID)
 		if err != nil {
-			errs[res.ID()] = err
+			errs[res.ID()], errObjects[res.ID()] = err, objectRef(u)
 			klog.FromContext(ctx).Error(err, "Not a node group this loop", "object", res.ID())
 			continue
 		}
@@ -227,13 +242,22 @@ func (p *Provider) Refresh(ctx context.Context) error {
 	}
 	sort.Slice(groups, func(i, j int) bool { return groups[i].Id() < groups[j].Id() })
 	p.mu.Lock()
-	p.groups, p.byProviderID, p.errs = groups, byProviderID, errs
+	p.groups, p.byProviderID, p.errs, p.errObjects = groups, byProviderID, errs, errObjects
 	p.mu.Unlock()
 	return nil
 }
 
 func kindID(u *unstructured.Unstructured) string {
 	return u.GetKind() + "/" + u.GetNamespace() + "/" + u.GetName()
+}
+
+func objectRef(u *unstructured.Unstructured) *v1.ObjectReference {
+	apiVersion := u.GetAPIVersion()
+	if apiVersion == "" {
+		apiVersion = capi.APIVersion
+	}
+	return &v1.ObjectReference{APIVersion: apiVersion, Kind: u.GetKind(), Namespace: u.GetNamespace(),
+		Name: u.GetName(), UID: u.GetUID(), ResourceVersion: u.GetResourceVersion()}
 }
 
 // list returns all objects of kind; a kind whose CRD is not installed

@@ -225,6 +225,12 @@ func TestDiscovery(t *testing.T) {
 					if err := errs[id]; err == nil || !strings.Contains(err.Error(), want) {
 						t.Errorf("error for %s = %v, want %q", id, err, want)
 					}
+					// Events about the error go to that very object.
+					kind, rest, _ := strings.Cut(id, "/")
+					namespace, name, _ := strings.Cut(rest, "/")
+					if ref := p.GroupErrorObject(id); ref == nil || ref.Kind != kind || ref.Namespace != namespace || ref.Name != name || ref.APIVersion != capi.APIVersion {
+						t.Errorf("object of %s = %+v, want %s %s/%s (%s)", id, ref, kind, namespace, name, capi.APIVersion)
+					}
 				}
 			}
 		})

@@ -152,26 +152,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.publishSlices(ctx, m, nodeName); err != nil {
 			return ctrl.Result{}, err
 		}
-		// The API server's admission taints a new node not-ready; with no
-		// node lifecycle controller here, the provider lifts it, before the
-		// node turns Ready so nobody sees a Ready node that takes no pods.
-		var kept []v1.Taint
-		for _, t := range node.Spec.Taints {
-			if t.Key != v1.TaintNodeNotReady {
-				kept = append(kept, t)
-			}
-		}
-		if len(kept) != len(node.Spec.Taints) {
-			node.Spec.Taints = kept
-			if node, err = r.Kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
-				return ctrl.Result{}, err
-			}
-		}
 		node.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady",
 			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-		if _, err := r.Kube.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		if node, err = r.Kube.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
 			return ctrl.Result{}, err
 		}
+	}
+	// The API server taints new nodes not-ready; no node lifecycle
+	// controller runs in the test control plane to lift it.
+	if err := r.liftNotReadyTaint(ctx, node); err != nil {
+		return ctrl.Result{}, err
 	}
 	if done, _, _ := unstructured.NestedBool(m.Object, "status", "initialization", "provisioned"); !done {
 		if err := unstructured.SetNestedField(m.Object, true, "status", "initialization", "provisioned"); err != nil {
@@ -231,6 +221,21 @@ func (r *Reconciler) publishSlices(ctx context.Context, m *unstructured.Unstruct
 		}
 	}
 	return nil
+}
+
+func (r *Reconciler) liftNotReadyTaint(ctx context.Context, node *v1.Node) error {
+	kept := node.Spec.Taints[:0]
+	for _, t := range node.Spec.Taints {
+		if t.Key != v1.TaintNodeNotReady {
+			kept = append(kept, t)
+		}
+	}
+	if len(kept) == len(node.Spec.Taints) {
+		return nil
+	}
+	node.Spec.Taints = kept
+	_, err := r.Kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
+	return err
 }
 
 func isReady(n *v1.Node) bool {

@@ -51,7 +51,7 @@ func TestScaleFromZeroAndBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	setupCluster(ctx, t, dyn)
+	setupCluster(ctx, t, dyn, ns)
 	class := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: driver}, Spec: resourceapi.DeviceClassSpec{
 		ExtendedResourceName: ptr.To(string(gpuResource)),
 		Selectors:            []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", driver)}}},
@@ -68,13 +68,13 @@ func TestScaleFromZeroAndBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	create(ctx, t, dyn, machineDeployment("gpu", map[string]string{
+	create(ctx, t, dyn, machineDeployment(ns, "gpu", map[string]string{
 		capi.MinSizeAnnotation: "0", capi.MaxSizeAnnotation: "5",
 		capi.CPUAnnotation: "8", capi.MemoryAnnotation: "32Gi",
 		capi.TemplateSlicesAnnotation: string(slicesJSON),
 	}))
 
-	startAutoscaler(t)
+	startAutoscaler(t, ns)
 	rs := &appsv1.ReplicaSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: ns},
 		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](20), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "train"}},
@@ -89,7 +89,7 @@ func TestScaleFromZeroAndBack(t *testing.T) {
 	}
 
 	eventually(ctx, t, 3*time.Minute, "20 pods bound", func() error {
-		bound, err := boundPods(ctx)
+		bound, err := boundPods(ctx, ns)
 		if err != nil {
 			return err
 		}
@@ -99,24 +99,24 @@ func TestScaleFromZeroAndBack(t *testing.T) {
 		return nil
 	})
 	podsBound.Add(20)
-	if got := replicas(ctx, t, dyn); got != 3 {
+	if got := replicas(ctx, t, dyn, ns, capi.MachineDeployment, "gpu"); got != 3 {
 		t.Fatalf("MachineDeployment replicas = %d, want 3", got)
 	}
-	machines := machineNames(ctx, t, dyn)
+	machines := machineNames(ctx, t, dyn, ns)
 	machinesCreated.Add(int64(len(machines)))
 	if len(machines) != 3 {
 		t.Fatalf("machines = %v, want 3", machines)
 	}
 	// No further scale-up within three loops (--scan-interval=1s).
 	consistently(t, 3500*time.Millisecond, "replicas stay 3", func() error {
-		if got := replicas(ctx, t, dyn); got != 3 {
+		if got := replicas(ctx, t, dyn, ns, capi.MachineDeployment, "gpu"); got != 3 {
 			return fmt.Errorf("replicas = %d", got)
 		}
 		return nil
 	})
 
 	// Scale down to the min size, never below: raise min to 1 first.
-	md := get(ctx, t, dyn, capi.MachineDeployment, "gpu")
+	md := get(ctx, t, dyn, ns, capi.MachineDeployment, "gpu")
 	ann := md.GetAnnotations()
 	ann[capi.MinSizeAnnotation] = "1"
 	md.SetAnnotations(ann)
@@ -127,10 +127,10 @@ func TestScaleFromZeroAndBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(ctx, t, 3*time.Minute, "one machine left", func() error {
-		if got := replicas(ctx, t, dyn); got != 1 {
+		if got := replicas(ctx, t, dyn, ns, capi.MachineDeployment, "gpu"); got != 1 {
 			return fmt.Errorf("replicas = %d", got)
 		}
-		if left := machineNames(ctx, t, dyn); len(left) != 1 {
+		if left := machineNames(ctx, t, dyn, ns); len(left) != 1 {
 			return fmt.Errorf("machines = %v", left)
 		}
 		nodes, err := cp.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
@@ -142,20 +142,20 @@ func TestScaleFromZeroAndBack(t *testing.T) {
 		}
 		return nil
 	})
-	left := machineNames(ctx, t, dyn)
+	left := machineNames(ctx, t, dyn, ns)
 	machinesRemoved.Add(int64(len(machines) - len(left)))
 	if !contains(machines, left[0]) {
 		t.Errorf("the remaining machine %s is not one of the three created (%v)", left[0], machines)
 	}
 	consistently(t, 3500*time.Millisecond, "never below min", func() error {
-		if got := replicas(ctx, t, dyn); got != 1 {
+		if got := replicas(ctx, t, dyn, ns, capi.MachineDeployment, "gpu"); got != 1 {
 			return fmt.Errorf("replicas = %d", got)
 		}
 		return nil
 	})
 }
 
-func setupCluster(ctx context.Context, t *testing.T, dyn dynamic.Interface) {
+func setupCluster(ctx context.Context, t *testing.T, dyn dynamic.Interface, ns string) {
 	t.Helper()
 	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -178,7 +178,8 @@ func setupCluster(ctx context.Context, t *testing.T, dyn dynamic.Interface) {
 	cluster := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": capi.APIVersion, "kind": "Cluster",
 		"metadata": map[string]any{"name": clusterName, "namespace": ns},
-		"spec":     map[string]any{"paused": false},
+		// v1beta2 wants a non-empty spec; nothing else is needed here.
+		"spec": map[string]any{"paused": false},
 	}}
 	created := create(ctx, t, dyn, cluster)
 	// No Cluster controller runs: the test says the infrastructure and the
@@ -186,7 +187,7 @@ func setupCluster(ctx context.Context, t *testing.T, dyn dynamic.Interface) {
 	now := time.Now().UTC().Format(time.RFC3339)
 	created.Object["status"] = map[string]any{
 		"initialization": map[string]any{"infrastructureProvisioned": true, "controlPlaneInitialized": true},
-		"conditions": []any{map[string]any{"type": "ControlPlaneInitialized", "status": "True", "reason": "Initialized", "message": "",
+		"conditions": []any{map[string]any{"type": "ControlPlaneInitialized", "status": "True", "reason": "Initialized", "message": "set by the test",
 			"lastTransitionTime": now, "observedGeneration": created.GetGeneration()}},
 	}
 	if _, err := dyn.Resource(cpclusterapi.GVR("Cluster")).Namespace(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
@@ -194,23 +195,27 @@ func setupCluster(ctx context.Context, t *testing.T, dyn dynamic.Interface) {
 	}
 }
 
-func machineDeployment(name string, annotations map[string]string) *unstructured.Unstructured {
+func machineDeployment(ns, name string, annotations map[string]string) *unstructured.Unstructured {
+	return scalableResource(capi.MachineDeployment, ns, name, annotations)
+}
+
+// scalableResource is a MachineDeployment or a MachineSet (their specs
+// share these fields) at zero replicas, its machines built from the
+// infrastructure template of the same name.
+func scalableResource(kind, ns, name string, annotations map[string]string) *unstructured.Unstructured {
 	labels := map[string]any{"pool": name}
 	ann := map[string]any{}
 	for k, v := range annotations {
 		ann[k] = v
 	}
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": capi.APIVersion, "kind": capi.MachineDeployment,
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": capi.APIVersion, "kind": kind,
 		"metadata": map[string]any{"name": name, "namespace": ns, "annotations": ann,
 			"labels": map[string]any{capi.ClusterNameLabel: clusterName}},
 		"spec": map[string]any{
 			"clusterName": clusterName,
 			"replicas":    int64(0),
-			// What CAPI's defaulting webhook (not running here) would set.
-			"rollout":  map[string]any{"strategy": map[string]any{"type": "RollingUpdate", "rollingUpdate": map[string]any{"maxSurge": int64(1), "maxUnavailable": int64(0)}}},
-			"deletion": map[string]any{"order": "Random"},
-			"selector": map[string]any{"matchLabels": labels},
+			"selector":    map[string]any{"matchLabels": labels},
 			"template": map[string]any{
 				"metadata": map[string]any{"labels": labels},
 				"spec": map[string]any{
@@ -222,6 +227,14 @@ func machineDeployment(name string, annotations map[string]string) *unstructured
 			},
 		},
 	}}
+	// CAPI's defaulting webhooks do not run here: set what they would.
+	spec := u.Object["spec"].(map[string]any)
+	spec["deletion"] = map[string]any{"order": "Random"}
+	if kind == capi.MachineDeployment {
+		spec["rollout"] = map[string]any{"strategy": map[string]any{"type": "RollingUpdate",
+			"rollingUpdate": map[string]any{"maxSurge": int64(1), "maxUnavailable": int64(0)}}}
+	}
+	return u
 }
 
 func create(ctx context.Context, t *testing.T, dyn dynamic.Interface, u *unstructured.Unstructured) *unstructured.Unstructured {
@@ -236,7 +249,7 @@ func create(ctx context.Context, t *testing.T, dyn dynamic.Interface, u *unstruc
 	return created
 }
 
-func get(ctx context.Context, t *testing.T, dyn dynamic.Interface, kind, name string) *unstructured.Unstructured {
+func get(ctx context.Context, t *testing.T, dyn dynamic.Interface, ns, kind, name string) *unstructured.Unstructured {
 	t.Helper()
 	u, err := dyn.Resource(cpclusterapi.GVR(kind)).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
@@ -245,14 +258,14 @@ func get(ctx context.Context, t *testing.T, dyn dynamic.Interface, kind, name st
 	return u
 }
 
-func replicas(ctx context.Context, t *testing.T, dyn dynamic.Interface) int64 {
+func replicas(ctx context.Context, t *testing.T, dyn dynamic.Interface, ns, kind, name string) int64 {
 	t.Helper()
-	r, _, _ := unstructured.NestedInt64(get(ctx, t, dyn, capi.MachineDeployment, "gpu").Object, "spec", "replicas")
+	r, _, _ := unstructured.NestedInt64(get(ctx, t, dyn, ns, kind, name).Object, "spec", "replicas")
 	return r
 }
 
 // machineNames lists the Machines not being deleted.
-func machineNames(ctx context.Context, t *testing.T, dyn dynamic.Interface) []string {
+func machineNames(ctx context.Context, t *testing.T, dyn dynamic.Interface, ns string) []string {
 	t.Helper()
 	list, err := dyn.Resource(cpclusterapi.GVR(capi.Machine)).Namespace(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -267,7 +280,7 @@ func machineNames(ctx context.Context, t *testing.T, dyn dynamic.Interface) []st
 	return out
 }
 
-func boundPods(ctx context.Context) (int, error) {
+func boundPods(ctx context.Context, ns string) (int, error) {
 	pods, err := cp.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return 0, err
@@ -300,7 +313,7 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-func startAutoscaler(t *testing.T) {
+func startAutoscaler(t *testing.T, ns string, extraArgs ...string) {
 	t.Helper()
 	ctx := context.Background()
 	kubeconfig, err := cp.ServiceAccountKubeconfig(ctx, "draxr-autoscaler-capi",
@@ -308,12 +321,12 @@ func startAutoscaler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := cp.StartProcess("draxr-autoscaler-capi", filepath.Join(bins, "draxr-autoscaler"),
-		"--kubeconfig="+kubeconfig, "--cloud-provider=clusterapi",
-		"--node-group-auto-discovery=clusterapi:namespace="+ns+",clusterName="+clusterName,
-		"--scheduler-config="+filepath.Join(root, "scheduler/deploy/scheduler-config.yaml"),
+	args := []string{"--kubeconfig=" + kubeconfig, "--cloud-provider=clusterapi",
+		"--node-group-auto-discovery=clusterapi:namespace=" + ns + ",clusterName=" + clusterName,
+		"--scheduler-config=" + filepath.Join(root, "scheduler/deploy/scheduler-config.yaml"),
 		"--scan-interval=1s", "--scale-down-unneeded-time=2s", "--scale-down-delay-after-add=0s",
-		"--leader-elect=false", "--status-config-map-name=draxr-autoscaler-status-capi", "--address=127.0.0.1:0", "--v=2")
+		"--leader-elect=false", "--status-config-map-name=" + statusConfigMap(ns), "--address=127.0.0.1:0", "--v=2"}
+	p, err := cp.StartProcess("draxr-autoscaler-"+ns, filepath.Join(bins, "draxr-autoscaler"), append(args, extraArgs...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
