@@ -71,7 +71,10 @@ func TestAutoscalerStandbyHealthyAndSIGTERMHandsOver(t *testing.T) {
 	e.class("asstandby-gpu", e.driver, e.resource)
 	groups := e.nodeGroups(groupSpec{name: "asstandby-gpu", max: 3, draDevices: 8})
 	lease := "draxr-autoscaler-" + e.name
-	election := []string{"--leader-elect=true", "--leader-elect-resource-name=" + lease} // CA's 15s/10s/2s
+	// CA's 15s/10s/2s lease; health limits far below the window watched
+	// below, so a standby judged by the leader's rules would fail in it.
+	election := []string{"--leader-elect=true", "--leader-elect-resource-name=" + lease,
+		"--max-inactivity=15s", "--max-failing-time=20s", "--max-startup-time=25s"}
 	first, firstAddr := e.autoscalerWithAddress(groups, election...)
 	second, secondAddr := e.autoscalerWithAddress(groups, election...)
 
@@ -102,7 +105,7 @@ func TestAutoscalerStandbyHealthyAndSIGTERMHandsOver(t *testing.T) {
 		return nil
 	})
 	// The old check failed the standby after 5 scan intervals plus a
-	// minute (65s here).
+	// minute (65s here); every health limit above is passed 3 to 5 times.
 	e.consistently(80*time.Second, "both replicas healthy", func() error {
 		for _, addr := range []string{firstAddr, secondAddr} {
 			if body := httpGet(t, "http://"+addr+"/health-check"); body != "OK" {
