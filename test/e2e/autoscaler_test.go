@@ -68,9 +68,29 @@ func TestAutoscalerFromZeroDRA(t *testing.T) {
 func TestAutoscalerBulkScaleUp(t *testing.T) {
 	e := newEnv(t, "asbulk")
 	e.class("asbulk-gpu", e.driver, e.resource)
-	_, addr := e.autoscalerWithAddress(e.nodeGroups(groupSpec{name: "asbulk-gpu", min: 0, max: 100, draDevices: 8}))
 	start := time.Now()
 	e.replicaSet("train", 600, e.resource, 1)
+	// The autoscaler starts once the scheduler has given up on every pod,
+	// so its first loop sees all 600.
+	e.eventually(2*time.Minute, "600 pods unschedulable", func() error {
+		pods, err := cp.Client.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		n := 0
+		for _, p := range pods.Items {
+			for _, c := range p.Status.Conditions {
+				if c.Type == v1.PodScheduled && c.Reason == v1.PodReasonUnschedulable {
+					n++
+				}
+			}
+		}
+		if n != 600 {
+			return fmt.Errorf("%d unschedulable", n)
+		}
+		return nil
+	})
+	_, addr := e.autoscalerWithAddress(e.nodeGroups(groupSpec{name: "asbulk-gpu", min: 0, max: 100, draDevices: 8}))
 	perNode := e.waitPodsBound(600, 5*time.Minute)
 	t.Logf("600 pods: first pending to last bound in %.1f s", time.Since(start).Seconds())
 	if len(perNode) != 75 {
