@@ -111,6 +111,32 @@ func TestScaleUpExecutesFirstStep(t *testing.T) {
 	}
 }
 
+// One loop asks the chosen group once for every node the plan gives it,
+// as CA executes its best option's full node count in one loop.
+func TestScaleUpAsksOnceForWholePlan(t *testing.T) {
+	tests := []struct {
+		pods, wantNodes int
+	}{
+		{pods: 1, wantNodes: 1},
+		{pods: 20, wantNodes: 3},
+		{pods: 80, wantNodes: 10}, // the group's max size
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("%d-pods", tc.pods), func(t *testing.T) {
+			a, provider, group, _ := setup(t, unschedulablePods(tc.pods)...)
+			provider.EXPECT().Refresh(gomock.Any()).Return(nil)
+			group.EXPECT().IncreaseSize(gomock.Any(), tc.wantNodes).Return(nil).Times(1)
+			res, err := a.RunOnce(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.ScaleUp == nil || res.ScaleUp.NewNodes != tc.wantNodes || len(res.ScaleUp.Pods) != tc.pods {
+				t.Fatalf("scale-up = %+v, want gpu +%d for %d pods", res.ScaleUp, tc.wantNodes, tc.pods)
+			}
+		})
+	}
+}
+
 // A provider error is reported (error, event, metric), the group is backed
 // off for CA's initial 5 minutes, and after that it is tried again.
 func TestProviderErrorBacksOffThenRetries(t *testing.T) {

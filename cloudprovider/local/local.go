@@ -10,6 +10,7 @@ package local
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -186,29 +187,60 @@ func (g *group) IncreaseSize(ctx context.Context, delta int) error {
 		return fmt.Errorf("node group %s: %d + %d nodes exceeds max size %d", g.cfg.Name, len(current), delta, g.cfg.Spec.MaxSize)
 	}
 	next := nextIndex(g.cfg.Name, current)
-	for i := 0; i < delta; i++ {
-		name := fmt.Sprintf("%s-%d", g.cfg.Name, next+i)
-		providerID := ProviderIDPrefix + g.cfg.Name + "/" + name
-		if l := g.p.opts.Launcher; l != nil {
-			if err := l.Start(ctx, g.cfg, name, providerID); err != nil {
+	names := make([]string, delta)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-%d", g.cfg.Name, next+i)
+	}
+	if l := g.p.opts.Launcher; l != nil {
+		// Machines start one at a time: a launcher may share local
+		// resources (ports, folders) between starts.
+		for _, name := range names {
+			if err := l.Start(ctx, g.cfg, name, g.providerID(name)); err != nil {
 				return fmt.Errorf("node group %s: start node %s: %w", g.cfg.Name, name, err)
 			}
-			continue
 		}
-		node, _ := g.cfg.NewNode(name)
-		node.UID = ""
-		node.Spec.ProviderID = providerID
-		node.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionFalse, Reason: "Provisioning",
-			LastTransitionTime: metav1.NewTime(g.p.opts.Now())}}
-		status := node.Status
-		created, err := g.p.opts.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-		if err != nil {
-			return fmt.Errorf("node group %s: create node %s: %w", g.cfg.Name, name, err)
-		}
-		created.Status = status
-		if _, err := g.p.opts.Client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("node group %s: node %s status: %w", g.cfg.Name, name, err)
-		}
+		return nil
+	}
+	// One API round trip per node: created one by one, a 600-pod scale-up
+	// took most of a loop, so nodes are created a bounded number at a time.
+	errs := make([]error, len(names))
+	sem := make(chan struct{}, createParallelism)
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = g.createNode(ctx, name)
+		}()
+	}
+	wg.Wait()
+	// Every failed node is named; the nodes that were created stay and
+	// count towards the target size.
+	return errors.Join(errs...)
+}
+
+// createParallelism bounds the Node creations IncreaseSize runs at once.
+const createParallelism = 16
+
+func (g *group) providerID(name string) string { return ProviderIDPrefix + g.cfg.Name + "/" + name }
+
+// createNode creates the Node object of a new machine, NotReady until
+// Refresh moves it along.
+func (g *group) createNode(ctx context.Context, name string) error {
+	node, _ := g.cfg.NewNode(name)
+	node.UID = ""
+	node.Spec.ProviderID = g.providerID(name)
+	node.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionFalse, Reason: "Provisioning",
+		LastTransitionTime: metav1.NewTime(g.p.opts.Now())}}
+	status := node.Status
+	created, err := g.p.opts.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("node group %s: create node %s: %w", g.cfg.Name, name, err)
+	}
+	created.Status = status
+	if _, err := g.p.opts.Client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("node group %s: node %s status: %w", g.cfg.Name, name, err)
 	}
 	return nil
 }
@@ -309,7 +341,7 @@ func (g *group) Nodes() ([]cloudprovider.Instance, error) {
 	if l := g.p.opts.Launcher; l != nil {
 		for _, name := range l.Launched(g.cfg.Name) {
 			if !registered[name] {
-				out = append(out, cloudprovider.Instance{ProviderID: ProviderIDPrefix + g.cfg.Name + "/" + name,
+				out = append(out, cloudprovider.Instance{ProviderID: g.providerID(name),
 					Status: &cloudprovider.InstanceStatus{State: cloudprovider.InstanceCreating}})
 			}
 		}

@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -9,7 +10,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/nodegroup"
@@ -169,5 +172,66 @@ func TestNodeReadyDelayAnnotation(t *testing.T) {
 	}
 	if c := readyCondition(n); c == nil || c.Status == v1.ConditionTrue {
 		t.Fatalf("node of a never-Ready group: Ready condition %+v, want NotReady after an hour", c)
+	}
+}
+
+// A large scale-up creates its nodes concurrently; a node the API server
+// refuses is named in the error and the others are still created.
+func TestIncreaseSizeInBulk(t *testing.T) {
+	tests := []struct {
+		name        string
+		delta       int
+		refuse      string
+		wantNodes   int
+		wantErrText string
+	}{
+		{name: "all created", delta: 75, wantNodes: 75},
+		{name: "one refused", delta: 75, refuse: "gpu-42", wantNodes: 74,
+			wantErrText: "node group gpu: create node gpu-42: quota exceeded"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			client := fake.NewClientset()
+			client.PrependReactor("create", "nodes", func(action k8stesting.Action) (bool, runtime.Object, error) {
+				node := action.(k8stesting.CreateAction).GetObject().(*v1.Node)
+				if node.Name == tc.refuse {
+					return true, nil, errors.New("quota exceeded")
+				}
+				return false, nil, nil
+			})
+			p := mustNew(t, Options{Client: client, Groups: []*nodegroup.NodeGroup{gpuGroup(0, 100)}})
+			if err := p.Refresh(ctx); err != nil {
+				t.Fatal(err)
+			}
+			err := p.NodeGroups()[0].IncreaseSize(ctx, tc.delta)
+			switch {
+			case tc.wantErrText == "" && err != nil:
+				t.Fatalf("IncreaseSize(%d) = %v, want no error", tc.delta, err)
+			case tc.wantErrText != "" && (err == nil || err.Error() != tc.wantErrText):
+				t.Fatalf("IncreaseSize(%d) = %v, want %q", tc.delta, err, tc.wantErrText)
+			}
+			nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(nodes.Items) != tc.wantNodes {
+				t.Fatalf("nodes created = %d, want %d", len(nodes.Items), tc.wantNodes)
+			}
+			for _, n := range nodes.Items {
+				if n.Name == tc.refuse {
+					t.Errorf("refused node %s exists", n.Name)
+				}
+				if len(n.Status.Conditions) == 0 || n.Status.Conditions[0].Reason != "Provisioning" {
+					t.Errorf("node %s conditions = %v, want NotReady Provisioning", n.Name, n.Status.Conditions)
+				}
+			}
+			if err := p.Refresh(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if size, _ := p.NodeGroups()[0].TargetSize(); size != tc.wantNodes {
+				t.Errorf("target size after refresh = %d, want %d (the nodes created)", size, tc.wantNodes)
+			}
+		})
 	}
 }

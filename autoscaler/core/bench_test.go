@@ -1,0 +1,183 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"go.uber.org/mock/gomock"
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
+
+	"draxr.dev/draxr/autoscaler/clusterstate"
+	"draxr.dev/draxr/cloudprovider"
+	"draxr.dev/draxr/cloudprovider/mocks"
+	"draxr.dev/draxr/simulator/expander"
+	fx "draxr.dev/draxr/simulator/fixtures"
+	"draxr.dev/draxr/simulator/nodegroup"
+)
+
+// fleetShape is a live cluster for BenchmarkRunOnce: GPU nodes full of
+// one-GPU pods (each with its allocated extended-resource claim), CPU
+// nodes running plain pods, and pending one-GPU pods.
+type fleetShape struct {
+	name                  string
+	gpuNodes, cpuNodes    int
+	cpuPodsPerNode        int
+	pending               int
+	wantNodes, groupLimit int
+}
+
+// BenchmarkRunOnce times one loop of the live controller, from synced
+// informers to the provider's IncreaseSize, and asserts the nodes asked
+// for, so a faster wrong loop cannot pass.
+func BenchmarkRunOnce(b *testing.B) {
+	shapes := []fleetShape{
+		// 2,500 GPU nodes x 8 one-GPU pods + 2,500 CPU nodes x 10 plain pods
+		// = 45,000 running. The GPU nodes are full and CPU nodes have no
+		// GPUs, so the 5,000 pending one-GPU pods need 5,000 / 8 = 625 new
+		// 8-GPU nodes.
+		{name: "5000-nodes-50000-pods", gpuNodes: 2500, cpuNodes: 2500, cpuPodsPerNode: 10, pending: 5000,
+			wantNodes: 625, groupLimit: 1000},
+	}
+	for _, shape := range shapes {
+		b.Run(shape.name, func(b *testing.B) {
+			ctx, cancel := context.WithCancel(context.Background())
+			client := fake.NewClientset(fleetObjects(shape)...)
+			factory := informers.NewSharedInformerFactory(client, 0)
+			listers := clusterstate.NewListers(factory)
+			factory.Start(ctx.Done())
+			factory.WaitForCacheSync(ctx.Done())
+			// Shutdown waits for the informers, which stop when ctx ends.
+			defer func() { cancel(); factory.Shutdown() }()
+			provider, requested := benchProvider(b, shape.groupLimit)
+			exp, err := expander.New("least-waste", nil, 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+
+			b.ReportAllocs()
+			var peak uint64
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				// A fresh autoscaler each time: the previous loop's scale-up
+				// would otherwise count as upcoming nodes.
+				a := New(Config{Client: client, Listers: listers, Provider: provider, Expander: exp,
+					Recorder: &record.FakeRecorder{}, StatusNamespace: "kube-system"})
+				*requested = nil
+				runtime.GC()
+				stopPeak := watchHeapPeak()
+				b.StartTimer()
+				res, err := a.RunOnce(ctx)
+				b.StopTimer()
+				peak = max(peak, stopPeak())
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(*requested) != 1 || (*requested)[0] != shape.wantNodes || res.Unschedulable != shape.pending {
+					b.Fatalf("IncreaseSize calls %v for %d unschedulable pods; want one call for %d nodes, %d pods",
+						*requested, res.Unschedulable, shape.wantNodes, shape.pending)
+				}
+				b.StartTimer()
+			}
+			b.ReportMetric(float64((*requested)[0]), "nodes")
+			b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+		})
+	}
+}
+
+// benchProvider is one 8-GPU DRA group that records each IncreaseSize.
+func benchProvider(b *testing.B, maxSize int) (cloudprovider.Provider, *[]int) {
+	ctrl := gomock.NewController(b)
+	group := mocks.NewMockNodeGroup(ctrl)
+	tmpl, slices := (&nodegroup.NodeGroup{ObjectMeta: metav1.ObjectMeta{Name: "gpu"},
+		Spec: nodegroup.Spec{Template: *fx.Node("t", 64, 256, nil),
+			ResourceSlices: []resourceapi.ResourceSliceSpec{fx.GPUSlice("x", 8).Spec}}}).NewNode("template-gpu")
+	requested := &[]int{}
+	group.EXPECT().Id().Return("gpu").AnyTimes()
+	group.EXPECT().MinSize().Return(0).AnyTimes()
+	group.EXPECT().MaxSize().Return(maxSize).AnyTimes()
+	group.EXPECT().TargetSize().Return(0, nil).AnyTimes()
+	group.EXPECT().TemplateNodeInfo().Return(tmpl, slices, nil).AnyTimes()
+	group.EXPECT().Nodes().Return(nil, nil).AnyTimes()
+	group.EXPECT().IncreaseSize(gomock.Any(), gomock.Any()).DoAndReturn(func(_ context.Context, delta int) error {
+		*requested = append(*requested, delta)
+		return nil
+	}).AnyTimes()
+	provider := mocks.NewMockProvider(ctrl)
+	provider.EXPECT().Refresh(gomock.Any()).Return(nil).AnyTimes()
+	provider.EXPECT().NodeGroups().Return([]cloudprovider.NodeGroup{group}).AnyTimes()
+	provider.EXPECT().NodeGroupForNode(gomock.Any()).Return(nil, nil).AnyTimes()
+	return provider, requested
+}
+
+// fleetObjects builds the shape's API objects.
+func fleetObjects(s fleetShape) []k8sruntime.Object {
+	objs := []k8sruntime.Object{fx.Class("gpu.example.com", fx.Driver, fx.GPUResource, fx.Epoch)}
+	running := func(p *v1.Pod, node string) *v1.Pod {
+		p.Spec.NodeName = node
+		p.Status.Phase = v1.PodRunning
+		p.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionTrue}}
+		return p
+	}
+	for n := 0; n < s.gpuNodes; n++ {
+		node := fmt.Sprintf("gpu-node-%d", n)
+		objs = append(objs, fx.Node(node, 64, 256, nil), fx.GPUSlice(node, 8))
+		for d := 0; d < 8; d++ {
+			pod := running(fx.Pod(fmt.Sprintf("%s-gpu-%d", node, d), 100, fx.GPUs(fx.GPUResource, 1)), node)
+			claim := fx.ExtendedResourceClaim(pod, "gpu.example.com", fx.Driver, node, 1, fmt.Sprintf("gpu-%d", d))
+			pod.Status.ExtendedResourceClaimStatus = &v1.PodExtendedResourceClaimStatus{ResourceClaimName: claim.Name,
+				RequestMappings: []v1.ContainerExtendedResourceRequest{{ContainerName: "main",
+					ResourceName: string(fx.GPUResource), RequestName: claim.Spec.Devices.Requests[0].Name}}}
+			objs = append(objs, pod, claim)
+		}
+	}
+	for n := 0; n < s.cpuNodes; n++ {
+		node := fmt.Sprintf("cpu-node-%d", n)
+		objs = append(objs, fx.Node(node, 32, 128, nil))
+		for i := 0; i < s.cpuPodsPerNode; i++ {
+			objs = append(objs, running(fx.Pod(fmt.Sprintf("%s-web-%d", node, i), 1000, nil), node))
+		}
+	}
+	for i := 0; i < s.pending; i++ {
+		p := fx.Pod(fmt.Sprintf("train-%d", i), 100, fx.GPUs(fx.GPUResource, 1))
+		p.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: v1.PodReasonUnschedulable}}
+		objs = append(objs, p)
+	}
+	return objs
+}
+
+// watchHeapPeak samples the live heap until the returned function is
+// called, which returns the largest sample (a floor: short spikes between
+// samples are missed).
+func watchHeapPeak() func() uint64 {
+	done, result := make(chan struct{}), make(chan uint64)
+	go func() {
+		var peak uint64
+		var ms runtime.MemStats
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			runtime.ReadMemStats(&ms)
+			peak = max(peak, ms.HeapInuse)
+			select {
+			case <-done:
+				result <- peak
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() uint64 {
+		close(done)
+		return <-result
+	}
+}
