@@ -132,7 +132,7 @@ func (st *State) addPods(l Listers) error {
 			if inSnapshot[p.Spec.NodeName] && p.DeletionTimestamp == nil {
 				st.Objects.RunningPods = append(st.Objects.RunningPods, p)
 			}
-		case p.DeletionTimestamp == nil && len(p.Spec.SchedulingGates) == 0 && unschedulable(p):
+		case p.DeletionTimestamp == nil && len(p.Spec.SchedulingGates) == 0 && unschedulable(p) && !beingBound(l, p):
 			st.Unschedulable = append(st.Unschedulable, p)
 		}
 	}
@@ -189,6 +189,35 @@ func isReady(n *v1.Node) bool {
 	for _, c := range n.Status.Conditions {
 		if c.Type == v1.NodeReady {
 			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// beingBound reports a pod the scheduler has placed but not yet bound: its
+// devices are allocated and reserved for it (the extended-resource claim
+// recorded in its status, or a claim of its own reserved for it). Its old
+// Unschedulable condition is stale; planning it again would count its
+// devices twice, once in the claim and once for the pod.
+func beingBound(l Listers, p *v1.Pod) bool {
+	if p.Status.ExtendedResourceClaimStatus != nil && p.Status.ExtendedResourceClaimStatus.ResourceClaimName != "" {
+		return true
+	}
+	if l.Claims == nil {
+		return false
+	}
+	for _, cs := range p.Status.ResourceClaimStatuses {
+		if cs.ResourceClaimName == nil {
+			continue
+		}
+		c, err := l.Claims.ResourceClaims(p.Namespace).Get(*cs.ResourceClaimName)
+		if err != nil || c.Status.Allocation == nil {
+			continue
+		}
+		for _, r := range c.Status.ReservedFor {
+			if r.UID == p.UID {
+				return true
+			}
 		}
 	}
 	return false

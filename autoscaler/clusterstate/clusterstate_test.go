@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
 
 	"draxr.dev/draxr/cloudprovider"
 	fx "draxr.dev/draxr/simulator/fixtures"
@@ -130,5 +131,41 @@ func TestBuildCountsUpcomingNodes(t *testing.T) {
 	}
 	if len(st.Unschedulable) != 1 || st.Unschedulable[0].Name != "waiting" {
 		t.Errorf("unschedulable = %v, want only the pod the scheduler gave up on (not gated, not untried)", st.Unschedulable)
+	}
+}
+
+// Pods the scheduler has placed but not yet bound (their devices are
+// allocated and reserved for them) keep a stale Unschedulable condition;
+// they must not be planned again, or their devices count twice.
+func TestPodsBeingBoundAreNotUnschedulable(t *testing.T) {
+	withXRClaim := pending("binding-xr", true, false)
+	withXRClaim.Status.ExtendedResourceClaimStatus = &v1.PodExtendedResourceClaimStatus{ResourceClaimName: "binding-xr-extended-resources-abcde"}
+	withClaim := fx.WithClaim(pending("binding-claim", true, false), "gpu", "reserved")
+	withClaim.Status.ResourceClaimStatuses = []v1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: ptr.To("reserved")}}
+	reserved := fx.Claim("reserved", "gpu.example.com", 1)
+	reserved.Status.Allocation = &resourceapi.AllocationResult{}
+	reserved.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: withClaim.Name, UID: withClaim.UID}}
+	notYours := fx.WithClaim(pending("waiting-claim", true, false), "gpu", "unreserved")
+	notYours.Status.ResourceClaimStatuses = []v1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: ptr.To("unreserved")}}
+	unreserved := fx.Claim("unreserved", "gpu.example.com", 1)
+
+	client := fake.NewClientset(withXRClaim, withClaim, reserved, notYours, unreserved, pending("waiting", true, false))
+	f := informers.NewSharedInformerFactory(client, 0)
+	l := NewListers(f)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f.Start(ctx.Done())
+	f.WaitForCacheSync(ctx.Done())
+	st, err := Build(l, fakeProvider{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range st.Unschedulable {
+		names = append(names, p.Name)
+	}
+	sort.Strings(names)
+	if len(names) != 2 || names[0] != "waiting" || names[1] != "waiting-claim" {
+		t.Errorf("unschedulable = %v, want [waiting waiting-claim]: the two pods being bound are not", names)
 	}
 }
