@@ -44,7 +44,7 @@ e2e-clusterapi: controlplane
 # The fidelity oracle alone: each scenario planned, then replayed on a
 # control plane with draxr-scheduler; one line per scenario.
 fidelity: controlplane
-	$(GO) test ./test/e2e/ -run TestFidelityOracle -count=1 -v -timeout 15m
+	DRAXR_FIDELITY=1 $(GO) test ./test/e2e/ -run TestFidelityOracle -count=1 -v -timeout 15m
 
 # Every test that needs no control plane: the end-to-end and other
 # control-plane tests skip themselves under -short.

@@ -37,6 +37,8 @@ type state struct {
 	// takenIndexes are, per group, the n of live nodes already named
 	// <group>-new-<n>, sorted, so that new nodes never clash with them.
 	takenIndexes map[string][]int
+	// namedMembers counts, per group, its live nodes named like new ones.
+	namedMembers map[string]int
 }
 
 func newState(p *Planner, groups []*nodegroup.NodeGroup) *state {
@@ -51,6 +53,7 @@ func newState(p *Planner, groups []*nodegroup.NodeGroup) *state {
 		held:         map[string]map[string]bool{},
 		signature:    map[string]string{},
 		takenIndexes: map[string][]int{},
+		namedMembers: map[string]int{},
 	}
 	snap := p.Harness.Snapshot()
 	for _, name := range snap.NodeNames() {
@@ -60,6 +63,14 @@ func newState(p *Planner, groups []*nodegroup.NodeGroup) *state {
 	}
 	for _, g := range groups {
 		st.takenIndexes[g.Name] = takenIndexes(snap.NodeNames(), g.Name)
+	}
+	// A group's live nodes already named <group>-new-<n> hold their index
+	// in takenIndexes: they must not also push new names up as members.
+	for _, name := range snap.NodeNames() {
+		g := nodegroup.Group(snap.NodeInfo(name).Node())
+		if g != "" && len(takenIndexes([]string{name}, g)) == 1 {
+			st.namedMembers[g]++
+		}
 	}
 	for _, g := range groups {
 		st.byName[g.Name] = g
@@ -105,7 +116,7 @@ func (st *state) room(g *nodegroup.NodeGroup) int {
 }
 
 func (st *state) binPacking(group string, final bool) *estimator.BinPacking {
-	offset := st.current[group] + st.planned[group]
+	offset := st.current[group] - st.namedMembers[group] + st.planned[group]
 	est := &estimator.BinPacking{Harness: st.p.Harness, CountOnly: !final, Kinds: st.kinds, DaemonSets: st.p.DaemonSets, Namer: func(group string, i int) string {
 		return newNodeName(group, offset+i, st.takenIndexes[group])
 	}}

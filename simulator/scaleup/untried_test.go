@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	fx "draxr.dev/draxr/simulator/fixtures"
+	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/snapshot"
 )
 
@@ -112,5 +113,24 @@ func TestNewNodeName(t *testing.T) {
 	}
 	if got := takenIndexes([]string{"g-new-3", "g-new-03", "g-new-x", "g-new-1", "h-new-0", "g-new-3"}, "g"); len(got) != 2 || got[0] != 1 || got[1] != 3 {
 		t.Errorf("takenIndexes = %v, want [1 3]", got)
+	}
+}
+
+// A group's own live node named like a new one (gpu-new-0) holds its
+// index once: the first new node is gpu-new-1, not gpu-new-2.
+func TestNewNodeNameAfterOwnNamedMember(t *testing.T) {
+	snap := snapshot.New()
+	member := fx.Node("gpu-new-0", 1, 1, nil) // too small to take a pod
+	member.Labels[nodegroup.GroupLabel] = "gpu"
+	if err := snap.AddNode(member); err != nil {
+		t.Fatal(err)
+	}
+	p := newPlanner(t, snap, draGroup("gpu", 8, 10))
+	plan, err := p.Plan(replicas("train", 8, 100, fx.GPUs(fx.GPUResource, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.ScaleUps) != 1 || plan.ScaleUps[0].NewNodes != 1 || plan.ScaleUps[0].Placements[0].Node != "gpu-new-1" {
+		t.Fatalf("scale-ups %+v, want one new node gpu-new-1", plan.ScaleUps)
 	}
 }
