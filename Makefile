@@ -37,7 +37,7 @@ test: controlplane
 # line is the suite's summary.
 e2e-clusterapi: controlplane
 	@mkdir -p $(BIN)
-	@$(GO) test -count=1 -timeout 20m -v ./test/e2e/clusterapi/ > $(BIN)/e2e-clusterapi.log 2>&1; rc=$$?; \
+	@DRAXR_E2E_CLUSTERAPI=1 $(GO) test -count=1 -timeout 20m -v ./test/e2e/clusterapi/ > $(BIN)/e2e-clusterapi.log 2>&1; rc=$$?; \
 	grep -E '^(--- |FAIL|ok )' $(BIN)/e2e-clusterapi.log; [ $$rc -eq 0 ] || echo "full log: $(BIN)/e2e-clusterapi.log"; \
 	grep '^clusterapi e2e:' $(BIN)/e2e-clusterapi.log | tail -1; exit $$rc
 
