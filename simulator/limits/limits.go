@@ -120,6 +120,14 @@ func (a Amounts) Add(b Amounts, n int64) {
 	}
 }
 
+// Take subtracts b from a for the resources a has: a spare or a budget
+// loses what a node takes, and gains no resources it did not limit.
+func (a Amounts) Take(b Amounts) {
+	for k := range a {
+		a[k] -= b[k]
+	}
+}
+
 // Of counts a node: its cores and memory capacity (as CA does) and, per
 // GPU limit, how many of that extended resource it offers, by device
 // plugin or by DRA (entries as dynres.Matcher.ForNode lists them).

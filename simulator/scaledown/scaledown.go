@@ -142,7 +142,7 @@ func Find(h *harness.Harness, opts Options) ([]Removal, []Rejection) {
 		if group != "" {
 			groupRoom[group]--
 		}
-		spare.Add(node, -1)
+		spare.Take(node)
 		out = append(out, Removal{Node: c.name, Utilization: c.util, Moves: moves})
 	}
 	return out, rejected
