@@ -28,6 +28,7 @@ import (
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/harness"
+	"draxr.dev/draxr/simulator/limits"
 	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/offline"
 	"draxr.dev/draxr/simulator/scaleup"
@@ -49,6 +50,10 @@ type Config struct {
 	// CA's defaults.
 	ClusterState *ClusterStateConfig
 	Now          func() time.Time
+	// Limits are the cluster-wide resource limits (maximums in scale-up,
+	// minimums in scale-down), --max-nodes-per-scaleup and balancing of
+	// similar groups; the zero value limits nothing.
+	Limits limits.Options
 }
 
 // ClusterStateConfig are CA's node readiness, cluster health and node
@@ -123,9 +128,12 @@ type LoopResult struct {
 	Unschedulable int
 	Upcoming      map[string]int
 	ScaleUp       *scaleup.ScaleUp // executed, nil if none
-	NoScaleUp     []scaleup.NoScaleUp
-	Unneeded      []string
-	Removed       []string
+	// ScaleUps are every group's executed scale-up: ScaleUp's first, then
+	// the similar groups it was balanced with.
+	ScaleUps  []scaleup.ScaleUp
+	NoScaleUp []scaleup.NoScaleUp
+	Unneeded  []string
+	Removed   []string
 	// FailedScaleUps are the groups whose IncreaseSize failed this loop
 	// (the plan then fell back to the next group).
 	FailedScaleUps []string
@@ -236,7 +244,7 @@ func (a *Autoscaler) scaleUpOnce(ctx context.Context, st *clusterstate.State, gr
 		return true, err
 	}
 	p := &scaleup.Planner{Harness: h, Groups: groups, Expander: a.cfg.Expander, MaxNodesTotal: a.cfg.MaxNodesTotal,
-		DaemonSets: st.Objects.DaemonSets}
+		DaemonSets: st.Objects.DaemonSets, Limits: a.cfg.Limits}
 	plan, err := p.Plan(st.Unschedulable)
 	metrics.SimulationDuration.WithLabelValues("scale-up").Observe(time.Since(start).Seconds())
 	if err != nil {
@@ -258,6 +266,10 @@ func (a *Autoscaler) scaleUpOnce(ctx context.Context, st *clusterstate.State, gr
 		return true, errors.Join(missing...)
 	}
 	su := plan.ScaleUps[0]
+	if len(plan.FirstLoop) > 0 {
+		// This loop's scale-up only: later loops' nodes wait for them.
+		su = plan.FirstLoop[0]
+	}
 	group := a.group(su.NodeGroup)
 	if group == nil {
 		return true, fmt.Errorf("plan names unknown node group %s", su.NodeGroup)
@@ -289,6 +301,16 @@ func (a *Autoscaler) scaleUpOnce(ctx context.Context, st *clusterstate.State, gr
 	metrics.ScaleUps.WithLabelValues(su.NodeGroup).Add(float64(su.NewNodes))
 	a.lastScaleUp = a.cfg.Now()
 	res.ScaleUp = &su
+	res.ScaleUps = append(res.ScaleUps, su)
+	groupsText := fmt.Sprintf("{%s %d->%d (max: %d)}", su.NodeGroup, target, target+su.NewNodes, group.MaxSize())
+	if len(plan.FirstLoop) > 1 {
+		text, more, err := a.scaleUpBalanced(ctx, plan.FirstLoop[1:], pods, res)
+		groupsText += text
+		helped = append(helped, more...)
+		if err != nil {
+			missing = append(missing, err)
+		}
+	}
 	res.NoScaleUp = plan.NoScaleUp
 	for _, n := range plan.NoScaleUp {
 		if pod, err := pods.get(n.Pod); err == nil {
@@ -298,10 +320,51 @@ func (a *Autoscaler) scaleUpOnce(ctx context.Context, st *clusterstate.State, gr
 		}
 	}
 	for _, pod := range helped {
-		a.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, "TriggeredScaleUp", "pod triggered scale-up: [{%s %d->%d (max: %d)}]",
-			su.NodeGroup, target, target+su.NewNodes, group.MaxSize())
+		a.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, "TriggeredScaleUp", "pod triggered scale-up: [%s]", groupsText)
 	}
 	return true, errors.Join(missing...)
+}
+
+// scaleUpBalanced executes the rest of a scale-up split across similar
+// groups (--balance-similar-node-groups). A group whose IncreaseSize fails
+// is backed off; the others' nodes stand, and the next loop plans again
+// with them upcoming. It returns the groups as TriggeredScaleUp lists
+// them and the pods the executed groups help.
+func (a *Autoscaler) scaleUpBalanced(ctx context.Context, step []scaleup.ScaleUp, pods podIndex, res *LoopResult) (string, []*v1.Pod, error) {
+	var text strings.Builder
+	var helped []*v1.Pod
+	var errs []error
+	for _, su := range step {
+		group := a.group(su.NodeGroup)
+		if group == nil {
+			errs = append(errs, fmt.Errorf("plan names unknown node group %s", su.NodeGroup))
+			continue
+		}
+		target, err := group.TargetSize()
+		if err == nil {
+			err = group.IncreaseSize(ctx, su.NewNodes)
+		}
+		if err != nil {
+			metrics.Errors.WithLabelValues("scale-up").Inc()
+			a.clusterState.RegisterFailedScaleUp(su.NodeGroup, err, a.cfg.Now())
+			res.FailedScaleUps = append(res.FailedScaleUps, su.NodeGroup)
+			errs = append(errs, fmt.Errorf("scale up node group %s by %d: %w", su.NodeGroup, su.NewNodes, err))
+			continue
+		}
+		a.clusterState.RegisterScaleUp(su.NodeGroup, su.NewNodes, a.cfg.Now())
+		metrics.ScaleUps.WithLabelValues(su.NodeGroup).Add(float64(su.NewNodes))
+		res.ScaleUps = append(res.ScaleUps, su)
+		fmt.Fprintf(&text, " {%s %d->%d (max: %d)}", su.NodeGroup, target, target+su.NewNodes, group.MaxSize())
+		for _, ref := range su.Pods {
+			pod, err := pods.get(ref)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			helped = append(helped, pod)
+		}
+	}
+	return text.String(), helped, errors.Join(errs...)
 }
 
 // excludedText lists the groups left out of the plan and why, for
