@@ -7,11 +7,23 @@ import (
 
 	"go.uber.org/mock/gomock"
 	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/component-base/metrics/testutil"
 
+	"draxr.dev/draxr/autoscaler/clusterstate"
 	"draxr.dev/draxr/autoscaler/metrics"
+	"draxr.dev/draxr/cloudprovider"
+	"draxr.dev/draxr/cloudprovider/mocks"
+	"draxr.dev/draxr/simulator/expander"
 	fx "draxr.dev/draxr/simulator/fixtures"
+	"draxr.dev/draxr/simulator/nodegroup"
 )
 
 // scrape gathers the registry /metrics serves and returns the value of the
@@ -195,5 +207,77 @@ func TestCompareSlices(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Ready nodes of a group whose drivers published other devices than the
+// group's template promised show in dra_node_template_resources_mismatch.
+func TestTemplateMismatchMetric(t *testing.T) {
+	ctrl := gomock.NewController(t)
+	client := fake.NewClientset(fx.Class("gpu.example.com", fx.Driver, fx.GPUResource, fx.Epoch),
+		fx.Node("gpu-full", 64, 256, nil), fx.GPUSlice("gpu-full", 8),
+		fx.Node("gpu-half", 64, 256, nil), fx.GPUSlice("gpu-half", 4))
+	factory := informers.NewSharedInformerFactory(client, 0)
+	listers := clusterstate.NewListers(factory)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	group := mocks.NewMockNodeGroup(ctrl)
+	tmpl, slices := (&nodegroup.NodeGroup{ObjectMeta: metav1.ObjectMeta{Name: "gpu"},
+		Spec: nodegroup.Spec{Template: *fx.Node("t", 64, 256, nil),
+			ResourceSlices: []resourceapi.ResourceSliceSpec{fx.GPUSlice("x", 8).Spec}}}).NewNode("template-gpu")
+	group.EXPECT().Id().Return("mismatch-gpu").AnyTimes()
+	group.EXPECT().MinSize().Return(0).AnyTimes()
+	group.EXPECT().MaxSize().Return(10).AnyTimes()
+	group.EXPECT().TargetSize().Return(2, nil).AnyTimes()
+	group.EXPECT().TemplateNodeInfo().Return(tmpl, slices, nil).AnyTimes()
+	group.EXPECT().Nodes().Return(nil, nil).AnyTimes()
+	provider := mocks.NewMockProvider(ctrl)
+	provider.EXPECT().NodeGroups().Return([]cloudprovider.NodeGroup{group}).AnyTimes()
+	provider.EXPECT().NodeGroupForNode(gomock.Any()).Return(group, nil).AnyTimes()
+	provider.EXPECT().Refresh(gomock.Any()).Return(nil)
+	exp, _ := expander.New("least-waste", nil, 1)
+	a := New(Config{Client: client, Listers: listers, Provider: provider, Expander: exp, Recorder: record.NewFakeRecorder(100)})
+	if _, err := a.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for typ, want := range map[string]float64{metrics.MismatchMismatch: 1, metrics.MismatchMissing: 0, metrics.MismatchExtra: 0} {
+		labels := map[string]string{"driver": fx.Driver, "mismatch_type": typ}
+		if got := scrape(t, "cluster_autoscaler_dra_node_template_resources_mismatch", labels); got != want {
+			t.Errorf("dra_node_template_resources_mismatch%v = %v, want %v (gpu-half has 4 of 8 GPUs)", labels, got, want)
+		}
+	}
+	if got := scrape(t, "draxr_autoscaler_devices", map[string]string{"driver": fx.Driver}); got != 12 {
+		t.Errorf("draxr_autoscaler_devices{driver} = %v, want 12 published", got)
+	}
+}
+
+// A failed eviction: ScaleDownFailed on the pod and on the node, CA's
+// failed eviction counter; an empty node goes with ScaleDownEmpty.
+func TestScaleDownFailedAndEmptyEvents(t *testing.T) {
+	e := newSDEnv(t, ScaleDownActuation{MaxDrainParallelism: 1}, cpuNode("keep"), cpuNode("light"), cpuNode("empty"),
+		rsPod("big", "keep", 5000), rsPod("a", "light", 1000))
+	e.client.PrependReactor("create", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		if action.GetSubresource() != "eviction" {
+			return false, nil, nil
+		}
+		return true, nil, apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 10)
+	})
+	e.deleteNodeObjects(1)
+	failed := map[string]string{"eviction_result": metrics.EvictionFailed}
+	before := scrape(t, "cluster_autoscaler_evicted_pods_total", failed)
+	e.loop(t)
+	if got := scrape(t, "cluster_autoscaler_evicted_pods_total", failed); got != before+1 {
+		t.Errorf("evicted_pods_total{failed} = %v, want %v", got, before+1)
+	}
+	var onPod, onNode, empty bool
+	for _, ev := range events(e.recorder) {
+		onPod = onPod || strings.Contains(ev, "Warning ScaleDownFailed failed to delete pod for ScaleDown")
+		onNode = onNode || strings.Contains(ev, "Warning ScaleDownFailed failed to remove node")
+		empty = empty || strings.Contains(ev, `ScaleDownEmpty Scale-down: removing empty node "empty"`)
+	}
+	if !onPod || !onNode || !empty {
+		t.Errorf("ScaleDownFailed on pod %v, on node %v; ScaleDownEmpty %v; want all", onPod, onNode, empty)
 	}
 }
