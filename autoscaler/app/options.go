@@ -32,6 +32,7 @@ type options struct {
 	leaderElect             bool
 	namespace               string
 	statusConfigMap         string
+	emitPerNodeGroupMetrics bool
 	leaderElectLeaseName    string
 	leaderElectLeaseTimeout time.Duration
 
@@ -128,7 +129,9 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.address, "address", "127.0.0.1:8085", "address for /metrics and /health-check (also /healthz)")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "run only while holding the leader lease")
 	fs.StringVar(&o.namespace, "namespace", "kube-system", "namespace of the leader lease and the status ConfigMap")
-	fs.StringVar(&o.statusConfigMap, "status-config-map-name", "draxr-autoscaler-status", "status ConfigMap name, empty to disable")
+	fs.StringVar(&o.statusConfigMap, "status-config-map-name", core.DefaultStatusConfigMapName, "status ConfigMap name (CA's schema), empty to disable")
+	fs.BoolVar(&o.emitPerNodeGroupMetrics, "emit-per-nodegroup-metrics", false,
+		"if true, emit CA's per node group metrics (node_group_min_count, _max_count, _target_count, _healthiness, _backoff_status)")
 	fs.StringVar(&o.leaderElectLeaseName, "leader-elect-resource-name", "draxr-autoscaler", "leader lease name")
 	fs.DurationVar(&o.leaderElectLeaseTimeout, "leader-elect-lease-duration", 15*time.Second, "leader lease duration")
 	o.failureOptions.addFlags(fs)

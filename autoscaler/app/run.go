@@ -118,8 +118,9 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 			ScaleDownActuation: o.scaleDownSafety.actuation()},
 		Recorder:        broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "draxr-autoscaler"}),
 		StatusNamespace: o.namespace, StatusName: o.statusConfigMap,
-		ClusterState: o.failureOptions.clusterState(),
-		Limits:       o.limits,
+		ClusterState:            o.failureOptions.clusterState(),
+		Limits:                  o.limits,
+		EmitPerNodeGroupMetrics: o.emitPerNodeGroupMetrics,
 	})
 
 	check := health.New(o.maxInactivity, o.maxFailingTime, o.maxStartupTime, nil)
@@ -137,6 +138,17 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 		// Monitoring starts with the loop: a standby replica is healthy.
 		check.StartMonitoring()
 		defer check.StopMonitoring()
+		// As CA: Initializing until the first loop, deleted on exit.
+		if err := a.WriteInitializingStatus(ctx); err != nil {
+			logger.Error(err, "Writing the Initializing status ConfigMap")
+		}
+		defer func() {
+			delCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if err := a.DeleteStatus(delCtx); err != nil {
+				logger.Error(err, "Deleting the status ConfigMap")
+			}
+		}()
 		factory.Start(ctx.Done())
 		for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
 			if !ok {

@@ -17,6 +17,7 @@ import (
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	policylisters "k8s.io/client-go/listers/policy/v1"
 
+	"draxr.dev/draxr/autoscaler/metrics"
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/simulator/input"
 	"draxr.dev/draxr/simulator/live"
@@ -49,6 +50,9 @@ type State struct {
 	Groups []*nodegroup.NodeGroup
 	// Unschedulable are pending pods the scheduler has given up on.
 	Unschedulable []*v1.Pod
+	// SchedulerUnprocessed counts pending pods the scheduler has not
+	// tried yet (no PodScheduled condition), CA's scheduler_unprocessed.
+	SchedulerUnprocessed int
 	// Upcoming counts, per group, nodes asked for that cannot take pods
 	// yet (not registered, not Ready, or devices not yet published); they
 	// are in Objects as template nodes so the same pods do not trigger a
@@ -63,6 +67,9 @@ type State struct {
 	// and per group.
 	Readiness      Readiness
 	GroupReadiness map[string]Readiness
+	// GroupHealthy says, per group, whether its unready nodes are within
+	// the limits (CA's node group health).
+	GroupHealthy map[string]bool
 	// Healthy is false when more nodes are unready than
 	// --ok-total-unready-count and --max-total-unready-percentage allow:
 	// scale-down then pauses.
@@ -84,6 +91,9 @@ type Readiness struct {
 	// Unready nodes were Ready once, or have been starting for longer
 	// than --max-node-startup-time.
 	Unready int
+	// ResourceUnready are those of Unready that are Ready but whose DRA
+	// drivers never published their ResourceSlices (CA's resourceUnready).
+	ResourceUnready int
 	// NotStarted nodes registered recently and are not Ready yet (or
 	// their devices are not published yet).
 	NotStarted int
@@ -134,6 +144,8 @@ func (st *State) addPods(l Listers) error {
 			}
 		case p.DeletionTimestamp == nil && len(p.Spec.SchedulingGates) == 0 && unschedulable(p) && !beingBound(l, p):
 			st.Unschedulable = append(st.Unschedulable, p)
+		case p.DeletionTimestamp == nil && len(p.Spec.SchedulingGates) == 0 && !hasScheduledCondition(p):
+			st.SchedulerUnprocessed++
 		}
 	}
 	st.Objects.PendingPods = st.Unschedulable
@@ -185,6 +197,28 @@ func planningGroup(ng cloudprovider.NodeGroup) (*nodegroup.NodeGroup, error) {
 	return g, nil
 }
 
+// gpuResource is the device-plugin GPU resource CA's metrics label
+// (CA's default GPU resource name).
+const gpuResource v1.ResourceName = "nvidia.com/gpu"
+
+// MetricLabels are CA's GPU and DRA labels of a group's new nodes: the
+// device-plugin GPU resource its template advertises and the drivers of
+// its template ResourceSlices. The GPU type stays "": draxr's groups have
+// no GPU type label to read it from.
+func MetricLabels(g *nodegroup.NodeGroup) metrics.GroupLabels {
+	var l metrics.GroupLabels
+	if g == nil {
+		return l
+	}
+	if q, ok := g.Spec.Template.Status.Allocatable[gpuResource]; ok && !q.IsZero() {
+		l.GPUResourceName = string(gpuResource)
+	}
+	for _, s := range g.Spec.ResourceSlices {
+		l.DRADrivers = append(l.DRADrivers, s.Driver)
+	}
+	return l
+}
+
 func isReady(n *v1.Node) bool {
 	for _, c := range n.Status.Conditions {
 		if c.Type == v1.NodeReady {
@@ -218,6 +252,15 @@ func beingBound(l Listers, p *v1.Pod) bool {
 			if r.UID == p.UID {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+func hasScheduledCondition(p *v1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodScheduled {
+			return true
 		}
 	}
 	return false

@@ -70,6 +70,8 @@ type Registry struct {
 	cfg               RegistryConfig
 	scaleUps          map[string]*scaleUpRequest
 	unregisteredSince map[string]map[string]time.Time // group -> provider ID -> first seen
+	// labels are each group's metric labels, from its last template.
+	labels map[string]metrics.GroupLabels
 }
 
 type scaleUpRequest struct {
@@ -80,7 +82,8 @@ type scaleUpRequest struct {
 
 // NewRegistry returns an empty registry.
 func NewRegistry(cfg RegistryConfig) *Registry {
-	return &Registry{cfg: cfg, scaleUps: map[string]*scaleUpRequest{}, unregisteredSince: map[string]map[string]time.Time{}}
+	return &Registry{cfg: cfg, scaleUps: map[string]*scaleUpRequest{}, unregisteredSince: map[string]map[string]time.Time{},
+		labels: map[string]metrics.GroupLabels{}}
 }
 
 // RegisterScaleUp records that group was asked for delta more nodes: they
@@ -94,6 +97,13 @@ func (r *Registry) RegisterScaleUp(group string, delta int, now time.Time) {
 	req.increase += delta
 	req.deadline = now.Add(r.cfg.MaxNodeProvisionTime)
 }
+
+// ScaleUpInProgress says whether group has nodes asked for that have not
+// all come up yet.
+func (r *Registry) ScaleUpInProgress(group string) bool { return r.scaleUps[group] != nil }
+
+// Labels are group's metric labels (CA's GPU and DRA ones).
+func (r *Registry) Labels(group string) metrics.GroupLabels { return r.labels[group] }
 
 // RegisterFailedScaleUp backs group off after its IncreaseSize failed and
 // returns when the backoff ends.
@@ -111,7 +121,7 @@ func (r *Registry) BackoffStatus(group string, now time.Time) backoff.Status {
 }
 
 func (r *Registry) backoff(group string, reason backoff.Reason, now time.Time) time.Time {
-	metrics.FailedScaleUps.WithLabelValues(reason.Code).Inc()
+	metrics.RegisterFailedScaleUp(reason.Code, r.labels[group])
 	if r.cfg.Backoff == nil {
 		return now
 	}
@@ -139,7 +149,7 @@ func (r *Registry) Update(ctx context.Context, l Listers, provider cloudprovider
 		r.cfg.Backoff.RemoveStale(now)
 	}
 	st := &State{Objects: &input.Objects{}, Upcoming: map[string]int{}, Ready: map[string]bool{}, GroupOf: map[string]string{},
-		GroupReadiness: map[string]Readiness{}, NotForScaleUp: map[string]string{}, Healthy: true}
+		GroupReadiness: map[string]Readiness{}, GroupHealthy: map[string]bool{}, NotForScaleUp: map[string]string{}, Healthy: true}
 	all := labels.Everything()
 	slices, err := l.Slices.List(all)
 	if err != nil {
@@ -186,6 +196,7 @@ func (r *Registry) Update(ctx context.Context, l Listers, provider cloudprovider
 		st.GroupReadiness[ng.Id()] = rd
 		st.Readiness.Ready += rd.Ready
 		st.Readiness.Unready += rd.Unready
+		st.Readiness.ResourceUnready += rd.ResourceUnready
 		st.Readiness.NotStarted += rd.NotStarted
 		st.Readiness.Unregistered += rd.Unregistered
 		st.Readiness.LongUnregistered += rd.LongUnregistered
@@ -193,6 +204,11 @@ func (r *Registry) Update(ctx context.Context, l Listers, provider cloudprovider
 	for g := range r.scaleUps {
 		if !live[g] {
 			delete(r.scaleUps, g)
+		}
+	}
+	for g := range r.labels {
+		if !live[g] {
+			delete(r.labels, g)
 		}
 	}
 	st.Healthy = r.healthy(st.Readiness.Unready, registered)
@@ -215,6 +231,7 @@ const (
 	nodeNotStarted
 	nodeStartupTimedOut // NotReady since it registered, for too long
 	nodeUnready
+	nodeResourceUnready // Ready, devices never published, for too long
 )
 
 func (r *Registry) nodeState(n *v1.Node, devicesPublished bool, now time.Time) nodeState {
@@ -227,7 +244,7 @@ func (r *Registry) nodeState(n *v1.Node, devicesPublished bool, now time.Time) n
 	startupOver := r.cfg.MaxNodeStartupTime > 0 && age >= r.cfg.MaxNodeStartupTime
 	if ready { // waiting for its DRA drivers' ResourceSlices
 		if startupOver {
-			return nodeUnready
+			return nodeResourceUnready
 		}
 		return nodeNotStarted
 	}
@@ -254,6 +271,7 @@ func (r *Registry) updateGroup(ctx context.Context, st *State, ng cloudprovider.
 		st.NotForScaleUp[id] = err.Error()
 	} else {
 		st.Groups = append(st.Groups, g)
+		r.labels[id] = MetricLabels(g)
 	}
 	fail := func(err error) { st.Errors = append(st.Errors, fmt.Errorf("node group %s: %w", id, err)) }
 
@@ -297,6 +315,7 @@ func (r *Registry) updateGroup(ctx context.Context, st *State, ng cloudprovider.
 	// Instances the provider reports in error: delete them, back off.
 	if len(failed) > 0 {
 		info := failed[0].Status.ErrorInfo
+		metrics.RegisterFailedNodeCreations(info.ErrorCode, len(failed))
 		r.event(v1.EventTypeWarning, EventScaleUpFailed, "Failed adding %d nodes to group %s due to %s.%s - %s",
 			len(failed), id, info.ErrorClass, info.ErrorCode, info.ErrorMessage)
 		r.backoff(id, backoff.Reason{Class: info.ErrorClass, Code: info.ErrorCode, Message: info.ErrorMessage}, now)
@@ -399,6 +418,7 @@ func (r *Registry) updateGroup(ctx context.Context, st *State, ng cloudprovider.
 			fail(fmt.Errorf("delete unregistered instances: %w", err))
 		} else {
 			r.event(v1.EventTypeNormal, EventDeleteUnregistered, "Removed unregistered nodes %v of group %s", providerIDs(long), id)
+			metrics.RegisterOldUnregisteredNodesRemoved(len(long))
 			for _, in := range long {
 				gone[in.ProviderID] = true
 				delete(since, in.ProviderID)
@@ -436,6 +456,9 @@ func (r *Registry) updateGroup(ctx context.Context, st *State, ng cloudprovider.
 			st.Upcoming[id]++
 		case nodeUnready:
 			rd.Unready++
+		case nodeResourceUnready:
+			rd.Unready++
+			rd.ResourceUnready++
 		}
 	}
 	rd.Unregistered = max(0, target-registeredLeft)
@@ -448,10 +471,12 @@ func (r *Registry) updateGroup(ctx context.Context, st *State, ng cloudprovider.
 		}
 	}
 
+	total := rd.Ready + rd.Unready + rd.NotStarted
+	st.GroupHealthy[id] = r.healthy(rd.Unready, total)
 	if bs := r.BackoffStatus(id, now); bs.BackedOff {
 		st.NotForScaleUp[id] = fmt.Sprintf("in backoff after failed scale-up until %s (%s: %s)",
 			bs.Until.UTC().Format(time.RFC3339), bs.Reason.Code, bs.Reason.Message)
-	} else if total := rd.Ready + rd.Unready + rd.NotStarted; !r.healthy(rd.Unready, total) {
+	} else if !st.GroupHealthy[id] {
 		st.NotForScaleUp[id] = fmt.Sprintf("unhealthy: %d of %d nodes unready", rd.Unready, total)
 	}
 	return rd

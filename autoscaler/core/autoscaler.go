@@ -49,11 +49,14 @@ type Config struct {
 	// ClusterState are the readiness, health and backoff rules; nil takes
 	// CA's defaults.
 	ClusterState *ClusterStateConfig
-	Now          func() time.Time
 	// Limits are the cluster-wide resource limits (maximums in scale-up,
-	// minimums in scale-down), --max-nodes-per-scaleup and balancing of
-	// similar groups; the zero value limits nothing.
+	// minimums in scale-down, published as CA's limit metrics),
+	// --max-nodes-per-scaleup and balancing of similar groups; the zero
+	// value limits nothing.
 	Limits limits.Options
+	// EmitPerNodeGroupMetrics is --emit-per-nodegroup-metrics.
+	EmitPerNodeGroupMetrics bool
+	Now                     func() time.Time
 }
 
 // ClusterStateConfig are CA's node readiness, cluster health and node
@@ -87,6 +90,8 @@ type Autoscaler struct {
 	// groupErrorsReported is each misconfigured group's last reported
 	// error, so that its event is sent when it changes, not every loop.
 	groupErrorsReported map[string]string
+	// conditions keep the status conditions' transition times.
+	conditions conditionTimes
 }
 
 // New returns an autoscaler.
@@ -94,7 +99,7 @@ func New(cfg Config) *Autoscaler {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	metrics.Register()
+	metrics.Register(cfg.EmitPerNodeGroupMetrics)
 	cfg.ScaleDown.ScaleDownActuation = withActuationDefaults(cfg.ScaleDown.ScaleDownActuation)
 	cs := ClusterStateConfig{OkTotalUnreadyCount: clusterstate.DefaultOkTotalUnreadyCount,
 		MaxTotalUnreadyPercentage: clusterstate.DefaultMaxTotalUnreadyPercentage}
@@ -109,7 +114,7 @@ func New(cfg Config) *Autoscaler {
 	}
 	statusName := cfg.StatusName
 	if statusName == "" {
-		statusName = "draxr-autoscaler-status"
+		statusName = DefaultStatusConfigMapName
 	}
 	registry := clusterstate.NewRegistry(clusterstate.RegistryConfig{
 		MaxNodeProvisionTime: cs.MaxNodeProvisionTime, MaxNodeStartupTime: cs.MaxNodeStartupTime,
@@ -120,7 +125,8 @@ func New(cfg Config) *Autoscaler {
 		EventObject: &v1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 			ObjectMeta: metav1.ObjectMeta{Name: statusName, Namespace: cfg.StatusNamespace}},
 	})
-	return &Autoscaler{cfg: cfg, unneededSince: map[string]time.Time{}, sd: newScaleDownState(), clusterState: registry}
+	return &Autoscaler{cfg: cfg, unneededSince: map[string]time.Time{}, sd: newScaleDownState(), clusterState: registry,
+		conditions: conditionTimes{}}
 }
 
 // LoopResult says what one loop decided and did.
@@ -149,29 +155,36 @@ type LoopResult struct {
 // RunOnce runs one loop. Errors from the provider are reported and
 // returned; the caller keeps looping.
 func (a *Autoscaler) RunOnce(ctx context.Context) (*LoopResult, error) {
-	start := a.cfg.Now()
-	defer func() { metrics.LoopDuration.Observe(time.Since(start).Seconds()) }()
+	start := time.Now()
+	metrics.UpdateLastTime(metrics.FunctionMain, a.cfg.Now())
+	defer metrics.UpdateDurationFromStart(metrics.FunctionMain, start)
 	logger := klog.FromContext(ctx)
 
-	if err := a.cfg.Provider.Refresh(ctx); err != nil {
-		metrics.Errors.WithLabelValues("refresh").Inc()
-		return nil, err
-	}
-	st, err := a.clusterState.Update(ctx, a.cfg.Listers, a.cfg.Provider, a.cfg.Now())
+	refreshStart := time.Now()
+	err := a.cfg.Provider.Refresh(ctx)
+	metrics.UpdateDurationFromStart(metrics.FunctionRefresh, refreshStart)
 	if err != nil {
-		metrics.Errors.WithLabelValues("snapshot").Inc()
+		metrics.RegisterError(metrics.ErrorCloudProvider)
 		return nil, err
 	}
+	updateStart := time.Now()
+	st, err := a.clusterState.Update(ctx, a.cfg.Listers, a.cfg.Provider, a.cfg.Now())
+	metrics.UpdateDurationFromStart(metrics.FunctionUpdateState, updateStart)
+	if err != nil {
+		metrics.RegisterError(metrics.ErrorAPICall)
+		return nil, err
+	}
+	metrics.UpdateLastTime(metrics.FunctionAutoscaling, a.cfg.Now())
 	for _, err := range st.Errors {
 		// One node or group: reported, the loop goes on for the others.
-		metrics.Errors.WithLabelValues("node-group").Inc()
+		metrics.RegisterError(metrics.ErrorCloudProvider)
 		logger.Error(err, "Cluster state")
 	}
+	a.recordStateMetrics(st)
 	if err := a.scaleDownHousekeeping(ctx, st); err != nil {
 		logger.Error(err, "Removing stale scale-down taints")
 	}
 	res := &LoopResult{Unschedulable: len(st.Unschedulable), Upcoming: st.Upcoming, GivenUp: st.GivenUp, Healthy: st.Healthy}
-	metrics.UnschedulablePods.Set(float64(len(st.Unschedulable)))
 	a.reportGroupErrors(ctx, res)
 	if !st.Healthy {
 		a.clusterUnhealthy(st)
@@ -179,13 +192,21 @@ func (a *Autoscaler) RunOnce(ctx context.Context) (*LoopResult, error) {
 
 	var runErr error
 	if len(st.Unschedulable) > 0 {
+		metrics.UpdateLastTime(metrics.FunctionScaleUp, a.cfg.Now())
+		scaleUpStart := time.Now()
 		runErr = a.scaleUp(ctx, st, res)
+		metrics.UpdateDurationFromStart(metrics.FunctionScaleUp, scaleUpStart)
 	}
+	metrics.UpdateScaleDownInCooldown(a.scaleDownInCooldown())
 	// Scale-down goes on while a group fails to scale up, but not while
 	// the cluster is unhealthy.
 	if st.Healthy && res.ScaleUp == nil && a.cfg.ScaleDown.Enabled && a.cfg.Now().Sub(a.lastScaleUp) >= a.cfg.ScaleDown.DelayAfterAdd {
+		metrics.UpdateLastTime(metrics.FunctionScaleDown, a.cfg.Now())
+		scaleDownStart := time.Now()
 		runErr = errors.Join(runErr, a.scaleDown(ctx, st, res))
+		metrics.UpdateDurationFromStart(metrics.FunctionScaleDown, scaleDownStart)
 	}
+	a.recordLoopMetrics(res)
 	a.writeStatus(ctx, st, res, runErr)
 	logger.V(2).Info("Loop done", "unschedulable", res.Unschedulable, "upcoming", res.Upcoming,
 		"scaleUp", res.ScaleUp != nil, "unneeded", len(res.Unneeded), "removed", res.Removed, "err", runErr)
@@ -238,18 +259,21 @@ func (a *Autoscaler) scaleUp(ctx context.Context, st *clusterstate.State, res *L
 // res.FailedScaleUps and excluded), so the caller plans again.
 func (a *Autoscaler) scaleUpOnce(ctx context.Context, st *clusterstate.State, groups []*nodegroup.NodeGroup,
 	excluded map[string]string, res *LoopResult) (bool, error) {
-	start := a.cfg.Now()
+	start := time.Now()
 	h, err := a.simulation(ctx, st)
 	if err != nil {
+		metrics.RegisterError(metrics.ErrorInternal)
 		return true, err
 	}
 	p := &scaleup.Planner{Harness: h, Groups: groups, Expander: a.cfg.Expander, MaxNodesTotal: a.cfg.MaxNodesTotal,
 		DaemonSets: st.Objects.DaemonSets, Limits: a.cfg.Limits}
 	plan, err := p.Plan(st.Unschedulable)
-	metrics.SimulationDuration.WithLabelValues("scale-up").Observe(time.Since(start).Seconds())
+	metrics.UpdateDurationFromStart(metrics.FunctionEstimate, start)
 	if err != nil {
+		metrics.RegisterError(metrics.ErrorInternal)
 		return true, err
 	}
+	a.maxNodesTotalReached(plan.NoScaleUp)
 	pods := podsByUID(st.Unschedulable)
 	var missing []error
 	if len(plan.ScaleUps) == 0 {
@@ -261,7 +285,7 @@ func (a *Autoscaler) scaleUpOnce(ctx context.Context, st *clusterstate.State, gr
 				missing = append(missing, err)
 				continue
 			}
-			a.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, "NotTriggerScaleUp", "pod didn't trigger scale-up: %s%s", n.Reason, notConsidered)
+			a.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, EventNotTriggerScaleUp, "pod didn't trigger scale-up: %s%s", n.Reason, notConsidered)
 		}
 		return true, errors.Join(missing...)
 	}
@@ -288,23 +312,20 @@ func (a *Autoscaler) scaleUpOnce(ctx context.Context, st *clusterstate.State, gr
 		helped = append(helped, pod)
 	}
 	if err := group.IncreaseSize(ctx, su.NewNodes); err != nil {
-		metrics.Errors.WithLabelValues("scale-up").Inc()
+		// As CA: an event on the status ConfigMap (FailedToScaleUpGroup),
+		// none on the pods; they are planned again without the group
+		// and get TriggeredScaleUp or NotTriggerScaleUp from that plan.
+		metrics.RegisterError(metrics.ErrorCloudProvider)
 		until := a.clusterState.RegisterFailedScaleUp(su.NodeGroup, err, a.cfg.Now())
-		for _, pod := range helped {
-			a.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, "FailedScaleUp", "node group %s: %v", su.NodeGroup, err)
-		}
 		res.FailedScaleUps = append(res.FailedScaleUps, su.NodeGroup)
 		excluded[su.NodeGroup] = fmt.Sprintf("in backoff after failed scale-up until %s", until.UTC().Format(time.RFC3339))
 		return false, errors.Join(append(missing, fmt.Errorf("scale up node group %s by %d: %w", su.NodeGroup, su.NewNodes, err))...)
 	}
-	a.clusterState.RegisterScaleUp(su.NodeGroup, su.NewNodes, a.cfg.Now())
-	metrics.ScaleUps.WithLabelValues(su.NodeGroup).Add(float64(su.NewNodes))
-	a.lastScaleUp = a.cfg.Now()
+	a.recordScaleUp(su, target, group.MaxSize(), helped, st, res)
 	res.ScaleUp = &su
-	res.ScaleUps = append(res.ScaleUps, su)
 	groupsText := fmt.Sprintf("{%s %d->%d (max: %d)}", su.NodeGroup, target, target+su.NewNodes, group.MaxSize())
 	if len(plan.FirstLoop) > 1 {
-		text, more, err := a.scaleUpBalanced(ctx, plan.FirstLoop[1:], pods, res)
+		text, more, err := a.scaleUpBalanced(ctx, st, plan.FirstLoop[1:], pods, res)
 		groupsText += text
 		helped = append(helped, more...)
 		if err != nil {
@@ -314,13 +335,13 @@ func (a *Autoscaler) scaleUpOnce(ctx context.Context, st *clusterstate.State, gr
 	res.NoScaleUp = plan.NoScaleUp
 	for _, n := range plan.NoScaleUp {
 		if pod, err := pods.get(n.Pod); err == nil {
-			a.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, "NotTriggerScaleUp", "pod didn't trigger scale-up: %s", n.Reason)
+			a.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, EventNotTriggerScaleUp, "pod didn't trigger scale-up: %s", n.Reason)
 		} else {
 			missing = append(missing, err)
 		}
 	}
 	for _, pod := range helped {
-		a.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, "TriggeredScaleUp", "pod triggered scale-up: [%s]", groupsText)
+		a.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, EventTriggeredScaleUp, "pod triggered scale-up: [%s]", groupsText)
 	}
 	return true, errors.Join(missing...)
 }
@@ -330,7 +351,8 @@ func (a *Autoscaler) scaleUpOnce(ctx context.Context, st *clusterstate.State, gr
 // is backed off; the others' nodes stand, and the next loop plans again
 // with them upcoming. It returns the groups as TriggeredScaleUp lists
 // them and the pods the executed groups help.
-func (a *Autoscaler) scaleUpBalanced(ctx context.Context, step []scaleup.ScaleUp, pods podIndex, res *LoopResult) (string, []*v1.Pod, error) {
+func (a *Autoscaler) scaleUpBalanced(ctx context.Context, st *clusterstate.State, step []scaleup.ScaleUp, pods podIndex,
+	res *LoopResult) (string, []*v1.Pod, error) {
 	var text strings.Builder
 	var helped []*v1.Pod
 	var errs []error
@@ -345,26 +367,86 @@ func (a *Autoscaler) scaleUpBalanced(ctx context.Context, step []scaleup.ScaleUp
 			err = group.IncreaseSize(ctx, su.NewNodes)
 		}
 		if err != nil {
-			metrics.Errors.WithLabelValues("scale-up").Inc()
+			metrics.RegisterError(metrics.ErrorCloudProvider)
 			a.clusterState.RegisterFailedScaleUp(su.NodeGroup, err, a.cfg.Now())
 			res.FailedScaleUps = append(res.FailedScaleUps, su.NodeGroup)
 			errs = append(errs, fmt.Errorf("scale up node group %s by %d: %w", su.NodeGroup, su.NewNodes, err))
 			continue
 		}
-		a.clusterState.RegisterScaleUp(su.NodeGroup, su.NewNodes, a.cfg.Now())
-		metrics.ScaleUps.WithLabelValues(su.NodeGroup).Add(float64(su.NewNodes))
-		res.ScaleUps = append(res.ScaleUps, su)
 		fmt.Fprintf(&text, " {%s %d->%d (max: %d)}", su.NodeGroup, target, target+su.NewNodes, group.MaxSize())
+		groupHelped := make([]*v1.Pod, 0, len(su.Pods))
 		for _, ref := range su.Pods {
 			pod, err := pods.get(ref)
 			if err != nil {
 				errs = append(errs, err)
 				continue
 			}
-			helped = append(helped, pod)
+			groupHelped = append(groupHelped, pod)
 		}
+		a.recordScaleUp(su, target, group.MaxSize(), groupHelped, st, res)
+		helped = append(helped, groupHelped...)
 	}
 	return text.String(), helped, errors.Join(errs...)
+}
+
+// recordScaleUp records one group's executed scale-up: cluster state,
+// CA's ScaledUpGroup event and metrics, draxr's device metrics.
+func (a *Autoscaler) recordScaleUp(su scaleup.ScaleUp, target, maxSize int, helped []*v1.Pod, st *clusterstate.State, res *LoopResult) {
+	a.clusterState.RegisterScaleUp(su.NodeGroup, su.NewNodes, a.cfg.Now())
+	a.clusterState.Event(v1.EventTypeNormal, EventScaledUpGroup, "Scale-up: setting group %s size to %d instead of %d (max: %d)",
+		su.NodeGroup, target+su.NewNodes, target, maxSize)
+	metrics.RegisterScaleUp(su.NewNodes, a.clusterState.Labels(su.NodeGroup))
+	metrics.RegisterPlannedDevices(plannedDevices(&su))
+	metrics.RegisterExtendedResourcePodsHelped(extendedResourcePods(helped, st.Objects.DeviceClasses))
+	a.lastScaleUp = a.cfg.Now()
+	res.ScaleUps = append(res.ScaleUps, su)
+}
+
+// Event reasons of the loop's own events, CA's. Pod events:
+// TriggeredScaleUp and NotTriggerScaleUp; status ConfigMap events:
+// ScaledUpGroup and MaxNodesTotalReached (the others come from
+// clusterstate and scale-down).
+const (
+	EventTriggeredScaleUp     = "TriggeredScaleUp"
+	EventNotTriggerScaleUp    = "NotTriggerScaleUp"
+	EventScaledUpGroup        = "ScaledUpGroup"
+	EventMaxNodesTotalReached = "MaxNodesTotalReached"
+	EventScaleDownEmpty       = "ScaleDownEmpty"
+)
+
+// maxNodesTotalReached reports on the status ConfigMap, as CA does, that
+// --max-nodes-total kept pods pending this loop.
+func (a *Autoscaler) maxNodesTotalReached(noScaleUp []scaleup.NoScaleUp) {
+	for _, n := range noScaleUp {
+		if n.Code == scaleup.MaxNodesTotalReached {
+			a.clusterState.Event(v1.EventTypeWarning, EventMaxNodesTotalReached, "Max total nodes in cluster reached: %d", a.cfg.MaxNodesTotal)
+			return
+		}
+	}
+}
+
+// scaleDownInCooldown is CA's scale_down_in_cooldown: a scale-up, node
+// removal or failed removal happened within its delay.
+func (a *Autoscaler) scaleDownInCooldown() bool {
+	now := a.cfg.Now()
+	a.sd.mu.Lock()
+	defer a.sd.mu.Unlock()
+	return now.Sub(a.lastScaleUp) < a.cfg.ScaleDown.DelayAfterAdd ||
+		now.Sub(a.sd.lastDelete) < a.cfg.ScaleDown.DelayAfterDelete ||
+		now.Sub(a.sd.lastFailure) < a.cfg.ScaleDown.DelayAfterFailure
+}
+
+// recordLoopMetrics publishes what the loop decided.
+func (a *Autoscaler) recordLoopMetrics(res *LoopResult) {
+	metrics.UpdateUnneededNodesCount(len(res.Unneeded))
+	unhelpable := map[string]int{}
+	for _, n := range res.NoScaleUp {
+		unhelpable[string(n.Code)]++
+	}
+	metrics.UpdateUnhelpablePods(unhelpable)
+	a.sd.mu.Lock()
+	metrics.ObservePendingNodeDeletions(len(a.sd.deleting))
+	a.sd.mu.Unlock()
 }
 
 // excludedText lists the groups left out of the plan and why, for
@@ -402,7 +484,7 @@ func podsByUID(pods []*v1.Pod) podIndex {
 func (idx podIndex) get(ref scaleup.PodRef) (*v1.Pod, error) {
 	pod, ok := idx[ref.UID]
 	if !ok || pod.Namespace != ref.Namespace || pod.Name != ref.Name {
-		metrics.Errors.WithLabelValues("plan").Inc()
+		metrics.RegisterError(metrics.ErrorInternal)
 		return nil, fmt.Errorf("plan names pod %s (uid %q), which is not among this loop's pending pods", ref, ref.UID)
 	}
 	return pod, nil

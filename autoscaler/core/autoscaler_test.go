@@ -16,10 +16,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/component-base/metrics/testutil"
 
 	"draxr.dev/draxr/autoscaler/clusterstate"
-	"draxr.dev/draxr/autoscaler/metrics"
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/cloudprovider/mocks"
 	"draxr.dev/draxr/simulator/expander"
@@ -69,7 +67,7 @@ func setup(t *testing.T, objs ...runtime.Object) (*Autoscaler, *mocks.MockProvid
 	exp, _ := expander.New("least-waste", nil, 1)
 	recorder := record.NewFakeRecorder(1000)
 	a := New(Config{Client: client, Listers: listers, Provider: provider, Expander: exp, Recorder: recorder,
-		StatusNamespace: "kube-system", StatusName: "draxr-autoscaler-status"})
+		StatusNamespace: "kube-system", StatusName: DefaultStatusConfigMapName})
 	return a, provider, group, recorder
 }
 
@@ -105,9 +103,8 @@ func TestScaleUpExecutesFirstStep(t *testing.T) {
 	if triggered != 20 {
 		t.Errorf("TriggeredScaleUp events = %d, want one per pod (20)", triggered)
 	}
-	cm, err := a.cfg.Client.CoreV1().ConfigMaps("kube-system").Get(context.Background(), "draxr-autoscaler-status", metav1.GetOptions{})
-	if err != nil || !strings.Contains(cm.Data["status"], "newNodes: 3") {
-		t.Errorf("status ConfigMap = %v (%v), want the scale-up recorded", cm, err)
+	if _, d := readStatus(t, a); d.ScaleUp == nil || d.ScaleUp.NewNodes != 3 {
+		t.Errorf("draxr status scale-up = %+v, want the scale-up recorded", d.ScaleUp)
 	}
 }
 
@@ -148,10 +145,11 @@ func TestProviderErrorBacksOffThenRetries(t *testing.T) {
 		group.EXPECT().IncreaseSize(gomock.Any(), 1).Return(cloudprovider.OutOfResources("QUOTA_EXCEEDED", "quota exceeded")),
 		group.EXPECT().IncreaseSize(gomock.Any(), 1).Return(nil),
 	)
-	failedBefore, _ := testutil.GetCounterMetricValue(metrics.FailedScaleUps.WithLabelValues("QUOTA_EXCEEDED"))
+	failedLabels := map[string]string{"reason": "QUOTA_EXCEEDED", "gpu_resource_name": "", "gpu_name": "", "dra_drivers": fx.Driver}
+	failedBefore := scrape(t, "cluster_autoscaler_failed_scale_ups_total", failedLabels)
 	res, err := a.RunOnce(context.Background())
-	if failed, _ := testutil.GetCounterMetricValue(metrics.FailedScaleUps.WithLabelValues("QUOTA_EXCEEDED")); failed != failedBefore+1 {
-		t.Errorf("failed_scale_ups_total{reason=QUOTA_EXCEEDED} = %v, want %v", failed, failedBefore+1)
+	if failed := scrape(t, "cluster_autoscaler_failed_scale_ups_total", failedLabels); failed != failedBefore+1 {
+		t.Errorf("failed_scale_ups_total%v = %v, want %v", failedLabels, failed, failedBefore+1)
 	}
 	if err == nil || !strings.Contains(err.Error(), "scale up node group gpu by 1: OutOfResource.QUOTA_EXCEEDED: quota exceeded") {
 		t.Fatalf("first loop error = %v", err)
@@ -159,20 +157,25 @@ func TestProviderErrorBacksOffThenRetries(t *testing.T) {
 	if len(res.FailedScaleUps) != 1 || res.FailedScaleUps[0] != "gpu" {
 		t.Errorf("failed scale-ups = %v, want [gpu]", res.FailedScaleUps)
 	}
-	failed, groupEvent := 0, false
+	// As CA: FailedToScaleUpGroup on the status ConfigMap, nothing on
+	// the pods but the outcome of planning again without the group.
+	notTriggered, groupEvent := 0, false
 	for _, e := range events(recorder) {
-		if strings.Contains(e, "FailedScaleUp") && strings.Contains(e, "quota exceeded") {
-			failed++
+		if strings.Contains(e, "FailedScaleUp ") {
+			t.Errorf("event %q: CA has no FailedScaleUp pod event", e)
+		}
+		if strings.Contains(e, EventNotTriggerScaleUp) && strings.Contains(e, "gpu (in backoff after failed scale-up") {
+			notTriggered++
 		}
 		groupEvent = groupEvent || strings.Contains(e, "FailedToScaleUpGroup")
 	}
-	if failed != 4 || !groupEvent {
-		t.Errorf("FailedScaleUp events = %d, want 4; FailedToScaleUpGroup seen = %v", failed, groupEvent)
+	if notTriggered != 4 || !groupEvent {
+		t.Errorf("NotTriggerScaleUp events naming the backoff = %d, want 4; FailedToScaleUpGroup seen = %v", notTriggered, groupEvent)
 	}
 
-	cm, err := a.cfg.Client.CoreV1().ConfigMaps("kube-system").Get(context.Background(), "draxr-autoscaler-status", metav1.GetOptions{})
-	if err != nil || !strings.Contains(cm.Data["status"], "status: Backoff") || !strings.Contains(cm.Data["status"], "QUOTA_EXCEEDED") {
-		t.Errorf("status ConfigMap = %v (%v), want gpu in Backoff with the error code", cm, err)
+	s, _ := readStatus(t, a)
+	if len(s.NodeGroups) != 1 || s.NodeGroups[0].ScaleUp.Status != StatusBackoff || s.NodeGroups[0].ScaleUp.BackoffInfo.ErrorCode != "QUOTA_EXCEEDED" {
+		t.Errorf("status node groups = %+v, want gpu in Backoff with the error code", s.NodeGroups)
 	}
 
 	now = now.Add(4 * time.Minute) // backed off: not asked again

@@ -60,7 +60,7 @@ func newFailureEnv(t *testing.T, objs ...runtime.Object) *failureEnv {
 	e.provider = fakeprovider.New(e.client, func() time.Time { return e.now })
 	exp, _ := expander.New("least-waste", nil, 1)
 	e.a = New(Config{Client: e.client, Listers: e.listers, Provider: e.provider, Expander: exp, Recorder: e.recorder,
-		StatusNamespace: "kube-system", StatusName: "draxr-autoscaler-status", Now: func() time.Time { return e.now },
+		StatusNamespace: "kube-system", StatusName: DefaultStatusConfigMapName, Now: func() time.Time { return e.now },
 		ClusterState: &ClusterStateConfig{OkTotalUnreadyCount: 3, MaxTotalUnreadyPercentage: 45},
 		ScaleDown:    ScaleDownConfig{Enabled: true, UtilizationThreshold: 0.5}})
 	return e

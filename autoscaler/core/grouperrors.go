@@ -2,9 +2,6 @@ package core
 
 import (
 	"context"
-	"fmt"
-	"sort"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -47,27 +44,11 @@ func (a *Autoscaler) reportGroupErrors(ctx context.Context, res *LoopResult) {
 		if a.groupErrorsReported[id] == msg {
 			continue
 		}
-		metrics.Errors.WithLabelValues("node-group").Inc()
+		metrics.RegisterError(metrics.ErrorConfiguration)
 		klog.FromContext(ctx).Error(err, "Not a node group", "object", id)
 		if ref := src.GroupErrorObject(id); ref != nil && a.cfg.Recorder != nil {
 			a.cfg.Recorder.Eventf(ref, v1.EventTypeWarning, EventInvalidNodeGroup, "not a node group: %s", truncate(msg, 1000))
 		}
 	}
 	a.groupErrorsReported = reported
-}
-
-// writeGroupErrors adds the misconfigured groups to the status ConfigMap.
-func writeGroupErrors(b *strings.Builder, res *LoopResult) {
-	if len(res.GroupErrors) == 0 {
-		return
-	}
-	ids := make([]string, 0, len(res.GroupErrors))
-	for id := range res.GroupErrors {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	fmt.Fprintf(b, "invalidNodeGroups:\n")
-	for _, id := range ids {
-		fmt.Fprintf(b, "- name: %s\n  reason: %q\n", id, truncate(res.GroupErrors[id], 500))
-	}
 }

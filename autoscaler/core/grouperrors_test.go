@@ -8,7 +8,6 @@ import (
 
 	"go.uber.org/mock/gomock"
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"draxr.dev/draxr/cloudprovider/mocks"
 )
@@ -50,13 +49,13 @@ func TestBadGroupIsEventAndStatusOthersScale(t *testing.T) {
 			name:       "one event for an error that stays",
 			loops:      []map[string]error{{badID: badMaxSize}, {badID: badMaxSize}},
 			wantEvents: []string{`"five" is not an integer`},
-			wantStatus: "invalidNodeGroups:\n- name: " + badID + "\n  reason: " + `"MachineDeployment ns1/bad: annotation cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size: \"five\" is not an integer"`,
+			wantStatus: `MachineDeployment ns1/bad: annotation cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size: "five" is not an integer`,
 		},
 		{
 			name:       "a changed error is reported again",
 			loops:      []map[string]error{{badID: badMaxSize}, {badID: badSlices}},
 			wantEvents: []string{`"five" is not an integer`, "not a list of ResourceSliceSpecs"},
-			wantStatus: "- name: " + badID + "\n  reason: \"MachineDeployment ns1/bad: annotation draxr: not a list of ResourceSliceSpecs\"",
+			wantStatus: "MachineDeployment ns1/bad: annotation draxr: not a list of ResourceSliceSpecs",
 		},
 		{
 			name:       "a fixed group leaves the status",
@@ -73,7 +72,7 @@ func TestBadGroupIsEventAndStatusOthersScale(t *testing.T) {
 			// The mocked target stays 0, so every loop asks again.
 			group.EXPECT().IncreaseSize(gomock.Any(), 1).Return(nil).Times(len(tc.loops))
 			var got []string
-			var status string
+			var invalid []DraxrInvalidNodeGroup
 			for i, errs := range tc.loops {
 				provider.errs = errs
 				res, err := a.RunOnce(context.Background())
@@ -91,11 +90,8 @@ func TestBadGroupIsEventAndStatusOthersScale(t *testing.T) {
 						got = append(got, e)
 					}
 				}
-				cm, err := a.cfg.Client.CoreV1().ConfigMaps("kube-system").Get(context.Background(), "draxr-autoscaler-status", metav1.GetOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				status = cm.Data["status"]
+				_, d := readStatus(t, a)
+				invalid = d.InvalidNodeGroups
 			}
 			if len(got) != len(tc.wantEvents) {
 				t.Fatalf("%s events = %q, want %d", EventInvalidNodeGroup, got, len(tc.wantEvents))
@@ -106,11 +102,11 @@ func TestBadGroupIsEventAndStatusOthersScale(t *testing.T) {
 				}
 			}
 			if tc.wantStatus == "" {
-				if strings.Contains(status, "invalidNodeGroups") {
-					t.Errorf("status lists invalid groups after the fix:\n%s", status)
+				if len(invalid) != 0 {
+					t.Errorf("status lists invalid groups after the fix: %+v", invalid)
 				}
-			} else if !strings.Contains(status, tc.wantStatus) {
-				t.Errorf("status ConfigMap:\n%s\nwant it to contain:\n%s", status, tc.wantStatus)
+			} else if len(invalid) != 1 || invalid[0].Name != badID || invalid[0].Reason != tc.wantStatus {
+				t.Errorf("invalidNodeGroups = %+v, want %s: %s", invalid, badID, tc.wantStatus)
 			}
 		})
 	}

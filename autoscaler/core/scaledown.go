@@ -151,8 +151,10 @@ func (a *Autoscaler) scaleDownHousekeeping(ctx context.Context, st *clusterstate
 // unneeded (or unready) for long enough, never below a group's min.
 func (a *Autoscaler) scaleDown(ctx context.Context, st *clusterstate.State, res *LoopResult) error {
 	start := a.cfg.Now()
+	findStart := time.Now()
 	h, err := a.simulation(ctx, st)
 	if err != nil {
+		metrics.RegisterError(metrics.ErrorInternal)
 		return err
 	}
 	pdbs, err := a.pdbs()
@@ -184,13 +186,13 @@ func (a *Autoscaler) scaleDown(ctx context.Context, st *clusterstate.State, res 
 		GroupRoom:    groupRoom,
 		GroupOf:      func(node string) string { return st.GroupOf[node] },
 	})
-	metrics.SimulationDuration.WithLabelValues("scale-down").Observe(time.Since(start).Seconds())
+	metrics.UpdateDurationFromStart(metrics.FunctionFindUnneeded, findStart)
 
 	now := a.cfg.Now()
 	unneeded := map[string]bool{}
 	type dueNode struct {
-		name  string
-		drain bool
+		name           string
+		drain, unready bool
 	}
 	var due []dueNode
 	for _, r := range removals {
@@ -207,7 +209,7 @@ func (a *Autoscaler) scaleDown(ctx context.Context, st *clusterstate.State, res 
 			since = now
 		}
 		if now.Sub(since) >= a.cfg.ScaleDown.UnneededTime {
-			due = append(due, dueNode{r.Node, len(r.Moves) > 0})
+			due = append(due, dueNode{name: r.Node, drain: len(r.Moves) > 0})
 		}
 	}
 	unready, unreadyRejections, err := a.unreadyDue(st, checker, now)
@@ -221,7 +223,7 @@ func (a *Autoscaler) scaleDown(ctx context.Context, st *clusterstate.State, res 
 			continue
 		}
 		size[g]--
-		due = append(due, dueNode{name, true})
+		due = append(due, dueNode{name: name, drain: true, unready: true})
 	}
 	for node := range a.unneededSince {
 		if !unneeded[node] {
@@ -231,9 +233,11 @@ func (a *Autoscaler) scaleDown(ctx context.Context, st *clusterstate.State, res 
 	a.reportUnremovable(rejections)
 
 	var errs []error
+	softTaintStart := time.Now()
 	if err := a.markCandidates(ctx, st, unneeded); err != nil {
 		errs = append(errs, err)
 	}
+	metrics.UpdateDurationFromStart(metrics.FunctionSoftTaint, softTaintStart)
 	if len(due) == 0 {
 		return errors.Join(errs...)
 	}
@@ -276,26 +280,43 @@ func (a *Autoscaler) scaleDown(ctx context.Context, st *clusterstate.State, res 
 
 	// Every node of the batch is tainted before the first eviction, so no
 	// evicted pod is placed on a node about to go.
-	var tainted []*v1.Node
+	type taintedNode struct {
+		node   *v1.Node
+		reason string
+	}
+	var tainted []taintedNode
 	for _, d := range batch {
 		node, err := a.setTaint(ctx, d.name, ToBeDeletedTaint, v1.TaintEffectNoSchedule, true)
 		if err != nil {
+			metrics.RegisterError(metrics.ErrorAPICall)
 			errs = append(errs, err)
 			a.finishRemoval(d.name, false)
 			continue
 		}
-		tainted = append(tainted, node)
+		tainted = append(tainted, taintedNode{node, removalReason(d.drain, d.unready)})
 	}
-	for _, node := range tainted {
+	for _, t := range tainted {
+		node := t.node
 		delete(a.unneededSince, node.Name)
 		res.Removed = append(res.Removed, node.Name)
+		// CA's status ConfigMap events for a removal starting.
+		if t.reason == metrics.ScaleDownEmpty {
+			a.clusterState.Event(v1.EventTypeNormal, EventScaleDownEmpty, "Scale-down: removing empty node %q", node.Name)
+		} else {
+			a.clusterState.Event(v1.EventTypeNormal, EventScaleDown, "Scale-down: removing node %s (%s)", node.Name, t.reason)
+		}
 		a.sd.drains.Add(1)
-		go func(node *v1.Node, group string) {
+		// The registry is the loop's: its labels are read here, not in
+		// the removal's goroutine.
+		group := st.GroupOf[node.Name]
+		go func(node *v1.Node, group, reason string, l metrics.GroupLabels) {
 			defer a.sd.drains.Done()
-			if err := a.removeNode(ctx, node, group); err != nil {
+			start := time.Now()
+			if err := a.removeNode(ctx, node, group, reason, l); err != nil {
 				klog.FromContext(ctx).Error(err, "Scale-down failed", "node", node.Name)
 			}
-		}(node, st.GroupOf[node.Name])
+			metrics.UpdateDurationFromStart(metrics.FunctionNodeDeletion, start)
+		}(node, group, t.reason, a.clusterState.Labels(group))
 	}
 	return errors.Join(errs...)
 }
@@ -374,6 +395,11 @@ func (a *Autoscaler) reportUnremovable(rejections []scaledown.Rejection) {
 		}
 	}
 	sort.Slice(kept, func(i, j int) bool { return kept[i].Node < kept[j].Node })
+	byReason := map[string]int{}
+	for _, r := range kept {
+		byReason[r.Code]++
+	}
+	metrics.UpdateUnremovableNodesCount(byReason)
 	a.sd.mu.Lock()
 	a.sd.unremovable = kept
 	a.sd.mu.Unlock()
@@ -405,10 +431,11 @@ func (a *Autoscaler) markCandidates(ctx context.Context, st *clusterstate.State,
 // --max-graceful-termination-sec has passed, and deletes the node through
 // the provider. On failure the ToBeDeleted taint comes off and the node
 // stays.
-func (a *Autoscaler) removeNode(ctx context.Context, node *v1.Node, group string) (err error) {
+func (a *Autoscaler) removeNode(ctx context.Context, node *v1.Node, group, reason string, l metrics.GroupLabels) (err error) {
+	errType := metrics.ErrorAPICall
 	defer func() {
 		if err != nil {
-			metrics.Errors.WithLabelValues("scale-down").Inc()
+			metrics.RegisterError(errType)
 			if untainted, untaintErr := a.setTaint(ctx, node.Name, ToBeDeletedTaint, v1.TaintEffectNoSchedule, false); untaintErr != nil {
 				err = errors.Join(err, untaintErr)
 			} else {
@@ -436,16 +463,20 @@ func (a *Autoscaler) removeNode(ctx context.Context, node *v1.Node, group string
 	for _, p := range append(d.Move, d.Evict...) {
 		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
 		if err := a.cfg.Client.PolicyV1().Evictions(p.Namespace).Evict(ctx, ev); err != nil && !apierrors.IsNotFound(err) {
+			metrics.RegisterEvictions(1, metrics.EvictionFailed)
+			a.cfg.Recorder.Eventf(p, v1.EventTypeWarning, EventScaleDownFailed, "failed to delete pod for ScaleDown: %v", err)
 			return fmt.Errorf("node %s: evict %s/%s: %w", node.Name, p.Namespace, p.Name, err)
 		}
+		metrics.RegisterEvictions(1, metrics.EvictionSucceeded)
 		a.cfg.Recorder.Eventf(p, v1.EventTypeNormal, EventScaleDown, "deleting pod for node scale down")
 		evicted = append(evicted, p)
 	}
 	a.waitPodsGone(ctx, node.Name, evicted)
 	if err := a.group(group).DeleteNodes(ctx, []*v1.Node{node}); err != nil {
+		errType = metrics.ErrorCloudProvider
 		return fmt.Errorf("node %s: delete: %w", node.Name, err)
 	}
-	metrics.ScaleDowns.WithLabelValues(group).Inc()
+	metrics.RegisterScaleDown(1, reason, l)
 	moved := make([]string, 0, len(evicted))
 	for _, p := range evicted {
 		moved = append(moved, p.Namespace+"/"+p.Name)
@@ -564,25 +595,4 @@ func (a *Autoscaler) setTaint(ctx context.Context, nodeName, key string, effect 
 		return nil, fmt.Errorf("node %s: %s taint %s: %w", nodeName, verb, key, err)
 	}
 	return out, nil
-}
-
-// writeScaleDownStatus adds to the status ConfigMap the candidates the
-// last evaluation kept, each with CA's reason, and the nodes being
-// removed.
-func (a *Autoscaler) writeScaleDownStatus(b *strings.Builder) {
-	a.sd.mu.Lock()
-	defer a.sd.mu.Unlock()
-	deleting := make([]string, 0, len(a.sd.deleting))
-	for n := range a.sd.deleting {
-		deleting = append(deleting, n)
-	}
-	sort.Strings(deleting)
-	fmt.Fprintf(b, "beingDeleted: [%s]\n", strings.Join(deleting, ", "))
-	if len(a.sd.unremovable) == 0 {
-		return
-	}
-	fmt.Fprintf(b, "unremovableNodes:\n")
-	for _, r := range a.sd.unremovable {
-		fmt.Fprintf(b, "- node: %s\n  reason: %s\n  message: %q\n", r.Node, r.Code, r.Reason)
-	}
 }

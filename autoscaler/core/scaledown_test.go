@@ -402,14 +402,19 @@ func TestBlockedNodeReason(t *testing.T) {
 	e.a.cfg.StatusNamespace, e.a.cfg.StatusName = "kube-system", "status"
 	e.loop(t)
 	e.loop(t)
-	cm, err := e.client.CoreV1().ConfigMaps("kube-system").Get(context.Background(), "status", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
+	_, d := readStatus(t, e.a)
+	kept := map[string]DraxrUnremovableNode{}
+	for _, u := range d.UnremovableNodes {
+		kept[u.Node] = u
 	}
-	for _, want := range []string{"node: light\n  reason: BlockedByPod", "NotSafeToEvictAnnotation", "node: pinned\n  reason: ScaleDownDisabledAnnotation"} {
-		if !strings.Contains(cm.Data["status"], want) {
-			t.Errorf("status lacks %q:\n%s", want, cm.Data["status"])
-		}
+	if u := kept["light"]; u.Reason != "BlockedByPod" || !strings.Contains(u.Message, "NotSafeToEvictAnnotation") {
+		t.Errorf("unremovable light = %+v, want BlockedByPod: NotSafeToEvictAnnotation", u)
+	}
+	if u := kept["pinned"]; u.Reason != "ScaleDownDisabledAnnotation" {
+		t.Errorf("unremovable pinned = %+v, want ScaleDownDisabledAnnotation", u)
+	}
+	if got := scrape(t, "cluster_autoscaler_unremovable_nodes_count", map[string]string{"reason": "BlockedByPod"}); got != 1 {
+		t.Errorf("unremovable_nodes_count{reason=BlockedByPod} = %v, want 1", got)
 	}
 	count := map[string]int{}
 	for _, ev := range events(e.recorder) {

@@ -13,6 +13,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"draxr.dev/draxr/simulator/dynres"
@@ -50,6 +51,9 @@ type Placement struct {
 	Pod     PodRef   `json:"pod"`
 	Node    string   `json:"node"`
 	Devices []string `json:"devices,omitempty"`
+	// DeviceClasses are the DeviceClass of each of Devices ("" when the
+	// claim's request names none), for the autoscaler's per-class counts.
+	DeviceClasses []string `json:"-"`
 }
 
 // NoScaleUp is a pending pod nothing can take, and why: a stable code, a
@@ -209,7 +213,7 @@ func (p *Planner) placeOnExisting(pods []*v1.Pod, plan *Plan, kinds *estimator.K
 			remaining = append(remaining, pod)
 			continue
 		}
-		plan.ExistingNodes = append(plan.ExistingNodes, Placement{Pod: RefOf(pod), Node: node, Devices: devicesOf(p.Harness, placed)})
+		plan.ExistingNodes = append(plan.ExistingNodes, newPlacement(p.Harness, pod, node, placed))
 	}
 	return remaining
 }
@@ -267,7 +271,7 @@ func scaleUpOf(h *harness.Harness, res *estimator.Result) ScaleUp {
 		node := res.Placed[pod.UID]
 		placed, _, _ := h.Snapshot().Pod(pod.UID)
 		su.Pods = append(su.Pods, RefOf(pod))
-		su.Placements = append(su.Placements, Placement{Pod: RefOf(pod), Node: node, Devices: devicesOf(h, placed)})
+		su.Placements = append(su.Placements, newPlacement(h, pod, node, placed))
 	}
 	return su
 }
@@ -301,22 +305,47 @@ func withoutPlaced(pods []*v1.Pod, placed map[types.UID]string) []*v1.Pod {
 	return out
 }
 
-// devicesOf lists "driver/pool/device" for each device of a placed pod's
-// extended-resource claim and claims.
-func devicesOf(h *harness.Harness, pod *v1.Pod) []string {
-	if pod == nil {
-		return nil
+// newPlacement is pod placed on node, with "driver/pool/device" and the
+// DeviceClass of each device of the placed pod's extended-resource claim
+// and claims.
+func newPlacement(h *harness.Harness, pod *v1.Pod, node string, placed *v1.Pod) Placement {
+	p := Placement{Pod: RefOf(pod), Node: node}
+	if placed == nil {
+		return p
 	}
-	var out []string
-	for _, c := range h.ClaimsOf(pod) {
+	for _, c := range h.ClaimsOf(placed) {
 		if c.Status.Allocation == nil {
 			continue
 		}
 		for _, r := range c.Status.Allocation.Devices.Results {
-			out = append(out, fmt.Sprintf("%s/%s/%s", r.Driver, r.Pool, r.Device))
+			p.Devices = append(p.Devices, fmt.Sprintf("%s/%s/%s", r.Driver, r.Pool, r.Device))
+			p.DeviceClasses = append(p.DeviceClasses, RequestClass(c, r.Request))
 		}
 	}
-	return out
+	return p
+}
+
+// RequestClass is the DeviceClass a claim's request (or "request/sub" of a
+// firstAvailable list) names, "" when it names none.
+func RequestClass(c *resourceapi.ResourceClaim, request string) string {
+	name, sub, _ := strings.Cut(request, "/")
+	for _, r := range c.Spec.Devices.Requests {
+		if r.Name != name {
+			continue
+		}
+		if sub == "" {
+			if r.Exactly != nil {
+				return r.Exactly.DeviceClassName
+			}
+			return ""
+		}
+		for _, s := range r.FirstAvailable {
+			if s.Name == sub {
+				return s.DeviceClassName
+			}
+		}
+	}
+	return ""
 }
 
 // selectsNodesByName reports whether some pod's node selection names a

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"draxr.dev/draxr/autoscaler/core"
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/test/controlplane"
@@ -267,4 +268,25 @@ func (e *env) podsPerNode() map[string]int {
 		}
 	}
 	return out
+}
+
+// status reads this test's status ConfigMap: CA's schema under "status",
+// decoded strictly (a field CA's schema lacks fails), and draxr's detail.
+func (e *env) status() (core.ClusterAutoscalerStatus, core.DraxrStatus, error) {
+	var s core.ClusterAutoscalerStatus
+	var d core.DraxrStatus
+	cm, err := cp.Client.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(e.ctx, "draxr-autoscaler-status-"+e.name, metav1.GetOptions{})
+	if err != nil {
+		return s, d, err
+	}
+	if _, err := time.Parse(core.LastUpdatedFormat, cm.Annotations[core.LastUpdatedAnnotation]); err != nil {
+		return s, d, fmt.Errorf("annotation %s: %w", core.LastUpdatedAnnotation, err)
+	}
+	if err := yaml.UnmarshalStrict([]byte(cm.Data[core.StatusKey]), &s); err != nil {
+		return s, d, fmt.Errorf("status key does not parse with CA's schema: %w\n%s", err, cm.Data[core.StatusKey])
+	}
+	if err := yaml.UnmarshalStrict([]byte(cm.Data[core.DraxrStatusKey]), &d); err != nil {
+		return s, d, fmt.Errorf("draxr key: %w\n%s", err, cm.Data[core.DraxrStatusKey])
+	}
+	return s, d, nil
 }

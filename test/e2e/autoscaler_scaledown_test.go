@@ -139,14 +139,16 @@ func TestAutoscalerScaleDownSafetyRules(t *testing.T) {
 				return
 			}
 			e.eventually(60*time.Second, "the kept node's reason in the status", func() error {
-				cm, err := cp.Client.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(e.ctx, "draxr-autoscaler-status-"+e.name, metav1.GetOptions{})
+				_, d, err := e.status()
 				if err != nil {
 					return err
 				}
-				if !strings.Contains(cm.Data["status"], "node: "+spare+"\n") || !strings.Contains(cm.Data["status"], tc.wantReason) {
-					return fmt.Errorf("status:\n%s", cm.Data["status"])
+				for _, u := range d.UnremovableNodes {
+					if u.Node == spare && strings.Contains(u.Reason+": "+u.Message, tc.wantReason) {
+						return nil
+					}
 				}
-				return nil
+				return fmt.Errorf("unremovable nodes: %+v", d.UnremovableNodes)
 			})
 			e.eventually(30*time.Second, "NoScaleDown event on the node", func() error {
 				evs, err := cp.Client.CoreV1().Events("").List(e.ctx, metav1.ListOptions{FieldSelector: fields.AndSelectors(

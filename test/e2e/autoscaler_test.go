@@ -42,8 +42,22 @@ func TestAutoscalerFromZeroDRA(t *testing.T) {
 			t.Errorf("%s = %q, want OK", path, body)
 		}
 	}
-	if body := httpGet(t, "http://"+addr+"/metrics"); !strings.Contains(body, `draxr_autoscaler_scaled_up_nodes_total{node_group="asdra-gpu"} 3`) {
-		t.Errorf("/metrics lacks 3 scaled-up nodes for asdra-gpu:\n%s", grepLines(body, "draxr_autoscaler"))
+	// CA's metric names, with CA's labels, and draxr's devices per class.
+	body := httpGet(t, "http://"+addr+"/metrics")
+	for _, want := range []string{
+		`cluster_autoscaler_scaled_up_nodes_total{dra_drivers="` + e.driver + `",gpu_name="",gpu_resource_name=""} 3`,
+		`draxr_autoscaler_planned_devices_total{device_class="asdra-gpu"} 20`,
+		`cluster_autoscaler_node_groups_count{node_group_type="autoscaled"} 1`,
+		`cluster_autoscaler_cluster_safe_to_autoscale 1`,
+	} {
+		if !strings.Contains(body, want+"\n") {
+			t.Errorf("/metrics lacks %s:\n%s", want, grepLines(body, "autoscaler_"))
+		}
+	}
+	if s, _, err := e.status(); err != nil {
+		t.Error(err)
+	} else if len(s.NodeGroups) != 1 || s.NodeGroups[0].Name != "asdra-gpu" || s.NodeGroups[0].Health.CloudProviderTarget != 3 {
+		t.Errorf("status node groups = %+v, want asdra-gpu with target 3", s.NodeGroups)
 	}
 
 	e.scaleReplicaSet("train", 0)
@@ -117,8 +131,8 @@ func TestAutoscalerBulkScaleUp(t *testing.T) {
 			t.Errorf("event on %s: %q, want the single scale-up 0->75", ev.InvolvedObject.Name, ev.Message)
 		}
 	}
-	if body := httpGet(t, "http://"+addr+"/metrics"); !strings.Contains(body, `draxr_autoscaler_scaled_up_nodes_total{node_group="asbulk-gpu"} 75`) {
-		t.Errorf("/metrics lacks 75 scaled-up nodes for asbulk-gpu:\n%s", grepLines(body, "draxr_autoscaler_scaled_up"))
+	if body := httpGet(t, "http://"+addr+"/metrics"); !strings.Contains(body, `cluster_autoscaler_scaled_up_nodes_total{dra_drivers="`+e.driver+`",gpu_name="",gpu_resource_name=""} 75`) {
+		t.Errorf("/metrics lacks 75 scaled-up nodes for asbulk-gpu:\n%s", grepLines(body, "cluster_autoscaler_scaled_up"))
 	}
 }
 
@@ -233,12 +247,16 @@ func TestAutoscalerExplainsPodsItCannotHelp(t *testing.T) {
 		}
 		return fmt.Errorf("%d events, none NotTriggerScaleUp with %q", len(events.Items), want)
 	})
-	cm, err := cp.Client.CoreV1().ConfigMaps("kube-system").Get(e.ctx, "draxr-autoscaler-status-"+e.name, metav1.GetOptions{})
+	s, d, err := e.status()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(cm.Data["status"], want) || !strings.Contains(cm.Data["status"], "name: asreason-gpu") {
-		t.Errorf("status ConfigMap lacks the reason or the group:\n%s", cm.Data["status"])
+	reason := false
+	for _, n := range d.NoScaleUp {
+		reason = reason || strings.Contains(n.Reason, want)
+	}
+	if !reason || len(s.NodeGroups) != 1 || s.NodeGroups[0].Name != "asreason-gpu" {
+		t.Errorf("status lacks the reason (draxr key: %+v) or the group (%+v)", d.NoScaleUp, s.NodeGroups)
 	}
 	if n := len(e.groupNodes("asreason-gpu")); n != 0 {
 		t.Errorf("group has %d nodes, want none for an unhelpable pod", n)

@@ -19,13 +19,14 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"draxr.dev/draxr/autoscaler/core"
 	"draxr.dev/draxr/simulator/nodegroup/capi"
 	"draxr.dev/draxr/test/clusterapi/infra"
 )
 
 // statusConfigMap is the default name, the one autoscaler/deploy/rbac.yaml
 // lets the autoscaler write; the tests' autoscalers run one at a time.
-func statusConfigMap(string) string { return "draxr-autoscaler-status" }
+func statusConfigMap(string) string { return core.DefaultStatusConfigMapName }
 
 // gpuSlices are one slice of n devices of driver.
 func gpuSlices(driver string, n int) []resourceapi.ResourceSliceSpec {
@@ -170,10 +171,16 @@ func TestProvisionTimeoutFallsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	status := cm.Data["status"]
-	at := strings.Index(status, "name: "+stuckID)
-	if at < 0 || !strings.Contains(status[at:], "status: Backoff") {
-		t.Errorf("status ConfigMap does not show %s in Backoff:\n%s", stuckID, status)
+	var status core.ClusterAutoscalerStatus
+	if err := yaml.UnmarshalStrict([]byte(cm.Data[core.StatusKey]), &status); err != nil {
+		t.Fatalf("status does not parse with CA's schema: %v", err)
+	}
+	backedOff := false
+	for _, g := range status.NodeGroups {
+		backedOff = backedOff || (g.Name == stuckID && g.ScaleUp.Status == core.StatusBackoff)
+	}
+	if !backedOff {
+		t.Errorf("status ConfigMap does not show %s in Backoff:\n%s", stuckID, cm.Data[core.StatusKey])
 	}
 }
 

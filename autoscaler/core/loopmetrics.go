@@ -1,0 +1,334 @@
+package core
+
+import (
+	"sort"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"draxr.dev/draxr/autoscaler/clusterstate"
+	"draxr.dev/draxr/autoscaler/metrics"
+	"draxr.dev/draxr/simulator/nodegroup"
+	"draxr.dev/draxr/simulator/scaleup"
+)
+
+// recordStateMetrics publishes what the loop's cluster state says, with
+// CA's metrics, and draxr's device counts.
+func (a *Autoscaler) recordStateMetrics(st *clusterstate.State) {
+	metrics.UpdateClusterSafeToAutoscale(st.Healthy)
+	r := st.Readiness
+	metrics.UpdateNodesCount(metrics.NodeCounts{Ready: r.Ready, Unready: r.Unready, NotStarted: r.NotStarted,
+		Unregistered: r.Unregistered, LongUnregistered: r.LongUnregistered})
+	metrics.UpdateUnschedulablePodsCount(len(st.Unschedulable), st.SchedulerUnprocessed)
+	groups := a.cfg.Provider.NodeGroups()
+	metrics.UpdateNodeGroupsCount(len(groups))
+	maxNodes := 0
+	states := make([]metrics.NodeGroupState, 0, len(groups))
+	for _, g := range groups {
+		maxNodes += g.MaxSize()
+		target, _ := g.TargetSize()
+		bs := a.clusterState.BackoffStatus(g.Id(), a.cfg.Now())
+		healthy, ok := st.GroupHealthy[g.Id()]
+		states = append(states, metrics.NodeGroupState{Name: g.Id(), Min: g.MinSize(), Max: g.MaxSize(), Target: target,
+			Healthy: healthy || !ok, BackedOff: bs.BackedOff, BackoffReason: bs.Reason.Code})
+	}
+	if a.cfg.MaxNodesTotal > 0 {
+		maxNodes = min(maxNodes, a.cfg.MaxNodesTotal)
+	}
+	metrics.UpdateMaxNodesCount(maxNodes)
+	metrics.UpdateNodeGroups(states)
+	l := a.cfg.Limits.Limits
+	metrics.UpdateResourceLimits(l.Cores.Min, l.Cores.Max, l.Memory.Min, l.Memory.Max)
+
+	if nodes, err := a.cfg.Listers.Nodes.List(labels.Everything()); err == nil {
+		var cores, memory int64
+		taints := map[string]int{}
+		for _, n := range nodes {
+			for _, t := range n.Spec.Taints {
+				taints[taintType(t.Key)]++
+			}
+			if hasTaint(n, ToBeDeletedTaint) {
+				continue // CA: minus deleting nodes
+			}
+			cores += n.Status.Capacity.Cpu().Value()
+			memory += n.Status.Capacity.Memory().Value()
+		}
+		metrics.UpdateClusterResources(cores, memory)
+		metrics.UpdateNodeTaintsCount(taints)
+	}
+
+	slices, err := a.cfg.Listers.Slices.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	published := map[string]int{}
+	byNode := map[string][]*resourceapi.ResourceSlice{}
+	for _, s := range slices {
+		published[s.Spec.Driver] += len(s.Spec.Devices)
+		if s.Spec.NodeName != nil {
+			byNode[*s.Spec.NodeName] = append(byNode[*s.Spec.NodeName], s)
+		}
+	}
+	inUse := map[string]int{}
+	for _, c := range st.Objects.ResourceClaims {
+		if c.Status.Allocation == nil {
+			continue
+		}
+		for _, res := range c.Status.Allocation.Devices.Results {
+			inUse[classLabel(scaleup.RequestClass(c, res.Request))]++
+		}
+	}
+	metrics.UpdateDevices(inUse, published)
+	metrics.UpdateDRATemplateMismatch(a.templateMismatch(st, byNode))
+}
+
+// templateMismatch compares the ResourceSlices of every Ready node of a
+// group with those the group's template says it gets, as CA's
+// dra_node_template_resources_mismatch does.
+func (a *Autoscaler) templateMismatch(st *clusterstate.State, byNode map[string][]*resourceapi.ResourceSlice) map[metrics.MismatchKey]int {
+	groups := map[string]*nodegroup.NodeGroup{}
+	for _, g := range st.Groups {
+		groups[g.Name] = g
+	}
+	out := map[metrics.MismatchKey]int{}
+	for node, group := range st.GroupOf {
+		g := groups[group]
+		if g == nil || !st.Ready[node] {
+			continue
+		}
+		_, tmpl := g.NewNode(node)
+		for k, n := range compareSlices(tmpl, byNode[node]) {
+			out[k] += n
+		}
+	}
+	return out
+}
+
+// poolGroup is the devices of one driver's pool that have the same
+// attribute and capacity names.
+type poolGroup struct {
+	driver, pool string
+	names        []string
+	count        int
+}
+
+// compareSlices finds how a node's slices differ from its template's, by
+// CA's rules: devices are grouped per driver, pool and set of attribute
+// names; groups equal in names and count match; the rest pair up per
+// driver by most names in common, then closest count (a "mismatch"); a
+// template group left is "missing", a node group left "extra". Drivers
+// with a pool still being published (slices missing, or generations
+// mixed) are not compared.
+func compareSlices(template, node []*resourceapi.ResourceSlice) map[metrics.MismatchKey]int {
+	flux := driversInFlux(node)
+	tg, ng := poolGroups(template, flux), poolGroups(node, flux)
+	out := map[metrics.MismatchKey]int{}
+	// Exact matches.
+	for i := 0; i < len(tg); i++ {
+		for j := range ng {
+			if tg[i].driver == ng[j].driver && tg[i].count == ng[j].count && equalNames(tg[i].names, ng[j].names) {
+				tg, ng = removeAt(tg, i), removeAt(ng, j)
+				i--
+				break
+			}
+		}
+	}
+	// Closest matches.
+	for _, t := range tg {
+		best, bestOverlap, bestDelta := -1, -1, 0
+		for j, n := range ng {
+			if n.driver != t.driver {
+				continue
+			}
+			overlap, delta := commonNames(t.names, n.names), abs(t.count-n.count)
+			if overlap > bestOverlap || (overlap == bestOverlap && delta < bestDelta) {
+				best, bestOverlap, bestDelta = j, overlap, delta
+			}
+		}
+		if best < 0 {
+			out[metrics.MismatchKey{Driver: t.driver, Type: metrics.MismatchMissing}]++
+			continue
+		}
+		typ := metrics.MismatchMismatch
+		if t.pool == "" && ng[best].pool == "" {
+			typ = metrics.MismatchUnknown
+		}
+		out[metrics.MismatchKey{Driver: t.driver, Type: typ}]++
+		ng = removeAt(ng, best)
+	}
+	for _, n := range ng {
+		out[metrics.MismatchKey{Driver: n.driver, Type: metrics.MismatchExtra}]++
+	}
+	return out
+}
+
+func driversInFlux(slices []*resourceapi.ResourceSlice) map[string]bool {
+	type pool struct{ driver, name string }
+	type state struct {
+		generation int64
+		seen, want int64
+		mixed      bool
+	}
+	pools := map[pool]*state{}
+	for _, s := range slices {
+		k := pool{s.Spec.Driver, s.Spec.Pool.Name}
+		p := pools[k]
+		if p == nil {
+			p = &state{generation: s.Spec.Pool.Generation, want: s.Spec.Pool.ResourceSliceCount}
+			pools[k] = p
+		}
+		p.seen++
+		p.mixed = p.mixed || p.generation != s.Spec.Pool.Generation
+	}
+	out := map[string]bool{}
+	for k, p := range pools {
+		if p.mixed || p.seen != p.want {
+			out[k.driver] = true
+		}
+	}
+	return out
+}
+
+func poolGroups(slices []*resourceapi.ResourceSlice, skip map[string]bool) []poolGroup {
+	idx := map[string]int{}
+	var out []poolGroup
+	for _, s := range slices {
+		if skip[s.Spec.Driver] {
+			continue
+		}
+		for _, d := range s.Spec.Devices {
+			var names []string
+			for n := range d.Attributes {
+				names = append(names, string(n))
+			}
+			for n := range d.Capacity {
+				names = append(names, "capacity:"+string(n))
+			}
+			sort.Strings(names)
+			key := s.Spec.Driver + "\x00" + s.Spec.Pool.Name + "\x00" + strings.Join(names, ",")
+			i, ok := idx[key]
+			if !ok {
+				i = len(out)
+				idx[key] = i
+				out = append(out, poolGroup{driver: s.Spec.Driver, pool: s.Spec.Pool.Name, names: names})
+			}
+			out[i].count++
+		}
+	}
+	return out
+}
+
+func equalNames(a, b []string) bool {
+	return strings.Join(a, ",") == strings.Join(b, ",")
+}
+
+func commonNames(a, b []string) int {
+	in := map[string]bool{}
+	for _, n := range a {
+		in[n] = true
+	}
+	c := 0
+	for _, n := range b {
+		if in[n] {
+			c++
+		}
+	}
+	return c
+}
+
+func removeAt[T any](s []T, i int) []T { return append(s[:i:i], s[i+1:]...) }
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// taintType is CA's node_taints_count type of a taint key: the
+// autoscaler's own taints and Kubernetes' well-known ones by key, CA's
+// ignore/startup/status taint prefixes by kind, the rest "other".
+func taintType(key string) string {
+	const caPrefix = ".cluster-autoscaler.kubernetes.io/"
+	switch {
+	case key == ToBeDeletedTaint || key == DeletionCandidateTaint:
+		return key
+	case strings.HasPrefix(key, "ignore-taint"+caPrefix):
+		return "ignore-taint" + caPrefix
+	case strings.HasPrefix(key, "startup-taint"+caPrefix):
+		return "startup-taint"
+	case strings.HasPrefix(key, "status-taint"+caPrefix):
+		return "status-taint"
+	case strings.HasPrefix(key, "node.kubernetes.io/"), key == "node.cloudprovider.kubernetes.io/uninitialized",
+		key == "node-role.kubernetes.io/control-plane":
+		return key
+	}
+	return metrics.TaintOther
+}
+
+// classLabel names devices whose request has no DeviceClass.
+func classLabel(class string) string {
+	if class == "" {
+		return "unknown"
+	}
+	return class
+}
+
+// plannedDevices counts a scale-up's planned devices per DeviceClass.
+func plannedDevices(su *scaleup.ScaleUp) map[string]int {
+	out := map[string]int{}
+	for _, p := range su.Placements {
+		for _, c := range p.DeviceClasses {
+			out[classLabel(c)]++
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// extendedResourcePods counts, per resource name, the pods that ask for
+// an extended resource a DeviceClass maps (explicitly, or by its implicit
+// deviceclass.resource.kubernetes.io/<class> name).
+func extendedResourcePods(pods []*v1.Pod, classes []*resourceapi.DeviceClass) map[string]int {
+	mapped := map[v1.ResourceName]bool{}
+	for _, c := range classes {
+		mapped[v1.ResourceName(resourceapi.ResourceDeviceClassPrefix+c.Name)] = true
+		if c.Spec.ExtendedResourceName != nil {
+			mapped[v1.ResourceName(*c.Spec.ExtendedResourceName)] = true
+		}
+	}
+	out := map[string]int{}
+	for _, p := range pods {
+		asked := map[v1.ResourceName]bool{}
+		for _, cs := range [][]v1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+			for _, c := range cs {
+				for _, rl := range []v1.ResourceList{c.Resources.Requests, c.Resources.Limits} {
+					for name := range rl {
+						if mapped[name] {
+							asked[name] = true
+						}
+					}
+				}
+			}
+		}
+		for name := range asked {
+			out[string(name)]++
+		}
+	}
+	return out
+}
+
+// removalReason is CA's scaled_down_nodes_total reason.
+func removalReason(drain, unready bool) string {
+	switch {
+	case unready:
+		return metrics.ScaleDownUnready
+	case drain:
+		return metrics.ScaleDownUnderutilized
+	}
+	return metrics.ScaleDownEmpty
+}
