@@ -6,6 +6,7 @@ package cloudprovider
 import (
 	"context"
 	"errors"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -47,6 +48,44 @@ type NodeGroup interface {
 	// TemplateNodeInfo is what a new node of the group looks like: the
 	// Node and the ResourceSlices its DRA drivers will publish.
 	TemplateNodeInfo() (*v1.Node, []*resourceapi.ResourceSlice, error)
+	// GetOptions returns the options this group runs with: defaults (the
+	// flags) with the group's own overrides, as CA's
+	// NodeGroup.GetOptions. A nil result or ErrNotImplemented means the
+	// defaults apply.
+	GetOptions(defaults NodeGroupOptions) (*NodeGroupOptions, error)
+}
+
+// NodeGroupOptions are the autoscaler flags a node group may override
+// (CA's config.NodeGroupAutoscalingOptions, the fields draxr acts on).
+type NodeGroupOptions struct {
+	// ScaleDownUtilizationThreshold: nodes used below it may be removed.
+	ScaleDownUtilizationThreshold float64
+	// ScaleDownGpuUtilizationThreshold is the same for nodes with GPUs.
+	ScaleDownGpuUtilizationThreshold float64
+	// ScaleDownUnneededTime: how long a node is unneeded before removal.
+	ScaleDownUnneededTime time.Duration
+	// ScaleDownUnreadyTime: how long a node is unready before removal.
+	ScaleDownUnreadyTime time.Duration
+	// MaxNodeProvisionTime: how long a new node may take to register.
+	MaxNodeProvisionTime time.Duration
+	// MaxNodeStartupTime: how long a registered node may take to be Ready.
+	MaxNodeStartupTime time.Duration
+}
+
+// OptionsOf returns ng's options over defaults; when the group cannot
+// tell (ErrNotImplemented, nil) or fails, the defaults apply and the error
+// says why, for the caller to report.
+func OptionsOf(ng NodeGroup, defaults NodeGroupOptions) (NodeGroupOptions, error) {
+	o, err := ng.GetOptions(defaults)
+	switch {
+	case errors.Is(err, ErrNotImplemented):
+		return defaults, nil
+	case err != nil:
+		return defaults, err
+	case o == nil:
+		return defaults, nil
+	}
+	return *o, nil
 }
 
 // Instance is one node of a group as the provider knows it, registered

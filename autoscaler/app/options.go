@@ -22,6 +22,7 @@ type options struct {
 	scaleDownEnabled        bool
 	scaleDownUnneededTime   time.Duration
 	scaleDownUtilization    float64
+	scaleDownGpuUtilization float64
 	scaleDownDelayAfterAdd  time.Duration
 	nodeGroupConfig         []string
 	schedulerConfig         string
@@ -120,6 +121,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.scaleDownUnneededTime, "scale-down-unneeded-time", 10*time.Minute, "how long a node must be unneeded before it is removed")
 	fs.Float64Var(&o.scaleDownUtilization, "scale-down-utilization-threshold", 0.5,
 		"nodes used below this share (of their DRA devices where they have any, else of CPU and memory) may be removed")
+	fs.Float64Var(&o.scaleDownGpuUtilization, "scale-down-gpu-utilization-threshold", 0.5,
+		"the same for nodes that publish DRA devices (their utilization is the share of their devices in use)")
 	fs.DurationVar(&o.scaleDownDelayAfterAdd, "scale-down-delay-after-add", 10*time.Minute, "how long after a scale-up scale-down resumes")
 	fs.StringArrayVar(&o.nodeGroupConfig, "node-group-config", nil, "file or folder of NodeGroup objects (draxr.dev/v1alpha1), repeatable")
 	fs.StringVar(&o.schedulerConfig, "scheduler-config", "", "the scheduler's KubeSchedulerConfiguration, so simulations place pods as it does")
@@ -178,6 +181,8 @@ func (o *options) validate() error {
 		return fmt.Errorf("--max-nodes-total must be >= 0, got %d", o.maxNodesTotal)
 	case o.scaleDownUtilization < 0 || o.scaleDownUtilization > 1:
 		return fmt.Errorf("--scale-down-utilization-threshold must be within [0, 1], got %g", o.scaleDownUtilization)
+	case o.scaleDownGpuUtilization < 0 || o.scaleDownGpuUtilization > 1:
+		return fmt.Errorf("--scale-down-gpu-utilization-threshold must be within [0, 1], got %g", o.scaleDownGpuUtilization)
 	}
 	if err := o.scaleDownSafety.validate(); err != nil {
 		return err

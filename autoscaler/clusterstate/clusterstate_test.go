@@ -32,6 +32,9 @@ func (f fakeGroup) IncreaseSize(context.Context, int) error       { return nil }
 func (f fakeGroup) DecreaseTargetSize(context.Context, int) error { return nil }
 func (f fakeGroup) DeleteNodes(context.Context, []*v1.Node) error { return nil }
 func (f fakeGroup) Nodes() ([]cloudprovider.Instance, error)      { return nil, nil }
+func (f fakeGroup) GetOptions(d cloudprovider.NodeGroupOptions) (*cloudprovider.NodeGroupOptions, error) {
+	return &d, nil
+}
 func (f fakeGroup) TemplateNodeInfo() (*v1.Node, []*resourceapi.ResourceSlice, error) {
 	n, s := f.g.NewNode("template-" + f.g.Name)
 	return n, s, nil

@@ -77,7 +77,9 @@ type Registry struct {
 type scaleUpRequest struct {
 	increase int
 	at       time.Time
-	deadline time.Time
+	// last is the latest increase: the group's --max-node-provision-time
+	// runs from there.
+	last time.Time
 }
 
 // NewRegistry returns an empty registry.
@@ -87,7 +89,7 @@ func NewRegistry(cfg RegistryConfig) *Registry {
 }
 
 // RegisterScaleUp records that group was asked for delta more nodes: they
-// must register and turn Ready within --max-node-provision-time.
+// must register and turn Ready within the group's max node provision time.
 func (r *Registry) RegisterScaleUp(group string, delta int, now time.Time) {
 	req := r.scaleUps[group]
 	if req == nil {
@@ -95,7 +97,7 @@ func (r *Registry) RegisterScaleUp(group string, delta int, now time.Time) {
 		r.scaleUps[group] = req
 	}
 	req.increase += delta
-	req.deadline = now.Add(r.cfg.MaxNodeProvisionTime)
+	req.last = now
 }
 
 // ScaleUpInProgress says whether group has nodes asked for that have not
@@ -234,14 +236,26 @@ const (
 	nodeResourceUnready // Ready, devices never published, for too long
 )
 
-func (r *Registry) nodeState(n *v1.Node, devicesPublished bool, now time.Time) nodeState {
+// groupOptions are ng's provision and start-up limits: the flags, or the
+// group's own (GetOptions); a group that cannot tell gets the flags and
+// the error is the loop's to report.
+func (r *Registry) groupOptions(ng cloudprovider.NodeGroup) (cloudprovider.NodeGroupOptions, error) {
+	o, err := cloudprovider.OptionsOf(ng, cloudprovider.NodeGroupOptions{
+		MaxNodeProvisionTime: r.cfg.MaxNodeProvisionTime, MaxNodeStartupTime: r.cfg.MaxNodeStartupTime})
+	if err != nil {
+		err = fmt.Errorf("node group %s: options: %w (the flags apply)", ng.Id(), err)
+	}
+	return o, err
+}
+
+func (r *Registry) nodeState(n *v1.Node, devicesPublished bool, maxStartup time.Duration, now time.Time) nodeState {
 	cond := readyCondition(n)
 	ready := cond != nil && cond.Status == v1.ConditionTrue
 	if ready && devicesPublished {
 		return nodeReady
 	}
 	age := now.Sub(n.CreationTimestamp.Time)
-	startupOver := r.cfg.MaxNodeStartupTime > 0 && age >= r.cfg.MaxNodeStartupTime
+	startupOver := maxStartup > 0 && age >= maxStartup
 	if ready { // waiting for its DRA drivers' ResourceSlices
 		if startupOver {
 			return nodeResourceUnready
@@ -274,6 +288,10 @@ func (r *Registry) updateGroup(ctx context.Context, st *State, ng cloudprovider.
 		r.labels[id] = MetricLabels(g)
 	}
 	fail := func(err error) { st.Errors = append(st.Errors, fmt.Errorf("node group %s: %w", id, err)) }
+	opts, err := r.groupOptions(ng)
+	if err != nil {
+		st.Errors = append(st.Errors, err)
+	}
 
 	byProviderID := map[string]bool{}
 	byName := map[string]bool{}
@@ -281,7 +299,7 @@ func (r *Registry) updateGroup(ctx context.Context, st *State, ng cloudprovider.
 	for _, n := range nodes {
 		byProviderID[n.Spec.ProviderID] = n.Spec.ProviderID != ""
 		byName[n.Name] = true
-		states[n.Name] = r.nodeState(n, g == nil || len(g.Spec.ResourceSlices) == 0 || slicesOf[n.Name] > 0, now)
+		states[n.Name] = r.nodeState(n, g == nil || len(g.Spec.ResourceSlices) == 0 || slicesOf[n.Name] > 0, opts.MaxNodeStartupTime, now)
 	}
 	instances, err := ng.Nodes()
 	if err != nil {
@@ -338,10 +356,10 @@ func (r *Registry) updateGroup(ctx context.Context, st *State, ng cloudprovider.
 		}
 	}
 	if len(startupTimedOut) > 0 {
-		r.event(v1.EventTypeWarning, EventScaleUpTimedOut, "Nodes %v of group %s did not become Ready within %v (--max-node-startup-time)",
-			names(startupTimedOut), id, r.cfg.MaxNodeStartupTime)
+		r.event(v1.EventTypeWarning, EventScaleUpTimedOut, "Nodes %v of group %s did not become Ready within %v (max node startup time)",
+			names(startupTimedOut), id, opts.MaxNodeStartupTime)
 		r.backoff(id, backoff.Reason{Class: cloudprovider.OtherErrorClass, Code: CodeTimeout,
-			Message: fmt.Sprintf("nodes did not become Ready within %v", r.cfg.MaxNodeStartupTime)}, now)
+			Message: fmt.Sprintf("nodes did not become Ready within %v", opts.MaxNodeStartupTime)}, now)
 		r.giveUpNodes(ctx, st, ng, startupTimedOut, gone, fail)
 		delete(r.scaleUps, id)
 	}
@@ -371,12 +389,12 @@ func (r *Registry) updateGroup(ctx context.Context, st *State, ng cloudprovider.
 			if r.cfg.Backoff != nil {
 				r.cfg.Backoff.Remove(id)
 			}
-		case r.cfg.MaxNodeProvisionTime > 0 && now.After(req.deadline):
+		case opts.MaxNodeProvisionTime > 0 && now.After(req.last.Add(opts.MaxNodeProvisionTime)):
 			delete(r.scaleUps, id)
 			r.event(v1.EventTypeWarning, EventScaleUpTimedOut, "Nodes added to group %s failed to register within %v",
 				id, now.Sub(req.at).Round(time.Second))
 			r.backoff(id, backoff.Reason{Class: cloudprovider.OtherErrorClass, Code: CodeTimeout,
-				Message: fmt.Sprintf("scale-up timed out after %v", r.cfg.MaxNodeProvisionTime)}, now)
+				Message: fmt.Sprintf("scale-up timed out after %v", opts.MaxNodeProvisionTime)}, now)
 			r.giveUpNodes(ctx, st, ng, notStarted, gone, fail)
 			if unregisteredCount > 0 {
 				if err := ng.DecreaseTargetSize(ctx, -unregisteredCount); err != nil {
@@ -393,7 +411,7 @@ func (r *Registry) updateGroup(ctx context.Context, st *State, ng cloudprovider.
 		}
 	}
 
-	// Instances unregistered for longer than --max-node-provision-time.
+	// Instances unregistered for longer than the max node provision time.
 	var long []cloudprovider.Instance
 	for _, in := range unregistered {
 		if gone[in.ProviderID] {
@@ -404,7 +422,7 @@ func (r *Registry) updateGroup(ctx context.Context, st *State, ng cloudprovider.
 			first = now
 			since[in.ProviderID] = now
 		}
-		if r.cfg.MaxNodeProvisionTime > 0 && now.Sub(first) > r.cfg.MaxNodeProvisionTime {
+		if opts.MaxNodeProvisionTime > 0 && now.Sub(first) > opts.MaxNodeProvisionTime {
 			long = append(long, in)
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"draxr.dev/draxr/cloudprovider"
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/nodegroup"
+	"draxr.dev/draxr/simulator/nodegroup/capi"
 	"draxr.dev/draxr/test/fakeprovider"
 )
 
@@ -360,5 +361,47 @@ func TestRegistryClusterHealth(t *testing.T) {
 		if len(g.Deleted()) != 0 {
 			t.Errorf("unready nodes that were Ready once were deleted: %v", g.Deleted())
 		}
+	}
+}
+
+// A group's own max node provision and start-up times
+// (autoscaling-options-*) replace the flags for that group only.
+func TestGroupProvisionAndStartupTimes(t *testing.T) {
+	tests := []struct {
+		name       string
+		faults     fakeprovider.Faults
+		annotation string
+		wantEvent  string
+	}{
+		{name: "provision time", faults: fakeprovider.Faults{NeverRegister: true},
+			annotation: capi.AutoscalingOptionsPrefix + capi.OptMaxNodeProvisionTime, wantEvent: "failed to register within"},
+		{name: "startup time", faults: fakeprovider.Faults{NeverReady: true},
+			annotation: capi.AutoscalingOptionsPrefix + capi.OptMaxNodeStartupTime, wantEvent: "did not become Ready within 2m0s"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			quick := gpuGroup("quick", 10)
+			quick.Annotations = map[string]string{tc.annotation: "2m"}
+			q := e.provider.AddGroup(quick, tc.faults)
+			d := e.provider.AddGroup(gpuGroup("default", 10), tc.faults)
+			e.scaleUp(q, 1)
+			e.scaleUp(d, 1)
+			e.at(0)
+			e.update()
+			e.at(3 * time.Minute)
+			e.update()
+			evs := e.events()
+			if !hasEvent(evs, clusterstate.EventScaleUpTimedOut, "group quick") || !hasEvent(evs, clusterstate.EventScaleUpTimedOut, tc.wantEvent) {
+				t.Errorf("events %v, want %s for group quick (%q) after its 2m", evs, clusterstate.EventScaleUpTimedOut, tc.wantEvent)
+			}
+			if hasEvent(evs, clusterstate.EventScaleUpTimedOut, "group default") {
+				t.Errorf("events %v: group default timed out before the flag's 15m", evs)
+			}
+			if !e.registry.BackoffStatus("quick", e.now).BackedOff || e.registry.BackoffStatus("default", e.now).BackedOff {
+				t.Errorf("backed off: quick %v, default %v; want quick only",
+					e.registry.BackoffStatus("quick", e.now).BackedOff, e.registry.BackoffStatus("default", e.now).BackedOff)
+			}
+		})
 	}
 }

@@ -71,12 +71,18 @@ type ClusterStateConfig struct {
 	BackoffResetTimeout       time.Duration
 }
 
-// ScaleDownConfig are the --scale-down-* flags.
+// ScaleDownConfig are the --scale-down-* flags. UnneededTime,
+// UtilizationThreshold, GpuUtilizationThreshold and UnreadyTime are
+// defaults a node group may override (cloudprovider.NodeGroup.GetOptions).
 type ScaleDownConfig struct {
 	Enabled              bool
 	UnneededTime         time.Duration
 	UtilizationThreshold float64
-	DelayAfterAdd        time.Duration
+	// GpuUtilizationThreshold applies to nodes with DRA devices, whose
+	// utilization is the share of their devices in use; nil takes
+	// UtilizationThreshold.
+	GpuUtilizationThreshold *float64
+	DelayAfterAdd           time.Duration
 	ScaleDownActuation
 }
 
@@ -87,6 +93,8 @@ type Autoscaler struct {
 	lastScaleUp   time.Time
 	clusterState  *clusterstate.Registry
 	sd            *scaleDownState
+	// provisionTime, startupTime are the flags' values (defaults filled).
+	provisionTime, startupTime time.Duration
 	// groupErrorsReported is each misconfigured group's last reported
 	// error, so that its event is sent when it changes, not every loop.
 	groupErrorsReported map[string]string
@@ -126,7 +134,7 @@ func New(cfg Config) *Autoscaler {
 			ObjectMeta: metav1.ObjectMeta{Name: statusName, Namespace: cfg.StatusNamespace}},
 	})
 	return &Autoscaler{cfg: cfg, unneededSince: map[string]time.Time{}, sd: newScaleDownState(), clusterState: registry,
-		conditions: conditionTimes{}}
+		conditions: conditionTimes{}, provisionTime: cs.MaxNodeProvisionTime, startupTime: cs.MaxNodeStartupTime}
 }
 
 // LoopResult says what one loop decided and did.
@@ -488,6 +496,38 @@ func (idx podIndex) get(ref scaleup.PodRef) (*v1.Pod, error) {
 		return nil, fmt.Errorf("plan names pod %s (uid %q), which is not among this loop's pending pods", ref, ref.UID)
 	}
 	return pod, nil
+}
+
+// groupOptions returns, for a group ID, that group's options: the flags
+// with its own overrides. A group whose GetOptions fails, or one not
+// known, runs with the flags; the error is logged and counted.
+func (a *Autoscaler) groupOptions(ctx context.Context) func(group string) cloudprovider.NodeGroupOptions {
+	defaults := cloudprovider.NodeGroupOptions{
+		ScaleDownUtilizationThreshold:    a.cfg.ScaleDown.UtilizationThreshold,
+		ScaleDownGpuUtilizationThreshold: a.cfg.ScaleDown.UtilizationThreshold,
+		ScaleDownUnneededTime:            a.cfg.ScaleDown.UnneededTime,
+		ScaleDownUnreadyTime:             a.cfg.ScaleDown.UnreadyTime,
+		MaxNodeProvisionTime:             a.provisionTime,
+		MaxNodeStartupTime:               a.startupTime,
+	}
+	if t := a.cfg.ScaleDown.GpuUtilizationThreshold; t != nil {
+		defaults.ScaleDownGpuUtilizationThreshold = *t
+	}
+	byGroup := map[string]cloudprovider.NodeGroupOptions{}
+	for _, g := range a.cfg.Provider.NodeGroups() {
+		o, err := cloudprovider.OptionsOf(g, defaults)
+		if err != nil {
+			metrics.RegisterError(metrics.ErrorConfiguration)
+			klog.FromContext(ctx).Error(err, "Node group options; the flags apply", "nodeGroup", g.Id())
+		}
+		byGroup[g.Id()] = o
+	}
+	return func(group string) cloudprovider.NodeGroupOptions {
+		if o, ok := byGroup[group]; ok {
+			return o
+		}
+		return defaults
+	}
 }
 
 func (a *Autoscaler) group(id string) cloudprovider.NodeGroup {

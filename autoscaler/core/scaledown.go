@@ -21,6 +21,7 @@ import (
 
 	"draxr.dev/draxr/autoscaler/clusterstate"
 	"draxr.dev/draxr/autoscaler/metrics"
+	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/simulator/drainability"
 	"draxr.dev/draxr/simulator/scaledown"
 )
@@ -162,6 +163,7 @@ func (a *Autoscaler) scaleDown(ctx context.Context, st *clusterstate.State, res 
 		return err
 	}
 	checker := drainability.NewChecker(a.cfg.ScaleDown.Drainability, pdbs, start)
+	opts := a.groupOptions(ctx)
 	// Keep within min sizes, counting nodes being removed already.
 	size := map[string]int{}
 	for node, g := range st.GroupOf {
@@ -177,6 +179,14 @@ func (a *Autoscaler) scaleDown(ctx context.Context, st *clusterstate.State, res 
 	}
 	removals, rejections := scaledown.Find(h, scaledown.Options{
 		UtilizationThreshold: a.cfg.ScaleDown.UtilizationThreshold,
+		// Each group's own threshold; the GPU one for nodes with devices.
+		ThresholdFor: func(n *v1.Node, devices bool) float64 {
+			o := opts(st.GroupOf[n.Name])
+			if devices {
+				return o.ScaleDownGpuUtilizationThreshold
+			}
+			return o.ScaleDownUtilizationThreshold
+		},
 		MayRemove: func(n *v1.Node) bool {
 			return st.Ready[n.Name] && st.GroupOf[n.Name] != "" && !a.sd.isDeleting(n.Name)
 		},
@@ -208,11 +218,11 @@ func (a *Autoscaler) scaleDown(ctx context.Context, st *clusterstate.State, res 
 			a.unneededSince[r.Node] = now
 			since = now
 		}
-		if now.Sub(since) >= a.cfg.ScaleDown.UnneededTime {
+		if now.Sub(since) >= opts(g).ScaleDownUnneededTime {
 			due = append(due, dueNode{name: r.Node, drain: len(r.Moves) > 0})
 		}
 	}
-	unready, unreadyRejections, err := a.unreadyDue(st, checker, now)
+	unready, unreadyRejections, err := a.unreadyDue(st, checker, opts, now)
 	if err != nil {
 		return err
 	}
@@ -312,7 +322,7 @@ func (a *Autoscaler) scaleDown(ctx context.Context, st *clusterstate.State, res 
 		go func(node *v1.Node, group, reason string, l metrics.GroupLabels) {
 			defer a.sd.drains.Done()
 			start := time.Now()
-			if err := a.removeNode(ctx, node, group, reason, l); err != nil {
+			if err := a.removeNode(ctx, node, group, reason, opts(group).ScaleDownUnneededTime, l); err != nil {
 				klog.FromContext(ctx).Error(err, "Scale-down failed", "node", node.Name)
 			}
 			metrics.UpdateDurationFromStart(metrics.FunctionNodeDeletion, start)
@@ -321,11 +331,12 @@ func (a *Autoscaler) scaleDown(ctx context.Context, st *clusterstate.State, res 
 	return errors.Join(errs...)
 }
 
-// unreadyDue returns managed nodes unready for --scale-down-unready-time
-// (CA removes those whatever their use), and those of them the drain
-// rules keep. Nodes that never became Ready are left to the start-up
-// timeouts.
-func (a *Autoscaler) unreadyDue(st *clusterstate.State, checker *drainability.Checker, now time.Time) ([]string, []scaledown.Rejection, error) {
+// unreadyDue returns managed nodes unready for their group's scale-down
+// unready time (CA removes those whatever their use), and those of them
+// the drain rules keep. Nodes that never became Ready are left to the
+// start-up timeouts.
+func (a *Autoscaler) unreadyDue(st *clusterstate.State, checker *drainability.Checker,
+	opts func(group string) cloudprovider.NodeGroupOptions, now time.Time) ([]string, []scaledown.Rejection, error) {
 	var due []string
 	var kept []scaledown.Rejection
 	for name := range st.GroupOf {
@@ -337,7 +348,7 @@ func (a *Autoscaler) unreadyDue(st *clusterstate.State, checker *drainability.Ch
 			continue
 		}
 		since, ok := unreadySince(node)
-		if !ok || now.Sub(since) < a.cfg.ScaleDown.UnreadyTime {
+		if !ok || now.Sub(since) < opts(st.GroupOf[name]).ScaleDownUnreadyTime {
 			continue
 		}
 		pods, err := a.podsOn(name)
@@ -431,7 +442,8 @@ func (a *Autoscaler) markCandidates(ctx context.Context, st *clusterstate.State,
 // --max-graceful-termination-sec has passed, and deletes the node through
 // the provider. On failure the ToBeDeleted taint comes off and the node
 // stays.
-func (a *Autoscaler) removeNode(ctx context.Context, node *v1.Node, group, reason string, l metrics.GroupLabels) (err error) {
+func (a *Autoscaler) removeNode(ctx context.Context, node *v1.Node, group, reason string, unneededTime time.Duration,
+	l metrics.GroupLabels) (err error) {
 	errType := metrics.ErrorAPICall
 	defer func() {
 		if err != nil {
@@ -483,7 +495,7 @@ func (a *Autoscaler) removeNode(ctx context.Context, node *v1.Node, group, reaso
 	}
 	sort.Strings(moved)
 	a.cfg.Recorder.Eventf(node, v1.EventTypeNormal, EventScaleDown, "node removed by draxr-autoscaler: unneeded for %s; evicted pods: [%s]",
-		a.cfg.ScaleDown.UnneededTime, strings.Join(moved, " "))
+		unneededTime, strings.Join(moved, " "))
 	return nil
 }
 

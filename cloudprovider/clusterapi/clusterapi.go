@@ -388,6 +388,12 @@ func (g *group) MaxSize() int { return g.built.Planning.Spec.MaxSize }
 // Options are the group's autoscaling-options-* overrides.
 func (g *group) Options() capi.Options { return g.built.Options }
 
+// GetOptions is defaults with the group's autoscaling-options-* overrides.
+func (g *group) GetOptions(defaults cloudprovider.NodeGroupOptions) (*cloudprovider.NodeGroupOptions, error) {
+	o := defaults.WithOverrides(g.built.Options)
+	return &o, nil
+}
+
 // Planning is the group as the planner's NodeGroup.
 func (g *group) Planning() *nodegroup.NodeGroup { return g.built.Planning }
 

@@ -507,3 +507,35 @@ func TestTemplateNodeInfo(t *testing.T) {
 }
 
 func resourceQ(s string) *resource.Quantity { q := resource.MustParse(s); return &q }
+
+// GetOptions is the flags with the group's autoscaling-options-*
+// annotations; a group without them runs with the flags.
+func TestGetOptions(t *testing.T) {
+	f := newFake(t, []runtime.Object{
+		scalable(capi.MachineDeployment, "ns", "tuned", 1, bounds(0, 5, capi.TemplateSlicesAnnotation, gpuSlices,
+			capi.AutoscalingOptionsPrefix+capi.OptScaleDownUnneededTime, "1m",
+			capi.AutoscalingOptionsPrefix+capi.OptScaleDownGpuUtilizationThreshold, "0.25",
+			capi.AutoscalingOptionsPrefix+capi.OptMaxNodeProvisionTime, "3m"), nil, ""),
+		scalable(capi.MachineDeployment, "ns", "plain", 1, bounds(0, 5, capi.TemplateSlicesAnnotation, gpuSlices), nil, ""),
+	})
+	p := f.provider(t)
+	defaults := cloudprovider.NodeGroupOptions{ScaleDownUtilizationThreshold: 0.5, ScaleDownGpuUtilizationThreshold: 0.5,
+		ScaleDownUnneededTime: 10 * time.Minute, ScaleDownUnreadyTime: 20 * time.Minute,
+		MaxNodeProvisionTime: 15 * time.Minute, MaxNodeStartupTime: 15 * time.Minute}
+	got := map[string]cloudprovider.NodeGroupOptions{}
+	for _, g := range p.NodeGroups() {
+		o, err := cloudprovider.OptionsOf(g, defaults)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[g.Id()] = o
+	}
+	tuned := defaults
+	tuned.ScaleDownUnneededTime, tuned.ScaleDownGpuUtilizationThreshold, tuned.MaxNodeProvisionTime = time.Minute, 0.25, 3*time.Minute
+	if o := got["MachineDeployment/ns/tuned"]; o != tuned {
+		t.Errorf("tuned group options %+v, want %+v", o, tuned)
+	}
+	if o := got["MachineDeployment/ns/plain"]; o != defaults {
+		t.Errorf("plain group options %+v, want the flags %+v", o, defaults)
+	}
+}

@@ -27,6 +27,7 @@ import (
 
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/simulator/nodegroup"
+	"draxr.dev/draxr/simulator/nodegroup/capi"
 )
 
 // ProviderIDPrefix starts every provider ID this provider assigns.
@@ -70,7 +71,8 @@ type Provider struct {
 var _ cloudprovider.Provider = &Provider{}
 
 // New returns a provider for the groups; a group with an invalid
-// NodeReadyDelayAnnotation is an error naming the group.
+// NodeReadyDelayAnnotation or autoscaling-options-* annotation is an error
+// naming the group.
 func New(opts Options) (*Provider, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -86,6 +88,15 @@ func New(opts Options) (*Provider, error) {
 			}
 			grp.readyDelay = d
 		}
+		o, err := (capi.Resource{Kind: "NodeGroup", Name: g.Name, Annotations: g.Annotations}).Options()
+		if err != nil {
+			var ae *capi.AnnotationError
+			if errors.As(err, &ae) {
+				return nil, fmt.Errorf("NodeGroup %s: metadata.annotations[%s]: %w", g.Name, ae.Annotation, ae.Err)
+			}
+			return nil, fmt.Errorf("NodeGroup %s: %w", g.Name, err)
+		}
+		grp.options = o
 		p.groups = append(p.groups, grp)
 	}
 	sort.Slice(p.groups, func(i, j int) bool { return p.groups[i].cfg.Name < p.groups[j].cfg.Name })
@@ -155,6 +166,16 @@ type group struct {
 	cfg *nodegroup.NodeGroup
 	// readyDelay is NodeReadyDelayAnnotation's duration, when set.
 	readyDelay time.Duration
+	// options are the group's autoscaling-options-* annotations.
+	options capi.Options
+}
+
+// GetOptions is defaults with the group's overrides: the Cluster API
+// provider's cluster.x-k8s.io/autoscaling-options-* annotations, read
+// from the NodeGroup's metadata the same way.
+func (g *group) GetOptions(defaults cloudprovider.NodeGroupOptions) (*cloudprovider.NodeGroupOptions, error) {
+	o := defaults.WithOverrides(g.options)
+	return &o, nil
 }
 
 func (g *group) Id() string   { return g.cfg.Name }

@@ -14,8 +14,10 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"draxr.dev/draxr/cloudprovider"
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/nodegroup"
+	"draxr.dev/draxr/simulator/nodegroup/capi"
 )
 
 func gpuGroup(min, max int) *nodegroup.NodeGroup {
@@ -233,5 +235,26 @@ func TestIncreaseSizeInBulk(t *testing.T) {
 				t.Errorf("target size after refresh = %d, want %d (the nodes created)", size, tc.wantNodes)
 			}
 		})
+	}
+}
+
+// The local provider reads the Cluster API autoscaling-options-*
+// annotations on its NodeGroups too; a bad one names the group and field.
+func TestGetOptions(t *testing.T) {
+	g := gpuGroup(0, 3)
+	g.Annotations = map[string]string{capi.AutoscalingOptionsPrefix + capi.OptScaleDownUnreadyTime: "soon"}
+	if _, err := New(Options{Client: fake.NewClientset(), Groups: []*nodegroup.NodeGroup{g}}); err == nil ||
+		!strings.Contains(err.Error(), "NodeGroup gpu: metadata.annotations[cluster.x-k8s.io/autoscaling-options-scaledownunreadytime]") {
+		t.Fatalf("New with a bad annotation = %v, want an error naming the group and field", err)
+	}
+	g.Annotations[capi.AutoscalingOptionsPrefix+capi.OptScaleDownUnreadyTime] = "90s"
+	p := mustNew(t, Options{Client: fake.NewClientset(), Groups: []*nodegroup.NodeGroup{g}})
+	defaults := cloudprovider.NodeGroupOptions{ScaleDownUnneededTime: 10 * time.Minute, ScaleDownUnreadyTime: 20 * time.Minute}
+	o, err := cloudprovider.OptionsOf(p.NodeGroups()[0], defaults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.ScaleDownUnreadyTime != 90*time.Second || o.ScaleDownUnneededTime != 10*time.Minute {
+		t.Errorf("options %+v, want unready time 90s from the annotation and the flag's unneeded time", o)
 	}
 }

@@ -138,6 +138,21 @@ func (mr *MockNodeGroupMockRecorder) DeleteNodes(ctx, nodes any) *gomock.Call {
 	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "DeleteNodes", reflect.TypeOf((*MockNodeGroup)(nil).DeleteNodes), ctx, nodes)
 }
 
+// GetOptions mocks base method.
+func (m *MockNodeGroup) GetOptions(defaults cloudprovider.NodeGroupOptions) (*cloudprovider.NodeGroupOptions, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "GetOptions", defaults)
+	ret0, _ := ret[0].(*cloudprovider.NodeGroupOptions)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// GetOptions indicates an expected call of GetOptions.
+func (mr *MockNodeGroupMockRecorder) GetOptions(defaults any) *gomock.Call {
+	mr.mock.ctrl.T.Helper()
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "GetOptions", reflect.TypeOf((*MockNodeGroup)(nil).GetOptions), defaults)
+}
+
 // Id mocks base method.
 func (m *MockNodeGroup) Id() string {
 	m.ctrl.T.Helper()

@@ -25,6 +25,10 @@ import (
 type Options struct {
 	// UtilizationThreshold: only nodes used below it are candidates (0..1).
 	UtilizationThreshold float64
+	// ThresholdFor, when set, gives a node's threshold instead (its
+	// group's own; devices says its utilization is that of its DRA
+	// devices).
+	ThresholdFor func(node *v1.Node, devices bool) float64
 	// MayRemove leaves nodes out without a reason (not managed, not
 	// ready); nil allows all.
 	MayRemove func(node *v1.Node) bool
@@ -96,9 +100,13 @@ func Find(h *harness.Harness, opts Options) ([]Removal, []Rejection) {
 			rejected = append(rejected, Rejection{Node: name, Code: string(b.Reason), Reason: b.String(), Blocked: b})
 			continue
 		}
-		u := Utilization(h, name)
-		if u >= opts.UtilizationThreshold {
-			rejected = append(rejected, Rejection{Node: name, Code: NotUnderutilized, Reason: fmt.Sprintf("utilization %.2f is not below %.2f", u, opts.UtilizationThreshold)})
+		u, devices := UtilizationOf(h, name)
+		threshold := opts.UtilizationThreshold
+		if opts.ThresholdFor != nil {
+			threshold = opts.ThresholdFor(node, devices)
+		}
+		if u >= threshold {
+			rejected = append(rejected, Rejection{Node: name, Code: NotUnderutilized, Reason: fmt.Sprintf("utilization %.2f is not below %.2f", u, threshold)})
 			continue
 		}
 		cands = append(cands, candidate{name, u})
@@ -278,6 +286,13 @@ func leavesWithNode(pod *v1.Pod) bool {
 // has any (an idle GPU node is idle whatever its CPU), else the larger of
 // requested CPU and memory over allocatable.
 func Utilization(h *harness.Harness, nodeName string) float64 {
+	u, _ := UtilizationOf(h, nodeName)
+	return u
+}
+
+// UtilizationOf is Utilization, and whether it was measured on the node's
+// DRA devices.
+func UtilizationOf(h *harness.Harness, nodeName string) (float64, bool) {
 	snap := h.Snapshot()
 	allocated := snap.AllocatedDeviceIDs()
 	var devices, used int
@@ -290,7 +305,7 @@ func Utilization(h *harness.Harness, nodeName string) float64 {
 		}
 	}
 	if devices > 0 {
-		return float64(used) / float64(devices)
+		return float64(used) / float64(devices), true
 	}
 	ni := snap.NodeInfo(nodeName)
 	var u float64
@@ -300,5 +315,5 @@ func Utilization(h *harness.Harness, nodeName string) float64 {
 	if a := ni.Allocatable.Memory; a > 0 {
 		u = max(u, float64(ni.Requested.Memory)/float64(a))
 	}
-	return u
+	return u, false
 }

@@ -27,6 +27,7 @@ import (
 
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/simulator/nodegroup"
+	"draxr.dev/draxr/simulator/nodegroup/capi"
 )
 
 // ProviderIDPrefix starts every provider ID of this provider.
@@ -352,6 +353,18 @@ func (g *Group) Nodes() ([]cloudprovider.Instance, error) {
 		out = append(out, cloudprovider.Instance{ProviderID: in.providerID, NodeName: name, Status: st})
 	}
 	return out, nil
+}
+
+// GetOptions implements cloudprovider.NodeGroup: the defaults with the
+// NodeGroup's cluster.x-k8s.io/autoscaling-options-* annotations, as the
+// local provider reads them; a bad one is the error.
+func (g *Group) GetOptions(defaults cloudprovider.NodeGroupOptions) (*cloudprovider.NodeGroupOptions, error) {
+	o, err := (capi.Resource{Kind: "NodeGroup", Name: g.cfg.Name, Annotations: g.cfg.Annotations}).Options()
+	if err != nil {
+		return nil, err
+	}
+	out := defaults.WithOverrides(o)
+	return &out, nil
 }
 
 // TemplateNodeInfo implements cloudprovider.NodeGroup.
