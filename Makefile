@@ -6,7 +6,7 @@ PKGS := ./...
 BENCH_COUNT ?= 6
 BENCH_PKGS ?= ./simulator/... ./autoscaler/...
 
-.PHONY: all build test test-unit test-race lint golangci-lint gofmt-check mocks mocks-check bench fmt vet example controlplane print-controlplane-dir cluster-up cluster-down e2e-clusterapi fidelity
+.PHONY: all build test test-unit test-race lint golangci-lint gofmt-check mocks mocks-check bench fmt vet example controlplane print-controlplane-dir cluster-up cluster-down e2e-clusterapi fidelity e2e-bulk
 
 # Control-plane binaries for end-to-end tests, built from the go.mod
 # versions into an ignored cache folder; rebuilt only when versions change.
@@ -45,6 +45,12 @@ e2e-clusterapi: controlplane
 # control plane with draxr-scheduler; one line per scenario.
 fidelity: controlplane
 	DRAXR_FIDELITY=1 $(GO) test ./test/e2e/ -run TestFidelityOracle -count=1 -v -timeout 15m
+
+# The 600-pod bulk scale-up end to end (minutes on a loaded machine, so
+# make test leaves it out); it logs the seconds from the first pending pod
+# to the last bound one.
+e2e-bulk: controlplane
+	DRAXR_E2E_BULK=1 $(GO) test ./test/e2e/ -run 'TestAutoscalerBulkScaleUp$$' -count=1 -v -timeout 20m
 
 # Every test that needs no control plane: the end-to-end and other
 # control-plane tests skip themselves under -short.

@@ -12,7 +12,10 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	policylisters "k8s.io/client-go/listers/policy/v1"
@@ -125,6 +128,10 @@ func (st *State) addPods(l Listers) error {
 	if err != nil {
 		return err
 	}
+	inBinding, err := podsInBinding(l)
+	if err != nil {
+		return err
+	}
 	inSnapshot := map[string]bool{}
 	for _, n := range st.Objects.Nodes {
 		inSnapshot[n.Name] = true
@@ -142,7 +149,7 @@ func (st *State) addPods(l Listers) error {
 			if inSnapshot[p.Spec.NodeName] && p.DeletionTimestamp == nil {
 				st.Objects.RunningPods = append(st.Objects.RunningPods, p)
 			}
-		case p.DeletionTimestamp == nil && len(p.Spec.SchedulingGates) == 0 && unschedulable(p) && !beingBound(l, p):
+		case p.DeletionTimestamp == nil && len(p.Spec.SchedulingGates) == 0 && unschedulable(p) && !beingBound(inBinding, p):
 			st.Unschedulable = append(st.Unschedulable, p)
 		case p.DeletionTimestamp == nil && len(p.Spec.SchedulingGates) == 0 && !hasScheduledCondition(p):
 			st.SchedulerUnprocessed++
@@ -228,33 +235,51 @@ func isReady(n *v1.Node) bool {
 	return false
 }
 
-// beingBound reports a pod the scheduler has placed but not yet bound: its
-// devices are allocated and reserved for it (the extended-resource claim
-// recorded in its status, or a claim of its own reserved for it). Its old
-// Unschedulable condition is stale; planning it again would count its
-// devices twice, once in the claim and once for the pod.
-func beingBound(l Listers, p *v1.Pod) bool {
-	if p.Status.ExtendedResourceClaimStatus != nil && p.Status.ExtendedResourceClaimStatus.ResourceClaimName != "" {
-		return true
-	}
+// podsInBinding returns the UIDs of pods the scheduler is binding, read
+// from the claims: a claim allocated and reserved for the pod, or an
+// extended-resource claim the pod owns. The scheduler's PreBind creates
+// that claim, allocates and reserves it, and only then records it in the
+// pod's status, so the pod's status alone misses the pods in between; with
+// the scheduler's API calls throttled, hundreds of pods of one scale-up sit
+// there at once. Their Unschedulable condition is stale. Planned again, such
+// a pod fits nowhere (its claim already asks for devices) and, worse, the
+// planner takes that as "no existing node fits this kind of pod", so its
+// siblings would all be planned on new nodes.
+func podsInBinding(l Listers) (map[types.UID]bool, error) {
+	out := map[types.UID]bool{}
 	if l.Claims == nil {
-		return false
+		return out, nil
 	}
-	for _, cs := range p.Status.ResourceClaimStatuses {
-		if cs.ResourceClaimName == nil {
-			continue
+	claims, err := l.Claims.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range claims {
+		if c.Annotations[resourceapi.ExtendedResourceClaimAnnotation] == "true" {
+			if ref := metav1.GetControllerOfNoCopy(c); ref != nil && ref.Kind == "Pod" {
+				out[ref.UID] = true
+			}
 		}
-		c, err := l.Claims.ResourceClaims(p.Namespace).Get(*cs.ResourceClaimName)
-		if err != nil || c.Status.Allocation == nil {
+		if c.Status.Allocation == nil {
 			continue
 		}
 		for _, r := range c.Status.ReservedFor {
-			if r.UID == p.UID {
-				return true
+			if r.Resource == "pods" && r.APIGroup == "" {
+				out[r.UID] = true
 			}
 		}
 	}
-	return false
+	return out, nil
+}
+
+// beingBound reports a pod the scheduler has placed but not yet bound: its
+// extended-resource claim is recorded in its status, or a claim is
+// allocated and reserved for it or owned by it (inBinding).
+func beingBound(inBinding map[types.UID]bool, p *v1.Pod) bool {
+	if p.Status.ExtendedResourceClaimStatus != nil && p.Status.ExtendedResourceClaimStatus.ResourceClaimName != "" {
+		return true
+	}
+	return inBinding[p.UID]
 }
 
 func hasScheduledCondition(p *v1.Pod) bool {

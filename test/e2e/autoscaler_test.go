@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -80,14 +81,14 @@ func TestAutoscalerFromZeroDRA(t *testing.T) {
 // pod is bound. The seconds from the first pending pod to the last bound
 // one are logged.
 func TestAutoscalerBulkScaleUp(t *testing.T) {
-	// Known failure, kept visible: the first loop asks for all 75 nodes in
-	// one IncreaseSize and all 600 pods bind, but a later loop (all 75
-	// nodes Ready, 456 pods still pending while the scheduler binds them)
-	// asks for 25 more. Leaving out pods whose claims are already
-	// allocated (clusterstate.beingBound) did not cure it. Remove the skip
-	// with the fix.
-	t.Skip("over-provisions 75 -> 100 nodes while pods are being bound; see docs/performance.md")
-	e := newEnv(t, "asbulk")
+	// Minutes long on a loaded 2-core machine (430 s from first pending
+	// pod to last bound at load average 55), so make test leaves it out.
+	if os.Getenv("DRAXR_E2E_BULK") == "" {
+		t.Skip("the 600-pod bulk scale-up runs with make e2e-bulk (DRAXR_E2E_BULK=1)")
+	}
+	// 75 nodes made Ready and given their slices through the autoscaler's
+	// rate-limited client, then 600 bindings: minutes on a loaded machine.
+	e := newEnvWithin(t, "asbulk", 10*time.Minute)
 	e.class("asbulk-gpu", e.driver, e.resource)
 	start := time.Now()
 	e.replicaSet("train", 600, e.resource, 1)
@@ -112,7 +113,7 @@ func TestAutoscalerBulkScaleUp(t *testing.T) {
 		return nil
 	})
 	_, addr := e.autoscalerWithAddress(e.nodeGroups(groupSpec{name: "asbulk-gpu", min: 0, max: 100, draDevices: 8}))
-	perNode := e.waitPodsBound(600, 5*time.Minute)
+	perNode := e.waitPodsBound(600, 7*time.Minute)
 	t.Logf("600 pods: first pending to last bound in %.1f s", time.Since(start).Seconds())
 	if len(perNode) != 75 {
 		t.Fatalf("pods bound on %d nodes, want 75", len(perNode))

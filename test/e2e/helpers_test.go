@@ -31,8 +31,14 @@ type env struct {
 
 func newEnv(t *testing.T, name string) *env {
 	t.Helper()
+	return newEnvWithin(t, name, 3*time.Minute)
+}
+
+// newEnvWithin is newEnv for a test that may take up to timeout in all.
+func newEnvWithin(t *testing.T, name string, timeout time.Duration) *env {
+	t.Helper()
 	skipUnderShort(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	t.Cleanup(cancel)
 	e := &env{t: t, ctx: ctx, name: name, ns: "e2e-" + name,
 		driver: name + ".example.com", resource: v1.ResourceName(name + ".example.com/gpu")}
