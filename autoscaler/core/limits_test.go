@@ -7,8 +7,19 @@ import (
 
 	"go.uber.org/mock/gomock"
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
 
+	"draxr.dev/draxr/autoscaler/clusterstate"
+	"draxr.dev/draxr/cloudprovider"
+	"draxr.dev/draxr/cloudprovider/mocks"
+	"draxr.dev/draxr/simulator/expander"
+	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/limits"
+	"draxr.dev/draxr/simulator/nodegroup"
 )
 
 // The live loop honours CA's limits: IncreaseSize is asked for the capped
@@ -54,5 +65,66 @@ func TestScaleUpHonoursLimits(t *testing.T) {
 				t.Errorf("NotTriggerScaleUp events = %d, want %d", notTriggered, 20-8*tc.wantNodes)
 			}
 		})
+	}
+}
+
+// With --balance-similar-node-groups one loop asks every similar group for
+// its share: 20 one-GPU pods want 3 nodes, split 2 and 1 across two
+// groups of the same template, and each pod's TriggeredScaleUp lists both.
+func TestScaleUpBalancesSimilarGroups(t *testing.T) {
+	ctrl := gomock.NewController(t)
+	objs := append(unschedulablePods(20), fx.Class("gpu.example.com", fx.Driver, fx.GPUResource, fx.Epoch))
+	client := fake.NewClientset(objs...)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	listers := clusterstate.NewListers(factory)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+
+	asked := map[string]int{}
+	var groups []cloudprovider.NodeGroup
+	for _, name := range []string{"gpu-a", "gpu-b"} {
+		group := mocks.NewMockNodeGroup(ctrl)
+		tmpl, slices := (&nodegroup.NodeGroup{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: nodegroup.Spec{Template: *fx.Node("t", 64, 256, nil),
+				ResourceSlices: []resourceapi.ResourceSliceSpec{fx.GPUSlice("x", 8).Spec}}}).NewNode("template-" + name)
+		group.EXPECT().Id().Return(name).AnyTimes()
+		group.EXPECT().MinSize().Return(0).AnyTimes()
+		group.EXPECT().MaxSize().Return(10).AnyTimes()
+		group.EXPECT().TargetSize().Return(0, nil).AnyTimes()
+		group.EXPECT().TemplateNodeInfo().Return(tmpl, slices, nil).AnyTimes()
+		group.EXPECT().Nodes().Return(nil, nil).AnyTimes()
+		group.EXPECT().IncreaseSize(gomock.Any(), gomock.Any()).DoAndReturn(func(_ context.Context, n int) error {
+			asked[name] += n
+			return nil
+		})
+		groups = append(groups, group)
+	}
+	provider := mocks.NewMockProvider(ctrl)
+	provider.EXPECT().NodeGroups().Return(groups).AnyTimes()
+	provider.EXPECT().NodeGroupForNode(gomock.Any()).Return(nil, nil).AnyTimes()
+	provider.EXPECT().Refresh(gomock.Any()).Return(nil)
+	exp, _ := expander.New("least-waste", nil, 1)
+	recorder := record.NewFakeRecorder(1000)
+	a := New(Config{Client: client, Listers: listers, Provider: provider, Expander: exp, Recorder: recorder,
+		StatusNamespace: "kube-system", StatusName: "draxr-autoscaler-status",
+		Limits: limits.Options{Balancing: limits.Balancing{Enabled: true}}})
+
+	res, err := a.RunOnce(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if asked[res.ScaleUp.NodeGroup] != 2 || asked["gpu-a"]+asked["gpu-b"] != 3 || len(res.ScaleUps) != 2 {
+		t.Fatalf("IncreaseSize asked %v, executed %+v; want 2 of the chosen group and 1 of the other", asked, res.ScaleUps)
+	}
+	both := 0
+	for _, e := range events(recorder) {
+		if strings.Contains(e, "TriggeredScaleUp") && strings.Contains(e, "{gpu-a 0->") && strings.Contains(e, "{gpu-b 0->") {
+			both++
+		}
+	}
+	if both != 20 {
+		t.Errorf("TriggeredScaleUp events naming both groups = %d, want 20", both)
 	}
 }
