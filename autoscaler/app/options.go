@@ -39,6 +39,7 @@ type options struct {
 	// Failure model, health and leader election (options_failure.go).
 	failureOptions
 	scaleDownSafety
+	limitOptions // options_limits.go
 
 	// Cluster API provider (--cloud-provider=clusterapi).
 	nodeGroupAutoDiscovery []string
@@ -135,6 +136,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.leaderElectLeaseTimeout, "leader-elect-lease-duration", 15*time.Second, "leader lease duration")
 	o.failureOptions.addFlags(fs)
 	o.scaleDownSafety.addFlags(fs)
+	o.limitOptions.addFlags(fs)
 	o.addClusterAPIFlags(fs)
 }
 
@@ -178,6 +180,9 @@ func (o *options) validate() error {
 		return fmt.Errorf("--scale-down-utilization-threshold must be within [0, 1], got %g", o.scaleDownUtilization)
 	}
 	if err := o.scaleDownSafety.validate(); err != nil {
+		return err
+	}
+	if err := o.limitOptions.validate(); err != nil {
 		return err
 	}
 	if err := o.failureOptions.validate(o.leaderElectLeaseTimeout); err != nil {

@@ -119,6 +119,7 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 		Recorder:        broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "draxr-autoscaler"}),
 		StatusNamespace: o.namespace, StatusName: o.statusConfigMap,
 		ClusterState:            o.failureOptions.clusterState(),
+		Limits:                  o.limits,
 		EmitPerNodeGroupMetrics: o.emitPerNodeGroupMetrics,
 	})
 

@@ -28,6 +28,7 @@ import (
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/harness"
+	"draxr.dev/draxr/simulator/limits"
 	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/offline"
 	"draxr.dev/draxr/simulator/scaleup"
@@ -48,8 +49,11 @@ type Config struct {
 	// ClusterState are the readiness, health and backoff rules; nil takes
 	// CA's defaults.
 	ClusterState *ClusterStateConfig
-	// ResourceLimits are published as CA's limit metrics (nil: none).
-	ResourceLimits *ResourceLimits
+	// Limits are the cluster-wide resource limits (maximums in scale-up,
+	// minimums in scale-down, published as CA's limit metrics),
+	// --max-nodes-per-scaleup and balancing of similar groups; the zero
+	// value limits nothing.
+	Limits limits.Options
 	// EmitPerNodeGroupMetrics is --emit-per-nodegroup-metrics.
 	EmitPerNodeGroupMetrics bool
 	Now                     func() time.Time
@@ -130,9 +134,12 @@ type LoopResult struct {
 	Unschedulable int
 	Upcoming      map[string]int
 	ScaleUp       *scaleup.ScaleUp // executed, nil if none
-	NoScaleUp     []scaleup.NoScaleUp
-	Unneeded      []string
-	Removed       []string
+	// ScaleUps are every group's executed scale-up: ScaleUp's first, then
+	// the similar groups it was balanced with.
+	ScaleUps  []scaleup.ScaleUp
+	NoScaleUp []scaleup.NoScaleUp
+	Unneeded  []string
+	Removed   []string
 	// FailedScaleUps are the groups whose IncreaseSize failed this loop
 	// (the plan then fell back to the next group).
 	FailedScaleUps []string
@@ -259,7 +266,7 @@ func (a *Autoscaler) scaleUpOnce(ctx context.Context, st *clusterstate.State, gr
 		return true, err
 	}
 	p := &scaleup.Planner{Harness: h, Groups: groups, Expander: a.cfg.Expander, MaxNodesTotal: a.cfg.MaxNodesTotal,
-		DaemonSets: st.Objects.DaemonSets}
+		DaemonSets: st.Objects.DaemonSets, Limits: a.cfg.Limits}
 	plan, err := p.Plan(st.Unschedulable)
 	metrics.UpdateDurationFromStart(metrics.FunctionEstimate, start)
 	if err != nil {
@@ -283,6 +290,10 @@ func (a *Autoscaler) scaleUpOnce(ctx context.Context, st *clusterstate.State, gr
 		return true, errors.Join(missing...)
 	}
 	su := plan.ScaleUps[0]
+	if len(plan.FirstLoop) > 0 {
+		// This loop's scale-up only: later loops' nodes wait for them.
+		su = plan.FirstLoop[0]
+	}
 	group := a.group(su.NodeGroup)
 	if group == nil {
 		return true, fmt.Errorf("plan names unknown node group %s", su.NodeGroup)
@@ -310,14 +321,17 @@ func (a *Autoscaler) scaleUpOnce(ctx context.Context, st *clusterstate.State, gr
 		excluded[su.NodeGroup] = fmt.Sprintf("in backoff after failed scale-up until %s", until.UTC().Format(time.RFC3339))
 		return false, errors.Join(append(missing, fmt.Errorf("scale up node group %s by %d: %w", su.NodeGroup, su.NewNodes, err))...)
 	}
-	a.clusterState.RegisterScaleUp(su.NodeGroup, su.NewNodes, a.cfg.Now())
-	a.clusterState.Event(v1.EventTypeNormal, EventScaledUpGroup, "Scale-up: setting group %s size to %d instead of %d (max: %d)",
-		su.NodeGroup, target+su.NewNodes, target, group.MaxSize())
-	metrics.RegisterScaleUp(su.NewNodes, a.clusterState.Labels(su.NodeGroup))
-	metrics.RegisterPlannedDevices(plannedDevices(&su))
-	metrics.RegisterExtendedResourcePodsHelped(extendedResourcePods(helped, st.Objects.DeviceClasses))
-	a.lastScaleUp = a.cfg.Now()
+	a.recordScaleUp(su, target, group.MaxSize(), helped, st, res)
 	res.ScaleUp = &su
+	groupsText := fmt.Sprintf("{%s %d->%d (max: %d)}", su.NodeGroup, target, target+su.NewNodes, group.MaxSize())
+	if len(plan.FirstLoop) > 1 {
+		text, more, err := a.scaleUpBalanced(ctx, st, plan.FirstLoop[1:], pods, res)
+		groupsText += text
+		helped = append(helped, more...)
+		if err != nil {
+			missing = append(missing, err)
+		}
+	}
 	res.NoScaleUp = plan.NoScaleUp
 	for _, n := range plan.NoScaleUp {
 		if pod, err := pods.get(n.Pod); err == nil {
@@ -327,10 +341,65 @@ func (a *Autoscaler) scaleUpOnce(ctx context.Context, st *clusterstate.State, gr
 		}
 	}
 	for _, pod := range helped {
-		a.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, EventTriggeredScaleUp, "pod triggered scale-up: [{%s %d->%d (max: %d)}]",
-			su.NodeGroup, target, target+su.NewNodes, group.MaxSize())
+		a.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, EventTriggeredScaleUp, "pod triggered scale-up: [%s]", groupsText)
 	}
 	return true, errors.Join(missing...)
+}
+
+// scaleUpBalanced executes the rest of a scale-up split across similar
+// groups (--balance-similar-node-groups). A group whose IncreaseSize fails
+// is backed off; the others' nodes stand, and the next loop plans again
+// with them upcoming. It returns the groups as TriggeredScaleUp lists
+// them and the pods the executed groups help.
+func (a *Autoscaler) scaleUpBalanced(ctx context.Context, st *clusterstate.State, step []scaleup.ScaleUp, pods podIndex,
+	res *LoopResult) (string, []*v1.Pod, error) {
+	var text strings.Builder
+	var helped []*v1.Pod
+	var errs []error
+	for _, su := range step {
+		group := a.group(su.NodeGroup)
+		if group == nil {
+			errs = append(errs, fmt.Errorf("plan names unknown node group %s", su.NodeGroup))
+			continue
+		}
+		target, err := group.TargetSize()
+		if err == nil {
+			err = group.IncreaseSize(ctx, su.NewNodes)
+		}
+		if err != nil {
+			metrics.RegisterError(metrics.ErrorCloudProvider)
+			a.clusterState.RegisterFailedScaleUp(su.NodeGroup, err, a.cfg.Now())
+			res.FailedScaleUps = append(res.FailedScaleUps, su.NodeGroup)
+			errs = append(errs, fmt.Errorf("scale up node group %s by %d: %w", su.NodeGroup, su.NewNodes, err))
+			continue
+		}
+		fmt.Fprintf(&text, " {%s %d->%d (max: %d)}", su.NodeGroup, target, target+su.NewNodes, group.MaxSize())
+		groupHelped := make([]*v1.Pod, 0, len(su.Pods))
+		for _, ref := range su.Pods {
+			pod, err := pods.get(ref)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			groupHelped = append(groupHelped, pod)
+		}
+		a.recordScaleUp(su, target, group.MaxSize(), groupHelped, st, res)
+		helped = append(helped, groupHelped...)
+	}
+	return text.String(), helped, errors.Join(errs...)
+}
+
+// recordScaleUp records one group's executed scale-up: cluster state,
+// CA's ScaledUpGroup event and metrics, draxr's device metrics.
+func (a *Autoscaler) recordScaleUp(su scaleup.ScaleUp, target, maxSize int, helped []*v1.Pod, st *clusterstate.State, res *LoopResult) {
+	a.clusterState.RegisterScaleUp(su.NodeGroup, su.NewNodes, a.cfg.Now())
+	a.clusterState.Event(v1.EventTypeNormal, EventScaledUpGroup, "Scale-up: setting group %s size to %d instead of %d (max: %d)",
+		su.NodeGroup, target+su.NewNodes, target, maxSize)
+	metrics.RegisterScaleUp(su.NewNodes, a.clusterState.Labels(su.NodeGroup))
+	metrics.RegisterPlannedDevices(plannedDevices(&su))
+	metrics.RegisterExtendedResourcePodsHelped(extendedResourcePods(helped, st.Objects.DeviceClasses))
+	a.lastScaleUp = a.cfg.Now()
+	res.ScaleUps = append(res.ScaleUps, su)
 }
 
 // Event reasons of the loop's own events, CA's. Pod events:

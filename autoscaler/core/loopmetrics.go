@@ -14,13 +14,6 @@ import (
 	"draxr.dev/draxr/simulator/scaleup"
 )
 
-// ResourceLimits are --cores-total and --memory-total, for CA's
-// cpu_limits_cores and memory_limits_bytes.
-type ResourceLimits struct {
-	MinCores, MaxCores             int64
-	MinMemoryBytes, MaxMemoryBytes int64
-}
-
 // recordStateMetrics publishes what the loop's cluster state says, with
 // CA's metrics, and draxr's device counts.
 func (a *Autoscaler) recordStateMetrics(st *clusterstate.State) {
@@ -46,9 +39,8 @@ func (a *Autoscaler) recordStateMetrics(st *clusterstate.State) {
 	}
 	metrics.UpdateMaxNodesCount(maxNodes)
 	metrics.UpdateNodeGroups(states)
-	if l := a.cfg.ResourceLimits; l != nil {
-		metrics.UpdateResourceLimits(l.MinCores, l.MaxCores, l.MinMemoryBytes, l.MaxMemoryBytes)
-	}
+	l := a.cfg.Limits.Limits
+	metrics.UpdateResourceLimits(l.Cores.Min, l.Cores.Max, l.Memory.Min, l.Memory.Max)
 
 	if nodes, err := a.cfg.Listers.Nodes.List(labels.Everything()); err == nil {
 		var cores, memory int64

@@ -162,15 +162,6 @@ func (a *Autoscaler) scaleDown(ctx context.Context, st *clusterstate.State, res 
 		return err
 	}
 	checker := drainability.NewChecker(a.cfg.ScaleDown.Drainability, pdbs, start)
-	removals, rejections := scaledown.Find(h, scaledown.Options{
-		UtilizationThreshold: a.cfg.ScaleDown.UtilizationThreshold,
-		MayRemove: func(n *v1.Node) bool {
-			return st.Ready[n.Name] && st.GroupOf[n.Name] != "" && !a.sd.isDeleting(n.Name)
-		},
-		Drainability: checker,
-	})
-	metrics.UpdateDurationFromStart(metrics.FunctionFindUnneeded, findStart)
-
 	// Keep within min sizes, counting nodes being removed already.
 	size := map[string]int{}
 	for node, g := range st.GroupOf {
@@ -178,6 +169,25 @@ func (a *Autoscaler) scaleDown(ctx context.Context, st *clusterstate.State, res 
 			size[g]++
 		}
 	}
+	groupRoom := map[string]int{}
+	for g, n := range size {
+		if ng := a.group(g); ng != nil {
+			groupRoom[g] = n + st.Upcoming[g] - ng.MinSize()
+		}
+	}
+	removals, rejections := scaledown.Find(h, scaledown.Options{
+		UtilizationThreshold: a.cfg.ScaleDown.UtilizationThreshold,
+		MayRemove: func(n *v1.Node) bool {
+			return st.Ready[n.Name] && st.GroupOf[n.Name] != "" && !a.sd.isDeleting(n.Name)
+		},
+		Drainability: checker,
+		Limits:       a.cfg.Limits.Limits,
+		Uncounted:    func(n *v1.Node) bool { return a.sd.isDeleting(n.Name) },
+		GroupRoom:    groupRoom,
+		GroupOf:      func(node string) string { return st.GroupOf[node] },
+	})
+	metrics.UpdateDurationFromStart(metrics.FunctionFindUnneeded, findStart)
+
 	now := a.cfg.Now()
 	unneeded := map[string]bool{}
 	type dueNode struct {

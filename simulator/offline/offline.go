@@ -12,6 +12,7 @@ import (
 	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/input"
+	"draxr.dev/draxr/simulator/limits"
 	"draxr.dev/draxr/simulator/scaleup"
 	"draxr.dev/draxr/simulator/snapshot"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
@@ -22,6 +23,9 @@ type Options struct {
 	Profile       *config.KubeSchedulerProfile // nil: kube-scheduler's default
 	Expander      expander.Strategy            // nil: least-waste
 	MaxNodesTotal int
+	// Limits are --cores-total, --memory-total, --gpu-total,
+	// --max-nodes-per-scaleup and balancing; the zero value limits nothing.
+	Limits limits.Options
 }
 
 // BuildSnapshot loads objects into a new snapshot: classes and templates
@@ -82,7 +86,7 @@ func Simulate(ctx context.Context, objs *input.Objects, opts Options) (*Result, 
 	}
 	matcher := dynres.NewMatcher()
 	p := &scaleup.Planner{Harness: h, Groups: objs.NodeGroups, Expander: exp, MaxNodesTotal: opts.MaxNodesTotal, Matcher: matcher,
-		DaemonSets: objs.DaemonSets}
+		DaemonSets: objs.DaemonSets, Limits: opts.Limits}
 	plan, err := p.Plan(objs.PendingPods)
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)

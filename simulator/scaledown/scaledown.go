@@ -6,15 +6,19 @@ package scaledown
 
 import (
 	"fmt"
+	"maps"
 	"sort"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/structured"
 
 	"draxr.dev/draxr/simulator/drainability"
+	"draxr.dev/draxr/simulator/dynres"
 	"draxr.dev/draxr/simulator/estimator"
 	"draxr.dev/draxr/simulator/harness"
+	"draxr.dev/draxr/simulator/limits"
 )
 
 // Options bound what may be removed.
@@ -29,12 +33,26 @@ type Options struct {
 	// moves every pod except mirror and DaemonSet pods, which leave with
 	// the node, and ignores annotations: what-if planning on dumps.
 	Drainability *drainability.Checker
+	// Limits: no removal takes the cluster below a minimum of
+	// --cores-total, --memory-total or --gpu-total (CA's
+	// MinimalResourceLimitExceeded). The nodes counted are those in the
+	// snapshot but the Uncounted ones (nodes already being removed).
+	Limits    limits.Limits
+	Matcher   *dynres.Matcher
+	Uncounted func(node *v1.Node) bool
+	// GroupRoom, when set, is per node group (GroupOf a node) how many
+	// nodes it may still lose before its min size; nodes beyond it are
+	// left out silently, as the caller reports group minimums itself, so
+	// that they do not use up a resource minimum's spare.
+	GroupRoom map[string]int
+	GroupOf   func(node string) string
 }
 
 // Rejection codes: CA's UnremovableReason names.
 const (
-	NotUnderutilized  = "NotUnderutilized"
-	NoPlaceToMovePods = "NoPlaceToMovePods"
+	NotUnderutilized             = "NotUnderutilized"
+	NoPlaceToMovePods            = "NoPlaceToMovePods"
+	MinimalResourceLimitExceeded = "MinimalResourceLimitExceeded"
 )
 
 // Removal is a node that can go, and where its pods would move.
@@ -87,6 +105,8 @@ func Find(h *harness.Harness, opts Options) ([]Removal, []Rejection) {
 	}
 	sort.SliceStable(cands, func(i, j int) bool { return cands[i].util < cands[j].util })
 
+	spare, amounts := minimums(h, opts)
+	groupRoom := maps.Clone(opts.GroupRoom)
 	removed := map[string]bool{}
 	var out []Removal
 	// Targets only fill up during a Find, so a target that rejected a kind
@@ -94,6 +114,21 @@ func Find(h *harness.Harness, opts Options) ([]Removal, []Rejection) {
 	// knows are full.
 	full := map[string]map[string]bool{}
 	for _, c := range cands {
+		group := ""
+		if groupRoom != nil && opts.GroupOf != nil {
+			group = opts.GroupOf(c.name)
+			if group != "" && groupRoom[group] <= 0 {
+				continue
+			}
+		}
+		var node limits.Amounts
+		if spare != nil {
+			node = amounts(c.name)
+			if over := limits.Exceeding(spare, node); len(over) > 0 {
+				rejected = append(rejected, Rejection{Node: c.name, Code: MinimalResourceLimitExceeded, Reason: minimumReason(opts.Limits, spare, node, over)})
+				continue
+			}
+		}
 		moves, err := drain(h, c.name, removed, full, opts)
 		if err != nil {
 			r := Rejection{Node: c.name, Code: NoPlaceToMovePods, Reason: err.Error()}
@@ -104,6 +139,10 @@ func Find(h *harness.Harness, opts Options) ([]Removal, []Rejection) {
 			continue
 		}
 		removed[c.name] = true
+		if group != "" {
+			groupRoom[group]--
+		}
+		spare.Take(node)
 		out = append(out, Removal{Node: c.name, Utilization: c.util, Moves: moves})
 	}
 	return out, rejected
@@ -189,6 +228,46 @@ func drain(h *harness.Harness, nodeName string, removed map[string]bool, full ma
 		full[l[0]][l[1]] = true
 	}
 	return moves, nil
+}
+
+// minimums returns, when a minimum is set, how much of each limited
+// resource the cluster may lose, and a function counting a node (to be
+// called before the node is removed from the snapshot).
+func minimums(h *harness.Harness, opts Options) (limits.Amounts, func(name string) limits.Amounts) {
+	if !opts.Limits.HasMin() {
+		return nil, nil
+	}
+	snap := h.Snapshot()
+	matcher := opts.Matcher
+	if matcher == nil {
+		matcher = dynres.NewMatcher()
+	}
+	amounts := func(name string) limits.Amounts {
+		var extended []dynres.Entry
+		if opts.Limits.NeedsDevices() {
+			extended = matcher.ForNode(snap, name)
+		}
+		return opts.Limits.Of(snap.NodeInfo(name).Node(), extended)
+	}
+	total := limits.Amounts{}
+	for _, name := range snap.NodeNames() {
+		if opts.Uncounted != nil && opts.Uncounted(snap.NodeInfo(name).Node()) {
+			continue
+		}
+		total.Add(amounts(name), 1)
+	}
+	return opts.Limits.Spare(total), amounts
+}
+
+// minimumReason says which minimum a node's removal would break, with
+// the numbers.
+func minimumReason(l limits.Limits, spare, node limits.Amounts, over []string) string {
+	parts := make([]string, len(over))
+	for i, r := range over {
+		parts[i] = fmt.Sprintf("%s: the cluster is %s above the minimum, the node has %s",
+			l.Flag(r), limits.Quantity(r, max(spare[r], 0)), limits.Quantity(r, node[r]))
+	}
+	return fmt.Sprintf("min cluster %s limit reached (%s)", strings.Join(over, ", "), strings.Join(parts, "; "))
 }
 
 func leavesWithNode(pod *v1.Pod) bool {

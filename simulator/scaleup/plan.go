@@ -20,6 +20,7 @@ import (
 	"draxr.dev/draxr/simulator/estimator"
 	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/harness"
+	"draxr.dev/draxr/simulator/limits"
 	"draxr.dev/draxr/simulator/nodegroup"
 )
 
@@ -29,6 +30,11 @@ type Plan struct {
 	ExistingNodes []Placement  `json:"existingNodes"`
 	NoScaleUp     []NoScaleUp  `json:"noScaleUp"`
 	Groups        []GroupState `json:"nodeGroups"`
+	// FirstLoop is what one autoscaler loop does now: the chosen group's
+	// scale-up, and with --balance-similar-node-groups those of the
+	// similar groups it is split across. ScaleUps sums every loop per
+	// group; the live loop executes FirstLoop.
+	FirstLoop []ScaleUp `json:"-"`
 }
 
 // ScaleUp is one node group growing, and the pods its new nodes take.
@@ -83,6 +89,9 @@ type Planner struct {
 	// SchedulerNames are the schedulers whose pods are planned for; empty
 	// means the harness's profile only.
 	SchedulerNames []string
+	// Limits are CA's cluster-wide resource limits, --max-nodes-per-scaleup
+	// and balancing of similar groups; the zero value limits nothing.
+	Limits limits.Options
 }
 
 // Plan places the pending pods and returns the plan.
@@ -101,7 +110,7 @@ func (p *Planner) Plan(pending []*v1.Pod) (*Plan, error) {
 	// first, as the Cluster Autoscaler's estimator does.
 	remaining := p.placeOnExisting(SortSchedulerQueue(pending), plan, st.kinds)
 	remaining = SortLargestFirst(remaining, st.kinds)
-	for len(remaining) > 0 {
+	for loop := 0; len(remaining) > 0; loop++ {
 		best, ok, err := p.bestOption(st, remaining)
 		if err != nil {
 			return nil, err
@@ -109,13 +118,23 @@ func (p *Planner) Plan(pending []*v1.Pod) (*Plan, error) {
 		if !ok {
 			break
 		}
-		res, err := st.finalEstimate(best.Group, remaining)
+		step, err := st.scaleUpStep(best.Group, remaining)
 		if err != nil {
 			return nil, err
 		}
-		plan.addScaleUp(p.Harness, res)
-		st.planned[best.Group] += len(res.NewNodes)
-		remaining = withoutPlaced(remaining, res.Placed)
+		placed := 0
+		for _, res := range step {
+			su := scaleUpOf(p.Harness, res)
+			if loop == 0 {
+				plan.FirstLoop = append(plan.FirstLoop, su)
+			}
+			plan.addScaleUp(su, p.Limits.MaxNodesPerScaleUp)
+			remaining = withoutPlaced(remaining, res.Placed)
+			placed += len(res.Placed)
+		}
+		if placed == 0 {
+			break
+		}
 	}
 	for _, pod := range remaining {
 		plan.NoScaleUp = append(plan.NoScaleUp, st.explain(pod))
@@ -211,7 +230,7 @@ func (p *Planner) bestOption(st *state, pods []*v1.Pod) (expander.Option, bool, 
 	}
 	seen := map[string]answer{}
 	for _, g := range st.groups {
-		room := st.room(g)
+		room := st.stepRoom(g)
 		if room <= 0 {
 			continue
 		}
@@ -245,24 +264,35 @@ func (p *Planner) bestOption(st *state, pods []*v1.Pod) (expander.Option, bool, 
 	return p.Expander.Best(options), true, nil
 }
 
-func (plan *Plan) addScaleUp(h *harness.Harness, res *estimator.Result) {
-	var su *ScaleUp
-	for i := range plan.ScaleUps {
-		if plan.ScaleUps[i].NodeGroup == res.Group {
-			su = &plan.ScaleUps[i]
-		}
-	}
-	if su == nil {
-		plan.ScaleUps = append(plan.ScaleUps, ScaleUp{NodeGroup: res.Group})
-		su = &plan.ScaleUps[len(plan.ScaleUps)-1]
-	}
-	su.NewNodes += len(res.NewNodes)
+// scaleUpOf is one estimate's scale-up: its group, new nodes and pods.
+func scaleUpOf(h *harness.Harness, res *estimator.Result) ScaleUp {
+	su := ScaleUp{NodeGroup: res.Group, NewNodes: len(res.NewNodes)}
 	for _, pod := range res.PlacedOrder {
 		node := res.Placed[pod.UID]
 		placed, _, _ := h.Snapshot().Pod(pod.UID)
 		su.Pods = append(su.Pods, RefOf(pod))
 		su.Placements = append(su.Placements, newPlacement(h, pod, node, placed))
 	}
+	return su
+}
+
+// addScaleUp adds a loop's scale-up to the group's entry, or starts a new
+// entry when the sum would pass --max-nodes-per-scaleup (maxPerScaleUp,
+// 0 for none): no entry adds more nodes than one scale-up may.
+func (plan *Plan) addScaleUp(add ScaleUp, maxPerScaleUp int) {
+	var su *ScaleUp
+	for i := range plan.ScaleUps {
+		if plan.ScaleUps[i].NodeGroup == add.NodeGroup {
+			su = &plan.ScaleUps[i]
+		}
+	}
+	if su == nil || (maxPerScaleUp > 0 && su.NewNodes+add.NewNodes > maxPerScaleUp) {
+		plan.ScaleUps = append(plan.ScaleUps, ScaleUp{NodeGroup: add.NodeGroup})
+		su = &plan.ScaleUps[len(plan.ScaleUps)-1]
+	}
+	su.NewNodes += add.NewNodes
+	su.Pods = append(su.Pods, add.Pods...)
+	su.Placements = append(su.Placements, add.Placements...)
 }
 
 func withoutPlaced(pods []*v1.Pod, placed map[types.UID]string) []*v1.Pod {

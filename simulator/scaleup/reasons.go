@@ -60,8 +60,11 @@ func (st *state) groupReason(g *nodegroup.NodeGroup, pod *v1.Pod, kind string) G
 	if st.p.MaxNodesTotal > 0 && st.p.Harness.Snapshot().NodeCount() >= st.p.MaxNodesTotal {
 		return reason(MaxNodesTotalReached, prefix+fmt.Sprintf("--max-nodes-total %d reached", st.p.MaxNodesTotal))
 	}
-	if st.room(g) <= 0 {
+	if st.sizeRoom(g) <= 0 {
 		return reason(MaxSizeReached, fmt.Sprintf("node group %s is at max size %d", g.Name, g.Spec.MaxSize))
+	}
+	if why := st.limitReached(g); why != "" {
+		return reason(ResourceLimitReached, prefix+why)
 	}
 	if st.held[g.Name][kind] {
 		return reason(IdleDevicesAvoided, prefix+"not opening a node whose devices would sit idle for a pod that uses none; groups without devices take such pods")

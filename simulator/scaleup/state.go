@@ -11,6 +11,7 @@ import (
 	"draxr.dev/draxr/simulator/dynres"
 	"draxr.dev/draxr/simulator/estimator"
 	"draxr.dev/draxr/simulator/harness"
+	"draxr.dev/draxr/simulator/limits"
 	"draxr.dev/draxr/simulator/nodegroup"
 	v1 "k8s.io/api/core/v1"
 )
@@ -39,6 +40,14 @@ type state struct {
 	takenIndexes map[string][]int
 	// namedMembers counts, per group, its live nodes named like new ones.
 	namedMembers map[string]int
+	// counted is what the nodes in the snapshot before the plan count
+	// toward the cluster-wide limits; perNode what one new node of each
+	// group adds (set only when a maximum is).
+	counted limits.Amounts
+	perNode map[string]limits.Amounts
+	// stepCap caps, for one estimate, how many nodes a group may add (a
+	// balanced group's share).
+	stepCap map[string]int
 }
 
 func newState(p *Planner, groups []*nodegroup.NodeGroup) *state {
@@ -82,6 +91,7 @@ func newState(p *Planner, groups []*nodegroup.NodeGroup) *state {
 			st.plainGroups++
 		}
 	}
+	st.countLimits()
 	return st
 }
 
@@ -104,13 +114,35 @@ func templateResources(p *Planner, g *nodegroup.NodeGroup) []dynres.Entry {
 	return p.Matcher.ForNode(snap, name)
 }
 
-// room is how many nodes the group may still add, within maxSize and
-// --max-nodes-total.
+// room is how many nodes the group may still add, within maxSize,
+// --max-nodes-total and the cluster-wide resource maximums.
 func (st *state) room(g *nodegroup.NodeGroup) int {
+	room := st.sizeRoom(g)
+	if room > 0 && st.perNode != nil {
+		room, _ = limits.NodesWithin(st.left(), st.perNode[g.Name], room)
+	}
+	return room
+}
+
+// sizeRoom is the room within maxSize and --max-nodes-total only.
+func (st *state) sizeRoom(g *nodegroup.NodeGroup) int {
 	room := g.Spec.MaxSize - st.current[g.Name] - st.planned[g.Name]
 	if st.p.MaxNodesTotal > 0 {
 		total := st.p.Harness.Snapshot().NodeCount()
 		room = min(room, st.p.MaxNodesTotal-total)
+	}
+	return room
+}
+
+// stepRoom is the room of one scale-up: also within
+// --max-nodes-per-scaleup and a balanced share.
+func (st *state) stepRoom(g *nodegroup.NodeGroup) int {
+	room := st.room(g)
+	if c := st.p.Limits.MaxNodesPerScaleUp; c > 0 {
+		room = min(room, c)
+	}
+	if c, ok := st.stepCap[g.Name]; ok {
+		room = min(room, c)
 	}
 	return room
 }
@@ -132,7 +164,7 @@ func (st *state) binPacking(group string, final bool) *estimator.BinPacking {
 func (st *state) estimate(group string, pods []*v1.Pod, final bool) (*estimator.Result, error) {
 	g := st.byName[group]
 	est := st.binPacking(group, final)
-	res, err := est.Estimate(g, pods, st.room(g))
+	res, err := est.Estimate(g, pods, st.stepRoom(g))
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +274,7 @@ func (st *state) finalEstimate(group string, pods []*v1.Pod) (*estimator.Result,
 		return nil, err
 	}
 	placed := SortSchedulerQueue(packed.PlacedOrder)
-	room := st.room(g)
+	room := st.stepRoom(g)
 	est := st.binPacking(group, true)
 	for n := len(packed.NewNodes); ; n++ {
 		snap.Fork()

@@ -62,6 +62,10 @@ const (
 	MaxNodesTotalReached ReasonCode = "MaxNodesTotalReached"
 	// MaxSizeReached: the group is at its max size.
 	MaxSizeReached ReasonCode = "MaxSizeReached"
+	// ResourceLimitReached: one more node of the group would go over a
+	// cluster-wide maximum (--cores-total, --memory-total, --gpu-total);
+	// the message has CA's wording, "max cluster cpu limit reached".
+	ResourceLimitReached ReasonCode = "ResourceLimitReached"
 	// IdleDevicesAvoided: a device node is not opened for a pod that uses
 	// no devices.
 	IdleDevicesAvoided ReasonCode = "IdleDevicesAvoided"

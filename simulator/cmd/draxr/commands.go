@@ -15,6 +15,7 @@ import (
 	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/input"
+	"draxr.dev/draxr/simulator/limits"
 	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/offline"
 	"draxr.dev/draxr/simulator/report"
@@ -128,6 +129,7 @@ func newSimulateCommand(g *globalFlags) *cobra.Command {
 	var c commonFlags
 	var schedulerConfig, expanderName, priorities string
 	var maxNodesTotal int
+	var limitFlags limits.Flags
 	var watch bool
 	var watchQuiet time.Duration
 	cmd := &cobra.Command{
@@ -140,6 +142,9 @@ func newSimulateCommand(g *globalFlags) *cobra.Command {
 				return badInput(fmt.Errorf("--max-nodes-total: must be >= 0, got %d", maxNodesTotal))
 			}
 			var err error
+			if opts.Limits, err = limitFlags.Options(); err != nil {
+				return badInput(err)
+			}
 			if schedulerConfig != "" {
 				if opts.Profile, err = harness.LoadProfile(schedulerConfig, ""); err != nil {
 					return badInput(err)
@@ -204,6 +209,7 @@ func newSimulateCommand(g *globalFlags) *cobra.Command {
 	cmd.Flags().StringVar(&expanderName, "expander", "least-waste", "node group choice: "+strings.Join(expander.Names(), "|")+", or a comma-separated chain such as priority,least-waste")
 	cmd.Flags().StringVar(&priorities, "expander-priorities", "", "priority expander config: YAML map of priority to group-name regexps")
 	cmd.Flags().IntVar(&maxNodesTotal, "max-nodes-total", 0, "cap on all nodes in the cluster, 0 for none")
+	limitFlags.AddFlags(cmd.Flags())
 	return cmd
 }
 
