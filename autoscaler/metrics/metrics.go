@@ -226,6 +226,11 @@ func Register(perNodeGroup bool) {
 		for _, r := range []string{EvictionSucceeded, EvictionFailed} {
 			m.evictedPods.WithLabelValues(r).Add(0)
 		}
+		for _, d := range []string{"up", "down"} {
+			for _, r := range []string{"CpuResourceLimit", "MemoryResourceLimit"} {
+				m.skippedScaleEvents.WithLabelValues(d, r).Add(0)
+			}
+		}
 	})
 	if perNodeGroup {
 		m.perGroupOnce.Do(func() { legacyregistry.MustRegister(m.perGroup()...) })
