@@ -190,7 +190,7 @@ func (r *Reconciler) createNode(ctx context.Context, m *unstructured.Unstructure
 	node := &v1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.LabelHostname: name, v1.LabelOSStable: "linux", v1.LabelArchStable: "amd64",
 			NamespaceLabel: m.GetNamespace()}},
-		Spec:       v1.NodeSpec{ProviderID: ProviderIDPrefix + name},
+		Spec: v1.NodeSpec{ProviderID: ProviderIDPrefix + name},
 	}
 	created, err := r.Kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	if err != nil {
