@@ -13,6 +13,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	policylisters "k8s.io/client-go/listers/policy/v1"
@@ -125,6 +126,10 @@ func (st *State) addPods(l Listers) error {
 	slices.SortFunc(pods, func(a, b *v1.Pod) int {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
+	reserved, err := reservedPods(l)
+	if err != nil {
+		return err
+	}
 	for _, p := range pods {
 		switch {
 		case p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed:
@@ -132,7 +137,7 @@ func (st *State) addPods(l Listers) error {
 			if inSnapshot[p.Spec.NodeName] && p.DeletionTimestamp == nil {
 				st.Objects.RunningPods = append(st.Objects.RunningPods, p)
 			}
-		case p.DeletionTimestamp == nil && len(p.Spec.SchedulingGates) == 0 && unschedulable(p) && !beingBound(l, p):
+		case p.DeletionTimestamp == nil && len(p.Spec.SchedulingGates) == 0 && unschedulable(p) && !beingBound(p, reserved):
 			st.Unschedulable = append(st.Unschedulable, p)
 		}
 	}
@@ -196,31 +201,40 @@ func isReady(n *v1.Node) bool {
 
 // beingBound reports a pod the scheduler has placed but not yet bound: its
 // devices are allocated and reserved for it (the extended-resource claim
-// recorded in its status, or a claim of its own reserved for it). Its old
+// recorded in its status, or any allocated claim reserved for it). Its old
 // Unschedulable condition is stale; planning it again would count its
 // devices twice, once in the claim and once for the pod.
-func beingBound(l Listers, p *v1.Pod) bool {
+func beingBound(p *v1.Pod, reserved map[types.UID]bool) bool {
 	if p.Status.ExtendedResourceClaimStatus != nil && p.Status.ExtendedResourceClaimStatus.ResourceClaimName != "" {
 		return true
 	}
+	return reserved[p.UID]
+}
+
+// reservedPods are the pods some allocated claim is reserved for. The
+// scheduler writes the extended-resource claim's allocation before the
+// pod's extendedResourceClaimStatus, and the informers may show one before
+// the other, so the claim is what tells.
+func reservedPods(l Listers) (map[types.UID]bool, error) {
+	out := map[types.UID]bool{}
 	if l.Claims == nil {
-		return false
+		return out, nil
 	}
-	for _, cs := range p.Status.ResourceClaimStatuses {
-		if cs.ResourceClaimName == nil {
-			continue
-		}
-		c, err := l.Claims.ResourceClaims(p.Namespace).Get(*cs.ResourceClaimName)
-		if err != nil || c.Status.Allocation == nil {
+	claims, err := l.Claims.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range claims {
+		if c.Status.Allocation == nil {
 			continue
 		}
 		for _, r := range c.Status.ReservedFor {
-			if r.UID == p.UID {
-				return true
+			if r.Resource == "pods" && r.APIGroup == "" {
+				out[r.UID] = true
 			}
 		}
 	}
-	return false
+	return out, nil
 }
 
 func unschedulable(p *v1.Pod) bool {
