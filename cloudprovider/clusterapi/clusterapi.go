@@ -232,6 +232,9 @@ func (p *Provider) Refresh(ctx context.Context) error {
 		if !allows(p.discovery, res) {
 			continue
 		}
+		if res.Kind == capi.MachineSet && res.OwnedByMachineDeployment {
+			continue // its MachineDeployment is the group
+		}
 		res.Infra = p.infraStatus(ctx, res)
 		g := &group{p: p, res: res, gvr: GVR(res.Kind)}
 		g.instances = p.instances(machinesOf[res.ID()], nodeByProviderID)
