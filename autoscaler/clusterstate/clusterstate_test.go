@@ -148,11 +148,18 @@ func TestPodsBeingBoundAreNotUnschedulable(t *testing.T) {
 	reserved := fx.Claim("reserved", "gpu.example.com", 1)
 	reserved.Status.Allocation = &resourceapi.AllocationResult{}
 	reserved.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: withClaim.Name, UID: withClaim.UID}}
+	// The scheduler allocated the extended-resource claim and reserved it
+	// for the pod; the pod's status does not name it yet.
+	lagging := pending("binding-xr-lagging", true, false)
+	lagging.UID = "uid-binding-xr-lagging"
+	xrClaim := fx.Claim("binding-xr-lagging-extended-resources-xyz", "gpu.example.com", 1)
+	xrClaim.Status.Allocation = &resourceapi.AllocationResult{}
+	xrClaim.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: lagging.Name, UID: lagging.UID}}
 	notYours := fx.WithClaim(pending("waiting-claim", true, false), "gpu", "unreserved")
 	notYours.Status.ResourceClaimStatuses = []v1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: ptr.To("unreserved")}}
 	unreserved := fx.Claim("unreserved", "gpu.example.com", 1)
 
-	client := fake.NewClientset(withXRClaim, withClaim, reserved, notYours, unreserved, pending("waiting", true, false))
+	client := fake.NewClientset(withXRClaim, withClaim, reserved, lagging, xrClaim, notYours, unreserved, pending("waiting", true, false))
 	f := informers.NewSharedInformerFactory(client, 0)
 	l := NewListers(f)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -169,6 +176,6 @@ func TestPodsBeingBoundAreNotUnschedulable(t *testing.T) {
 	}
 	sort.Strings(names)
 	if len(names) != 2 || names[0] != "waiting" || names[1] != "waiting-claim" {
-		t.Errorf("unschedulable = %v, want [waiting waiting-claim]: the two pods being bound are not", names)
+		t.Errorf("unschedulable = %v, want [waiting waiting-claim]: the three pods being bound are not", names)
 	}
 }

@@ -20,11 +20,14 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 
@@ -50,7 +53,10 @@ type Options struct {
 	Kube    kubernetes.Interface
 	// AutoDiscovery are --node-group-auto-discovery values.
 	AutoDiscovery []string
-	Now           func() time.Time
+	// Mapper resolves infrastructure template kinds; nil discovers them
+	// through Kube.
+	Mapper meta.RESTMapper
+	Now    func() time.Time
 }
 
 // MachineState is where a group's machine is in its life.
@@ -102,6 +108,9 @@ func New(opts Options) (*Provider, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.Mapper == nil {
+		opts.Mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(opts.Kube.Discovery()))
 	}
 	return &Provider{opts: opts, discovery: specs, byProviderID: map[string]*group{}, errs: map[string]error{}}, nil
 }
@@ -223,8 +232,17 @@ func (p *Provider) Refresh(ctx context.Context) error {
 		if !allows(p.discovery, res) {
 			continue
 		}
+		if res.Kind == capi.MachineSet && res.OwnedByMachineDeployment {
+			continue // its MachineDeployment is the group
+		}
+		res.Infra = p.infraStatus(ctx, res)
 		g := &group{p: p, res: res, gvr: GVR(res.Kind)}
 		g.instances = p.instances(machinesOf[res.ID()], nodeByProviderID)
+		if res.Kind == capi.MachinePool && len(g.instances) == 0 {
+			// A MachinePool whose provider keeps no Machine objects lists
+			// its instances in spec.providerIDList (as CA reads them).
+			g.instances = poolInstances(u, nodeByProviderID)
+		}
 		built, err := p.build(ctx, res, g.instances, nodeByProviderID)
 		if err != nil {
 			errs[res.ID()], errObjects[res.ID()] = err, objectRef(u)
@@ -258,6 +276,37 @@ func objectRef(u *unstructured.Unstructured) *v1.ObjectReference {
 	}
 	return &v1.ObjectReference{APIVersion: apiVersion, Kind: u.GetKind(), Namespace: u.GetNamespace(),
 		Name: u.GetName(), UID: u.GetUID(), ResourceVersion: u.GetResourceVersion()}
+}
+
+// infraStatus reads the group's infrastructure template's scale-from-zero
+// status (CAPI's opt-in status.capacity, status.nodeInfo). A template that
+// cannot be read only leaves the hints out, as in CA: the annotations or
+// a live node may still describe the group; the reason is logged.
+func (p *Provider) infraStatus(ctx context.Context, res capi.Resource) capi.InfraStatus {
+	ref := res.InfraRef
+	if ref == nil {
+		return capi.InfraStatus{}
+	}
+	logger := klog.FromContext(ctx).WithValues("object", res.ID(), "infrastructureRef", ref.Kind+"/"+ref.Name)
+	mapping, err := p.opts.Mapper.RESTMapping(schema.GroupKind{Group: ref.APIGroup, Kind: ref.Kind})
+	if err != nil {
+		if r, ok := p.opts.Mapper.(meta.ResettableRESTMapper); ok {
+			r.Reset() // a CRD installed since: found next loop
+		}
+		logger.V(2).Info("Infrastructure template kind unknown; its status.capacity is not read", "err", err)
+		return capi.InfraStatus{}
+	}
+	u, err := p.opts.Dynamic.Resource(mapping.Resource).Namespace(res.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	if err != nil {
+		logger.V(2).Info("Infrastructure template not read; its status.capacity is left out", "err", err)
+		return capi.InfraStatus{}
+	}
+	st, err := capi.ReadInfraStatus(u)
+	if err != nil {
+		logger.Error(err, "Infrastructure template status left out")
+		return capi.InfraStatus{}
+	}
+	return st
 }
 
 // list returns all objects of kind; a kind whose CRD is not installed
@@ -360,6 +409,27 @@ func (p *Provider) instances(machines []*unstructured.Unstructured, nodes map[st
 		out = append(out, in)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Machine < out[j].Machine })
+	return out
+}
+
+// poolInstances are a MachinePool's spec.providerIDList entries: Running
+// once a node has the ID, Provisioning before. They have no Machine.
+func poolInstances(u *unstructured.Unstructured, nodes map[string]*v1.Node) []MachineInstance {
+	ids, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "providerIDList")
+	var out []MachineInstance
+	for _, id := range ids {
+		if id == "" {
+			continue
+		}
+		in := MachineInstance{Instance: cloudprovider.Instance{ProviderID: id,
+			Status: &cloudprovider.InstanceStatus{State: cloudprovider.InstanceCreating}}, State: MachineProvisioning}
+		if n := nodes[id]; n != nil {
+			in.NodeName = n.Name
+			in.State, in.Status = MachineRunning, &cloudprovider.InstanceStatus{State: cloudprovider.InstanceRunning}
+		}
+		out = append(out, in)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ProviderID < out[j].ProviderID })
 	return out
 }
 
@@ -483,6 +553,14 @@ func (g *group) DeleteNodes(ctx context.Context, nodes []*v1.Node) error {
 			}
 		}
 		if m == "" {
+			for _, in := range g.instances {
+				if n.Spec.ProviderID != "" && in.ProviderID == n.Spec.ProviderID {
+					// Lowering replicas would let the provider pick which
+					// instance goes, not necessarily this node.
+					return fmt.Errorf("node group %s: node %s has no Machine (a MachinePool without Machine objects): "+
+						"a chosen node can only be removed through its Machine's %s", g.Id(), n.Name, capi.DeleteMachineAnnotation)
+				}
+			}
 			return fmt.Errorf("node group %s: node %s (providerID %q) is not one of its machines", g.Id(), n.Name, n.Spec.ProviderID)
 		}
 		machines = append(machines, m)

@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -537,5 +538,81 @@ func TestGetOptions(t *testing.T) {
 	}
 	if o := got["MachineDeployment/ns/plain"]; o != defaults {
 		t.Errorf("plain group options %+v, want the flags %+v", o, defaults)
+	}
+}
+
+// A MachineDeployment at zero without capacity annotations scales from
+// zero on its infrastructure template's status.capacity; one whose
+// template cannot be read is left out, as CA leaves it.
+func TestInfraTemplateCapacity(t *testing.T) {
+	withRef := func(name, template string) *unstructured.Unstructured {
+		u := scalable(capi.MachineDeployment, "ns", name, 0, map[string]string{capi.MinSizeAnnotation: "0", capi.MaxSizeAnnotation: "3"}, nil, "")
+		_ = unstructured.SetNestedStringMap(u.Object, map[string]string{"apiGroup": "infrastructure.cluster.x-k8s.io",
+			"kind": "FooMachineTemplate", "name": template}, "spec", "template", "spec", "infrastructureRef")
+		return u
+	}
+	tmpl := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "FooMachineTemplate",
+		"metadata": map[string]any{"name": "big", "namespace": "ns"},
+		"status":   map[string]any{"capacity": map[string]any{"cpu": "32", "memory": "128Gi"}},
+	}}
+	f := newFake(t, []runtime.Object{withRef("from-template", "big"), withRef("missing-template", "gone"), tmpl})
+	gv := schema.GroupVersion{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2"}
+	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{gv})
+	mapper.Add(gv.WithKind("FooMachineTemplate"), meta.RESTScopeNamespace)
+	p, err := New(Options{Dynamic: f.dyn, Kube: f.kube, Mapper: mapper})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	groups := p.NodeGroups()
+	if got := ids(groups); strings.Join(got, ",") != "MachineDeployment/ns/from-template" {
+		t.Fatalf("groups %v, want only the one whose template has status.capacity", got)
+	}
+	node, _, err := groups[0].TemplateNodeInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if node.Status.Capacity.Cpu().Value() != 32 || node.Status.Capacity.Memory().Cmp(resource.MustParse("128Gi")) != 0 {
+		t.Errorf("template node capacity %v, want the template's 32 cpu and 128Gi", node.Status.Capacity)
+	}
+}
+
+// A MachinePool whose provider keeps no Machine objects: its instances are
+// spec.providerIDList, its nodes map to it by providerID, and removing a
+// chosen node is refused (lowering replicas would let the provider pick
+// another instance), replicas untouched.
+func TestMachinePoolProviderIDList(t *testing.T) {
+	pool := scalable(capi.MachinePool, "ns", "mp", 2, bounds(0, 5, capi.TemplateSlicesAnnotation, gpuSlices), nil, "")
+	_ = unstructured.SetNestedStringSlice(pool.Object, []string{"cloud:///b", "cloud:///a"}, "spec", "providerIDList")
+	f := newFake(t, []runtime.Object{pool}, node("node-a", "cloud:///a", true))
+	p := f.provider(t)
+	if len(p.NodeGroups()) != 1 {
+		t.Fatalf("groups %v, want the MachinePool", ids(p.NodeGroups()))
+	}
+	g := p.NodeGroups()[0]
+	instances, err := g.Nodes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, in := range instances {
+		got = append(got, fmt.Sprintf("%s %s %d", in.ProviderID, in.NodeName, in.Status.State))
+	}
+	want := []string{fmt.Sprintf("cloud:///a node-a %d", cloudprovider.InstanceRunning), fmt.Sprintf("cloud:///b  %d", cloudprovider.InstanceCreating)}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("instances %q, want %q", got, want)
+	}
+	n := node("node-a", "cloud:///a", true)
+	if owner, err := p.NodeGroupForNode(n); err != nil || owner == nil || owner.Id() != g.Id() {
+		t.Fatalf("NodeGroupForNode(node-a) = %v, %v; want the MachinePool", owner, err)
+	}
+	if err := g.DeleteNodes(context.Background(), []*v1.Node{n}); err == nil || !strings.Contains(err.Error(), "has no Machine") {
+		t.Errorf("DeleteNodes = %v, want a refusal naming the missing Machine", err)
+	}
+	if r := f.replicas(t, capi.MachinePool, "ns", "mp"); r != 2 {
+		t.Errorf("replicas = %d after a refused removal, want 2", r)
 	}
 }

@@ -99,6 +99,51 @@ type Resource struct {
 	ClusterName string
 	// OwnedByMachineDeployment: such a MachineSet is not a group itself.
 	OwnedByMachineDeployment bool
+	// InfraRef is spec.template.spec.infrastructureRef, nil when unset.
+	InfraRef *InfraRef
+	// Infra is what the referenced infrastructure template publishes for
+	// scale from zero (CAPI's opt-in status.capacity and
+	// status.nodeInfo); the capacity annotations win over it. Filled in
+	// by the reader that can fetch the template (ReadInfraStatus).
+	Infra InfraStatus
+}
+
+// InfraRef names a group's infrastructure template (v1beta2 contract
+// reference: API group, kind, name in the group's namespace).
+type InfraRef struct {
+	APIGroup, Kind, Name string
+}
+
+// InfraStatus is an infrastructure template's scale-from-zero hints.
+type InfraStatus struct {
+	Capacity                      v1.ResourceList
+	Architecture, OperatingSystem string
+}
+
+// ReadInfraStatus reads the template's status.capacity (a map of
+// resource names to quantities) and status.nodeInfo; what is absent is
+// empty, a value that is not a quantity is an error naming the field.
+func ReadInfraStatus(u *unstructured.Unstructured) (InfraStatus, error) {
+	var out InfraStatus
+	what := fmt.Sprintf("%s %s/%s", u.GetKind(), u.GetNamespace(), u.GetName())
+	raw, found, err := unstructured.NestedMap(u.Object, "status", "capacity")
+	if err != nil {
+		return out, fmt.Errorf("%s: status.capacity: %w", what, err)
+	}
+	if found {
+		out.Capacity = v1.ResourceList{}
+		for name, v := range raw {
+			str := fmt.Sprint(v)
+			q, err := resource.ParseQuantity(str)
+			if err != nil || q.Sign() < 0 {
+				return InfraStatus{}, fmt.Errorf("%s: status.capacity[%s]: %q is not a non-negative quantity", what, name, str)
+			}
+			out.Capacity[v1.ResourceName(name)] = q
+		}
+	}
+	out.Architecture, _, _ = unstructured.NestedString(u.Object, "status", "nodeInfo", "architecture")
+	out.OperatingSystem, _, _ = unstructured.NestedString(u.Object, "status", "nodeInfo", "operatingSystem")
+	return out, nil
 }
 
 // IsScalableKind says whether kind is one of the node-group kinds.
@@ -127,6 +172,9 @@ func FromUnstructured(u *unstructured.Unstructured) (Resource, error) {
 		if ref.Kind == MachineDeployment && ref.Name != "" {
 			r.OwnedByMachineDeployment = true
 		}
+	}
+	if ref, found, _ := unstructured.NestedStringMap(u.Object, "spec", "template", "spec", "infrastructureRef"); found && ref["kind"] != "" && ref["name"] != "" {
+		r.InfraRef = &InfraRef{APIGroup: ref["apiGroup"], Kind: ref["kind"], Name: ref["name"]}
 	}
 	return r, nil
 }
@@ -235,18 +283,30 @@ func (r Resource) Options() (Options, error) {
 	return o, nil
 }
 
-// CanScaleFromZero is CA's rule: cpu and memory capacity are known.
+// CanScaleFromZero is CA's rule: cpu and memory capacity are known, from
+// the annotations or the infrastructure template's status.capacity.
 func (r Resource) CanScaleFromZero() bool {
-	return r.Annotations[CPUAnnotation] != "" && r.Annotations[MemoryAnnotation] != ""
+	known := func(key string, name v1.ResourceName) bool {
+		if r.Annotations[key] != "" {
+			return true
+		}
+		q, ok := r.Infra.Capacity[name]
+		return ok && !q.IsZero()
+	}
+	return known(CPUAnnotation, v1.ResourceCPU) && known(MemoryAnnotation, v1.ResourceMemory)
 }
 
 // TemplateNode builds the node a new member will be from the capacity
-// annotations, or returns nil when cpu and memory are not both given.
+// annotations over the infrastructure template's status, or returns nil
+// when cpu and memory are not both known.
 func (r Resource) TemplateNode() (*v1.Node, error) {
 	if !r.CanScaleFromZero() {
 		return nil, nil
 	}
-	capacity := v1.ResourceList{}
+	capacity := r.Infra.Capacity.DeepCopy()
+	if capacity == nil {
+		capacity = v1.ResourceList{}
+	}
 	quantity := func(key string, name v1.ResourceName) error {
 		v := r.Annotations[key]
 		if v == "" {
@@ -285,10 +345,11 @@ func (r Resource) TemplateNode() (*v1.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if maxPods == 0 {
-		maxPods = DefaultMaxPods
+	if maxPods > 0 {
+		capacity[v1.ResourcePods] = *resource.NewQuantity(maxPods, resource.DecimalSI)
+	} else if q, ok := capacity[v1.ResourcePods]; !ok || q.IsZero() {
+		capacity[v1.ResourcePods] = *resource.NewQuantity(DefaultMaxPods, resource.DecimalSI)
 	}
-	capacity[v1.ResourcePods] = *resource.NewQuantity(maxPods, resource.DecimalSI)
 	gpus, err := integer(GPUCountAnnotation)
 	if err != nil {
 		return nil, err
@@ -315,8 +376,16 @@ func (r Resource) TemplateNode() (*v1.Node, error) {
 		Status: v1.NodeStatus{Capacity: capacity, Allocatable: capacity.DeepCopy(),
 			Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}},
 	}
-	// CA's generic labels for a template node.
-	for k, v := range map[string]string{v1.LabelOSStable: "linux", v1.LabelArchStable: "amd64"} {
+	// CA's generic labels for a template node, or what the
+	// infrastructure template says.
+	os, arch := "linux", "amd64"
+	if r.Infra.OperatingSystem != "" {
+		os = r.Infra.OperatingSystem
+	}
+	if r.Infra.Architecture != "" {
+		arch = r.Infra.Architecture
+	}
+	for k, v := range map[string]string{v1.LabelOSStable: os, v1.LabelArchStable: arch} {
 		if _, ok := node.Labels[k]; !ok {
 			node.Labels[k] = v
 		}
@@ -525,7 +594,7 @@ func Build(r Resource, configMapData map[string]string, live *Live) (*NodeGroup,
 		if r.Replicas != nil && *r.Replicas == 0 {
 			return nil, nil // CA skips a group it cannot scale from zero
 		}
-		return nil, fmt.Errorf("%s: no ready node to copy and no scale-from-zero template (annotations %s and %s)",
+		return nil, fmt.Errorf("%s: no ready node to copy and no scale-from-zero template (annotations %s and %s, or the infrastructure template's status.capacity)",
 			r, CPUAnnotation, MemoryAnnotation)
 	}
 	g := &nodegroup.NodeGroup{}

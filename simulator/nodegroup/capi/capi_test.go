@@ -269,3 +269,61 @@ func equalTaints(a, b []v1.Taint) bool {
 }
 
 func itoa(n int) string { return resource.NewQuantity(int64(n), resource.DecimalSI).String() }
+
+// The infrastructure template's status.capacity and status.nodeInfo make a
+// group scalable from zero without annotations (CAPI's opt-in contract);
+// the capacity annotations win per resource.
+func TestInfraTemplateCapacity(t *testing.T) {
+	tmpl := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "FooMachineTemplate",
+		"metadata": map[string]any{"name": "gpus", "namespace": "ns"},
+		"status": map[string]any{
+			"capacity": map[string]any{"cpu": "16", "memory": "64Gi", "nvidia.com/gpu": "4", "ephemeral-storage": "100Gi"},
+			"nodeInfo": map[string]any{"architecture": "arm64", "operatingSystem": "linux"},
+		},
+	}}
+	infra, err := ReadInfraStatus(tmpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes := map[string]string{MinSizeAnnotation: "0", MaxSizeAnnotation: "3"}
+	r := md(0, sizes)
+	if g, err := Build(r, nil, nil); err != nil || g != nil {
+		t.Fatalf("without annotations or template capacity: group %v, err %v; want no group (not scalable from zero)", g, err)
+	}
+	r.Infra = infra
+	g, err := Build(r, nil, nil)
+	if err != nil || g == nil {
+		t.Fatalf("with the template's capacity: group %v, err %v; want a group", g, err)
+	}
+	node := g.Planning.Spec.Template
+	want := map[v1.ResourceName]string{v1.ResourceCPU: "16", v1.ResourceMemory: "64Gi", "nvidia.com/gpu": "4",
+		v1.ResourceEphemeralStorage: "100Gi", v1.ResourcePods: "110"}
+	for name, q := range want {
+		if got := node.Status.Capacity[name]; got.Cmp(resource.MustParse(q)) != 0 {
+			t.Errorf("capacity[%s] = %s, want %s", name, got.String(), q)
+		}
+	}
+	if node.Labels[v1.LabelArchStable] != "arm64" {
+		t.Errorf("arch label %q, want arm64 from status.nodeInfo", node.Labels[v1.LabelArchStable])
+	}
+	// Annotations win.
+	ann := map[string]string{MinSizeAnnotation: "0", MaxSizeAnnotation: "3", CPUAnnotation: "8", MaxPodsAnnotation: "50"}
+	r = md(0, ann)
+	r.Infra = infra
+	g, err = Build(r, nil, nil)
+	if err != nil || g == nil {
+		t.Fatalf("group %v, err %v", g, err)
+	}
+	c := g.Planning.Spec.Template.Status.Capacity
+	if c.Cpu().Cmp(resource.MustParse("8")) != 0 || c.Memory().Cmp(resource.MustParse("64Gi")) != 0 || c.Pods().Value() != 50 {
+		t.Errorf("capacity cpu %s memory %s pods %s, want the annotation's 8 cpu and 50 pods, the template's 64Gi",
+			c.Cpu(), c.Memory(), c.Pods())
+	}
+
+	bad := tmpl.DeepCopy()
+	_ = unstructured.SetNestedField(bad.Object, "lots", "status", "capacity", "cpu")
+	if _, err := ReadInfraStatus(bad); err == nil || !strings.Contains(err.Error(), "FooMachineTemplate ns/gpus: status.capacity[cpu]") {
+		t.Errorf("bad quantity: error %v, want one naming the template and field", err)
+	}
+}

@@ -37,6 +37,9 @@ const (
 	TemplateKind     = "DraxrInfraMachineTemplate"
 	ProviderIDPrefix = "draxr-test:///"
 	finalizer        = "infrastructure.draxr.dev/slices"
+	// NamespaceLabel on a Node names its InfraMachine's namespace, so a
+	// test counts its own nodes, not those other tests left.
+	NamespaceLabel = Group + "/namespace"
 )
 
 // MachineGVK is the InfraMachine's kind.
@@ -185,8 +188,9 @@ func (r *Reconciler) createNode(ctx context.Context, m *unstructured.Unstructure
 	}
 	capacity := v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu), v1.ResourceMemory: resource.MustParse("32Gi"), v1.ResourcePods: resource.MustParse("110")}
 	node := &v1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.LabelHostname: name, v1.LabelOSStable: "linux", v1.LabelArchStable: "amd64"}},
-		Spec:       v1.NodeSpec{ProviderID: ProviderIDPrefix + name},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.LabelHostname: name, v1.LabelOSStable: "linux", v1.LabelArchStable: "amd64",
+			NamespaceLabel: m.GetNamespace()}},
+		Spec: v1.NodeSpec{ProviderID: ProviderIDPrefix + name},
 	}
 	created, err := r.Kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	if err != nil {

@@ -123,6 +123,7 @@ func TestScaleFromZeroAndBack(t *testing.T) {
 	if _, err := dyn.Resource(cpclusterapi.GVR(capi.MachineDeployment)).Namespace(ns).Update(ctx, md, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	recorder := recordMachines(ctx, t, dyn, ns)
 	if err := cp.Client.AppsV1().ReplicaSets(ns).Delete(ctx, "train", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}); err != nil {
 		t.Fatal(err)
 	}
@@ -133,12 +134,13 @@ func TestScaleFromZeroAndBack(t *testing.T) {
 		if left := machineNames(ctx, t, dyn, ns); len(left) != 1 {
 			return fmt.Errorf("machines = %v", left)
 		}
-		nodes, err := cp.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		// This test's nodes only: earlier tests leave theirs.
+		nodes, err := cp.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: infra.NamespaceLabel + "=" + ns})
 		if err != nil {
 			return err
 		}
 		if n := countProviderNodes(nodes.Items); n != 1 {
-			return fmt.Errorf("%d test-provider nodes", n)
+			return fmt.Errorf("%d test-provider nodes in %s", n, ns)
 		}
 		return nil
 	})
@@ -146,6 +148,15 @@ func TestScaleFromZeroAndBack(t *testing.T) {
 	machinesRemoved.Add(int64(len(machines) - len(left)))
 	if !contains(machines, left[0]) {
 		t.Errorf("the remaining machine %s is not one of the three created (%v)", left[0], machines)
+	}
+	// The exact machines chosen are the ones removed: the nodes of the
+	// autoscaler's ScaleDown events, the Machines it marked, the Machines
+	// CAPI deleted are the same two, and the third is untouched.
+	eventually(ctx, t, 30*time.Second, "the chosen machines are the removed ones", func() error {
+		return recorder.chosenAreRemoved(ctx, 2)
+	})
+	if marked, _ := recorder.sets(); contains(marked, left[0]) {
+		t.Errorf("the remaining machine %s was marked for deletion (%s)", left[0], recorder)
 	}
 	consistently(t, 3500*time.Millisecond, "never below min", func() error {
 		if got := replicas(ctx, t, dyn, ns, capi.MachineDeployment, "gpu"); got != 1 {
