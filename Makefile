@@ -6,7 +6,7 @@ PKGS := ./...
 BENCH_COUNT ?= 6
 BENCH_PKGS ?= ./simulator/... ./autoscaler/...
 
-.PHONY: all build test test-unit test-race lint golangci-lint gofmt-check mocks mocks-check bench fmt vet example controlplane print-controlplane-dir cluster-up cluster-down e2e-clusterapi fidelity e2e-bulk
+.PHONY: all build test test-unit test-race lint golangci-lint gofmt-check mocks mocks-check bench fmt vet example controlplane print-controlplane-dir cluster-up cluster-down e2e-clusterapi fidelity e2e-bulk scheduler-perf
 
 # Control-plane binaries for end-to-end tests, built from the go.mod
 # versions into an ignored cache folder; rebuilt only when versions change.
@@ -51,6 +51,21 @@ fidelity: controlplane
 # to the last bound one.
 e2e-bulk: controlplane
 	DRAXR_E2E_BULK=1 $(GO) test ./test/e2e/ -run 'TestAutoscalerBulkScaleUp$$' -count=1 -v -timeout 20m
+
+# Upstream scheduler_perf's DRA extended-resource workloads (read from the
+# module cache) with the stock kube-scheduler and with draxr-scheduler's
+# plugins, alternating which runs first, SCHEDULER_PERF_REPEAT runs each;
+# one line per workload. SCHEDULER_PERF_SET=5000 runs the 5000-pod set.
+# scheduler_perf starts its own etcd, found on PATH.
+SCHEDULER_PERF_SET ?= 2000
+SCHEDULER_PERF_REPEAT ?= 3
+scheduler-perf: controlplane
+	@mkdir -p $(BIN)
+	@PATH="$(abspath $(CONTROLPLANE_DIR)):$$PATH" SCHEDULER_PERF_SET=$(SCHEDULER_PERF_SET) SCHEDULER_PERF_REPEAT=$(SCHEDULER_PERF_REPEAT) \
+	$(GO) test -tags schedulerperf -run '^$$' -bench '^BenchmarkSchedulerPerf$$' -benchtime 1x -timeout 180m ./test/schedulerperf/ \
+		> $(BIN)/scheduler-perf.log 2>&1; rc=$$?; \
+	grep '^scheduler-perf ' $(BIN)/scheduler-perf.log; \
+	[ $$rc -eq 0 ] || { grep -E '^(--- FAIL|FAIL|panic)' $(BIN)/scheduler-perf.log; echo "full log: $(BIN)/scheduler-perf.log"; }; exit $$rc
 
 # Every test that needs no control plane: the end-to-end and other
 # control-plane tests skip themselves under -short.

@@ -12,28 +12,39 @@ import (
 // in-order consumer starts early.
 const yamlChunk = 128
 
-// convertYAML turns each YAML document into JSON on every core while
-// visit, called in document order on the calling goroutine, handles the
-// ones already converted. Conversion (go-yaml's parser) is the larger
-// half of loading a big dump and each document's is independent; what
-// visit does (decoding, defaulting, validation, merging) stays sequential,
-// so results and errors are those of a one-by-one loop. At most a few
-// chunks per worker are held converted but not yet visited.
+// convertYAML turns each YAML document into JSON on every core, and runs
+// prep (when not nil) on each converted document there too, while visit,
+// called in document order on the calling goroutine, handles the ones
+// already done with prep's result. Conversion (go-yaml's parser) is the
+// larger half of loading a big dump, and decoding and validating a pod
+// most of the rest; each document's is independent. prep must not touch
+// the parser's state: what depends on earlier documents (merging,
+// duplicates, workload budgets) stays in visit, so results and errors are
+// those of a one-by-one loop. At most a few chunks per worker are held
+// done but not yet visited.
 //
 // Strict: a key given twice in one mapping is an error, as it is for the
 // API server, instead of the last one silently winning. go-yaml's alias
 // budget makes "billion laughs" documents fail fast instead of expanding.
-func convertYAML(parts []yamlPart, visit func(i int, raw []byte, err error)) {
+func convertYAML(parts []yamlPart, prep func(i int, raw []byte) any, visit func(i int, raw []byte, err error, prepared any)) {
 	type chunk struct {
-		raw  [][]byte
-		errs []error
-		done chan struct{}
+		raw      [][]byte
+		errs     []error
+		prepared []any
+		done     chan struct{}
+	}
+	convert := func(i int) (raw []byte, err error, prepared any) {
+		raw, err = yaml.YAMLToJSONStrict(parts[i].data)
+		if err == nil && prep != nil {
+			prepared = prep(i, raw)
+		}
+		return raw, err, prepared
 	}
 	n := (len(parts) + yamlChunk - 1) / yamlChunk
 	if n <= 1 {
-		for i, part := range parts {
-			raw, err := yaml.YAMLToJSONStrict(part.data)
-			visit(i, raw, err)
+		for i := range parts {
+			raw, err, prepared := convert(i)
+			visit(i, raw, err, prepared)
 		}
 		return
 	}
@@ -53,9 +64,9 @@ func convertYAML(parts []yamlPart, visit func(i int, raw []byte, err error)) {
 			for c := range jobs {
 				lo, hi := c*yamlChunk, min((c+1)*yamlChunk, len(parts))
 				ch := &chunks[c]
-				ch.raw, ch.errs = make([][]byte, hi-lo), make([]error, hi-lo)
+				ch.raw, ch.errs, ch.prepared = make([][]byte, hi-lo), make([]error, hi-lo), make([]any, hi-lo)
 				for i := lo; i < hi; i++ {
-					ch.raw[i-lo], ch.errs[i-lo] = yaml.YAMLToJSONStrict(parts[i].data)
+					ch.raw[i-lo], ch.errs[i-lo], ch.prepared[i-lo] = convert(i)
 				}
 				close(ch.done)
 			}
@@ -79,7 +90,7 @@ func convertYAML(parts []yamlPart, visit func(i int, raw []byte, err error)) {
 	for c := range chunks {
 		<-chunks[c].done
 		for j, raw := range chunks[c].raw {
-			visit(c*yamlChunk+j, raw, chunks[c].errs[j])
+			visit(c*yamlChunk+j, raw, chunks[c].errs[j], chunks[c].prepared[j])
 		}
 		chunks[c] = chunk{} // let the converted documents go
 		<-slots

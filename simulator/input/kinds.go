@@ -41,10 +41,7 @@ func addCoreKinds(handlers map[string]handler) {
 	handlers["v1/Node"] = storedKind[v1.Node]("Node", false, corevalidation.ValidateNode,
 		func(o *Objects) *[]*v1.Node { return &o.Nodes })
 	handlers["v1/Pod"] = func(p *parser, d doc, raw []byte) {
-		pod := &v1.Pod{}
-		if _, ok := p.prepare(d, raw, "Pod", pod, true); ok {
-			p.addPod(d, "", pod)
-		}
+		p.commitPod(d, preparePod(d, raw))
 	}
 	handlers["resource.k8s.io/v1/ResourceSlice"] = storedKind[resourceapi.ResourceSlice]("ResourceSlice", false, resourcevalidation.ValidateResourceSlice,
 		func(o *Objects) *[]*resourceapi.ResourceSlice { return &o.ResourceSlices })
@@ -162,17 +159,54 @@ func validated[V any, I any](obj *V, internal *I, validate func(*I) field.ErrorL
 	return errs
 }
 
+// preparedPod is a Pod document decoded, defaulted and validated: the
+// part of loading a pod that needs no parser state, so that it runs on
+// every core (see convertYAML).
+type preparedPod struct {
+	pod *v1.Pod
+	// decodeErr is the strict decoding's error, named by what.
+	decodeErr error
+	what      string
+	errs      field.ErrorList
+}
+
+// preparePod is the Pod handler's work up to storing: prepare and
+// addPod's validation.
+func preparePod(d doc, raw []byte) *preparedPod {
+	pod := &v1.Pod{}
+	if err := decodeStrict(raw, pod); err != nil {
+		return &preparedPod{decodeErr: err, what: describe("Pod", raw)}
+	}
+	prepareMeta("Pod", pod, true, d.loc)
+	legacyscheme.Scheme.Default(pod)
+	return &preparedPod{pod: pod, errs: validated(pod, &core.Pod{}, validatePod)}
+}
+
+// commitPod reports a prepared pod's errors or stores it, in document
+// order.
+func (p *parser) commitPod(d doc, pp *preparedPod) {
+	if pp.decodeErr != nil {
+		p.fail(d, pp.what, pp.decodeErr)
+		return
+	}
+	p.storePod(d, "", pp.pod, pp.errs)
+}
+
 // addPod validates a pod the way pod creation (and, for the status it
 // carries, the status subresource) would, and files it as running or
 // pending. Pods in phase Succeeded or Failed are dropped after validation:
 // the scheduler's informers filter them out, so they hold no resources.
 func (p *parser) addPod(d doc, owner string, pod *v1.Pod) bool {
+	return p.storePod(d, owner, pod, validated(pod, &core.Pod{}, validatePod))
+}
+
+// storePod is addPod once the pod's validation errors are known.
+func (p *parser) storePod(d doc, owner string, pod *v1.Pod, errs field.ErrorList) bool {
 	o := object{"Pod", pod}
 	what := o.String()
 	if owner != "" {
 		what = owner + ": " + what
 	}
-	errs := validated(pod, &core.Pod{}, validatePod)
 	if len(errs) > 0 {
 		p.fail(d, what, joinFieldErrors(errs))
 		return false

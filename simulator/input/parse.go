@@ -139,8 +139,16 @@ func (p *parser) parseJSON(data []byte, source string) {
 
 func (p *parser) parseYAML(data []byte, source string) {
 	parts := splitYAML(data)
-	convertYAML(parts, func(i int, raw []byte, err error) {
-		d := doc{fmt.Sprintf("%s: document %d", source, i+1)}
+	loc := func(i int) doc { return doc{fmt.Sprintf("%s: document %d", source, i+1)} }
+	convertYAML(parts, func(i int, raw []byte) any {
+		// A Pod document (most of a dump) is decoded and validated here,
+		// on every core; document() would reach the same handler.
+		if tm, ok := peekTypeMeta(raw); ok && tm.APIVersion == "v1" && tm.Kind == "Pod" {
+			return preparePod(loc(i), raw)
+		}
+		return nil
+	}, func(i int, raw []byte, err error, prepared any) {
+		d := loc(i)
 		if err != nil {
 			p.fail(d, "", fmt.Errorf("malformed YAML: %s", fileLines(err.Error(), parts[i].line)))
 			return
@@ -149,8 +157,26 @@ func (p *parser) parseYAML(data []byte, source string) {
 			p.fail(d, "", err)
 			return
 		}
+		if pp, ok := prepared.(*preparedPod); ok {
+			p.commitPod(d, pp)
+			return
+		}
 		p.document(d, raw)
 	})
+}
+
+// peekTypeMeta is what document() reads first: the apiVersion and kind of
+// a non-empty document.
+func peekTypeMeta(raw []byte) (typeMeta, bool) {
+	var tm typeMeta
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || string(trimmed) == "null" || string(trimmed) == "{}" {
+		return tm, false
+	}
+	if err := json.Unmarshal(trimmed, &tm); err != nil {
+		return tm, false
+	}
+	return tm, true
 }
 
 // trailingAfterJSON rejects a document that is a JSON value followed by
