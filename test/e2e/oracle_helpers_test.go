@@ -50,16 +50,19 @@ type oracleOptions struct {
 
 // oracleReport is what a user of the oracle reads.
 type oracleReport struct {
-	NewNodes []string // planned new nodes, as named by the plan
-	Placed   int      // pods the plan places (existing and new nodes)
-	Bound    int      // of those, bound by the scheduler
-	Unbound  []string // placed by the plan, left pending by the scheduler
+	NewNodes []string       // planned new nodes, as named by the plan
+	PerGroup map[string]int // planned new nodes per group
+	Placed   int            // pods the plan places (existing and new nodes)
+	Bound    int            // of those, bound by the scheduler
+	Unbound  []string       // placed by the plan, left pending by the scheduler
 	// UnboundWhy has each unbound pod's conditions, for the failure.
 	UnboundWhy []string
 	LeftOut    []string // pods the plan gives no node
 	// LeftOutBound are pods the plan leaves out that the scheduler bound.
 	LeftOutBound []string
 	Differ       []string // "ns/pod: planned node-a, bound node-b"
+	// SchedulerLog is the scheduler's log tail when some pod was unbound.
+	SchedulerLog string
 	// FewerGroup lost its last planned node in the second run ("" when
 	// nothing was planned); FewerPending counts the placed pods the
 	// scheduler then reported unschedulable, FewerUnsettled those it did
@@ -81,12 +84,25 @@ func (r *oracleReport) line(scenario string) string {
 // oracle builds scenarios on its own control plane: scenarios bring
 // their own DeviceClasses, driver and node names, which must meet no
 // other test's nodes or classes.
+//
+// Each replay runs its own draxr-scheduler, started once the replay's
+// nodes and slices exist and stopped before they are deleted. Replays
+// reuse node, pool and device names (every scenario's new nodes are
+// <group>-new-<n> with the same devices), and a scheduler kept across
+// them carried one replay into the next: a binding cycle still running
+// when its pod and claims were deleted (the upstream PreBind waits up to
+// 120 s for an extended-resource claim that no longer exists to reach its
+// cache) held its devices as in-flight allocations, so pods of the next
+// replay found those devices taken and were marked unschedulable; the
+// release is no cluster event, so nothing retried them for 5 minutes.
 type oracle struct {
-	t       *testing.T
-	cp      *controlplane.ControlPlane
-	profile string // scheduler configuration file
-	// settle bounds each wait for the scheduler; it binds within seconds.
-	settle time.Duration
+	t          *testing.T
+	cp         *controlplane.ControlPlane
+	schedOpts  controlplane.SchedulerOptions
+	stopSched  func() // stops the running replay's scheduler; nil if none
+	profile    string // scheduler configuration file
+	settle     time.Duration
+	lastSchLog string // the last replay's scheduler log tail, for failures
 }
 
 // newOracle starts a control plane with draxr-scheduler for the oracle;
@@ -100,19 +116,38 @@ func newOracle(t *testing.T) *oracle {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	// The namespace controller lets scenario namespaces go away between
-	// scenarios.
-	ocp, err := controlplane.Start(ctx, controlplane.Options{BinDir: binDir,
-		Controllers: append(controlplane.DefaultControllers(), "namespace-controller")})
+	ocp, err := controlplane.Start(ctx, controlplane.Options{BinDir: binDir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(ocp.Stop)
 	opts := schedulerOptions("")
-	if _, err := ocp.StartScheduler(ctx, opts); err != nil {
-		t.Fatal(err)
+	// The scheduler binds within seconds; the bound is for a loaded machine.
+	return &oracle{t: t, cp: ocp, schedOpts: opts, profile: opts.Config, settle: 45 * time.Second}
+}
+
+// startScheduler starts the replay's scheduler. The nodes and slices are
+// in its first list, so it never sees a pod before them.
+func (o *oracle) startScheduler(ctx context.Context) {
+	o.t.Helper()
+	stop, err := o.cp.StartScheduler(ctx, o.schedOpts)
+	if err != nil {
+		o.t.Fatal(err)
 	}
-	return &oracle{t: t, cp: ocp, profile: opts.Config, settle: 45 * time.Second}
+	o.stopSched = stop
+}
+
+// stopScheduler stops the replay's scheduler (and every binding cycle it
+// was in) and keeps its log's tail.
+func (o *oracle) stopScheduler() {
+	if o.stopSched == nil {
+		return
+	}
+	o.stopSched()
+	o.stopSched = nil
+	if data, err := os.ReadFile(filepath.Join(o.cp.Dir, o.schedOpts.Name+".log")); err == nil {
+		o.lastSchLog = string(data[max(len(data)-6000, 0):])
+	}
 }
 
 // plan loads a scenario and plans it as `draxr simulate` would with the
@@ -170,10 +205,11 @@ func (o *oracle) check(paths []string, opts oracleOptions) *oracleReport {
 	if err != nil {
 		t.Fatalf("plan %v: %v", paths, err)
 	}
-	rep := &oracleReport{}
+	rep := &oracleReport{PerGroup: map[string]int{}}
 	newNodes := plannedNodes(objs, res)
 	for _, n := range newNodes {
 		rep.NewNodes = append(rep.NewNodes, n.name)
+		rep.PerGroup[n.group]++
 	}
 	planned := map[string]string{} // "ns/name" -> node
 	for _, pl := range res.Plan.ExistingNodes {
@@ -205,6 +241,8 @@ func (o *oracle) check(paths []string, opts oracleOptions) *oracleReport {
 	}
 	if len(rep.Unbound) > 0 {
 		rep.UnboundWhy = o.conditionsOf(ctx, rep.Unbound)
+		o.stopScheduler()
+		rep.SchedulerLog = o.lastSchLog
 	}
 	for _, key := range rep.LeftOut {
 		if node, ok := bound[key]; ok {
@@ -279,8 +317,8 @@ func fresh(m *metav1.ObjectMeta) {
 
 // build creates the scenario: namespaces, classes, claim templates, the
 // live nodes with their slices, running pods and their claims, the new
-// nodes with their DaemonSet pods, and last the pending pods in the
-// scheduler's queue order.
+// nodes; then it starts the replay's scheduler, creates the new nodes'
+// DaemonSet pods and last the pending pods in the scheduler's queue order.
 func (o *oracle) build(ctx context.Context, objs *input.Objects, newNodes []newNode) {
 	t := o.t
 	t.Helper()
@@ -345,6 +383,7 @@ func (o *oracle) build(ctx context.Context, objs *input.Objects, newNodes []newN
 		// pinned by node affinity and placed by the scheduler.
 		dsPods = append(dsPods, daemonsets.PodsFor(klog.Background(), node, objs.DaemonSets)...)
 	}
+	o.startScheduler(ctx)
 	for _, p := range dsPods {
 		o.createPod(ctx, p)
 	}
@@ -359,10 +398,11 @@ func (o *oracle) build(ctx context.Context, objs *input.Objects, newNodes []newN
 	}
 }
 
-// barrier returns once the scheduler has seen node, the last one created
-// (it sees nodes in order), by binding a pod pinned to it and deleting
-// that pod. Pending pods that came first would find no node, and wait out
-// a retry the real cluster's backlog does not.
+// barrier returns once the scheduler runs and has seen node, the last
+// one created, by binding a pod pinned to it and deleting that pod. The
+// pending pods come after it one by one, so the scheduler's queue takes
+// them in the order the plan assumes (its first list would be in name
+// order).
 func (o *oracle) barrier(ctx context.Context, node string) {
 	t := o.t
 	t.Helper()
@@ -507,8 +547,9 @@ func (o *oracle) createClaim(ctx context.Context, claim *resourceapi.ResourceCla
 func (o *oracle) waitBoundOrUnschedulable(ctx context.Context, pods []*v1.Pod, want sets.Set[string], allBound bool) map[string]string {
 	seen := map[string]string{}
 	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, o.settle, true, func(ctx context.Context) (bool, error) {
-		seen = map[string]string{}
-		done := true
+		// A poll cut short (the wait's own deadline) keeps the last
+		// complete view.
+		now := map[string]string{}
 		for _, ns := range sets.List(namespacesOf(pods)) {
 			list, err := o.cp.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 			if err != nil {
@@ -519,12 +560,14 @@ func (o *oracle) waitBoundOrUnschedulable(ctx context.Context, pods []*v1.Pod, w
 				key := p.Namespace + "/" + p.Name
 				switch {
 				case p.Spec.NodeName != "":
-					seen[key] = p.Spec.NodeName
+					now[key] = p.Spec.NodeName
 				case unschedulable(p):
-					seen[key] = ""
+					now[key] = ""
 				}
 			}
 		}
+		seen = now
+		done := true
 		for key := range want {
 			node, ok := seen[key]
 			done = done && ok && (node != "" || !allBound)
@@ -580,22 +623,25 @@ func unschedulable(p *v1.Pod) bool {
 	return false
 }
 
-// cleanup deletes everything the scenario made, cluster-scoped objects
-// too, and waits until it is gone, so the next scenario starts empty.
+// cleanup stops the replay's scheduler, deletes everything the scenario
+// made, cluster-scoped objects too, and waits until it is gone, so the
+// next replay starts empty. Namespaces stay (empty): deleting them waits
+// on the namespace controller, seconds per replay on a loaded machine.
 func (o *oracle) cleanup(ctx context.Context) {
 	t := o.t
 	t.Helper()
+	o.stopScheduler()
 	c := o.cp.Client
 	now := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}
 	nsList, err := c.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Scenarios may put pods in kube-system (DaemonSets often live
+	// there): pods and claims go in every namespace.
 	var scenarioNS []string
 	for _, ns := range nsList.Items {
-		if !strings.HasPrefix(ns.Name, "kube-") {
-			scenarioNS = append(scenarioNS, ns.Name)
-		}
+		scenarioNS = append(scenarioNS, ns.Name)
 	}
 	for _, ns := range scenarioNS {
 		if err := c.CoreV1().Pods(ns).DeleteCollection(ctx, now, metav1.ListOptions{}); err != nil {
@@ -617,16 +663,8 @@ func (o *oracle) cleanup(ctx context.Context) {
 	if err := c.ResourceV1().DeviceClasses().DeleteCollection(ctx, now, metav1.ListOptions{}); err != nil {
 		t.Errorf("delete DeviceClasses: %v", err)
 	}
-	for _, ns := range scenarioNS {
-		if ns == metav1.NamespaceDefault {
-			continue
-		}
-		if err := c.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("delete Namespace %s: %v", ns, err)
-		}
-	}
 	// Allocated claims keep a finalizer until the claim controller sees
-	// their pods gone; the wait lifts it if the controller has not.
+	// their pods gone; the wait lifts it once the pods are gone.
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, o.settle, true, func(ctx context.Context) (bool, error) {
 		left, err := o.leftovers(ctx, scenarioNS)
 		if err != nil {
@@ -662,11 +700,6 @@ func (o *oracle) leftovers(ctx context.Context, namespaces []string) ([]string, 
 			if claim.DeletionTimestamp != nil && len(pods.Items) == 0 && len(claim.Finalizers) > 0 {
 				claim.Finalizers = nil
 				_, _ = c.ResourceV1().ResourceClaims(ns).Update(ctx, claim, metav1.UpdateOptions{})
-			}
-		}
-		if ns != metav1.NamespaceDefault {
-			if _, err := c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err == nil {
-				left = append(left, "Namespace "+ns)
 			}
 		}
 	}
