@@ -394,7 +394,7 @@ func (o *oracle) build(ctx context.Context, objs *input.Objects, newNodes []newN
 	}
 	o.barrier(ctx, lastNode)
 	for _, p := range scaleup.SortSchedulerQueue(objs.PendingPods) {
-		o.createPod(ctx, p)
+		o.claimsMade(ctx, o.createPod(ctx, p))
 	}
 }
 
@@ -436,6 +436,31 @@ func (o *oracle) barrier(ctx context.Context, node string) {
 		return apierrors.IsNotFound(err), nil
 	}); err != nil {
 		t.Fatalf("barrier pod not deleted: %v", err)
+	}
+}
+
+// claimsMade waits, for a pod with claims from templates, until the
+// scheduler has bound it or found it unschedulable. The scheduler queues
+// such a pod only once the claim controller has made its claims; a later
+// pod without them would otherwise go first, and the order the plan
+// assumes (the scheduler's queue order) would depend on the controller's
+// speed. Pods the scheduler does not try are not waited for.
+func (o *oracle) claimsMade(ctx context.Context, pod *v1.Pod) {
+	t := o.t
+	t.Helper()
+	fromTemplate := slices.ContainsFunc(pod.Spec.ResourceClaims, func(rc v1.PodResourceClaim) bool {
+		return rc.ResourceClaimTemplateName != nil
+	})
+	tried := len(pod.Spec.SchedulingGates) == 0 && pod.Spec.SchedulerName == v1.DefaultSchedulerName
+	if !fromTemplate || !tried {
+		return
+	}
+	c := o.cp.Client.CoreV1().Pods(pod.Namespace)
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, o.settle, true, func(ctx context.Context) (bool, error) {
+		p, err := c.Get(ctx, pod.Name, metav1.GetOptions{})
+		return err == nil && (p.Spec.NodeName != "" || unschedulable(p)), nil
+	}); err != nil {
+		t.Fatalf("Pod %s/%s (claims from templates): no verdict from the scheduler: %v", pod.Namespace, pod.Name, err)
 	}
 }
 
