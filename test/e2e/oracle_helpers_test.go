@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
@@ -356,8 +357,17 @@ func (o *oracle) build(ctx context.Context, objs *input.Objects, newNodes []newN
 	uids := map[types.UID]types.UID{}
 	for _, p := range objs.RunningPods {
 		created := o.createPod(ctx, p)
-		created.Status = *p.Status.DeepCopy()
-		if _, err := c.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		// The claim controller may write the new pod's status first.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			latest, err := c.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			latest.Status = *p.Status.DeepCopy()
+			_, err = c.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, latest, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
 			t.Fatalf("Pod %s/%s status: %v", p.Namespace, p.Name, err)
 		}
 		uids[p.UID] = created.UID
@@ -551,15 +561,25 @@ func (o *oracle) createClaim(ctx context.Context, claim *resourceapi.ResourceCla
 	if claim.Status.Allocation == nil {
 		return
 	}
-	created.Status = *claim.Status.DeepCopy()
-	created.Status.ReservedFor = nil
+	status := *claim.Status.DeepCopy()
+	status.ReservedFor = nil
 	for _, r := range claim.Status.ReservedFor {
 		if uid, ok := uids[r.UID]; ok {
 			r.UID = uid
-			created.Status.ReservedFor = append(created.Status.ReservedFor, r)
+			status.ReservedFor = append(status.ReservedFor, r)
 		}
 	}
-	if _, err := c.UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+	// The claim controller may touch the new claim first.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		latest, err := c.Get(ctx, created.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		latest.Status = status
+		_, err = c.UpdateStatus(ctx, latest, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		t.Fatalf("ResourceClaim %s/%s status: %v", claim.Namespace, claim.Name, err)
 	}
 }
