@@ -41,10 +41,11 @@ e2e-clusterapi: controlplane
 	grep -E '^(--- |FAIL|ok )' $(BIN)/e2e-clusterapi.log; [ $$rc -eq 0 ] || echo "full log: $(BIN)/e2e-clusterapi.log"; \
 	grep '^clusterapi e2e:' $(BIN)/e2e-clusterapi.log | tail -1; exit $$rc
 
-# The fidelity oracle alone: each scenario planned, then replayed on a
-# control plane with draxr-scheduler; one line per scenario.
+# The fidelity oracle alone (make test runs it too): each scenario
+# planned, then replayed on a control plane with draxr-scheduler; one line
+# per scenario.
 fidelity: controlplane
-	DRAXR_FIDELITY=1 $(GO) test ./test/e2e/ -run TestFidelityOracle -count=1 -v -timeout 15m
+	$(GO) test ./test/e2e/ -run TestFidelityOracle -count=1 -v -timeout 15m
 
 # The 600-pod bulk scale-up end to end (minutes on a loaded machine, so
 # make test leaves it out); it logs the seconds from the first pending pod

@@ -181,7 +181,7 @@ var expectations = map[string]expectation{
 		},
 	},
 	"workload-expansion": {
-		scaleUps: map[string]int{"gpu": 2}, helped: map[string]int{"gpu": 9},
+		scaleUps: map[string]int{"gpu": 3}, helped: map[string]int{"gpu": 9},
 		check: func(t *testing.T, out report.SimulateOutput) {
 			counts := map[string]int{}
 			for _, pod := range out.ScaleUps[0].Pods {

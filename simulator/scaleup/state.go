@@ -255,24 +255,34 @@ func newNodeName(group string, k int, taken []int) string {
 	return fmt.Sprintf("%s-new-%d", group, n)
 }
 
-// finalEstimate is the estimate the plan keeps. On a group whose devices
-// are partitionable (they draw on shared counters) the number of nodes
-// depends on where the scheduler's scoring puts each pod, not on tight
-// packing: the packed count is then checked by placing the same pods, in
-// the scheduler's queue order, onto that many fresh nodes with scoring,
-// and raised until they all bind (within the group's room).
+// finalEstimate is the estimate the plan keeps. Where pods of the group
+// take devices, the number of nodes can depend on where the scheduler's
+// scoring puts each pod, not on tight packing: the spreading default
+// (least allocated) puts partition pods on different nodes, each blocking
+// a whole GPU there, and puts small device pods on different nodes before
+// a larger claim comes, leaving no node with room for it. For a group
+// whose devices are partitionable (they draw on shared counters), or whose
+// pods are of several kinds that take devices, the packed count is then
+// checked by placing the same pods, in the scheduler's queue order, onto
+// that many fresh nodes with scoring, and raised until they all bind
+// (within the group's room).
 func (st *state) finalEstimate(group string, pods []*v1.Pod) (*estimator.Result, error) {
 	g := st.byName[group]
-	if !partitionable(g) {
+	if !partitionable(g) && len(st.template[group]) == 0 {
 		return st.estimate(group, pods, true)
 	}
 	snap := st.p.Harness.Snapshot()
 	snap.Fork()
 	packed, err := st.estimate(group, pods, true)
-	snap.Revert()
 	if err != nil {
+		snap.Revert()
 		return nil, err
 	}
+	if !partitionable(g) && !st.scoredCheckNeeded(packed) {
+		snap.Commit()
+		return packed, nil
+	}
+	snap.Revert()
 	placed := SortSchedulerQueue(packed.PlacedOrder)
 	room := st.stepRoom(g)
 	est := st.binPacking(group, true)
@@ -290,6 +300,34 @@ func (st *state) finalEstimate(group string, pods []*v1.Pod) (*estimator.Result,
 		}
 		snap.Revert()
 	}
+}
+
+// scoredCheckBudget bounds, for groups that are not partitionable, the
+// placements (pods times nodes) one scored pass may take: scoring every
+// pod against every new node grows with both, and a plan of thousands of
+// nodes of mixed pods keeps the packed count (as the Cluster
+// Autoscaler's estimator does) instead of taking minutes.
+const scoredCheckBudget = 50_000
+
+// scoredCheckNeeded reports whether pods of more than one kind that take
+// devices were packed onto the group's new nodes (within the budget):
+// only then can the scheduler's spreading leave devices too scattered for
+// a later pod. Pods of one kind fill identical nodes alike in any order.
+func (st *state) scoredCheckNeeded(packed *estimator.Result) bool {
+	if len(packed.PlacedOrder)*len(packed.NewNodes) > scoredCheckBudget {
+		return false
+	}
+	kinds := map[string]bool{}
+	for _, pod := range packed.PlacedOrder {
+		if usesNoDevices(pod) {
+			continue
+		}
+		kinds[st.kinds.Of(pod)] = true
+		if len(kinds) > 1 {
+			return true
+		}
+	}
+	return false
 }
 
 // partitionable reports whether the group's devices draw on shared

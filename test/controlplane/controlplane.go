@@ -241,7 +241,13 @@ func (cp *ControlPlane) PIDs() map[string]int {
 
 func (cp *ControlPlane) logs() string {
 	var b strings.Builder
+	// A component restarted under the same name writes the same file.
+	seen := map[string]bool{}
 	for _, p := range cp.procs {
+		if seen[p.LogPath] {
+			continue
+		}
+		seen[p.LogPath] = true
 		fmt.Fprintf(&b, "\n--- %s log (tail) ---\n%s", p.Name, p.LogTail(3000))
 	}
 	return b.String()

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
@@ -50,16 +51,19 @@ type oracleOptions struct {
 
 // oracleReport is what a user of the oracle reads.
 type oracleReport struct {
-	NewNodes []string // planned new nodes, as named by the plan
-	Placed   int      // pods the plan places (existing and new nodes)
-	Bound    int      // of those, bound by the scheduler
-	Unbound  []string // placed by the plan, left pending by the scheduler
+	NewNodes []string       // planned new nodes, as named by the plan
+	PerGroup map[string]int // planned new nodes per group
+	Placed   int            // pods the plan places (existing and new nodes)
+	Bound    int            // of those, bound by the scheduler
+	Unbound  []string       // placed by the plan, left pending by the scheduler
 	// UnboundWhy has each unbound pod's conditions, for the failure.
 	UnboundWhy []string
 	LeftOut    []string // pods the plan gives no node
 	// LeftOutBound are pods the plan leaves out that the scheduler bound.
 	LeftOutBound []string
 	Differ       []string // "ns/pod: planned node-a, bound node-b"
+	// SchedulerLog is the scheduler's log tail when some pod was unbound.
+	SchedulerLog string
 	// FewerGroup lost its last planned node in the second run ("" when
 	// nothing was planned); FewerPending counts the placed pods the
 	// scheduler then reported unschedulable, FewerUnsettled those it did
@@ -81,12 +85,25 @@ func (r *oracleReport) line(scenario string) string {
 // oracle builds scenarios on its own control plane: scenarios bring
 // their own DeviceClasses, driver and node names, which must meet no
 // other test's nodes or classes.
+//
+// Each replay runs its own draxr-scheduler, started once the replay's
+// nodes and slices exist and stopped before they are deleted. Replays
+// reuse node, pool and device names (every scenario's new nodes are
+// <group>-new-<n> with the same devices), and a scheduler kept across
+// them carried one replay into the next: a binding cycle still running
+// when its pod and claims were deleted (the upstream PreBind waits up to
+// 120 s for an extended-resource claim that no longer exists to reach its
+// cache) held its devices as in-flight allocations, so pods of the next
+// replay found those devices taken and were marked unschedulable; the
+// release is no cluster event, so nothing retried them for 5 minutes.
 type oracle struct {
-	t       *testing.T
-	cp      *controlplane.ControlPlane
-	profile string // scheduler configuration file
-	// settle bounds each wait for the scheduler; it binds within seconds.
-	settle time.Duration
+	t          *testing.T
+	cp         *controlplane.ControlPlane
+	schedOpts  controlplane.SchedulerOptions
+	stopSched  func() // stops the running replay's scheduler; nil if none
+	profile    string // scheduler configuration file
+	settle     time.Duration
+	lastSchLog string // the last replay's scheduler log tail, for failures
 }
 
 // newOracle starts a control plane with draxr-scheduler for the oracle;
@@ -100,19 +117,38 @@ func newOracle(t *testing.T) *oracle {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	// The namespace controller lets scenario namespaces go away between
-	// scenarios.
-	ocp, err := controlplane.Start(ctx, controlplane.Options{BinDir: binDir,
-		Controllers: append(controlplane.DefaultControllers(), "namespace-controller")})
+	ocp, err := controlplane.Start(ctx, controlplane.Options{BinDir: binDir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(ocp.Stop)
 	opts := schedulerOptions("")
-	if _, err := ocp.StartScheduler(ctx, opts); err != nil {
-		t.Fatal(err)
+	// The scheduler binds within seconds; the bound is for a loaded machine.
+	return &oracle{t: t, cp: ocp, schedOpts: opts, profile: opts.Config, settle: 45 * time.Second}
+}
+
+// startScheduler starts the replay's scheduler. The nodes and slices are
+// in its first list, so it never sees a pod before them.
+func (o *oracle) startScheduler(ctx context.Context) {
+	o.t.Helper()
+	stop, err := o.cp.StartScheduler(ctx, o.schedOpts)
+	if err != nil {
+		o.t.Fatal(err)
 	}
-	return &oracle{t: t, cp: ocp, profile: opts.Config, settle: 45 * time.Second}
+	o.stopSched = stop
+}
+
+// stopScheduler stops the replay's scheduler (and every binding cycle it
+// was in) and keeps its log's tail.
+func (o *oracle) stopScheduler() {
+	if o.stopSched == nil {
+		return
+	}
+	o.stopSched()
+	o.stopSched = nil
+	if data, err := os.ReadFile(filepath.Join(o.cp.Dir, o.schedOpts.Name+".log")); err == nil {
+		o.lastSchLog = string(data[max(len(data)-6000, 0):])
+	}
 }
 
 // plan loads a scenario and plans it as `draxr simulate` would with the
@@ -170,10 +206,11 @@ func (o *oracle) check(paths []string, opts oracleOptions) *oracleReport {
 	if err != nil {
 		t.Fatalf("plan %v: %v", paths, err)
 	}
-	rep := &oracleReport{}
+	rep := &oracleReport{PerGroup: map[string]int{}}
 	newNodes := plannedNodes(objs, res)
 	for _, n := range newNodes {
 		rep.NewNodes = append(rep.NewNodes, n.name)
+		rep.PerGroup[n.group]++
 	}
 	planned := map[string]string{} // "ns/name" -> node
 	for _, pl := range res.Plan.ExistingNodes {
@@ -205,6 +242,8 @@ func (o *oracle) check(paths []string, opts oracleOptions) *oracleReport {
 	}
 	if len(rep.Unbound) > 0 {
 		rep.UnboundWhy = o.conditionsOf(ctx, rep.Unbound)
+		o.stopScheduler()
+		rep.SchedulerLog = o.lastSchLog
 	}
 	for _, key := range rep.LeftOut {
 		if node, ok := bound[key]; ok {
@@ -279,8 +318,8 @@ func fresh(m *metav1.ObjectMeta) {
 
 // build creates the scenario: namespaces, classes, claim templates, the
 // live nodes with their slices, running pods and their claims, the new
-// nodes with their DaemonSet pods, and last the pending pods in the
-// scheduler's queue order.
+// nodes; then it starts the replay's scheduler, creates the new nodes'
+// DaemonSet pods and last the pending pods in the scheduler's queue order.
 func (o *oracle) build(ctx context.Context, objs *input.Objects, newNodes []newNode) {
 	t := o.t
 	t.Helper()
@@ -318,8 +357,17 @@ func (o *oracle) build(ctx context.Context, objs *input.Objects, newNodes []newN
 	uids := map[types.UID]types.UID{}
 	for _, p := range objs.RunningPods {
 		created := o.createPod(ctx, p)
-		created.Status = *p.Status.DeepCopy()
-		if _, err := c.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		// The claim controller may write the new pod's status first.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			latest, err := c.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			latest.Status = *p.Status.DeepCopy()
+			_, err = c.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, latest, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
 			t.Fatalf("Pod %s/%s status: %v", p.Namespace, p.Name, err)
 		}
 		uids[p.UID] = created.UID
@@ -345,6 +393,7 @@ func (o *oracle) build(ctx context.Context, objs *input.Objects, newNodes []newN
 		// pinned by node affinity and placed by the scheduler.
 		dsPods = append(dsPods, daemonsets.PodsFor(klog.Background(), node, objs.DaemonSets)...)
 	}
+	o.startScheduler(ctx)
 	for _, p := range dsPods {
 		o.createPod(ctx, p)
 	}
@@ -355,14 +404,15 @@ func (o *oracle) build(ctx context.Context, objs *input.Objects, newNodes []newN
 	}
 	o.barrier(ctx, lastNode)
 	for _, p := range scaleup.SortSchedulerQueue(objs.PendingPods) {
-		o.createPod(ctx, p)
+		o.claimsMade(ctx, o.createPod(ctx, p))
 	}
 }
 
-// barrier returns once the scheduler has seen node, the last one created
-// (it sees nodes in order), by binding a pod pinned to it and deleting
-// that pod. Pending pods that came first would find no node, and wait out
-// a retry the real cluster's backlog does not.
+// barrier returns once the scheduler runs and has seen node, the last
+// one created, by binding a pod pinned to it and deleting that pod. The
+// pending pods come after it one by one, so the scheduler's queue takes
+// them in the order the plan assumes (its first list would be in name
+// order).
 func (o *oracle) barrier(ctx context.Context, node string) {
 	t := o.t
 	t.Helper()
@@ -396,6 +446,31 @@ func (o *oracle) barrier(ctx context.Context, node string) {
 		return apierrors.IsNotFound(err), nil
 	}); err != nil {
 		t.Fatalf("barrier pod not deleted: %v", err)
+	}
+}
+
+// claimsMade waits, for a pod with claims from templates, until the
+// scheduler has bound it or found it unschedulable. The scheduler queues
+// such a pod only once the claim controller has made its claims; a later
+// pod without them would otherwise go first, and the order the plan
+// assumes (the scheduler's queue order) would depend on the controller's
+// speed. Pods the scheduler does not try are not waited for.
+func (o *oracle) claimsMade(ctx context.Context, pod *v1.Pod) {
+	t := o.t
+	t.Helper()
+	fromTemplate := slices.ContainsFunc(pod.Spec.ResourceClaims, func(rc v1.PodResourceClaim) bool {
+		return rc.ResourceClaimTemplateName != nil
+	})
+	tried := len(pod.Spec.SchedulingGates) == 0 && pod.Spec.SchedulerName == v1.DefaultSchedulerName
+	if !fromTemplate || !tried {
+		return
+	}
+	c := o.cp.Client.CoreV1().Pods(pod.Namespace)
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, o.settle, true, func(ctx context.Context) (bool, error) {
+		p, err := c.Get(ctx, pod.Name, metav1.GetOptions{})
+		return err == nil && (p.Spec.NodeName != "" || unschedulable(p)), nil
+	}); err != nil {
+		t.Fatalf("Pod %s/%s (claims from templates): no verdict from the scheduler: %v", pod.Namespace, pod.Name, err)
 	}
 }
 
@@ -486,15 +561,25 @@ func (o *oracle) createClaim(ctx context.Context, claim *resourceapi.ResourceCla
 	if claim.Status.Allocation == nil {
 		return
 	}
-	created.Status = *claim.Status.DeepCopy()
-	created.Status.ReservedFor = nil
+	status := *claim.Status.DeepCopy()
+	status.ReservedFor = nil
 	for _, r := range claim.Status.ReservedFor {
 		if uid, ok := uids[r.UID]; ok {
 			r.UID = uid
-			created.Status.ReservedFor = append(created.Status.ReservedFor, r)
+			status.ReservedFor = append(status.ReservedFor, r)
 		}
 	}
-	if _, err := c.UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+	// The claim controller may touch the new claim first.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		latest, err := c.Get(ctx, created.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		latest.Status = status
+		_, err = c.UpdateStatus(ctx, latest, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		t.Fatalf("ResourceClaim %s/%s status: %v", claim.Namespace, claim.Name, err)
 	}
 }
@@ -507,8 +592,9 @@ func (o *oracle) createClaim(ctx context.Context, claim *resourceapi.ResourceCla
 func (o *oracle) waitBoundOrUnschedulable(ctx context.Context, pods []*v1.Pod, want sets.Set[string], allBound bool) map[string]string {
 	seen := map[string]string{}
 	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, o.settle, true, func(ctx context.Context) (bool, error) {
-		seen = map[string]string{}
-		done := true
+		// A poll cut short (the wait's own deadline) keeps the last
+		// complete view.
+		now := map[string]string{}
 		for _, ns := range sets.List(namespacesOf(pods)) {
 			list, err := o.cp.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 			if err != nil {
@@ -519,12 +605,14 @@ func (o *oracle) waitBoundOrUnschedulable(ctx context.Context, pods []*v1.Pod, w
 				key := p.Namespace + "/" + p.Name
 				switch {
 				case p.Spec.NodeName != "":
-					seen[key] = p.Spec.NodeName
+					now[key] = p.Spec.NodeName
 				case unschedulable(p):
-					seen[key] = ""
+					now[key] = ""
 				}
 			}
 		}
+		seen = now
+		done := true
 		for key := range want {
 			node, ok := seen[key]
 			done = done && ok && (node != "" || !allBound)
@@ -580,22 +668,25 @@ func unschedulable(p *v1.Pod) bool {
 	return false
 }
 
-// cleanup deletes everything the scenario made, cluster-scoped objects
-// too, and waits until it is gone, so the next scenario starts empty.
+// cleanup stops the replay's scheduler, deletes everything the scenario
+// made, cluster-scoped objects too, and waits until it is gone, so the
+// next replay starts empty. Namespaces stay (empty): deleting them waits
+// on the namespace controller, seconds per replay on a loaded machine.
 func (o *oracle) cleanup(ctx context.Context) {
 	t := o.t
 	t.Helper()
+	o.stopScheduler()
 	c := o.cp.Client
 	now := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}
 	nsList, err := c.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Scenarios may put pods in kube-system (DaemonSets often live
+	// there): pods and claims go in every namespace.
 	var scenarioNS []string
 	for _, ns := range nsList.Items {
-		if !strings.HasPrefix(ns.Name, "kube-") {
-			scenarioNS = append(scenarioNS, ns.Name)
-		}
+		scenarioNS = append(scenarioNS, ns.Name)
 	}
 	for _, ns := range scenarioNS {
 		if err := c.CoreV1().Pods(ns).DeleteCollection(ctx, now, metav1.ListOptions{}); err != nil {
@@ -617,16 +708,8 @@ func (o *oracle) cleanup(ctx context.Context) {
 	if err := c.ResourceV1().DeviceClasses().DeleteCollection(ctx, now, metav1.ListOptions{}); err != nil {
 		t.Errorf("delete DeviceClasses: %v", err)
 	}
-	for _, ns := range scenarioNS {
-		if ns == metav1.NamespaceDefault {
-			continue
-		}
-		if err := c.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("delete Namespace %s: %v", ns, err)
-		}
-	}
 	// Allocated claims keep a finalizer until the claim controller sees
-	// their pods gone; the wait lifts it if the controller has not.
+	// their pods gone; the wait lifts it once the pods are gone.
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, o.settle, true, func(ctx context.Context) (bool, error) {
 		left, err := o.leftovers(ctx, scenarioNS)
 		if err != nil {
@@ -662,11 +745,6 @@ func (o *oracle) leftovers(ctx context.Context, namespaces []string) ([]string, 
 			if claim.DeletionTimestamp != nil && len(pods.Items) == 0 && len(claim.Finalizers) > 0 {
 				claim.Finalizers = nil
 				_, _ = c.ResourceV1().ResourceClaims(ns).Update(ctx, claim, metav1.UpdateOptions{})
-			}
-		}
-		if ns != metav1.NamespaceDefault {
-			if _, err := c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err == nil {
-				left = append(left, "Namespace "+ns)
 			}
 		}
 	}

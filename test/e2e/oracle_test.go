@@ -21,8 +21,9 @@ type oracleScenario struct {
 	// nodes no pod needs when it also creates the pods that ask for them
 	// (a workload counted twice).
 	wantNewNodes *int
-	wantLeftOut  int      // pods the plan must leave without a node
-	wantNodeName []string // planned node names that must appear
+	wantPerGroup map[string]int // new nodes per group, where it matters
+	wantLeftOut  int            // pods the plan must leave without a node
+	wantNodeName []string       // planned node names that must appear
 }
 
 // Golden scenarios whose pods are meant never to bind: the oracle's
@@ -73,6 +74,31 @@ func oracleScenarios(t *testing.T) []oracleScenario {
 		shape("deployment-replicaset-running", oracleScenario{wantNewNodes: ptrInt(0)}),
 		// The live node gpu-new-0 takes 8 pods; the new node is gpu-new-1.
 		shape("live-node-named-like-new-node", oracleScenario{wantNewNodes: ptrInt(1), wantNodeName: []string{"gpu-new-1"}}),
+		// Written afresh as users would, each with the count reasoned in
+		// its header comment.
+		// The agent (2 CPU) runs on GPU nodes only: 3 GPU + 2 CPU nodes.
+		shape("daemonset-selects-one-group", oracleScenario{wantNewNodes: ptrInt(5), wantPerGroup: map[string]int{"gpu": 3, "cpu": 2}}),
+		// Slice and whole-GPU pods interleaved: 3 nodes.
+		shape("partitions-interleaved", oracleScenario{wantNewNodes: ptrInt(3)}),
+		// 48Gi, 24Gi and default (12Gi) shares of a 96Gi device: 3 nodes.
+		shape("consumable-three-share-sizes", oracleScenario{wantNewNodes: ptrInt(3)}),
+		// Rollout with 2 running, 3 pending, 1 not yet made: 2 nodes.
+		shape("deployment-partly-running", oracleScenario{wantNewNodes: ptrInt(2)}),
+		// The tainted GPU only takes the pods that tolerate it: 2 nodes.
+		shape("device-taints-tolerated", oracleScenario{wantNewNodes: ptrInt(2)}),
+		// 3 replicas per zone, 2 nodes per zone.
+		shape("zone-spread-two-groups", oracleScenario{wantNewNodes: ptrInt(4), wantPerGroup: map[string]int{"gpu-zone-a": 2, "gpu-zone-b": 2}}),
+		// 2 pods on the live H100s, 3 fall back to 2 A100s each: 2 nodes.
+		shape("first-available-fallback", oracleScenario{wantNewNodes: ptrInt(2)}),
+		// Zone affinity and one trainer per node: 4 zone-a nodes.
+		shape("pod-affinity-zone", oracleScenario{wantNewNodes: ptrInt(4), wantPerGroup: map[string]int{"gpu-a": 4}}),
+		// Shared claim's pods on one node, template pods on another.
+		shape("shared-claim-and-template", oracleScenario{wantNewNodes: ptrInt(2)}),
+		// The evaluators first: scoring spreads them, the shared claim
+		// needs a third node (a planner bug this oracle found).
+		shape("template-claims-before-shared-claim", oracleScenario{wantNewNodes: ptrInt(3)}),
+		// The fabric pool is used up: 2 pods left out, 2 nodes for the rest.
+		shape("shared-pool-exhausted", oracleScenario{wantNewNodes: ptrInt(2), wantLeftOut: 2}),
 	)
 	return out
 }
@@ -80,17 +106,12 @@ func oracleScenarios(t *testing.T) []oracleScenario {
 func ptrInt(n int) *int { return &n }
 
 // TestFidelityOracle replays every scenario on a real control plane with
-// draxr-scheduler (make fidelity runs only this test): every pod the plan
-// places binds, every pod it leaves out stays pending, and with one node
-// fewer some placed pod is unschedulable. Placements that differ (ties
-// the scheduler breaks otherwise) are reported, not failed.
+// draxr-scheduler (make fidelity runs only this test; make test runs it
+// with the rest): every pod the plan places binds, every pod it leaves
+// out stays pending, and with one node fewer some placed pod is
+// unschedulable. Placements that differ (ties the scheduler breaks
+// otherwise) are reported, not failed.
 func TestFidelityOracle(t *testing.T) {
-	// Some replays still time out with no pod bound (the scheduler has not
-	// seen the rebuilt nodes yet), so the oracle runs from make fidelity
-	// only until that is fixed; make test leaves it out.
-	if os.Getenv("DRAXR_FIDELITY") == "" {
-		t.Skip("the fidelity oracle runs with make fidelity (DRAXR_FIDELITY=1)")
-	}
 	o := newOracle(t)
 	for _, sc := range oracleScenarios(t) {
 		t.Run(sc.name, func(t *testing.T) {
@@ -110,7 +131,8 @@ func TestFidelityOracle(t *testing.T) {
 				t.Logf("placement differs: %s", d)
 			}
 			if len(rep.Unbound) > 0 {
-				t.Errorf("planned new nodes %v, but the scheduler left pending %v:\n%s", rep.NewNodes, rep.Unbound, strings.Join(rep.UnboundWhy, "\n"))
+				t.Errorf("planned new nodes %v, but the scheduler left pending %v:\n%s\n--- draxr-scheduler log (tail) ---\n%s",
+					rep.NewNodes, rep.Unbound, strings.Join(rep.UnboundWhy, "\n"), rep.SchedulerLog)
 			}
 			if len(rep.LeftOutBound) > 0 {
 				t.Errorf("the plan leaves out %v, but the scheduler bound %v", rep.LeftOut, rep.LeftOutBound)
@@ -124,6 +146,11 @@ func TestFidelityOracle(t *testing.T) {
 			}
 			if len(rep.LeftOut) != sc.wantLeftOut && (sc.wantLeftOut > 0 || sc.wantNewNodes != nil) {
 				t.Errorf("plan leaves out %v, want %d pods", rep.LeftOut, sc.wantLeftOut)
+			}
+			for group, n := range sc.wantPerGroup {
+				if rep.PerGroup[group] != n {
+					t.Errorf("planned new nodes %v, want %d in group %s", rep.NewNodes, n, group)
+				}
 			}
 			for _, name := range sc.wantNodeName {
 				if !slices.Contains(rep.NewNodes, name) {

@@ -145,6 +145,49 @@ kind: NodeGroup
 metadata: {name: gpu}
 spec: {minSize: 3, maxSize: 1, template: {status: {capacity: {cpu: "8"}}}}
 `, "spec.maxSize"},
+		// Mistakes in the shapes the fidelity scenarios use, as a user
+		// writing them by hand would make them.
+		{"device taint effect", "groups.yaml", `apiVersion: draxr.dev/v1alpha1
+kind: NodeGroup
+metadata: {name: gpu}
+spec:
+  minSize: 0
+  maxSize: 3
+  template: {status: {capacity: {cpu: "8", memory: 8Gi, pods: "110"}}}
+  resourceSlices:
+  - driver: gpu.example.com
+    devices:
+    - name: gpu-0
+      taints: [{key: example.com/ecc, effect: Sometimes}]
+`, `NodeGroup gpu: spec.resourceSlices[0].devices[0].taints[0].effect: Unsupported value: "Sometimes"`},
+		{"exactly and firstAvailable", "template.yaml", `apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: gpu, namespace: ml}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly: {deviceClassName: gpu.example.com}
+        firstAvailable: [{name: a100, deviceClassName: gpu.example.com}]
+`, "ResourceClaimTemplate ml/gpu: spec.spec.devices.requests[0]"},
+		{"DaemonSet without selector", "agent.yaml", `apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent, namespace: kube-system}
+spec:
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      containers: [{name: agent, image: registry.example/agent:1, resources: {requests: {cpu: "1"}}}]
+`, "DaemonSet kube-system/agent: spec.template.metadata.labels"},
+		{"zero maxSkew", "pod.yaml", `apiVersion: v1
+kind: Pod
+metadata: {name: shard-0, namespace: search}
+spec:
+  topologySpreadConstraints:
+  - {maxSkew: 0, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule}
+  containers: [{name: shard, image: registry.example/shard:9}]
+`, "Pod search/shard-0: spec.topologySpreadConstraints[0].maxSkew"},
 	}
 	for _, tt := range tests {
 		path := writeFile(t, tt.file, tt.content)
