@@ -110,7 +110,7 @@ func Build(l Listers, provider cloudprovider.Provider) (*State, error) {
 	return NewRegistry(RegistryConfig{}).Update(context.Background(), l, provider, time.Now())
 }
 
-func (st *State) addPods(l Listers) error {
+func (st *State) addPods(l Listers, bypassed []string) error {
 	pods, err := l.Pods.List(labels.Everything())
 	if err != nil {
 		return err
@@ -132,7 +132,7 @@ func (st *State) addPods(l Listers) error {
 			if inSnapshot[p.Spec.NodeName] && p.DeletionTimestamp == nil {
 				st.Objects.RunningPods = append(st.Objects.RunningPods, p)
 			}
-		case p.DeletionTimestamp == nil && len(p.Spec.SchedulingGates) == 0 && unschedulable(p) && !beingBound(l, p):
+		case p.DeletionTimestamp == nil && len(p.Spec.SchedulingGates) == 0 && (unschedulable(p) || unprocessedBypassed(p, bypassed)) && !beingBound(l, p):
 			st.Unschedulable = append(st.Unschedulable, p)
 		}
 	}
@@ -221,6 +221,24 @@ func beingBound(l Listers, p *v1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// unprocessedBypassed reports a pod of a bypassed scheduler that no
+// scheduler has tried yet (no PodScheduled condition).
+func unprocessedBypassed(p *v1.Pod, bypassed []string) bool {
+	name := p.Spec.SchedulerName
+	if name == "" {
+		name = v1.DefaultSchedulerName
+	}
+	if !slices.Contains(bypassed, name) {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodScheduled {
+			return false
+		}
+	}
+	return true
 }
 
 func unschedulable(p *v1.Pod) bool {

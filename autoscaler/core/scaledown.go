@@ -165,7 +165,8 @@ func (a *Autoscaler) scaleDown(ctx context.Context, st *clusterstate.State, res 
 		MayRemove: func(n *v1.Node) bool {
 			return st.Ready[n.Name] && st.GroupOf[n.Name] != "" && !a.sd.isDeleting(n.Name)
 		},
-		Drainability: checker,
+		Drainability:                 checker,
+		ExpendablePodsPriorityCutoff: a.expendableCutoff(),
 	})
 	metrics.SimulationDuration.WithLabelValues("scale-down").Observe(time.Since(start).Seconds())
 
@@ -575,4 +576,13 @@ func (a *Autoscaler) writeScaleDownStatus(b *strings.Builder) {
 	for _, r := range a.sd.unremovable {
 		fmt.Fprintf(b, "- node: %s\n  reason: %s\n  message: %q\n", r.Node, r.Code, r.Reason)
 	}
+}
+
+// expendableCutoff is --expendable-pods-priority-cutoff, nil when unset.
+func (a *Autoscaler) expendableCutoff() *int32 {
+	if a.cfg.Pods == nil {
+		return nil
+	}
+	c := int32(a.cfg.Pods.ExpendablePodsPriorityCutoff)
+	return &c
 }

@@ -22,6 +22,9 @@ type Options struct {
 	Profile       *config.KubeSchedulerProfile // nil: kube-scheduler's default
 	Expander      expander.Strategy            // nil: least-waste
 	MaxNodesTotal int
+	// Pods are CA's flags on which pending pods are planned for; nil
+	// plans for all.
+	Pods *scaleup.Flags
 }
 
 // BuildSnapshot loads objects into a new snapshot: classes and templates
@@ -83,6 +86,9 @@ func Simulate(ctx context.Context, objs *input.Objects, opts Options) (*Result, 
 	matcher := dynres.NewMatcher()
 	p := &scaleup.Planner{Harness: h, Groups: objs.NodeGroups, Expander: exp, MaxNodesTotal: opts.MaxNodesTotal, Matcher: matcher,
 		DaemonSets: objs.DaemonSets}
+	if opts.Pods != nil {
+		opts.Pods.Apply(p)
+	}
 	plan, err := p.Plan(objs.PendingPods)
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)

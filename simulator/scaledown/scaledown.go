@@ -15,6 +15,7 @@ import (
 	"draxr.dev/draxr/simulator/drainability"
 	"draxr.dev/draxr/simulator/estimator"
 	"draxr.dev/draxr/simulator/harness"
+	"draxr.dev/draxr/simulator/scaleup"
 )
 
 // Options bound what may be removed.
@@ -29,6 +30,10 @@ type Options struct {
 	// moves every pod except mirror and DaemonSet pods, which leave with
 	// the node, and ignores annotations: what-if planning on dumps.
 	Drainability *drainability.Checker
+	// ExpendablePodsPriorityCutoff: pods whose priority is below it are
+	// evicted without a place elsewhere, as CA treats expendable pods;
+	// nil: every pod must fit elsewhere.
+	ExpendablePodsPriorityCutoff *int32
 }
 
 // Rejection codes: CA's UnremovableReason names.
@@ -153,6 +158,9 @@ func drain(h *harness.Harness, nodeName string, removed map[string]bool, full ma
 		if err != nil {
 			snap.Revert()
 			return nil, err
+		}
+		if scaleup.IsExpendable(pod, opts.ExpendablePodsPriorityCutoff) {
+			continue
 		}
 		kind := estimator.EquivalenceKey(pending)
 		if full[kind] == nil {
