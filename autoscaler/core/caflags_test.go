@@ -81,4 +81,3 @@ func TestLoopWithoutStatusConfigMap(t *testing.T) {
 		t.Fatalf("ConfigMaps = %v (%v), want none written", cms, err)
 	}
 }
-
