@@ -44,6 +44,10 @@ type options struct {
 
 	// Cluster API provider (--cloud-provider=clusterapi).
 	nodeGroupAutoDiscovery []string
+
+	// CA's client, status, planning and leader-election flags
+	// (options_ca.go).
+	caOptions
 }
 
 // scaleDownSafety are CA's flags on which nodes may go and how they are
@@ -115,7 +119,9 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; in-cluster configuration when empty")
 	fs.DurationVar(&o.scanInterval, "scan-interval", 10*time.Second, "how often the cluster is reevaluated")
 	fs.StringVar(&o.expander, "expander", "least-waste", fmt.Sprintf("node group choice: one of %v, or a comma-separated chain applied in order as filters (random only last), e.g. priority,least-waste", expander.Names()))
-	fs.StringVar(&o.expanderPriorities, "expander-priorities", "", "priority expander config file (priority: [group-name regexps])")
+	fs.StringVar(&o.expanderPriorities, "expander-priorities", "",
+		"priority expander config file (priority: [regexps matching whole group names]); without it the priority expander reads "+
+			"the Cluster Autoscaler's ConfigMap cluster-autoscaler-priority-expander (key priorities) in --namespace at every choice")
 	fs.IntVar(&o.maxNodesTotal, "max-nodes-total", 0, "maximum number of nodes in all node groups, 0 for no limit")
 	fs.BoolVar(&o.scaleDownEnabled, "scale-down-enabled", true, "whether to remove unneeded nodes")
 	fs.DurationVar(&o.scaleDownUnneededTime, "scale-down-unneeded-time", 10*time.Minute, "how long a node must be unneeded before it is removed")
@@ -129,7 +135,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.cloudProvider, "cloud-provider", "local", "cloud provider: local (nodes as API objects, for tests and demos) or clusterapi")
 	fs.DurationVar(&o.localNodeReadyDelay, "local-node-ready-delay", 5*time.Second, "local provider: time until a new node is Ready")
 	fs.DurationVar(&o.localSlicesDelay, "local-slices-delay", 3*time.Second, "local provider: time from Ready until the node's ResourceSlices are published")
-	fs.StringVar(&o.address, "address", "127.0.0.1:8085", "address for /metrics and /health-check (also /healthz)")
+	fs.StringVar(&o.address, "address", ":8085", "address for /metrics and /health-check (also /healthz)")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "run only while holding the leader lease")
 	fs.StringVar(&o.namespace, "namespace", "kube-system", "namespace of the leader lease and the status ConfigMap")
 	fs.StringVar(&o.statusConfigMap, "status-config-map-name", core.DefaultStatusConfigMapName, "status ConfigMap name (CA's schema), empty to disable")
@@ -141,6 +147,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	o.scaleDownSafety.addFlags(fs)
 	o.limitOptions.addFlags(fs)
 	o.addClusterAPIFlags(fs)
+	o.caOptions.addFlags(fs, &o.schedulerConfig)
 }
 
 // addClusterAPIFlags adds the clusterapi provider's flags, as CA names them.
@@ -191,6 +198,9 @@ func (o *options) validate() error {
 		return err
 	}
 	if err := o.failureOptions.validate(o.leaderElectLeaseTimeout); err != nil {
+		return err
+	}
+	if err := o.caOptions.validate(); err != nil {
 		return err
 	}
 	return o.validateCloudProvider()

@@ -15,6 +15,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -25,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
+	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 
@@ -51,11 +54,19 @@ type Extension struct {
 // NewCommand is draxr-autoscaler's command line.
 func NewCommand(exts ...Extension) *cobra.Command {
 	o := &options{}
+	var compat *compatFlags
 	cmd := &cobra.Command{
 		Use:          "draxr-autoscaler",
 		Short:        "Scale node groups for pods that ask for DRA-backed extended resources",
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			warnings, err := compat.check()
+			if err != nil {
+				return err
+			}
+			for _, w := range warnings {
+				klog.Warning(w + " (see docs/flags.md)")
+			}
 			if err := o.validate(); err != nil {
 				return err
 			}
@@ -78,7 +89,8 @@ func NewCommand(exts ...Extension) *cobra.Command {
 			return run(ctx, o, launcher)
 		},
 	}
-	o.addFlags(cmd.Flags())
+	o.addAllFlags(cmd.Flags())
+	compat = addCompatFlags(cmd.Flags())
 	for _, ext := range exts {
 		if ext.AddFlags != nil {
 			ext.AddFlags(cmd.Flags())
@@ -87,9 +99,18 @@ func NewCommand(exts ...Extension) *cobra.Command {
 	return cmd
 }
 
+// addAllFlags registers every flag draxr-autoscaler implements on fs,
+// with the Cluster Autoscaler's word separator rule (--log-dir is
+// --log_dir), as cli.Run sets it.
+func (o *options) addAllFlags(fs *pflag.FlagSet) {
+	fs.SetNormalizeFunc(cliflag.WordSepNormalizeFunc)
+	o.addFlags(fs)
+	addLogFlags(fs)
+}
+
 func run(ctx context.Context, o *options, launcher local.Launcher) error {
 	logger := klog.FromContext(ctx)
-	cfg, client, err := newClient(o.kubeconfig)
+	cfg, client, err := newClient(o)
 	if err != nil {
 		return err
 	}
@@ -101,15 +122,20 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 	if err != nil {
 		return err
 	}
-	exp, err := expander.NewFromFile(o.expander, o.expanderPriorities, time.Now().UnixNano())
-	if err != nil {
-		return err
-	}
 	factory := informers.NewSharedInformerFactory(client, 0)
 	listers := clusterstate.NewListers(factory)
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
+	recorder := broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "draxr-autoscaler"})
+	exp, priorityFactory, err := newExpander(ctx, o, client, recorder)
+	if err != nil {
+		return err
+	}
+	statusName := o.statusConfigMap
+	if !o.writeStatusConfigMap {
+		statusName = ""
+	}
 	a := core.New(core.Config{
 		Client: client, Listers: listers, Profile: profile, Expander: exp, MaxNodesTotal: o.maxNodesTotal,
 		Provider: provider,
@@ -117,11 +143,12 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 			UtilizationThreshold: o.scaleDownUtilization, GpuUtilizationThreshold: &o.scaleDownGpuUtilization,
 			DelayAfterAdd:      o.scaleDownDelayAfterAdd,
 			ScaleDownActuation: o.scaleDownSafety.actuation()},
-		Recorder:        broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "draxr-autoscaler"}),
-		StatusNamespace: o.namespace, StatusName: o.statusConfigMap,
+		Recorder:        recorder,
+		StatusNamespace: o.namespace, StatusName: statusName,
 		ClusterState:            o.failureOptions.clusterState(),
 		Limits:                  o.limits,
 		EmitPerNodeGroupMetrics: o.emitPerNodeGroupMetrics,
+		Pods:                    &o.pods, NewPodScaleUpDelay: o.newPodScaleUpDelay,
 	})
 
 	check := health.New(o.maxInactivity, o.maxFailingTime, o.maxStartupTime, nil)
@@ -150,11 +177,16 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 				logger.Error(err, "Deleting the status ConfigMap")
 			}
 		}()
-		factory.Start(ctx.Done())
-		for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
-			if !ok {
-				logger.Error(nil, "Informer did not sync", "type", typ)
-				return
+		for _, f := range []informers.SharedInformerFactory{factory, priorityFactory} {
+			if f == nil {
+				continue
+			}
+			f.Start(ctx.Done())
+			for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
+				if !ok {
+					logger.Error(nil, "Informer did not sync", "type", typ)
+					return
+				}
 			}
 		}
 		ticker := time.NewTicker(o.scanInterval)
@@ -221,7 +253,7 @@ func leaderElect(ctx context.Context, client kubernetes.Interface, o *options, l
 		return err
 	}
 	id = fmt.Sprintf("%s_%d", id, os.Getpid())
-	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, o.namespace, o.leaderElectLeaseName,
+	lock, err := resourcelock.New(o.resourceLock, o.namespace, o.leaderElectLeaseName,
 		client.CoreV1(), client.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id})
 	if err != nil {
 		return err
@@ -266,14 +298,36 @@ func serve(ctx context.Context, l net.Listener, check http.Handler) {
 }
 
 // newClient connects with the kubeconfig file, or in-cluster credentials
-// when it is "" (client-go's BuildConfigFromFlags falls back to them).
-func newClient(kubeconfig string) (*rest.Config, kubernetes.Interface, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+// when it is "" (client-go's BuildConfigFromFlags falls back to them),
+// with CA's client flags applied.
+func newClient(o *options) (*rest.Config, kubernetes.Interface, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags(o.master, o.kubeconfig)
 	if err != nil {
 		return nil, nil, err
 	}
+	o.caOptions.restConfig(cfg)
 	client, err := kubernetes.NewForConfig(cfg)
 	return cfg, client, err
+}
+
+// newExpander builds --expander. The priority expander reads
+// --expander-priorities when given, else CA's priority ConfigMap in
+// --namespace through an informer on that one ConfigMap (returned, to be
+// started with the others).
+func newExpander(ctx context.Context, o *options, client kubernetes.Interface, recorder record.EventRecorder) (expander.Strategy, informers.SharedInformerFactory, error) {
+	seed := time.Now().UnixNano()
+	if !expanderUsesPriority(o.expander) || o.expanderPriorities != "" {
+		exp, err := expander.NewFromFile(o.expander, o.expanderPriorities, seed)
+		return exp, nil, err
+	}
+	f := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(o.namespace),
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+			lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", core.PriorityConfigMapName).String()
+		}))
+	p := &core.PriorityConfigMap{Lister: f.Core().V1().ConfigMaps().Lister().ConfigMaps(o.namespace), Recorder: recorder,
+		Logger: klog.FromContext(ctx)}
+	exp, err := expander.NewWithPriority(o.expander, p.Filter, seed)
+	return exp, f, err
 }
 
 func loadProfile(path string) (*harnessProfile, error) {

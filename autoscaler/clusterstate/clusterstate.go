@@ -123,7 +123,7 @@ func Build(l Listers, provider cloudprovider.Provider) (*State, error) {
 	return NewRegistry(RegistryConfig{}).Update(context.Background(), l, provider, time.Now())
 }
 
-func (st *State) addPods(l Listers) error {
+func (st *State) addPods(l Listers, bypassed []string) error {
 	pods, err := l.Pods.List(labels.Everything())
 	if err != nil {
 		return err
@@ -149,7 +149,7 @@ func (st *State) addPods(l Listers) error {
 			if inSnapshot[p.Spec.NodeName] && p.DeletionTimestamp == nil {
 				st.Objects.RunningPods = append(st.Objects.RunningPods, p)
 			}
-		case p.DeletionTimestamp == nil && len(p.Spec.SchedulingGates) == 0 && unschedulable(p) && !beingBound(inBinding, p):
+		case p.DeletionTimestamp == nil && len(p.Spec.SchedulingGates) == 0 && (unschedulable(p) || unprocessedBypassed(p, bypassed)) && !beingBound(inBinding, p):
 			st.Unschedulable = append(st.Unschedulable, p)
 		case p.DeletionTimestamp == nil && len(p.Spec.SchedulingGates) == 0 && !hasScheduledCondition(p):
 			st.SchedulerUnprocessed++
@@ -289,6 +289,24 @@ func hasScheduledCondition(p *v1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// unprocessedBypassed reports a pod of a bypassed scheduler that no
+// scheduler has tried yet (no PodScheduled condition).
+func unprocessedBypassed(p *v1.Pod, bypassed []string) bool {
+	name := p.Spec.SchedulerName
+	if name == "" {
+		name = v1.DefaultSchedulerName
+	}
+	if !slices.Contains(bypassed, name) {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodScheduled {
+			return false
+		}
+	}
+	return true
 }
 
 func unschedulable(p *v1.Pod) bool {

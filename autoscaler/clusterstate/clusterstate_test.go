@@ -3,7 +3,9 @@ package clusterstate
 import (
 	"context"
 	"sort"
+	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -177,5 +179,47 @@ func TestPodsBeingBoundAreNotUnschedulable(t *testing.T) {
 	sort.Strings(names)
 	if len(names) != 2 || names[0] != "waiting" || names[1] != "waiting-claim" {
 		t.Errorf("unschedulable = %v, want [waiting waiting-claim]: the three pods being bound are not", names)
+	}
+}
+
+// With --bypassed-scheduler-names, a pending pod of a bypassed scheduler
+// counts before any scheduler marked it unschedulable; other schedulers'
+// untried pods do not.
+func TestBypassedSchedulersPodsCountUntried(t *testing.T) {
+	untried := func(name, scheduler string) *v1.Pod {
+		p := pending(name, false, false)
+		p.Spec.SchedulerName = scheduler
+		return p
+	}
+	tried := untried("volcano-tried", "volcano")
+	tried.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: "SchedulerError"}}
+	client := fake.NewClientset(untried("volcano-new", "volcano"), untried("default-new", v1.DefaultSchedulerName),
+		untried("other-new", "yunikorn"), tried, pending("marked", true, false))
+	f := informers.NewSharedInformerFactory(client, 0)
+	l := NewListers(f)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f.Start(ctx.Done())
+	f.WaitForCacheSync(ctx.Done())
+	for _, tc := range []struct {
+		bypassed []string
+		want     string
+	}{
+		{nil, "marked"},
+		{[]string{"volcano"}, "marked volcano-new"},
+		{[]string{"volcano", v1.DefaultSchedulerName}, "default-new marked volcano-new"},
+	} {
+		st, err := NewRegistry(RegistryConfig{BypassedSchedulerNames: tc.bypassed}).Update(ctx, l, fakeProvider{}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, p := range st.Unschedulable {
+			names = append(names, p.Name)
+		}
+		sort.Strings(names)
+		if got := strings.Join(names, " "); got != tc.want {
+			t.Errorf("bypassed %v: unschedulable = %q, want %q", tc.bypassed, got, tc.want)
+		}
 	}
 }

@@ -61,6 +61,10 @@ type RegistryConfig struct {
 	// cluster-level events; nil records none.
 	Recorder    record.EventRecorder
 	EventObject runtime.Object
+	// BypassedSchedulerNames (CA's --bypassed-scheduler-names): their
+	// pending pods count as unschedulable before any scheduler marked
+	// them so, as CA counts them.
+	BypassedSchedulerNames []string
 }
 
 // Registry is the cluster state that must survive between loops: the
@@ -214,7 +218,7 @@ func (r *Registry) Update(ctx context.Context, l Listers, provider cloudprovider
 		}
 	}
 	st.Healthy = r.healthy(st.Readiness.Unready, registered)
-	if err := st.addPods(l); err != nil {
+	if err := st.addPods(l, r.cfg.BypassedSchedulerNames); err != nil {
 		return nil, err
 	}
 	return st, st.addDRA(l)

@@ -56,7 +56,15 @@ type Config struct {
 	Limits limits.Options
 	// EmitPerNodeGroupMetrics is --emit-per-nodegroup-metrics.
 	EmitPerNodeGroupMetrics bool
-	Now                     func() time.Time
+	// Pods are CA's flags on which pending pods are planned for
+	// (expendable cutoff, bypassed schedulers); nil plans for all.
+	Pods *scaleup.Flags
+	// NewPodScaleUpDelay: pending pods younger than this are left for a
+	// later loop (CA's --new-pod-scale-up-delay; a pod's
+	// cluster-autoscaler.kubernetes.io/pod-scale-up-delay annotation may
+	// raise it).
+	NewPodScaleUpDelay time.Duration
+	Now                func() time.Time
 }
 
 // ClusterStateConfig are CA's node readiness, cluster health and node
@@ -124,8 +132,13 @@ func New(cfg Config) *Autoscaler {
 	if statusName == "" {
 		statusName = DefaultStatusConfigMapName
 	}
+	var bypassed []string
+	if cfg.Pods != nil {
+		bypassed = cfg.Pods.BypassedSchedulerNames
+	}
 	registry := clusterstate.NewRegistry(clusterstate.RegistryConfig{
-		MaxNodeProvisionTime: cs.MaxNodeProvisionTime, MaxNodeStartupTime: cs.MaxNodeStartupTime,
+		BypassedSchedulerNames: bypassed,
+		MaxNodeProvisionTime:   cs.MaxNodeProvisionTime, MaxNodeStartupTime: cs.MaxNodeStartupTime,
 		OkTotalUnreadyCount: cs.OkTotalUnreadyCount, MaxTotalUnreadyPercentage: cs.MaxTotalUnreadyPercentage,
 		Backoff:  backoff.New(cs.InitialBackoff, cs.MaxBackoff, cs.BackoffResetTimeout),
 		Recorder: cfg.Recorder,
@@ -275,7 +288,10 @@ func (a *Autoscaler) scaleUpOnce(ctx context.Context, st *clusterstate.State, gr
 	}
 	p := &scaleup.Planner{Harness: h, Groups: groups, Expander: a.cfg.Expander, MaxNodesTotal: a.cfg.MaxNodesTotal,
 		DaemonSets: st.Objects.DaemonSets, Limits: a.cfg.Limits}
-	plan, err := p.Plan(st.Unschedulable)
+	if a.cfg.Pods != nil {
+		a.cfg.Pods.Apply(p)
+	}
+	plan, err := p.Plan(oldEnough(ctx, st.Unschedulable, a.cfg.NewPodScaleUpDelay, a.cfg.Now()))
 	metrics.UpdateDurationFromStart(metrics.FunctionEstimate, start)
 	if err != nil {
 		metrics.RegisterError(metrics.ErrorInternal)
@@ -537,4 +553,48 @@ func (a *Autoscaler) group(id string) cloudprovider.NodeGroup {
 		}
 	}
 	return nil
+}
+
+// PodScaleUpDelayAnnotation raises --new-pod-scale-up-delay for one pod
+// (CA's annotation).
+const PodScaleUpDelayAnnotation = "cluster-autoscaler.kubernetes.io/pod-scale-up-delay"
+
+// oldEnough leaves out pods younger than their scale-up delay, as CA does:
+// the delay is --new-pod-scale-up-delay, or the pod's annotation when that
+// is a duration not below it.
+func oldEnough(ctx context.Context, pods []*v1.Pod, delay time.Duration, now time.Time) []*v1.Pod {
+	if delay <= 0 && !anyAnnotated(pods) {
+		return pods
+	}
+	logger := klog.FromContext(ctx)
+	out := make([]*v1.Pod, 0, len(pods))
+	for _, pod := range pods {
+		d := delay
+		if v, ok := pod.Annotations[PodScaleUpDelayAnnotation]; ok {
+			ad, err := time.ParseDuration(v)
+			switch {
+			case err != nil:
+				logger.Error(err, "Pod scale-up delay annotation is not a duration; using --new-pod-scale-up-delay", "pod", klog.KObj(pod), "annotation", PodScaleUpDelayAnnotation)
+			case ad < delay:
+				logger.Error(nil, "Pod scale-up delay annotation is below --new-pod-scale-up-delay, which applies", "pod", klog.KObj(pod), "annotation", ad, "delay", delay)
+			default:
+				d = ad
+			}
+		}
+		if now.Sub(pod.CreationTimestamp.Time) > d {
+			out = append(out, pod)
+		} else {
+			logger.V(3).Info("Pod is too new to trigger a scale-up", "pod", klog.KObj(pod), "delay", d)
+		}
+	}
+	return out
+}
+
+func anyAnnotated(pods []*v1.Pod) bool {
+	for _, p := range pods {
+		if _, ok := p.Annotations[PodScaleUpDelayAnnotation]; ok {
+			return true
+		}
+	}
+	return false
 }

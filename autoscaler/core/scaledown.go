@@ -195,6 +195,8 @@ func (a *Autoscaler) scaleDown(ctx context.Context, st *clusterstate.State, res 
 		Uncounted:    func(n *v1.Node) bool { return a.sd.isDeleting(n.Name) },
 		GroupRoom:    groupRoom,
 		GroupOf:      func(node string) string { return st.GroupOf[node] },
+
+		ExpendablePodsPriorityCutoff: a.expendableCutoff(),
 	})
 	metrics.UpdateDurationFromStart(metrics.FunctionFindUnneeded, findStart)
 
@@ -607,4 +609,13 @@ func (a *Autoscaler) setTaint(ctx context.Context, nodeName, key string, effect 
 		return nil, fmt.Errorf("node %s: %s taint %s: %w", nodeName, verb, key, err)
 	}
 	return out, nil
+}
+
+// expendableCutoff is --expendable-pods-priority-cutoff, nil when unset.
+func (a *Autoscaler) expendableCutoff() *int32 {
+	if a.cfg.Pods == nil {
+		return nil
+	}
+	c := int32(a.cfg.Pods.ExpendablePodsPriorityCutoff)
+	return &c
 }

@@ -25,7 +25,10 @@ func (c *chain) Best(options []Option) Option {
 	kept := options
 	for _, f := range c.filters {
 		kept = f(kept)
-		if len(kept) == 1 {
+		switch len(kept) {
+		case 0:
+			return Option{} // a filter allowed no group (see NewWithPriority)
+		case 1:
 			return kept[0]
 		}
 	}
@@ -35,7 +38,7 @@ func (c *chain) Best(options []Option) Option {
 // newChain parses a comma list of strategy names. Each name may appear at
 // most once, and random only last: it always leaves one option, so a
 // filter after it would never run.
-func newChain(list string, priorities []byte, seed int64) (*chain, error) {
+func newChain(list string, prio func() (filter, error), seed int64) (*chain, error) {
 	c := &chain{name: list, rng: rand.New(rand.NewSource(seed))}
 	seen := map[string]bool{}
 	entries := strings.Split(list, ",")
@@ -50,7 +53,7 @@ func newChain(list string, priorities []byte, seed int64) (*chain, error) {
 			return nil, fmt.Errorf("--expander=%s: %q comes after \"random\", which always picks one option, so %q would never be used", list, name, name)
 		}
 		seen[name] = true
-		f, err := filterFor(name, priorities, c.rng)
+		f, err := filterFor(name, prio, c.rng)
 		if err != nil {
 			return nil, fmt.Errorf("--expander=%s: %w", list, err)
 		}
@@ -59,7 +62,7 @@ func newChain(list string, priorities []byte, seed int64) (*chain, error) {
 	return c, nil
 }
 
-func filterFor(name string, priorities []byte, rng *rand.Rand) (filter, error) {
+func filterFor(name string, prio func() (filter, error), rng *rand.Rand) (filter, error) {
 	switch name {
 	case "least-waste":
 		return leastWasteFilter, nil
@@ -69,11 +72,7 @@ func filterFor(name string, priorities []byte, rng *rand.Rand) (filter, error) {
 		r := &random{rng: rng}
 		return func(options []Option) []Option { return []Option{r.Best(options)} }, nil
 	case "priority":
-		p, err := newPriority(priorities)
-		if err != nil {
-			return nil, err
-		}
-		return p.filter, nil
+		return prio()
 	}
 	return nil, fmt.Errorf("unknown expander %q (want some of %v)", name, Names())
 }

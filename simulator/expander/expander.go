@@ -39,8 +39,27 @@ func Names() []string { return []string{"least-waste", "most-pods", "priority", 
 // A comma list ("priority,least-waste") is a chain of filters, as in the
 // Cluster Autoscaler; a single name keeps its own deterministic tie-break.
 func New(name string, priorities []byte, seed int64) (Strategy, error) {
+	return build(name, func() (filter, error) {
+		p, err := newPriority(priorities)
+		if err != nil {
+			return nil, err
+		}
+		return p.filter, nil
+	}, seed)
+}
+
+// NewWithPriority is New with the priority expander's choice made by
+// prio instead of a config file: it returns the options of the highest
+// priority, all of them when it has no opinion, or none when no group may
+// be chosen (then Best returns an Option with no Group). The live
+// autoscaler passes CA's priority ConfigMap, read at every choice.
+func NewWithPriority(name string, prio func(options []Option) []Option, seed int64) (Strategy, error) {
+	return build(name, func() (filter, error) { return prio, nil }, seed)
+}
+
+func build(name string, prio func() (filter, error), seed int64) (Strategy, error) {
 	if strings.Contains(name, ",") {
-		return newChain(name, priorities, seed)
+		return newChain(name, prio, seed)
 	}
 	switch name {
 	case "", "least-waste":
@@ -50,9 +69,27 @@ func New(name string, priorities []byte, seed int64) (Strategy, error) {
 	case "random":
 		return &random{rng: rand.New(rand.NewSource(seed))}, nil
 	case "priority":
-		return newPriority(priorities)
+		f, err := prio()
+		if err != nil {
+			return nil, err
+		}
+		return priorityStrategy{f}, nil
 	}
 	return nil, fmt.Errorf("--expander: unknown expander %q (want one of %v)", name, Names())
+}
+
+// priorityStrategy keeps the options of the highest priority, then the
+// least waste among them.
+type priorityStrategy struct{ filter filter }
+
+func (priorityStrategy) Name() string { return "priority" }
+
+func (p priorityStrategy) Best(options []Option) Option {
+	kept := p.filter(options)
+	if len(kept) == 0 {
+		return Option{}
+	}
+	return leastWaste{}.Best(kept)
 }
 
 // pick returns the option that less ranks first, ties broken by name.
@@ -123,8 +160,39 @@ func newPriority(config []byte) (*priority, error) {
 	if len(config) == 0 {
 		return nil, fmt.Errorf("--expander=priority needs --expander-priorities FILE (YAML: priority: [group-name regexps])")
 	}
+	return parsePriorities(config, true)
+}
+
+// ParseConfigMapPriorities parses the priorities key of CA's priority
+// expander ConfigMap as CA does: a YAML map of integer priority to
+// regexps, each matching anywhere in a node group's name.
+func ParseConfigMapPriorities(config string) (*Priorities, error) {
+	if strings.TrimSpace(config) == "" {
+		return nil, fmt.Errorf("the priorities are empty")
+	}
+	p, err := parsePriorities([]byte(config), false)
+	if err != nil {
+		return nil, err
+	}
+	return &Priorities{p}, nil
+}
+
+// Priorities is a parsed priority configuration.
+type Priorities struct{ p *priority }
+
+// Of returns the highest priority whose regexps match group.
+func (p *Priorities) Of(group string) (int, bool) { return p.p.Of(group) }
+
+// parsePriorities reads priority -> regexps; anchored regexps must match
+// the whole group name (draxr's --expander-priorities file), others match
+// anywhere in it (CA's ConfigMap).
+func parsePriorities(config []byte, anchored bool) (*priority, error) {
 	var raw map[string][]string
-	if err := yaml.UnmarshalStrict(config, &raw); err != nil {
+	unmarshal := yaml.Unmarshal
+	if anchored {
+		unmarshal = yaml.UnmarshalStrict
+	}
+	if err := unmarshal(config, &raw); err != nil {
 		return nil, fmt.Errorf("expander priorities: %w", err)
 	}
 	p := &priority{}
@@ -135,7 +203,10 @@ func newPriority(config []byte) (*priority, error) {
 		}
 		lv := level{priority: n}
 		for i, e := range exprs {
-			re, err := regexp.Compile("^(?:" + e + ")$")
+			if anchored {
+				e = "^(?:" + e + ")$"
+			}
+			re, err := regexp.Compile(e)
 			if err != nil {
 				return nil, fmt.Errorf("expander priorities: %d[%d]: %w", n, i, err)
 			}
@@ -147,8 +218,6 @@ func newPriority(config []byte) (*priority, error) {
 	return p, nil
 }
 
-func (*priority) Name() string { return "priority" }
-
 // Of returns a group's priority; groups matching nothing rank lowest.
 func (p *priority) Of(group string) (int, bool) {
 	for _, lv := range p.levels {
@@ -159,8 +228,4 @@ func (p *priority) Of(group string) (int, bool) {
 		}
 	}
 	return 0, false
-}
-
-func (p *priority) Best(options []Option) Option {
-	return leastWaste{}.Best(p.filter(options))
 }

@@ -26,6 +26,9 @@ type Options struct {
 	// Limits are --cores-total, --memory-total, --gpu-total,
 	// --max-nodes-per-scaleup and balancing; the zero value limits nothing.
 	Limits limits.Options
+	// Pods are CA's flags on which pending pods are planned for; nil
+	// plans for all.
+	Pods *scaleup.Flags
 }
 
 // BuildSnapshot loads objects into a new snapshot: classes and templates
@@ -87,6 +90,9 @@ func Simulate(ctx context.Context, objs *input.Objects, opts Options) (*Result, 
 	matcher := dynres.NewMatcher()
 	p := &scaleup.Planner{Harness: h, Groups: objs.NodeGroups, Expander: exp, MaxNodesTotal: opts.MaxNodesTotal, Matcher: matcher,
 		DaemonSets: objs.DaemonSets, Limits: opts.Limits}
+	if opts.Pods != nil {
+		opts.Pods.Apply(p)
+	}
 	plan, err := p.Plan(objs.PendingPods)
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)

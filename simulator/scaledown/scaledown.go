@@ -19,6 +19,7 @@ import (
 	"draxr.dev/draxr/simulator/estimator"
 	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/limits"
+	"draxr.dev/draxr/simulator/scaleup"
 )
 
 // Options bound what may be removed.
@@ -50,6 +51,10 @@ type Options struct {
 	// that they do not use up a resource minimum's spare.
 	GroupRoom map[string]int
 	GroupOf   func(node string) string
+	// ExpendablePodsPriorityCutoff: pods whose priority is below it are
+	// evicted without a place elsewhere, as CA treats expendable pods;
+	// nil: every pod must fit elsewhere.
+	ExpendablePodsPriorityCutoff *int32
 }
 
 // Rejection codes: CA's UnremovableReason names.
@@ -200,6 +205,9 @@ func drain(h *harness.Harness, nodeName string, removed map[string]bool, full ma
 		if err != nil {
 			snap.Revert()
 			return nil, err
+		}
+		if scaleup.IsExpendable(pod, opts.ExpendablePodsPriorityCutoff) {
+			continue
 		}
 		kind := estimator.EquivalenceKey(pending)
 		if full[kind] == nil {

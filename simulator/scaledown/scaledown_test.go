@@ -235,3 +235,41 @@ func BenchmarkScaleDown(b *testing.B) {
 		b.ReportMetric(float64(found), "removable")
 	})
 }
+
+// Expendable pods (priority below --expendable-pods-priority-cutoff) do
+// not keep their node: they are evicted with no place elsewhere, as CA
+// treats them. Pods with no priority, or at the cutoff, still must fit.
+func TestFindIgnoresExpendablePods(t *testing.T) {
+	cutoff := int32(-10)
+	for _, tc := range []struct {
+		name     string
+		priority *int32
+		cutoff   *int32
+		removed  bool
+	}{
+		{"below the cutoff", ptr.To(int32(-11)), &cutoff, true},
+		{"at the cutoff", ptr.To(int32(-10)), &cutoff, false},
+		{"no priority", nil, &cutoff, false},
+		{"no cutoff", ptr.To(int32(-11)), nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// One free device on the busy node cannot take the light
+			// node's two pods.
+			h := spreadClusterWith(t, 1, 7, 1, 2, nil, func(pod *v1.Pod, node string) {
+				if strings.HasPrefix(node, "light-") {
+					pod.Spec.Priority = tc.priority
+				}
+			})
+			removals, rejections := Find(h, Options{UtilizationThreshold: 0.5, ExpendablePodsPriorityCutoff: tc.cutoff})
+			removed := len(removals) == 1 && removals[0].Node == "light-0000" && len(removals[0].Moves) == 0
+			if removed != tc.removed {
+				t.Fatalf("removals %+v (rejections %+v), want light-0000 removed: %v", removals, rejections, tc.removed)
+			}
+			if tc.removed {
+				if got := h.Snapshot().AllocatedDeviceIDs().Len(); got != 7 {
+					t.Errorf("allocated devices = %d, want 7: the expendable pods' devices are freed", got)
+				}
+			}
+		})
+	}
+}

@@ -92,6 +92,12 @@ type Planner struct {
 	// Limits are CA's cluster-wide resource limits, --max-nodes-per-scaleup
 	// and balancing of similar groups; the zero value limits nothing.
 	Limits limits.Options
+	// BypassedSchedulerNames are planned for too, though no profile serves
+	// them (CA's --bypassed-scheduler-names).
+	BypassedSchedulerNames []string
+	// ExpendablePodsPriorityCutoff: pods whose priority is below it get no
+	// scale-up (CA's --expendable-pods-priority-cutoff); nil: none.
+	ExpendablePodsPriorityCutoff *int32
 }
 
 // Plan places the pending pods and returns the plan.
@@ -153,6 +159,9 @@ func (p *Planner) setAsideUntried(pending []*v1.Pod, plan *Plan) []*v1.Pod {
 	out := make([]*v1.Pod, 0, len(pending))
 	for _, pod := range pending {
 		switch {
+		case IsExpendable(pod, p.ExpendablePodsPriorityCutoff):
+			plan.NoScaleUp = append(plan.NoScaleUp, NoScaleUp{Pod: RefOf(pod), Code: Expendable,
+				Reason: expendableReason(pod, *p.ExpendablePodsPriorityCutoff)})
 		case len(pod.Spec.SchedulingGates) > 0:
 			gates := make([]string, len(pod.Spec.SchedulingGates))
 			for i, g := range pod.Spec.SchedulingGates {
@@ -160,7 +169,7 @@ func (p *Planner) setAsideUntried(pending []*v1.Pod, plan *Plan) []*v1.Pod {
 			}
 			plan.NoScaleUp = append(plan.NoScaleUp, NoScaleUp{Pod: RefOf(pod), Code: SchedulingGated,
 				Reason: fmt.Sprintf("scheduling gates %s: the scheduler does not try the pod until they are removed", strings.Join(gates, ", "))})
-		case !slices.Contains(served, schedulerOf(pod)):
+		case !slices.Contains(served, schedulerOf(pod)) && !slices.Contains(p.BypassedSchedulerNames, schedulerOf(pod)):
 			plan.NoScaleUp = append(plan.NoScaleUp, NoScaleUp{Pod: RefOf(pod), Code: NotServedByScheduler,
 				Reason: fmt.Sprintf("schedulerName %q is not a profile of the scheduler configuration (%s): that scheduler places the pod, not this one",
 					schedulerOf(pod), strings.Join(served, ", "))})
@@ -261,7 +270,10 @@ func (p *Planner) bestOption(st *state, pods []*v1.Pod) (expander.Option, bool, 
 	if len(options) == 0 {
 		return expander.Option{}, false, nil
 	}
-	return p.Expander.Best(options), true, nil
+	best := p.Expander.Best(options)
+	// An expander may allow no group (CA's priority expander with an
+	// invalid ConfigMap): nothing is scaled up.
+	return best, best.Group != "", nil
 }
 
 // scaleUpOf is one estimate's scale-up: its group, new nodes and pods.

@@ -78,6 +78,10 @@ const (
 	// NotServedByScheduler: no profile of the scheduler configuration is
 	// the pod's spec.schedulerName, so the scheduler never places it.
 	NotServedByScheduler ReasonCode = "NotServedByScheduler"
+	// Expendable: the pod's priority is below
+	// --expendable-pods-priority-cutoff; as in CA, it never triggers a
+	// scale-up.
+	Expendable ReasonCode = "Expendable"
 	// MultipleReasons: node groups decline for different reasons; see
 	// NoScaleUp.NodeGroups.
 	MultipleReasons ReasonCode = "MultipleReasons"

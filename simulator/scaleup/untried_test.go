@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/nodegroup"
@@ -17,6 +18,7 @@ func TestPodsTheSchedulerDoesNotTry(t *testing.T) {
 		name     string
 		mutate   func(*v1.Pod)
 		served   []string
+		flags    *Flags
 		wantCode ReasonCode
 		wantText string
 	}{
@@ -28,11 +30,28 @@ func TestPodsTheSchedulerDoesNotTry(t *testing.T) {
 			mutate: func(p *v1.Pod) { p.Spec.SchedulerName = "volcano" }},
 		{name: "other scheduler served when named", served: []string{"default-scheduler", "volcano"},
 			mutate: func(p *v1.Pod) { p.Spec.SchedulerName = "volcano" }},
+		{name: "other scheduler bypassed", flags: &Flags{ExpendablePodsPriorityCutoff: -10, BypassedSchedulerNames: []string{"volcano"}},
+			mutate: func(p *v1.Pod) { p.Spec.SchedulerName = "volcano" }},
+		{name: "another scheduler bypassed", flags: &Flags{ExpendablePodsPriorityCutoff: -10, BypassedSchedulerNames: []string{"yunikorn"}},
+			wantCode: NotServedByScheduler, wantText: `schedulerName "volcano" is not a profile`,
+			mutate: func(p *v1.Pod) { p.Spec.SchedulerName = "volcano" }},
+		{name: "below the expendable cutoff", flags: &Flags{ExpendablePodsPriorityCutoff: -10},
+			wantCode: Expendable, wantText: "priority -11 is below --expendable-pods-priority-cutoff -10: expendable pods never trigger a scale-up",
+			mutate: func(p *v1.Pod) { p.Spec.Priority = ptr.To(int32(-11)) }},
+		{name: "at the expendable cutoff", flags: &Flags{ExpendablePodsPriorityCutoff: -10},
+			mutate: func(p *v1.Pod) { p.Spec.Priority = ptr.To(int32(-10)) }},
+		{name: "no priority is never expendable", flags: &Flags{ExpendablePodsPriorityCutoff: 100}, mutate: func(*v1.Pod) {}},
+		{name: "a raised cutoff", flags: &Flags{ExpendablePodsPriorityCutoff: 1000},
+			wantCode: Expendable, wantText: "priority 0 is below --expendable-pods-priority-cutoff 1000",
+			mutate: func(p *v1.Pod) { p.Spec.Priority = ptr.To(int32(0)) }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPlanner(t, snapshot.New(), draGroup("gpu", 8, 10))
 			p.SchedulerNames = tc.served
+			if tc.flags != nil {
+				tc.flags.Apply(p)
+			}
 			pods := replicas("train", 3, 100, fx.GPUs(fx.GPUResource, 1))
 			for _, pod := range pods {
 				pod.Spec.SchedulerName = v1.DefaultSchedulerName

@@ -19,6 +19,7 @@ import (
 	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/offline"
 	"draxr.dev/draxr/simulator/report"
+	"draxr.dev/draxr/simulator/scaleup"
 )
 
 type commonFlags struct {
@@ -132,12 +133,13 @@ func newSimulateCommand(g *globalFlags) *cobra.Command {
 	var limitFlags limits.Flags
 	var watch bool
 	var watchQuiet time.Duration
+	var pods scaleup.Flags
 	cmd := &cobra.Command{
 		Use:   "simulate [-f FILE|DIR]... | --kubeconfig FILE [--node-group-config FILE]...",
 		Short: "Plan which node groups grow for the pending pods, and explain every pod left out",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts := offline.Options{MaxNodesTotal: maxNodesTotal}
+			opts := offline.Options{MaxNodesTotal: maxNodesTotal, Pods: &pods}
 			if maxNodesTotal < 0 {
 				return badInput(fmt.Errorf("--max-nodes-total: must be >= 0, got %d", maxNodesTotal))
 			}
@@ -210,6 +212,7 @@ func newSimulateCommand(g *globalFlags) *cobra.Command {
 	cmd.Flags().StringVar(&priorities, "expander-priorities", "", "priority expander config: YAML map of priority to group-name regexps")
 	cmd.Flags().IntVar(&maxNodesTotal, "max-nodes-total", 0, "cap on all nodes in the cluster, 0 for none")
 	limitFlags.AddFlags(cmd.Flags())
+	pods.AddFlags(cmd.Flags())
 	return cmd
 }
 

@@ -314,3 +314,49 @@ func optionFlags(t *testing.T, dir string) []string {
 	}
 	return flags
 }
+
+// simulate takes CA's --expendable-pods-priority-cutoff and
+// --bypassed-scheduler-names with CA's meaning and defaults.
+func TestSimulatePodFlags(t *testing.T) {
+	extra := writeFile(t, "pods.yaml", `apiVersion: v1
+kind: Pod
+metadata: {name: low, namespace: batch, uid: 7d3e0000-0000-4000-8000-000000000001}
+spec:
+  priority: -20
+  containers: [{name: c, image: x, resources: {requests: {cpu: "1"}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: other, namespace: batch, uid: 7d3e0000-0000-4000-8000-000000000002}
+spec:
+  schedulerName: volcano
+  containers: [{name: c, image: x, resources: {requests: {cpu: "1"}}}]
+`)
+	codes := func(args ...string) map[string]string {
+		t.Helper()
+		code, out, errOut := draxr(t, append([]string{"simulate", "-o", "json", "-f", "../../examples/builtin.yaml", "-f", extra}, args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d, stderr: %s", args, code, errOut)
+		}
+		var plan report.SimulateOutput
+		if err := json.Unmarshal([]byte(out), &plan); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, n := range plan.NoScaleUp {
+			got[n.Pod.String()] = string(n.Code)
+		}
+		return got
+	}
+	got := codes()
+	if got["batch/low"] != "Expendable" || got["batch/other"] != "NotServedByScheduler" {
+		t.Errorf("defaults: noScaleUp codes %v, want batch/low Expendable (-20 < -10), batch/other NotServedByScheduler", got)
+	}
+	got = codes("--expendable-pods-priority-cutoff=-100", "--bypassed-scheduler-names=volcano")
+	if _, ok := got["batch/low"]; ok {
+		t.Errorf("cutoff -100: batch/low still left out (%v)", got)
+	}
+	if _, ok := got["batch/other"]; ok {
+		t.Errorf("volcano bypassed: batch/other still left out (%v)", got)
+	}
+}

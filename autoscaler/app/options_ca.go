@@ -1,0 +1,93 @@
+package app
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"draxr.dev/draxr/simulator/scaleup"
+)
+
+// caOptions are Cluster Autoscaler flags draxr implements with CA's names,
+// meanings and defaults: the API client, the status ConfigMap switch,
+// which pending pods are planned for, and the leader election lock.
+type caOptions struct {
+	master               string
+	kubeClientQPS        float64
+	kubeClientBurst      int
+	kubeAPIContentType   string
+	userAgent            string
+	writeStatusConfigMap bool
+	resourceLock         string
+	estimator            string
+	enableDRA            bool
+	newPodScaleUpDelay   time.Duration
+	pods                 scaleup.Flags
+}
+
+// schedulerConfig is --scheduler-config, which CA calls
+// --scheduler-config-file: both names set it.
+func (o *caOptions) addFlags(fs *pflag.FlagSet, schedulerConfig *string) {
+	fs.StringVar(&o.master, "kubernetes", "", "API server address, overriding the kubeconfig's; empty for the kubeconfig's or in-cluster")
+	fs.Float64Var(&o.kubeClientQPS, "kube-client-qps", float64(rest.DefaultQPS), "queries per second of the API client")
+	fs.IntVar(&o.kubeClientBurst, "kube-client-burst", rest.DefaultBurst, "burst of the API client")
+	fs.StringVar(&o.kubeAPIContentType, "kube-api-content-type", runtime.ContentTypeProtobuf,
+		"content type of requests to the API server (application/vnd.kubernetes.protobuf or application/json)")
+	fs.StringVar(&o.userAgent, "user-agent", "draxr-autoscaler", "user agent of the API client")
+	fs.BoolVar(&o.writeStatusConfigMap, "write-status-configmap", true, "whether to write the status ConfigMap (--status-config-map-name)")
+	fs.StringVar(&o.resourceLock, "leader-elect-resource-lock", resourcelock.LeasesResourceLock,
+		"leader election lock type; only leases")
+	fs.StringVar(schedulerConfig, "scheduler-config-file", "", "the Cluster Autoscaler's name for --scheduler-config")
+	fs.StringVar(&o.estimator, "estimator", "binpacking", "scale-up estimator; only binpacking")
+	fs.BoolVar(&o.enableDRA, "enable-dynamic-resource-allocation", true, "DRA objects are always handled; false is an error, as in the Cluster Autoscaler")
+	fs.DurationVar(&o.newPodScaleUpDelay, "new-pod-scale-up-delay", 0,
+		"pending pods younger than this do not trigger a scale-up yet; a pod's cluster-autoscaler.kubernetes.io/pod-scale-up-delay annotation may raise it")
+	o.pods.AddFlags(fs)
+}
+
+func (o *caOptions) validate() error {
+	switch {
+	case o.kubeClientQPS <= 0 || o.kubeClientBurst <= 0:
+		return fmt.Errorf("--kube-client-qps and --kube-client-burst must be > 0, got %v and %d", o.kubeClientQPS, o.kubeClientBurst)
+	case o.kubeAPIContentType != runtime.ContentTypeProtobuf && o.kubeAPIContentType != runtime.ContentTypeJSON:
+		return fmt.Errorf("--kube-api-content-type %q is not supported (supported: %s, %s)", o.kubeAPIContentType, runtime.ContentTypeProtobuf, runtime.ContentTypeJSON)
+	case o.resourceLock != resourcelock.LeasesResourceLock:
+		return fmt.Errorf("--leader-elect-resource-lock %q is not supported: draxr-autoscaler locks with a Lease (%q), CA's default; "+
+			"client-go no longer offers the endpoints and configmaps locks, and the migration locks are only for moving off them", o.resourceLock, resourcelock.LeasesResourceLock)
+	case o.estimator != "binpacking":
+		return fmt.Errorf("--estimator %q is not supported: draxr estimates by bin packing only (binpacking)", o.estimator)
+	case !o.enableDRA:
+		return fmt.Errorf("--enable-dynamic-resource-allocation=false is not supported: draxr-autoscaler always handles DRA objects (CA locks it to true too)")
+	case o.newPodScaleUpDelay < 0:
+		return fmt.Errorf("--new-pod-scale-up-delay must be >= 0, got %s", o.newPodScaleUpDelay)
+	}
+	for _, n := range o.pods.BypassedSchedulerNames {
+		if strings.TrimSpace(n) == "" {
+			return fmt.Errorf("--bypassed-scheduler-names %q: a name is empty", strings.Join(o.pods.BypassedSchedulerNames, ","))
+		}
+	}
+	return nil
+}
+
+// restConfig applies the client flags to cfg.
+func (o *caOptions) restConfig(cfg *rest.Config) {
+	cfg.QPS = float32(o.kubeClientQPS)
+	cfg.Burst = o.kubeClientBurst
+	cfg.ContentType = o.kubeAPIContentType
+	if o.kubeAPIContentType == runtime.ContentTypeProtobuf {
+		// Custom resources (Cluster API) are served as JSON only.
+		cfg.AcceptContentTypes = strings.Join([]string{runtime.ContentTypeProtobuf, runtime.ContentTypeJSON}, ",")
+	}
+	cfg.UserAgent = o.userAgent
+}
+
+// expanderUsesPriority reports --expander naming the priority expander.
+func expanderUsesPriority(name string) bool {
+	return slices.Contains(strings.Split(strings.ReplaceAll(name, " ", ""), ","), "priority")
+}
