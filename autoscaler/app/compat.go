@@ -54,7 +54,6 @@ func compatTable() []compatEntry {
 		{"enforce-node-group-min-size", reject, "false", "draxr does not scale a group up to its minimum size without pending pods"},
 		{"scale-down-unready-enabled", reject, "true", "draxr always removes nodes unready for --scale-down-unready-time"},
 		{"scale-down-delay-type-local", reject, "false", "draxr applies --scale-down-delay-after-* cluster-wide"},
-		{"scale-down-gpu-utilization-threshold", warn, "", "draxr measures a DRA node's utilization by its devices with --scale-down-utilization-threshold; there is no separate GPU threshold"},
 		{"scale-down-non-empty-candidates-count", warn, "", perf + ": every candidate node is evaluated each loop"},
 		{"scale-down-candidates-pool-ratio", warn, "", perf + ": every candidate node is evaluated each loop"},
 		{"scale-down-candidates-pool-min-count", warn, "", perf + ": every candidate node is evaluated each loop"},
@@ -78,7 +77,6 @@ func compatTable() []compatEntry {
 		{"cordon-node-before-terminating", warn, "", "draxr marks a node for removal with the ToBeDeletedByClusterAutoscaler NoSchedule taint; it does not set spec.unschedulable"},
 		{"daemonset-eviction-for-empty-nodes", reject, "false", "draxr evicts a DaemonSet pod only when it has cluster-autoscaler.kubernetes.io/enable-ds-eviction: \"true\""},
 		{"daemonset-eviction-for-occupied-nodes", warn, "", "draxr evicts a DaemonSet pod only when it has cluster-autoscaler.kubernetes.io/enable-ds-eviction: \"true\"; others go with the node"},
-		{"emit-per-nodegroup-metrics", warn, "", "draxr does not emit CA's per-node-group metrics"},
 		{"debugging-snapshot-enabled", reject, "false", "draxr-autoscaler serves no /snapshotz endpoint"},
 		{"node-info-cache-expire-time", warn, "", "draxr builds node group templates every loop; there is no cache"},
 		{"record-duplicated-events", warn, "", "draxr's events go through client-go's recorder, which aggregates similar events"},
@@ -141,20 +139,11 @@ func compatTable() []compatEntry {
 		{"log-json-split-stream", warn, "", "draxr-autoscaler logs in text format only"},
 		{"log-json-info-buffer-size", warn, "", "draxr-autoscaler logs in text format only"},
 
-		// Planner limits: options_limits.go (another branch) registers
-		// these; delete these lines when it is merged.
-		{"cores-total", warn, "", "cluster-wide resource limits are not implemented yet"},
-		{"memory-total", warn, "", "cluster-wide resource limits are not implemented yet"},
-		{"gpu-total", warn, "", "cluster-wide resource limits are not implemented yet"},
-		{"max-nodes-per-scaleup", warn, "", "the per-scale-up node cap is not implemented yet"},
-		{"balance-similar-node-groups", reject, "false", "balancing similar node groups is not implemented yet"},
-		{"balancing-ignore-label", warn, "", "balancing similar node groups is not implemented yet"},
-		{"balancing-label", warn, "", "balancing similar node groups is not implemented yet"},
-		// Similarity tolerances of --balance-similar-node-groups: delete
-		// these too if options_limits.go registers them.
-		{"memory-difference-ratio", warn, "", "balancing similar node groups is not implemented yet"},
-		{"max-free-difference-ratio", warn, "", "balancing similar node groups is not implemented yet"},
-		{"max-allocatable-difference-ratio", warn, "", "balancing similar node groups is not implemented yet"},
+		// Similarity tolerances of --balance-similar-node-groups: draxr
+		// compares groups with CA's default tolerances.
+		{"memory-difference-ratio", warn, "", "similar node groups are compared with CA's default memory tolerance (0.015); it cannot be changed"},
+		{"max-free-difference-ratio", warn, "", "similar node groups are compared by template, which runs no pods; free resources are not compared"},
+		{"max-allocatable-difference-ratio", warn, "", "similar node groups are compared with CA's default allocatable tolerance (0.05); it cannot be changed"},
 	}
 }
 

@@ -14,9 +14,6 @@ func defaultDifferences() map[string]string {
 	return map[string]string{
 		"cloud-provider":             "draxr's providers are local and clusterapi; CA's gce is not one of them",
 		"leader-elect-resource-name": "draxr's own lease, so draxr-autoscaler never competes for CA's lease while both run",
-		// The status ConfigMap is another change's (issue 15 part 3);
-		// delete this line when its default becomes CA's.
-		"status-config-map-name": "draxr's own ConfigMap, so it never overwrites CA's status while both run",
 		"user-agent":             "requests name draxr-autoscaler in the API server's audit log",
 	}
 }

@@ -51,9 +51,7 @@ func setup(t *testing.T, objs ...runtime.Object) (*Autoscaler, *mocks.MockProvid
 	factory.WaitForCacheSync(ctx.Done())
 
 	group := mocks.NewMockNodeGroup(ctrl)
-	group.EXPECT().GetOptions(gomock.Any()).DoAndReturn(func(d cloudprovider.NodeGroupOptions) (*cloudprovider.NodeGroupOptions, error) {
-		return &d, nil
-	}).AnyTimes()
+	expectFlagOptions(group)
 	tmpl, slices := (&nodegroup.NodeGroup{ObjectMeta: metav1.ObjectMeta{Name: "gpu"},
 		Spec: nodegroup.Spec{Template: *fx.Node("t", 64, 256, nil),
 			ResourceSlices: []resourceapi.ResourceSliceSpec{fx.GPUSlice("x", 8).Spec}}}).NewNode("template-gpu")
@@ -227,4 +225,12 @@ func TestNotTriggerScaleUpReason(t *testing.T) {
 		}
 	}
 	t.Fatal("no NotTriggerScaleUp event with the reason")
+}
+
+// expectFlagOptions lets a mocked group answer GetOptions with the flags'
+// values: it has no overrides of its own.
+func expectFlagOptions(group *mocks.MockNodeGroup) {
+	group.EXPECT().GetOptions(gomock.Any()).DoAndReturn(func(d cloudprovider.NodeGroupOptions) (*cloudprovider.NodeGroupOptions, error) {
+		return &d, nil
+	}).AnyTimes()
 }

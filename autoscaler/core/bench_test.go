@@ -98,9 +98,7 @@ func BenchmarkRunOnce(b *testing.B) {
 func benchProvider(b *testing.B, maxSize int) (cloudprovider.Provider, *[]int) {
 	ctrl := gomock.NewController(b)
 	group := mocks.NewMockNodeGroup(ctrl)
-	group.EXPECT().GetOptions(gomock.Any()).DoAndReturn(func(d cloudprovider.NodeGroupOptions) (*cloudprovider.NodeGroupOptions, error) {
-		return &d, nil
-	}).AnyTimes()
+	expectFlagOptions(group)
 	tmpl, slices := (&nodegroup.NodeGroup{ObjectMeta: metav1.ObjectMeta{Name: "gpu"},
 		Spec: nodegroup.Spec{Template: *fx.Node("t", 64, 256, nil),
 			ResourceSlices: []resourceapi.ResourceSliceSpec{fx.GPUSlice("x", 8).Spec}}}).NewNode("template-gpu")

@@ -95,6 +95,7 @@ func TestScaleUpBalancesSimilarGroups(t *testing.T) {
 		group.EXPECT().TargetSize().Return(0, nil).AnyTimes()
 		group.EXPECT().TemplateNodeInfo().Return(tmpl, slices, nil).AnyTimes()
 		group.EXPECT().Nodes().Return(nil, nil).AnyTimes()
+		expectFlagOptions(group)
 		group.EXPECT().IncreaseSize(gomock.Any(), gomock.Any()).DoAndReturn(func(_ context.Context, n int) error {
 			asked[name] += n
 			return nil

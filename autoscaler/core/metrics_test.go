@@ -233,9 +233,7 @@ func TestTemplateMismatchMetric(t *testing.T) {
 	group.EXPECT().TargetSize().Return(2, nil).AnyTimes()
 	group.EXPECT().TemplateNodeInfo().Return(tmpl, slices, nil).AnyTimes()
 	group.EXPECT().Nodes().Return(nil, nil).AnyTimes()
-	group.EXPECT().GetOptions(gomock.Any()).DoAndReturn(func(d cloudprovider.NodeGroupOptions) (*cloudprovider.NodeGroupOptions, error) {
-		return &d, nil
-	}).AnyTimes()
+	expectFlagOptions(group)
 	provider := mocks.NewMockProvider(ctrl)
 	provider.EXPECT().NodeGroups().Return([]cloudprovider.NodeGroup{group}).AnyTimes()
 	provider.EXPECT().NodeGroupForNode(gomock.Any()).Return(group, nil).AnyTimes()

@@ -80,9 +80,7 @@ func newSDEnv(t *testing.T, act ScaleDownActuation, objs ...runtime.Object) *sdE
 	factory.WaitForCacheSync(ctx.Done())
 
 	group := mocks.NewMockNodeGroup(ctrl)
-	group.EXPECT().GetOptions(gomock.Any()).DoAndReturn(func(d cloudprovider.NodeGroupOptions) (*cloudprovider.NodeGroupOptions, error) {
-		return &d, nil
-	}).AnyTimes()
+	expectFlagOptions(group)
 	group.EXPECT().Id().Return("cpu").AnyTimes()
 	group.EXPECT().MinSize().Return(0).AnyTimes()
 	group.EXPECT().MaxSize().Return(10).AnyTimes()
