@@ -134,7 +134,6 @@ func compatTable() []compatEntry {
 		{"drain-priority-config", reject, "", "draxr evicts a node's pods together and waits up to --max-graceful-termination-sec; priority-ordered eviction is not supported"},
 		{"scheduler-verbosity", warn, "", "the simulated scheduler logs at -v"},
 		{"leader-elect-resource-namespace", warn, "", "ignored, as in CA: the lease lives in --namespace"},
-		{"feature-gates", reject, "", "draxr-autoscaler's simulation runs with Kubernetes v1.36.3's default feature gates (draxr simulate takes --feature-gates)"},
 		{"logging-format", reject, "text", "draxr-autoscaler logs in text format only"},
 		{"log-text-split-stream", warn, "", "draxr-autoscaler writes its log to one stream"},
 		{"log-text-info-buffer-size", warn, "", "draxr-autoscaler writes its log to one stream"},

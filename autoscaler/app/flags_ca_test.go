@@ -243,3 +243,14 @@ current-context: c
 		}
 	}
 }
+
+// --feature-gates reaches the process's gates as in draxr simulate; an
+// unknown gate is a start-up error naming it.
+func TestFeatureGatesFlag(t *testing.T) {
+	cmd := NewCommand()
+	cmd.SetArgs([]string{"--node-group-config=g.yaml", "--feature-gates=NoSuchGate=true"})
+	err := cmd.Execute()
+	if err == nil || !strings.Contains(err.Error(), `--feature-gates: unknown feature gate "NoSuchGate"`) {
+		t.Fatalf("run = %v, want the unknown gate named", err)
+	}
+}
