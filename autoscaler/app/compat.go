@@ -2,14 +2,12 @@ package app
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/component-base/logs"
-	"k8s.io/klog/v2"
 )
 
 // A Cluster Autoscaler flag draxr-autoscaler registers is supported: its
@@ -46,6 +44,8 @@ func compatTable() []compatEntry {
 		capBuf = "CapacityBuffers are not supported by draxr"
 		nap    = "node autoprovisioning (creating node groups) is not supported by draxr"
 		taints = "draxr plans with a node group template's taints as given; ignoring taints by name or prefix is not supported"
+		// klog's output flags (CA's main binds them with klog.InitFlags).
+		klogOut = "draxr-autoscaler logs every message to stderr (klog's default); klog's output options are not supported (-v and --vmodule are)"
 	)
 	return []compatEntry{
 		{"cluster-name", warn, "", "names the cluster to cloud providers that need it (" + gce + "); draxr's providers do not"},
@@ -132,12 +132,24 @@ func compatTable() []compatEntry {
 		{"drain-priority-config", reject, "", "draxr evicts a node's pods together and waits up to --max-graceful-termination-sec; priority-ordered eviction is not supported"},
 		{"scheduler-verbosity", warn, "", "the simulated scheduler logs at -v"},
 		{"leader-elect-resource-namespace", warn, "", "ignored, as in CA: the lease lives in --namespace"},
-		{"feature-gates", reject, "", "draxr-autoscaler's simulation runs with Kubernetes v1.36.3's default feature gates (draxr simulate takes --feature-gates)"},
 		{"logging-format", reject, "text", "draxr-autoscaler logs in text format only"},
 		{"log-text-split-stream", warn, "", "draxr-autoscaler writes its log to one stream"},
 		{"log-text-info-buffer-size", warn, "", "draxr-autoscaler writes its log to one stream"},
 		{"log-json-split-stream", warn, "", "draxr-autoscaler logs in text format only"},
 		{"log-json-info-buffer-size", warn, "", "draxr-autoscaler logs in text format only"},
+		{"logtostderr", reject, "true", klogOut},
+		{"alsologtostderr", warn, "", klogOut},
+		{"alsologtostderrthreshold", warn, "", klogOut},
+		{"stderrthreshold", warn, "", klogOut},
+		{"legacy_stderr_threshold_behavior", warn, "", klogOut},
+		{"log_dir", warn, "", klogOut},
+		{"log_file", warn, "", klogOut},
+		{"log_file_max_size", warn, "", klogOut},
+		{"one_output", warn, "", klogOut},
+		{"add_dir_header", warn, "", klogOut},
+		{"skip_headers", warn, "", klogOut},
+		{"skip_log_headers", warn, "", klogOut},
+		{"log_backtrace_at", warn, "", klogOut},
 
 		// Similarity tolerances of --balance-similar-node-groups: draxr
 		// compares groups with CA's default tolerances.
@@ -277,16 +289,10 @@ func sameValue(kind flagKind, a, b string) bool {
 	return a == b
 }
 
-// addLogFlags registers the logging flags draxr-autoscaler implements:
-// component-base's (-v, --vmodule, --log-flush-frequency; cli.Run adds
-// them too) and klog's own, as CA's main registers them.
+// addLogFlags registers the logging flags draxr-autoscaler implements,
+// component-base's -v, --vmodule and --log-flush-frequency (cli.Run adds
+// them too). klog's own flags are in the compatibility table: binding
+// them (klog.InitFlags) writes klog's globals, which races with logging.
 func addLogFlags(fs *pflag.FlagSet) {
 	logs.AddFlags(fs)
-	gofs := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(gofs)
-	gofs.VisitAll(func(f *flag.Flag) {
-		if fs.Lookup(f.Name) == nil {
-			fs.AddGoFlag(f)
-		}
-	})
 }

@@ -126,6 +126,12 @@ func TestCompatFlagsWarnOrReject(t *testing.T) {
 		{args: []string{"--unready-nodes-scope=autoscaled"}, err: "--unready-nodes-scope=autoscaled is not supported"},
 		{args: []string{"--leader-elect-resource-namespace=other"}, warnings: []string{"--leader-elect-resource-namespace has no effect in draxr-autoscaler: ignored, as in CA: the lease lives in --namespace"}},
 		{args: []string{"--nodes=1:3:a", "--cloud-config=c.conf"}, err: "--cloud-config=c.conf is not supported"},
+		// The Cluster Autoscaler chart's logging flags.
+		{args: []string{"--logtostderr=true", "--stderrthreshold=info", "--v=4"}, warnings: []string{
+			"--logtostderr has no effect in draxr-autoscaler: draxr-autoscaler logs every message to stderr",
+			"--stderrthreshold has no effect in draxr-autoscaler"}},
+		{args: []string{"--logtostderr=false", "--log-dir=/var/log"}, err: "--logtostderr=false is not supported by draxr-autoscaler",
+			warnings: []string{"--log_dir has no effect in draxr-autoscaler"}},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -163,7 +169,7 @@ func TestCompatFlagValueIsParsed(t *testing.T) {
 			t.Errorf("%s parsed, want an error", arg)
 		}
 	}
-	if err := fs.Parse([]string{"--log_dir=/tmp", "--log-file-max-size=10", "--logtostderr=false", "--v=3"}); err != nil {
+	if err := fs.Parse([]string{"--log_dir=/tmp", "--log-file-max-size=10", "--stderrthreshold=info", "--v=3"}); err != nil {
 		t.Errorf("klog's flags, with either word separator: %v", err)
 	}
 }
@@ -241,5 +247,16 @@ current-context: c
 			t.Errorf("%v: rest config QPS %v burst %d content type %q host %q user agent %q, want %v %d %q %q draxr-autoscaler",
 				tc.args, cfg.QPS, cfg.Burst, cfg.ContentType, cfg.Host, cfg.UserAgent, tc.qps, tc.burst, tc.contentType, tc.server)
 		}
+	}
+}
+
+// --feature-gates reaches the process's gates as in draxr simulate; an
+// unknown gate is a start-up error naming it.
+func TestFeatureGatesFlag(t *testing.T) {
+	cmd := NewCommand()
+	cmd.SetArgs([]string{"--node-group-config=g.yaml", "--feature-gates=NoSuchGate=true"})
+	err := cmd.Execute()
+	if err == nil || !strings.Contains(err.Error(), `--feature-gates: unknown feature gate "NoSuchGate"`) {
+		t.Fatalf("run = %v, want the unknown gate named", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
+	"draxr.dev/draxr/simulator/featuregates"
 	"draxr.dev/draxr/simulator/scaleup"
 )
 
@@ -29,6 +30,7 @@ type caOptions struct {
 	enableDRA            bool
 	newPodScaleUpDelay   time.Duration
 	pods                 scaleup.Flags
+	featureGates         map[string]bool
 }
 
 // schedulerConfig is --scheduler-config, which CA calls
@@ -49,6 +51,8 @@ func (o *caOptions) addFlags(fs *pflag.FlagSet, schedulerConfig *string) {
 	fs.DurationVar(&o.newPodScaleUpDelay, "new-pod-scale-up-delay", 0,
 		"pending pods younger than this do not trigger a scale-up yet; a pod's cluster-autoscaler.kubernetes.io/pod-scale-up-delay annotation may raise it")
 	o.pods.AddFlags(fs)
+	featuregates.AddFlag(fs, &o.featureGates,
+		"key=value pairs of Kubernetes feature gates for the simulated scheduler, as kube-scheduler takes them (e.g. DRAConsumableCapacity=true)")
 }
 
 func (o *caOptions) validate() error {

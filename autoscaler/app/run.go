@@ -38,6 +38,7 @@ import (
 	"draxr.dev/draxr/cloudprovider/clusterapi"
 	"draxr.dev/draxr/cloudprovider/local"
 	"draxr.dev/draxr/simulator/expander"
+	"draxr.dev/draxr/simulator/featuregates"
 	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/input"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
@@ -68,6 +69,9 @@ func NewCommand(exts ...Extension) *cobra.Command {
 				klog.Warning(w + " (see docs/flags.md)")
 			}
 			if err := o.validate(); err != nil {
+				return err
+			}
+			if err := featuregates.Apply(o.featureGates); err != nil {
 				return err
 			}
 			var launcher local.Launcher

@@ -15,9 +15,9 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
-	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	cliflag "k8s.io/component-base/cli/flag"
-	"k8s.io/component-base/featuregate"
+
+	"draxr.dev/draxr/simulator/featuregates"
 )
 
 // featureGatesSet returns the --feature-gates given on the command line.
@@ -95,23 +95,12 @@ func newRootCommand(asPlugin bool) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return badInput(err) })
 	// The planner runs the scheduler's plugins, which read the process's
 	// feature gates: set them as kube-scheduler's --feature-gates would.
-	gates := map[string]bool{}
-	root.PersistentFlags().Var(cliflag.NewMapStringBool(&gates), "feature-gates",
+	var gates map[string]bool
+	featuregates.AddFlag(root.PersistentFlags(), &gates,
 		"A set of key=value pairs for Kubernetes feature gates, as kube-scheduler takes them (default: v1.36.3's defaults)")
 	root.PersistentPreRunE = func(*cobra.Command, []string) error {
-		if len(gates) == 0 {
-			return nil
-		}
-		// The gate remembers even a refused setting, so names are checked
-		// first.
-		known := utilfeature.DefaultMutableFeatureGate.GetAll()
-		for name := range gates {
-			if _, ok := known[featuregate.Feature(name)]; !ok {
-				return badInput(fmt.Errorf("--feature-gates: unknown feature gate %q", name))
-			}
-		}
-		if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(gates); err != nil {
-			return badInput(fmt.Errorf("--feature-gates: %w", err))
+		if err := featuregates.Apply(gates); err != nil {
+			return badInput(err)
 		}
 		return nil
 	}

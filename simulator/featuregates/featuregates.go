@@ -1,0 +1,40 @@
+// Package featuregates is --feature-gates as kube-scheduler takes it,
+// shared by draxr simulate and draxr-autoscaler: the planner runs the
+// scheduler's plugins, which read the process's feature gates.
+package featuregates
+
+import (
+	"fmt"
+
+	"github.com/spf13/pflag"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/component-base/featuregate"
+)
+
+// AddFlag registers --feature-gates on fs; the given key=value pairs
+// land in gates.
+func AddFlag(fs *pflag.FlagSet, gates *map[string]bool, usage string) {
+	if *gates == nil {
+		*gates = map[string]bool{}
+	}
+	fs.Var(cliflag.NewMapStringBool(gates), "feature-gates", usage)
+}
+
+// Apply sets the process's Kubernetes feature gates. Names are checked
+// first: the gate remembers even a refused setting.
+func Apply(gates map[string]bool) error {
+	if len(gates) == 0 {
+		return nil
+	}
+	known := utilfeature.DefaultMutableFeatureGate.GetAll()
+	for name := range gates {
+		if _, ok := known[featuregate.Feature(name)]; !ok {
+			return fmt.Errorf("--feature-gates: unknown feature gate %q", name)
+		}
+	}
+	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(gates); err != nil {
+		return fmt.Errorf("--feature-gates: %w", err)
+	}
+	return nil
+}
