@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -47,13 +49,20 @@ func TestAutoscalerFromZeroDRA(t *testing.T) {
 	body := httpGet(t, "http://"+addr+"/metrics")
 	for _, want := range []string{
 		`cluster_autoscaler_scaled_up_nodes_total{dra_drivers="` + e.driver + `",gpu_name="",gpu_resource_name=""} 3`,
-		`draxr_autoscaler_planned_devices_total{device_class="asdra-gpu"} 20`,
+		`draxr_autoscaler_devices_in_use{device_class="asdra-gpu"} 20`,
 		`cluster_autoscaler_node_groups_count{node_group_type="autoscaled"} 1`,
 		`cluster_autoscaler_cluster_safe_to_autoscale 1`,
 	} {
 		if !strings.Contains(body, want+"\n") {
 			t.Errorf("/metrics lacks %s:\n%s", want, grepLines(body, "autoscaler_"))
 		}
+	}
+	// The 20 pods may be planned over more than one loop as nodes come
+	// up, so the devices planned are at least some and at most 20.
+	if m := regexp.MustCompile(`draxr_autoscaler_planned_devices_total\{device_class="asdra-gpu"\} (\d+)\n`).FindStringSubmatch(body); m == nil {
+		t.Errorf("/metrics lacks draxr_autoscaler_planned_devices_total for asdra-gpu:\n%s", grepLines(body, "draxr_autoscaler_"))
+	} else if n, _ := strconv.Atoi(m[1]); n < 1 || n > 20 {
+		t.Errorf("draxr_autoscaler_planned_devices_total{device_class=asdra-gpu} = %d, want 1..20", n)
 	}
 	if s, _, err := e.status(); err != nil {
 		t.Error(err)
