@@ -23,9 +23,9 @@ import (
 	"draxr.dev/draxr/test/clusterapi/infra"
 )
 
-// statusConfigMap is the default name, the one autoscaler/deploy/rbac.yaml
+// statusConfigMap is the name autoscaler/deploy/rbac.yaml (the chart)
 // lets the autoscaler write; the tests' autoscalers run one at a time.
-func statusConfigMap(string) string { return "draxr-autoscaler-status" }
+func statusConfigMap(string) string { return "cluster-autoscaler-status" }
 
 // gpuSlices are one slice of n devices of driver.
 func gpuSlices(driver string, n int) []resourceapi.ResourceSliceSpec {
