@@ -6,7 +6,7 @@ PKGS := ./...
 BENCH_COUNT ?= 6
 BENCH_PKGS ?= ./simulator/... ./autoscaler/...
 
-.PHONY: all build test test-unit test-race lint golangci-lint gofmt-check mocks mocks-check bench fmt vet example controlplane print-controlplane-dir cluster-up cluster-down e2e-clusterapi fidelity e2e-bulk scheduler-perf
+.PHONY: all build test test-unit test-race lint golangci-lint gofmt-check mocks mocks-check bench fmt vet example controlplane print-controlplane-dir cluster-up cluster-down e2e-clusterapi fidelity e2e-bulk scheduler-perf images manifests
 
 # Control-plane binaries for end-to-end tests, built from the go.mod
 # versions into an ignored cache folder; rebuilt only when versions change.
@@ -24,6 +24,27 @@ all: build
 
 build:
 	$(GO) build -o $(BIN)/draxr ./simulator/cmd/draxr
+
+# OCI images of the shipped binaries, built offline: static binaries
+# (CGO_ENABLED=0) packed with no base image by test/cmd/draxr-image into
+# $(BIN)/images/oci (an OCI layout) and $(BIN)/images/NAME.tar (docker
+# load, crane push, kind load image-archive). The tag is the chart's
+# appVersion, so the chart's default images are these.
+VERSION ?= $(shell sed -n 's/^appVersion: *"*\([^"]*\)"*$$/\1/p' charts/draxr/Chart.yaml)
+IMAGE_REGISTRY ?= draxr.dev
+IMAGE_SOURCE ?= https://draxr.dev/draxr
+IMAGE_CMDS = ./simulator/cmd/draxr ./autoscaler/cmd/draxr-autoscaler ./scheduler/cmd/draxr-scheduler ./kubelet/cmd/draxr-example-driver
+
+images:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(VERSION_LDFLAGS)" -o $(BIN)/static/ $(IMAGE_CMDS)
+	$(GO) run ./test/cmd/draxr-image -out $(BIN)/images -registry $(IMAGE_REGISTRY) -version $(VERSION) \
+		-source $(IMAGE_SOURCE) $(addprefix $(BIN)/static/,$(notdir $(IMAGE_CMDS)))
+
+# The plain manifests under */deploy are rendered from charts/draxr (the
+# one source of their RBAC); the chart's copy of the scheduler
+# configuration comes from scheduler/deploy. A test fails when stale.
+manifests:
+	DRAXR_UPDATE_MANIFESTS=1 $(GO) test ./test/chart/ -run TestPlainManifestsUpToDate -count=1
 
 example: build
 	$(BIN)/draxr simulate

@@ -4,17 +4,27 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/utils/ptr"
 )
 
 // Apply creates the ServiceAccounts, (Cluster)Roles and (Cluster)Role
@@ -68,3 +78,77 @@ func (cp *ControlPlane) create(ctx context.Context, obj runtime.Object) error {
 }
 
 func bufioReader(data []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(data)) }
+
+// ApplyObjects creates or updates any objects (server-side apply, as the
+// admin), kinds ordered as Helm installs them: namespaces, accounts and
+// RBAC, then configuration, then workloads.
+func (cp *ControlPlane) ApplyObjects(ctx context.Context, objs []*unstructured.Unstructured) error {
+	disc, err := discovery.NewDiscoveryClientForConfig(cp.AdminConfig)
+	if err != nil {
+		return err
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
+	dyn, err := dynamic.NewForConfig(cp.AdminConfig)
+	if err != nil {
+		return err
+	}
+	order := []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
+		"ConfigMap", "DeviceClass", "Service", "DaemonSet", "Deployment"}
+	rank := func(o *unstructured.Unstructured) int {
+		if i := slices.Index(order, o.GetKind()); i >= 0 {
+			return i
+		}
+		return len(order)
+	}
+	sorted := slices.Clone(objs)
+	slices.SortStableFunc(sorted, func(a, b *unstructured.Unstructured) int { return rank(a) - rank(b) })
+	for _, o := range sorted {
+		gvk := o.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", gvk.Kind, o.GetName(), err)
+		}
+		data, err := o.MarshalJSON()
+		if err != nil {
+			return err
+		}
+		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
+		if m.Scope.Name() == meta.RESTScopeNameNamespace {
+			ri = dyn.Resource(m.Resource).Namespace(o.GetNamespace())
+		}
+		if _, err := ri.Patch(ctx, o.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: "draxr-e2e", Force: ptr.To(true)}); err != nil {
+			return fmt.Errorf("apply %s %s/%s: %w", gvk.Kind, o.GetNamespace(), o.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// DeleteObjects deletes objects, ignoring those already gone.
+func (cp *ControlPlane) DeleteObjects(ctx context.Context, objs []*unstructured.Unstructured) error {
+	disc, err := discovery.NewDiscoveryClientForConfig(cp.AdminConfig)
+	if err != nil {
+		return err
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
+	dyn, err := dynamic.NewForConfig(cp.AdminConfig)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, o := range objs {
+		gvk := o.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
+		if m.Scope.Name() == meta.RESTScopeNameNamespace {
+			ri = dyn.Resource(m.Resource).Namespace(o.GetNamespace())
+		}
+		if err := ri.Delete(ctx, o.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

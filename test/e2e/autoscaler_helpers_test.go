@@ -39,6 +39,23 @@ type groupSpec struct {
 func (e *env) nodeGroups(groups ...groupSpec) string {
 	e.t.Helper()
 	var docs []string
+	for _, ng := range e.nodeGroupObjects(groups...) {
+		data, err := yaml.Marshal(ng)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		docs = append(docs, string(data))
+	}
+	path := filepath.Join(e.t.TempDir(), "nodegroups.yaml")
+	if err := os.WriteFile(path, []byte(strings.Join(docs, "---\n")), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+	return path
+}
+
+// nodeGroupObjects are the NodeGroup objects nodeGroups writes.
+func (e *env) nodeGroupObjects(groups ...groupSpec) []nodegroup.NodeGroup {
+	var out []nodegroup.NodeGroup
 	for _, g := range groups {
 		cpu := g.cpu
 		if cpu == 0 {
@@ -58,17 +75,9 @@ func (e *env) nodeGroups(groups ...groupSpec) string {
 			ng.Spec.ResourceSlices = append(ng.Spec.ResourceSlices, fx.DeviceSlice("x", e.driver, g.draDevices, "gpu").Spec)
 			ng.Spec.ResourceSlices[0].NodeName, ng.Spec.ResourceSlices[0].Pool = nil, resourcePool()
 		}
-		data, err := yaml.Marshal(ng)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		docs = append(docs, string(data))
+		out = append(out, ng)
 	}
-	path := filepath.Join(e.t.TempDir(), "nodegroups.yaml")
-	if err := os.WriteFile(path, []byte(strings.Join(docs, "---\n")), 0o600); err != nil {
-		e.t.Fatal(err)
-	}
-	return path
+	return out
 }
 
 // autoscaler runs draxr-autoscaler as its own ServiceAccount with fast

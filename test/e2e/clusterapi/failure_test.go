@@ -24,7 +24,7 @@ import (
 	"draxr.dev/draxr/test/clusterapi/infra"
 )
 
-// statusConfigMap is the default name, the one autoscaler/deploy/rbac.yaml
+// statusConfigMap is the name autoscaler/deploy/rbac.yaml (the chart)
 // lets the autoscaler write; the tests' autoscalers run one at a time.
 func statusConfigMap(string) string { return core.DefaultStatusConfigMapName }
 
