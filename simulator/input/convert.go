@@ -33,17 +33,17 @@ func convertYAML(parts []yamlPart, prep func(i int, raw []byte) any, visit func(
 		prepared []any
 		done     chan struct{}
 	}
-	convert := func(i int) (raw []byte, err error, prepared any) {
+	convert := func(i int) (raw []byte, prepared any, err error) {
 		raw, err = yaml.YAMLToJSONStrict(parts[i].data)
 		if err == nil && prep != nil {
 			prepared = prep(i, raw)
 		}
-		return raw, err, prepared
+		return raw, prepared, err
 	}
 	n := (len(parts) + yamlChunk - 1) / yamlChunk
 	if n <= 1 {
 		for i := range parts {
-			raw, err, prepared := convert(i)
+			raw, prepared, err := convert(i)
 			visit(i, raw, err, prepared)
 		}
 		return
@@ -66,7 +66,7 @@ func convertYAML(parts []yamlPart, prep func(i int, raw []byte) any, visit func(
 				ch := &chunks[c]
 				ch.raw, ch.errs, ch.prepared = make([][]byte, hi-lo), make([]error, hi-lo), make([]any, hi-lo)
 				for i := lo; i < hi; i++ {
-					ch.raw[i-lo], ch.errs[i-lo], ch.prepared[i-lo] = convert(i)
+					ch.raw[i-lo], ch.prepared[i-lo], ch.errs[i-lo] = convert(i)
 				}
 				close(ch.done)
 			}
