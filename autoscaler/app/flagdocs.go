@@ -14,7 +14,7 @@ func defaultDifferences() map[string]string {
 	return map[string]string{
 		"cloud-provider":             "draxr's providers are local and clusterapi; CA's gce is not one of them",
 		"leader-elect-resource-name": "draxr's own lease, so draxr-autoscaler never competes for CA's lease while both run",
-		"user-agent":             "requests name draxr-autoscaler in the API server's audit log",
+		"user-agent":                 "requests name draxr-autoscaler in the API server's audit log",
 	}
 }
 

@@ -82,18 +82,20 @@ const (
 // set is every metric draxr-autoscaler exports.
 type set struct {
 	// CA's, registered always.
-	clusterSafeToAutoscale  *metrics.Gauge
-	nodesCount              *metrics.GaugeVec
-	nodeGroupsCount         *metrics.GaugeVec
-	unschedulablePodsCount  *metrics.GaugeVec
-	maxNodesCount           *metrics.Gauge
-	cpuCurrentCores         *metrics.Gauge
-	cpuLimitsCores          *metrics.GaugeVec
-	memoryCurrentBytes      *metrics.Gauge
-	memoryLimitsBytes       *metrics.GaugeVec
-	lastActivity            *metrics.GaugeVec
-	functionDuration        *metrics.HistogramVec
-	functionDurationSummary *metrics.SummaryVec
+	clusterSafeToAutoscale *metrics.Gauge
+	nodesCount             *metrics.GaugeVec
+	nodeGroupsCount        *metrics.GaugeVec
+	unschedulablePodsCount *metrics.GaugeVec
+	maxNodesCount          *metrics.Gauge
+	cpuCurrentCores        *metrics.Gauge
+	cpuLimitsCores         *metrics.GaugeVec
+	memoryCurrentBytes     *metrics.Gauge
+	memoryLimitsBytes      *metrics.GaugeVec
+	lastActivity           *metrics.GaugeVec
+	functionDuration       *metrics.HistogramVec
+	// CA exports this summary and dashboards read it; component-base
+	// deprecates summaries but still serves them.
+	functionDurationSummary *metrics.SummaryVec //nolint:staticcheck // CA's contract
 	pendingNodeDeletions    *metrics.Gauge
 	errorsTotal             *metrics.CounterVec
 	scaledUpNodes           *metrics.CounterVec
@@ -157,7 +159,7 @@ func newSet() *set {
 		functionDuration: metrics.NewHistogramVec(&metrics.HistogramOpts{Namespace: ca, Name: "function_duration_seconds",
 			Help:    "Time taken by various parts of the autoscaler's main loop.",
 			Buckets: metrics.ExponentialBuckets(0.01, 1.5, 30), StabilityLevel: metrics.ALPHA}, []string{"function"}),
-		functionDurationSummary: metrics.NewSummaryVec(&metrics.SummaryOpts{Namespace: ca, Name: "function_duration_quantile_seconds",
+		functionDurationSummary: metrics.NewSummaryVec(&metrics.SummaryOpts{ //nolint:staticcheck // CA's contractNamespace: ca, Name: "function_duration_quantile_seconds",
 			Help: "Quantiles of time taken by various parts of the autoscaler's main loop.", MaxAge: time.Hour,
 			StabilityLevel: metrics.ALPHA}, []string{"function"}),
 		pendingNodeDeletions: gauge(ca, "pending_node_deletions", "Number of nodes that haven't been removed or aborted after finished scale-down phase."),
