@@ -6,7 +6,7 @@ PKGS := ./...
 BENCH_COUNT ?= 6
 BENCH_PKGS ?= ./simulator/... ./autoscaler/...
 
-.PHONY: all build test test-unit test-race lint golangci-lint gofmt-check mocks mocks-check bench fmt vet example controlplane print-controlplane-dir cluster-up cluster-down e2e-clusterapi fidelity e2e-bulk scheduler-perf images manifests
+.PHONY: all build test test-unit test-race lint golangci-lint gofmt-check mocks mocks-check bench fmt vet example controlplane print-controlplane-dir cluster-up cluster-down e2e-clusterapi fidelity e2e-bulk scheduler-perf images images-check manifests
 
 # Control-plane binaries for end-to-end tests, built from the go.mod
 # versions into an ignored cache folder; rebuilt only when versions change.
@@ -43,6 +43,11 @@ images:
 # The plain manifests under */deploy are rendered from charts/draxr (the
 # one source of their RBAC); the chart's copy of the scheduler
 # configuration comes from scheduler/deploy. A test fails when stale.
+# The shipped images, built and then read back (config, layers, static
+# binaries); apart from make test, as the static build is a cache of its own.
+images-check:
+	DRAXR_IMAGES=1 $(GO) test ./test/images/ -run TestShippedImages -count=1 -v
+
 manifests:
 	DRAXR_UPDATE_MANIFESTS=1 $(GO) test ./test/chart/ -run TestPlainManifestsUpToDate -count=1
 
