@@ -4,78 +4,15 @@ import (
 	"bytes"
 	"fmt"
 	"testing"
+
+	"draxr.dev/draxr/simulator/fixtures"
 )
 
-// dumpYAML is a cluster dump as `kubectl get -o yaml` writes one document
-// per object (the layout of simulator/offline/testdata/gen): one
-// NodeGroup, nodes existing 64-CPU nodes and pods pending one-CPU pods of
-// 100 ReplicaSets.
+// dumpYAML is fixtures.WriteCPUDump's dump: one NodeGroup, nodes existing
+// 64-CPU nodes and pods pending one-CPU pods of 100 ReplicaSets.
 func dumpYAML(nodes, pods int) []byte {
 	var w bytes.Buffer
-	w.WriteString(`apiVersion: draxr.dev/v1alpha1
-kind: NodeGroup
-metadata:
-  name: cpu
-spec:
-  minSize: 0
-  maxSize: 100000
-  template:
-    metadata:
-      labels:
-        node.kubernetes.io/instance-type: c64
-    status:
-      capacity: {cpu: "64", memory: 256Gi, pods: "110"}
-      allocatable: {cpu: "64", memory: 256Gi, pods: "110"}
-`)
-	for i := 0; i < nodes; i++ {
-		fmt.Fprintf(&w, `---
-apiVersion: v1
-kind: Node
-metadata:
-  name: node-%03[1]d
-  uid: 00000000-0000-0000-0000-%012[1]d
-  labels:
-    kubernetes.io/hostname: node-%03[1]d
-    draxr.dev/node-group: cpu
-status:
-  capacity: {cpu: "64", memory: 256Gi, pods: "110"}
-  allocatable: {cpu: "64", memory: 256Gi, pods: "110"}
-  conditions:
-  - type: Ready
-    status: "True"
-`, i)
-	}
-	for i := 0; i < pods; i++ {
-		rs := i % 100
-		fmt.Fprintf(&w, `---
-apiVersion: v1
-kind: Pod
-metadata:
-  name: web-%03[1]d-%06[2]d
-  namespace: default
-  uid: 10000000-0000-0000-%04[1]d-%012[2]d
-  creationTimestamp: "2026-01-01T00:00:00Z"
-  labels:
-    app: web-%03[1]d
-  ownerReferences:
-  - apiVersion: apps/v1
-    kind: ReplicaSet
-    name: web-%03[1]d
-    uid: 20000000-0000-0000-0000-%012[1]d
-    controller: true
-    blockOwnerDeletion: true
-spec:
-  containers:
-  - name: app
-    image: registry.example/web:1.0
-    resources:
-      requests:
-        cpu: "1"
-        memory: 256Mi
-status:
-  phase: Pending
-`, rs, i)
-	}
+	fixtures.WriteCPUDump(&w, nodes, pods, 100)
 	return w.Bytes()
 }
 
