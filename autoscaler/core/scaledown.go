@@ -452,7 +452,7 @@ func (a *Autoscaler) removeNode(ctx context.Context, node *v1.Node, group, reaso
 			metrics.RegisterError(errType)
 			if untainted, untaintErr := a.setTaint(ctx, node.Name, ToBeDeletedTaint, v1.TaintEffectNoSchedule, false); untaintErr != nil {
 				err = errors.Join(err, untaintErr)
-			} else {
+			} else if untainted != nil { // nil: the node is gone already
 				node = untainted
 			}
 			a.cfg.Recorder.Eventf(node, v1.EventTypeWarning, EventScaleDownFailed, "failed to remove node: %v", err)

@@ -104,15 +104,20 @@ func TestAutoscalerStandbyHealthyAndSIGTERMHandsOver(t *testing.T) {
 		}
 		return nil
 	})
-	// The old check failed the standby after 5 scan intervals plus a
-	// minute (65s here); every health limit above is passed 3 to 5 times.
-	e.consistently(80*time.Second, "both replicas healthy", func() error {
+	bothHealthy := func() error {
 		for _, addr := range []string{firstAddr, secondAddr} {
-			if body := httpGet(t, "http://"+addr+"/health-check"); body != "OK" {
-				return fmt.Errorf("%s/health-check = %q", addr, body)
+			if body, err := healthOf(addr); err != nil || body != "OK" {
+				return fmt.Errorf("%s/health-check = %q, %v", addr, body, err)
 			}
 		}
 		return nil
+	}
+	// The lease may be taken before the other replica listens.
+	e.eventually(30*time.Second, "both replicas serving", bothHealthy)
+	// The old check failed the standby after 5 scan intervals plus a
+	// minute (65s here); every health limit above is passed 3 to 5 times.
+	e.consistently(80*time.Second, "both replicas healthy", func() error {
+		return bothHealthy()
 	})
 
 	leader.Stop(10 * time.Second)

@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 
@@ -203,6 +204,30 @@ func TestAutoscalerScaleDownBatchTaintedFirst(t *testing.T) {
 		}
 		return nil
 	})
+	// The two "second" pods end at moments of their own, so their nodes
+	// could turn unneeded in different loops and go in two batches. Keep
+	// both (scale-down-disabled) until both pods are gone, then release
+	// them together: one batch.
+	setScaleDownDisabled := func(value string) {
+		for _, n := range drained {
+			patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%s}}}`, drainability.ScaleDownDisabledAnnotation, value)
+			if _, err := cp.Client.CoreV1().Nodes().Patch(e.ctx, n, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	setScaleDownDisabled(`"true"`)
+	e.scaleReplicaSet("second", 0)
+	e.eventually(60*time.Second, "the second pods gone", func() error {
+		pods, err := cp.Client.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{LabelSelector: "app=second"})
+		if err != nil {
+			return err
+		}
+		if len(pods.Items) > 0 {
+			return fmt.Errorf("%d pods left, terminating ones included", len(pods.Items))
+		}
+		return nil
+	})
 	nodeWatch, err := cp.Client.CoreV1().Nodes().Watch(e.ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -213,7 +238,7 @@ func TestAutoscalerScaleDownBatchTaintedFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer podWatch.Stop()
-	e.scaleReplicaSet("second", 0)
+	setScaleDownDisabled("null")
 
 	taintRV := map[string]uint64{}
 	var firstEvictionRV uint64

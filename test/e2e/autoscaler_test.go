@@ -281,6 +281,17 @@ func sum(m map[string]int) int {
 	return n
 }
 
+// healthOf reads a replica's /health-check body.
+func healthOf(addr string) (string, error) {
+	resp, err := http.Get("http://" + addr + "/health-check")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	return strings.TrimSpace(string(b)), err
+}
+
 func httpGet(t *testing.T, url string) string {
 	t.Helper()
 	resp, err := http.Get(url)
