@@ -240,6 +240,11 @@ func (o *oracle) check(paths []string, opts oracleOptions) *oracleReport {
 			rep.Differ = append(rep.Differ, fmt.Sprintf("%s: planned %s, bound %s", key, planned[key], node))
 		}
 	}
+	// Pods of one controller are alike: where the plan leaves some out
+	// (a cap), which of them the scheduler binds is its tie-break. A
+	// left-out pod bound in place of a planned sibling is a swap, not a
+	// difference in what the plan says.
+	rep.Unbound, rep.LeftOut = swapSiblings(objs.PendingPods, rep.Unbound, rep.LeftOut, bound, rep)
 	if len(rep.Unbound) > 0 {
 		rep.UnboundWhy = o.conditionsOf(ctx, rep.Unbound)
 		o.stopScheduler()
@@ -770,4 +775,47 @@ func (o *oracle) leftovers(ctx context.Context, namespaces []string) ([]string, 
 		left = append(left, "DeviceClass "+dc.Name)
 	}
 	return left, nil
+}
+
+// swapSiblings pairs each planned pod left pending with a left-out pod of
+// the same controller that the scheduler bound instead; paired pods count
+// as bound and left out the other way round, noted in rep.Differ.
+func swapSiblings(pods []*v1.Pod, unbound, leftOut []string, bound map[string]string, rep *oracleReport) ([]string, []string) {
+	owner := map[string]types.UID{}
+	for _, p := range pods {
+		if ref := metav1.GetControllerOf(p); ref != nil {
+			owner[p.Namespace+"/"+p.Name] = ref.UID
+		}
+	}
+	var stillUnbound []string
+	taken := map[string]bool{}
+	for _, u := range unbound {
+		paired := ""
+		for _, l := range leftOut {
+			if _, ok := bound[l]; ok && !taken[l] && owner[u] != "" && owner[l] == owner[u] {
+				paired = l
+				break
+			}
+		}
+		if paired == "" {
+			stillUnbound = append(stillUnbound, u)
+			continue
+		}
+		taken[paired] = true
+		rep.Bound++
+		rep.Differ = append(rep.Differ, fmt.Sprintf("%s bound in place of its sibling %s (the scheduler's tie-break)", paired, u))
+	}
+	var stillLeftOut []string
+	for _, l := range leftOut {
+		if taken[l] {
+			continue
+		}
+		stillLeftOut = append(stillLeftOut, l)
+	}
+	for _, u := range unbound {
+		if !slices.Contains(stillUnbound, u) {
+			stillLeftOut = append(stillLeftOut, u)
+		}
+	}
+	return stillUnbound, stillLeftOut
 }
