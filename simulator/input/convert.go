@@ -34,7 +34,11 @@ func convertYAML(parts []yamlPart, prep func(i int, raw []byte) any, visit func(
 		done     chan struct{}
 	}
 	convert := func(i int) (raw []byte, prepared any, err error) {
-		raw, err = yaml.YAMLToJSONStrict(parts[i].data)
+		// The fast reader gives go-yaml's bytes or declines.
+		raw, ok := blockYAMLToJSON(parts[i].data)
+		if !ok {
+			raw, err = yaml.YAMLToJSONStrict(parts[i].data)
+		}
 		if err == nil && prep != nil {
 			prepared = prep(i, raw)
 		}

@@ -10,9 +10,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 
@@ -179,14 +180,6 @@ func TestAutoscalerScaleDownSafetyRules(t *testing.T) {
 // before the first pod of either is evicted (etcd's resource versions
 // order the writes).
 func TestAutoscalerScaleDownBatchTaintedFirst(t *testing.T) {
-	// Finding (this merge): both drained nodes turn unneeded in one loop
-	// (released together below), yet the loop removes one and the next
-	// loop the other, so the two are two batches and this test's premise
-	// fails. Why the second is not due in the first batch is not known
-	// yet. The rule itself (every node of a batch tainted before the
-	// first eviction) is checked on the API calls by
-	// autoscaler/core TestBatchTaintedBeforeFirstEviction.
-	t.Skip("two unneeded nodes go in two batches since the merge of limits, per-group options and metrics; cause under investigation")
 	e := newEnv(t, "sdbatch")
 	e.class(e.name+"-gpu", e.driver, e.resource)
 	e.autoscaler(e.nodeGroups(groupSpec{name: e.name + "-gpu", min: 0, max: 5, draDevices: 8}), "--max-drain-parallelism=2")
@@ -204,7 +197,9 @@ func TestAutoscalerScaleDownBatchTaintedFirst(t *testing.T) {
 		t.Fatalf("nodes besides the anchor = %v, want 2", drained)
 	}
 	for i, n := range drained {
-		e.pinnedReplicaSet(e.ns, fmt.Sprintf("pinned-%d", i), n, nil)
+		e.pinnedReplicaSet(e.ns, fmt.Sprintf("pinned-%d", i), n, func(tmpl *v1.PodTemplateSpec) {
+			tmpl.Labels["batch"] = "held"
+		})
 	}
 	e.eventually(30*time.Second, "pinned pods created", func() error {
 		if got := sum(e.podsPerNode()); got != 5 {
@@ -213,18 +208,21 @@ func TestAutoscalerScaleDownBatchTaintedFirst(t *testing.T) {
 		return nil
 	})
 	// The two "second" pods end at moments of their own, so their nodes
-	// could turn unneeded in different loops and go in two batches. Keep
-	// both (scale-down-disabled) until both pods are gone, then release
-	// them together: one batch.
-	setScaleDownDisabled := func(value string) {
-		for _, n := range drained {
-			patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%s}}}`, drainability.ScaleDownDisabledAnnotation, value)
-			if _, err := cp.Client.CoreV1().Nodes().Patch(e.ctx, n, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		}
+	// could turn unneeded in different loops and go in two batches. One
+	// PodDisruptionBudget over both pinned pods keeps both nodes until it
+	// is deleted: a single object, so the autoscaler sees both released
+	// in the same loop (annotating the two nodes one after the other
+	// let a loop fall between the two patches).
+	hold := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "hold", Namespace: e.ns},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: ptr.To(intstr.FromInt32(0)),
+			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"batch": "held"}},
+		},
 	}
-	setScaleDownDisabled(`"true"`)
+	if _, err := cp.Client.PolicyV1().PodDisruptionBudgets(e.ns).Create(e.ctx, hold, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	e.scaleReplicaSet("second", 0)
 	e.eventually(60*time.Second, "the second pods gone", func() error {
 		pods, err := cp.Client.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{LabelSelector: "app=second"})
@@ -246,7 +244,9 @@ func TestAutoscalerScaleDownBatchTaintedFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer podWatch.Stop()
-	setScaleDownDisabled("null")
+	if err := cp.Client.PolicyV1().PodDisruptionBudgets(e.ns).Delete(e.ctx, hold.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 
 	taintRV := map[string]uint64{}
 	var firstEvictionRV uint64

@@ -1,0 +1,478 @@
+package input
+
+import (
+	"bytes"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// blockYAMLToJSON converts the block-style YAML that `kubectl get -o yaml`
+// writes to exactly the bytes yaml.YAMLToJSONStrict gives for it (keys
+// sorted, json.Marshal's escaping), without go-yaml's node tree and generic
+// maps, which cost most of loading a large dump. It reads a deliberately
+// small subset: block mappings and sequences, plain scalars whose type
+// cannot be in doubt, one-line quoted scalars, `{}` and `[]`. Anything else
+// (flow collections with content, block scalars, anchors, tags, comments
+// after content, tabs, non-ASCII, a plain scalar go-yaml would read as a
+// float, an octal or `yes`, a duplicate key, any malformation) answers
+// ok=false and the caller uses go-yaml, which also owns every error
+// message. TestBlockYAMLMatchesGoYAML and FuzzBlockYAML hold it to
+// go-yaml's output byte for byte.
+func blockYAMLToJSON(data []byte) (out []byte, ok bool) {
+	c := blockConverter{}
+	if !c.split(data) || len(c.lines) == 0 || c.lines[0].indent != 0 {
+		return nil, false
+	}
+	c.out = make([]byte, 0, len(data))
+	if !c.node(0, false) || c.pos != len(c.lines) {
+		return nil, false
+	}
+	return c.out, true
+}
+
+type blockLine struct {
+	indent int
+	text   []byte // after the indentation, trailing spaces removed
+}
+
+type blockConverter struct {
+	lines []blockLine
+	pos   int // next line to read
+	out   []byte
+	// keys is a stack of the entries of the mappings being written, so
+	// that a mapping whose keys are out of order can be rewritten sorted.
+	keys []mapEntry
+}
+
+type mapEntry struct {
+	key        string
+	start, end int // the entry's `"key":value` in out
+}
+
+// split cuts data into content lines, refusing bytes the subset leaves to
+// go-yaml: tabs, carriage returns, control and non-ASCII characters,
+// directives and document markers.
+func (c *blockConverter) split(data []byte) bool {
+	c.lines = make([]blockLine, 0, bytes.Count(data, []byte{'\n'})+1)
+	for len(data) > 0 {
+		var line []byte
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			line, data = data, nil
+		}
+		for _, b := range line {
+			if b < 0x20 || b >= 0x7f {
+				return false
+			}
+		}
+		indent := 0
+		for indent < len(line) && line[indent] == ' ' {
+			indent++
+		}
+		text := bytes.TrimRight(line[indent:], " ")
+		switch {
+		case len(text) == 0:
+			continue
+		case text[0] == '#':
+			continue // a comment line
+		case indent == 0 && (text[0] == '%' || bytes.HasPrefix(text, []byte("---")) || bytes.HasPrefix(text, []byte("..."))):
+			return false
+		}
+		c.lines = append(c.lines, blockLine{indent, text})
+	}
+	return true
+}
+
+// node writes the node whose first line is the next one, at exactly indent.
+// compact says the node is a mapping value at its key's own indentation,
+// which only a sequence may be.
+func (c *blockConverter) node(indent int, compact bool) bool {
+	if c.pos >= len(c.lines) || c.lines[c.pos].indent != indent {
+		return false
+	}
+	if isSeqItem(c.lines[c.pos].text) {
+		return c.sequence(indent, compact)
+	}
+	if compact {
+		return false
+	}
+	return c.mapping(indent, c.lines[c.pos].text)
+}
+
+func isSeqItem(text []byte) bool {
+	return text[0] == '-' && (len(text) == 1 || text[1] == ' ')
+}
+
+// next reports the indentation of the next line, -1 at the end.
+func (c *blockConverter) next() int {
+	if c.pos >= len(c.lines) {
+		return -1
+	}
+	return c.lines[c.pos].indent
+}
+
+// mapping writes a block mapping whose keys sit at indent; first is the
+// text of its first entry (a line's, or what follows "- " in a sequence).
+func (c *blockConverter) mapping(indent int, first []byte) bool {
+	base := len(c.keys)
+	defer func() { c.keys = c.keys[:base] }()
+	c.out = append(c.out, '{')
+	sorted := true
+	text := first
+	for {
+		key, rest, ok := splitKey(text)
+		if !ok {
+			return false
+		}
+		if len(c.keys) > base {
+			c.out = append(c.out, ',')
+			if prev := c.keys[len(c.keys)-1].key; key <= prev {
+				if key == prev {
+					return false // duplicate: go-yaml's strict mode says so
+				}
+				sorted = false
+			}
+		}
+		start := len(c.out)
+		c.out = appendJSONString(c.out, key)
+		c.out = append(c.out, ':')
+		c.pos++
+		if !c.value(indent, rest) {
+			return false
+		}
+		c.keys = append(c.keys, mapEntry{key, start, len(c.out)})
+		switch n := c.next(); {
+		case n == indent:
+			text = c.lines[c.pos].text
+			if isSeqItem(text) {
+				return false
+			}
+			continue
+		case n > indent:
+			return false // a continued scalar or bad indentation
+		}
+		break
+	}
+	if !sorted && !c.sortEntries(base) {
+		return false
+	}
+	c.out = append(c.out, '}')
+	return true
+}
+
+// value writes a mapping value: rest of the key's line, or the lines below.
+func (c *blockConverter) value(indent int, rest []byte) bool {
+	if len(rest) > 0 {
+		return c.scalar(rest)
+	}
+	switch n := c.next(); {
+	case n > indent:
+		return c.node(n, false)
+	case n == indent && isSeqItem(c.lines[c.pos].text):
+		return c.node(n, true)
+	}
+	c.out = append(c.out, "null"...)
+	return true
+}
+
+// sequence writes a block sequence whose dashes sit at indent. A compact
+// one (a mapping value at its key's indentation) ends at the first line
+// there that is not an item; any other must end with a shallower line.
+func (c *blockConverter) sequence(indent int, compact bool) bool {
+	c.out = append(c.out, '[')
+	for first := true; ; first = false {
+		if !first {
+			c.out = append(c.out, ',')
+		}
+		text := c.lines[c.pos].text
+		item := bytes.TrimLeft(text[1:], " ")
+		switch {
+		case len(item) == 0:
+			c.pos++
+			if n := c.next(); n > indent {
+				if !c.node(n, false) {
+					return false
+				}
+			} else {
+				c.out = append(c.out, "null"...)
+			}
+		case isSeqItem(item):
+			return false // "- - x"
+		case isMappingEntry(item):
+			// "- key: value": a mapping whose keys line up with this one.
+			col := indent + len(text) - len(item)
+			c.lines[c.pos].indent, c.lines[c.pos].text = col, item
+			if !c.mapping(col, item) {
+				return false
+			}
+		default:
+			c.pos++
+			if !c.scalar(item) {
+				return false
+			}
+		}
+		n := c.next()
+		if n == indent && isSeqItem(c.lines[c.pos].text) {
+			continue
+		}
+		if n > indent || (n == indent && !compact) {
+			return false
+		}
+		c.out = append(c.out, ']')
+		return true
+	}
+}
+
+// isMappingEntry tells "key: value" and "key:" from a scalar.
+func isMappingEntry(text []byte) bool {
+	_, _, ok := splitKey(text)
+	return ok
+}
+
+// splitKey splits "key: value" or "key:" into the key and the value text.
+// Only keys go-yaml reads as the same string are accepted: plain ones
+// starting with a letter (not a boolean or null word) and one-line quoted
+// ones.
+func splitKey(text []byte) (key string, rest []byte, ok bool) {
+	var raw []byte
+	switch text[0] {
+	case '"', '\'':
+		s, n, ok := quoted(text)
+		if !ok || n == len(text) || text[n] != ':' {
+			return "", nil, false
+		}
+		key, raw = s, text[n+1:]
+	default:
+		i := bytes.IndexByte(text, ':')
+		if i <= 0 {
+			return "", nil, false
+		}
+		k := text[:i]
+		if !isLetter(k[0]) || !plainSafe(k) || k[len(k)-1] == ' ' || bytes.IndexByte(k, ' ') >= 0 || isYAMLWord(k) {
+			return "", nil, false
+		}
+		key, raw = string(k), text[i+1:]
+	}
+	if len(raw) == 0 {
+		return key, nil, true
+	}
+	if raw[0] != ' ' {
+		return "", nil, false
+	}
+	return key, bytes.TrimLeft(raw, " "), true
+}
+
+// scalar writes a value given on one line.
+func (c *blockConverter) scalar(text []byte) bool {
+	switch text[0] {
+	case '"', '\'':
+		s, n, ok := quoted(text)
+		if !ok || n != len(text) {
+			return false
+		}
+		c.out = appendJSONString(c.out, s)
+		return true
+	case '{', '[':
+		if len(text) == 2 && text[1] == text[0]+2 { // "{}" or "[]"
+			c.out = append(c.out, text...)
+			return true
+		}
+		return false
+	}
+	if !plainSafe(text) || bytes.Contains(text, []byte(": ")) || text[len(text)-1] == ':' {
+		return false
+	}
+	switch {
+	case isLetter(text[0]) || text[0] == '/':
+		switch string(text) {
+		case "true", "false", "null":
+			c.out = append(c.out, text...)
+			return true
+		}
+		if isYAMLWord(text) {
+			return false
+		}
+		c.out = appendJSONString(c.out, string(text))
+		return true
+	case text[0] >= '0' && text[0] <= '9', text[0] == '-' && len(text) > 1 && text[1] >= '0' && text[1] <= '9':
+		switch digitsFirst(text) {
+		case plainInt:
+			c.out = append(c.out, text...)
+			return true
+		case plainString:
+			c.out = appendJSONString(c.out, string(text))
+			return true
+		}
+	}
+	return false
+}
+
+type plainKind int
+
+const (
+	plainOther  plainKind = iota // a number go-yaml writes otherwise, or unsure
+	plainInt                     // an integer written as JSON writes it
+	plainString                  // a string
+)
+
+// yamlFloat is go-yaml v2's own test for a float.
+var yamlFloat = regexp.MustCompile(`^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`)
+
+// digitsFirst reads a plain scalar starting with a digit (or "-" and a
+// digit) as go-yaml v2 resolves it: a timestamp stays a string when the
+// target is untyped; anything strconv takes as an integer in any base,
+// underscores removed, or that looks like a float or a binary number is
+// a number.
+func digitsFirst(text []byte) plainKind {
+	plain := strings.ReplaceAll(string(text), "_", "")
+	if _, err := strconv.ParseInt(plain, 0, 64); err == nil {
+		if isDecimalInt(text) {
+			return plainInt
+		}
+		return plainOther
+	}
+	if _, err := strconv.ParseUint(plain, 0, 64); err == nil {
+		return plainOther
+	}
+	if yamlFloat.MatchString(plain) || strings.HasPrefix(plain, "0b") || strings.HasPrefix(plain, "-0b") {
+		return plainOther
+	}
+	return plainString
+}
+
+// quoted reads a quoted scalar at the start of text: its value and the
+// length of the quoted text. Escapes other than the common ones, and
+// strings not closed on the line, are left to go-yaml.
+func quoted(text []byte) (string, int, bool) {
+	q := text[0]
+	var b strings.Builder
+	for i := 1; i < len(text); i++ {
+		ch := text[i]
+		switch {
+		case ch == q && q == '\'' && i+1 < len(text) && text[i+1] == '\'':
+			b.WriteByte('\'')
+			i++
+		case ch == q:
+			return b.String(), i + 1, true
+		case ch == '\\' && q == '"':
+			if i+1 >= len(text) {
+				return "", 0, false
+			}
+			i++
+			switch text[i] {
+			case '\\', '"':
+				b.WriteByte(text[i])
+			case 'n':
+				b.WriteByte('\n')
+			case 't':
+				b.WriteByte('\t')
+			default:
+				return "", 0, false
+			}
+		default:
+			b.WriteByte(ch)
+		}
+	}
+	return "", 0, false
+}
+
+func isLetter(b byte) bool { return b|0x20 >= 'a' && b|0x20 <= 'z' }
+
+// plainSafe: the bytes a plain scalar of the subset may hold. Indicators
+// and flow characters, which change the meaning in some positions, are
+// left to go-yaml, and so is " #", a comment.
+func plainSafe(text []byte) bool {
+	for i, b := range text {
+		switch {
+		case isLetter(b), b >= '0' && b <= '9':
+		case b == ' ':
+			if i+1 < len(text) && text[i+1] == '#' {
+				return false
+			}
+		case strings.IndexByte("-._/:=+@%~()", b) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// yamlWords are, in any letter case, the plain scalars YAML 1.1 reads as
+// booleans or null.
+var yamlWords = []string{"y", "yes", "n", "no", "true", "false", "on", "off", "null"}
+
+func isYAMLWord(text []byte) bool {
+	if len(text) > 5 {
+		return false
+	}
+	return slices.ContainsFunc(yamlWords, func(w string) bool { return strings.EqualFold(w, string(text)) })
+}
+
+// isDecimalInt: an integer go-yaml reads as the same int64 and json.Marshal
+// writes with the same digits (no sign but "-", no leading zero, no "-0",
+// at most 18 digits).
+func isDecimalInt(text []byte) bool {
+	digits := text
+	if digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 18 || (digits[0] == '0' && (len(digits) > 1 || len(text) > 1)) {
+		return false
+	}
+	for _, b := range digits {
+		if b < '0' || b > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// appendJSONString writes s as json.Marshal does: quotes, backslash
+// escapes for '"' and '\\', \n and \t, and \u escapes for the HTML
+// characters. s holds printable ASCII plus \n and \t only.
+func appendJSONString(out []byte, s string) []byte {
+	out = append(out, '"')
+	for i := 0; i < len(s); i++ {
+		switch b := s[i]; b {
+		case '"', '\\':
+			out = append(out, '\\', b)
+		case '\n':
+			out = append(out, '\\', 'n')
+		case '\t':
+			out = append(out, '\\', 't')
+		case '<', '>', '&':
+			out = append(out, '\\', 'u', '0', '0', "0123456789abcdef"[b>>4], "0123456789abcdef"[b&0xf])
+		default:
+			out = append(out, b)
+		}
+	}
+	return append(out, '"')
+}
+
+// sortEntries rewrites the entries of the mapping from c.keys[base:] in
+// key order, as json.Marshal orders a map; a duplicate key refuses.
+func (c *blockConverter) sortEntries(base int) bool {
+	entries := slices.Clone(c.keys[base:])
+	slices.SortFunc(entries, func(a, b mapEntry) int { return strings.Compare(a.key, b.key) })
+	for i := 1; i < len(entries); i++ {
+		if entries[i].key == entries[i-1].key {
+			return false
+		}
+	}
+	start := entries[0].start
+	for _, e := range entries {
+		start = min(start, e.start)
+	}
+	var sorted []byte
+	for i, e := range entries {
+		if i > 0 {
+			sorted = append(sorted, ',')
+		}
+		sorted = append(sorted, c.out[e.start:e.end]...)
+	}
+	c.out = append(c.out[:start], sorted...)
+	return true
+}
