@@ -21,15 +21,30 @@ import (
 // message. TestBlockYAMLMatchesGoYAML and FuzzBlockYAML hold it to
 // go-yaml's output byte for byte.
 func blockYAMLToJSON(data []byte) (out []byte, ok bool) {
-	c := blockConverter{}
+	var c blockConverter
+	out, _, ok = c.convert(data)
+	return out, ok
+}
+
+// convert is blockYAMLToJSON reusing c's buffers. It also returns the
+// document's apiVersion and kind when both are plain strings (or absent),
+// and nil when it could not tell: then they must be read from out.
+func (c *blockConverter) convert(data []byte) (out []byte, tm *typeMeta, ok bool) {
+	c.pos, c.keys, c.root, c.rootUnclear = 0, c.keys[:0], typeMeta{}, false
 	if !c.split(data) || len(c.lines) == 0 || c.lines[0].indent != 0 {
-		return nil, false
+		return nil, nil, false
 	}
-	c.out = make([]byte, 0, len(data))
+	// JSON quotes every key and string: a little longer than the YAML.
+	c.out = make([]byte, 0, len(data)+len(data)/4+64)
 	if !c.node(0, false) || c.pos != len(c.lines) {
-		return nil, false
+		return nil, nil, false
 	}
-	return c.out, true
+	out, c.out = c.out, nil
+	if c.rootUnclear {
+		return out, nil, true
+	}
+	root := c.root
+	return out, &root, true
 }
 
 type blockLine struct {
@@ -37,6 +52,8 @@ type blockLine struct {
 	text   []byte // after the indentation, trailing spaces removed
 }
 
+// blockConverter holds one conversion's state; its buffers are reused by
+// the next conversion on the same goroutine.
 type blockConverter struct {
 	lines []blockLine
 	pos   int // next line to read
@@ -44,10 +61,16 @@ type blockConverter struct {
 	// keys is a stack of the entries of the mappings being written, so
 	// that a mapping whose keys are out of order can be rewritten sorted.
 	keys []mapEntry
+	// scratch holds a quoted scalar's value, sorted a mapping's entries.
+	scratch, sorted []byte
+	// root is the top-level apiVersion and kind; rootUnclear is set when
+	// either is not a string without escapes.
+	root        typeMeta
+	rootUnclear bool
 }
 
 type mapEntry struct {
-	key        string
+	key        []byte
 	start, end int // the entry's `"key":value` in out
 }
 
@@ -55,7 +78,7 @@ type mapEntry struct {
 // go-yaml: tabs, carriage returns, control and non-ASCII characters,
 // directives and document markers.
 func (c *blockConverter) split(data []byte) bool {
-	c.lines = make([]blockLine, 0, bytes.Count(data, []byte{'\n'})+1)
+	c.lines = c.lines[:0]
 	for len(data) > 0 {
 		var line []byte
 		if i := bytes.IndexByte(data, '\n'); i >= 0 {
@@ -129,10 +152,10 @@ func (c *blockConverter) mapping(indent int, first []byte) bool {
 		}
 		if len(c.keys) > base {
 			c.out = append(c.out, ',')
-			if prev := c.keys[len(c.keys)-1].key; key <= prev {
-				if key == prev {
-					return false // duplicate: go-yaml's strict mode says so
-				}
+			switch bytes.Compare(key, c.keys[len(c.keys)-1].key) {
+			case 0:
+				return false // duplicate: go-yaml's strict mode says so
+			case -1:
 				sorted = false
 			}
 		}
@@ -140,8 +163,12 @@ func (c *blockConverter) mapping(indent int, first []byte) bool {
 		c.out = appendJSONString(c.out, key)
 		c.out = append(c.out, ':')
 		c.pos++
+		valueStart := len(c.out)
 		if !c.value(indent, rest) {
 			return false
+		}
+		if indent == 0 { // the root mapping
+			c.noteRoot(key, c.out[valueStart:])
 		}
 		c.keys = append(c.keys, mapEntry{key, start, len(c.out)})
 		switch n := c.next(); {
@@ -161,6 +188,24 @@ func (c *blockConverter) mapping(indent int, first []byte) bool {
 	}
 	c.out = append(c.out, '}')
 	return true
+}
+
+// noteRoot keeps the root's apiVersion and kind from their JSON values.
+func (c *blockConverter) noteRoot(key, value []byte) {
+	var field *string
+	switch string(key) {
+	case "apiVersion":
+		field = &c.root.APIVersion
+	case "kind":
+		field = &c.root.Kind
+	default:
+		return
+	}
+	if len(value) < 2 || value[0] != '"' || bytes.IndexByte(value, '\\') >= 0 {
+		c.rootUnclear = true
+		return
+	}
+	*field = string(value[1 : len(value)-1])
 }
 
 // value writes a mapping value: rest of the key's line, or the lines below.
@@ -236,31 +281,31 @@ func isMappingEntry(text []byte) bool {
 // Only keys go-yaml reads as the same string are accepted: plain ones
 // starting with a letter (not a boolean or null word) and one-line quoted
 // ones.
-func splitKey(text []byte) (key string, rest []byte, ok bool) {
+func splitKey(text []byte) (key, rest []byte, ok bool) {
 	var raw []byte
 	switch text[0] {
 	case '"', '\'':
-		s, n, ok := quoted(text)
+		s, n, ok := quoted(nil, text)
 		if !ok || n == len(text) || text[n] != ':' {
-			return "", nil, false
+			return nil, nil, false
 		}
 		key, raw = s, text[n+1:]
 	default:
 		i := bytes.IndexByte(text, ':')
 		if i <= 0 {
-			return "", nil, false
+			return nil, nil, false
 		}
 		k := text[:i]
 		if !isLetter(k[0]) || !plainSafe(k) || k[len(k)-1] == ' ' || bytes.IndexByte(k, ' ') >= 0 || isYAMLWord(k) {
-			return "", nil, false
+			return nil, nil, false
 		}
-		key, raw = string(k), text[i+1:]
+		key, raw = k, text[i+1:]
 	}
 	if len(raw) == 0 {
 		return key, nil, true
 	}
 	if raw[0] != ' ' {
-		return "", nil, false
+		return nil, nil, false
 	}
 	return key, bytes.TrimLeft(raw, " "), true
 }
@@ -269,7 +314,8 @@ func splitKey(text []byte) (key string, rest []byte, ok bool) {
 func (c *blockConverter) scalar(text []byte) bool {
 	switch text[0] {
 	case '"', '\'':
-		s, n, ok := quoted(text)
+		s, n, ok := quoted(c.scratch[:0], text)
+		c.scratch = s
 		if !ok || n != len(text) {
 			return false
 		}
@@ -295,7 +341,7 @@ func (c *blockConverter) scalar(text []byte) bool {
 		if isYAMLWord(text) {
 			return false
 		}
-		c.out = appendJSONString(c.out, string(text))
+		c.out = appendJSONString(c.out, text)
 		return true
 	case text[0] >= '0' && text[0] <= '9', text[0] == '-' && len(text) > 1 && text[1] >= '0' && text[1] <= '9':
 		switch digitsFirst(text) {
@@ -303,7 +349,7 @@ func (c *blockConverter) scalar(text []byte) bool {
 			c.out = append(c.out, text...)
 			return true
 		case plainString:
-			c.out = appendJSONString(c.out, string(text))
+			c.out = appendJSONString(c.out, text)
 			return true
 		}
 	}
@@ -327,6 +373,16 @@ var yamlFloat = regexp.MustCompile(`^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?
 // underscores removed, or that looks like a float or a binary number is
 // a number.
 func digitsFirst(text []byte) plainKind {
+	if bytes.HasPrefix(text, []byte("0b")) || bytes.HasPrefix(text, []byte("-0b")) {
+		return plainOther
+	}
+	// A "-" past the sign, not in an exponent, is in no number (UIDs,
+	// dates): skip the parsers, whose errors allocate.
+	for i := 1; i < len(text); i++ {
+		if text[i] == '-' && text[i-1]|0x20 != 'e' {
+			return plainString
+		}
+	}
 	plain := strings.ReplaceAll(string(text), "_", "")
 	if _, err := strconv.ParseInt(plain, 0, 64); err == nil {
 		if isDecimalInt(text) {
@@ -346,37 +402,36 @@ func digitsFirst(text []byte) plainKind {
 // quoted reads a quoted scalar at the start of text: its value and the
 // length of the quoted text. Escapes other than the common ones, and
 // strings not closed on the line, are left to go-yaml.
-func quoted(text []byte) (string, int, bool) {
+func quoted(buf, text []byte) ([]byte, int, bool) {
 	q := text[0]
-	var b strings.Builder
 	for i := 1; i < len(text); i++ {
 		ch := text[i]
 		switch {
 		case ch == q && q == '\'' && i+1 < len(text) && text[i+1] == '\'':
-			b.WriteByte('\'')
+			buf = append(buf, '\'')
 			i++
 		case ch == q:
-			return b.String(), i + 1, true
+			return buf, i + 1, true
 		case ch == '\\' && q == '"':
 			if i+1 >= len(text) {
-				return "", 0, false
+				return buf, 0, false
 			}
 			i++
 			switch text[i] {
 			case '\\', '"':
-				b.WriteByte(text[i])
+				buf = append(buf, text[i])
 			case 'n':
-				b.WriteByte('\n')
+				buf = append(buf, '\n')
 			case 't':
-				b.WriteByte('\t')
+				buf = append(buf, '\t')
 			default:
-				return "", 0, false
+				return buf, 0, false
 			}
 		default:
-			b.WriteByte(ch)
+			buf = append(buf, ch)
 		}
 	}
-	return "", 0, false
+	return buf, 0, false
 }
 
 func isLetter(b byte) bool { return b|0x20 >= 'a' && b|0x20 <= 'z' }
@@ -408,7 +463,7 @@ func isYAMLWord(text []byte) bool {
 	if len(text) > 5 {
 		return false
 	}
-	return slices.ContainsFunc(yamlWords, func(w string) bool { return strings.EqualFold(w, string(text)) })
+	return slices.ContainsFunc(yamlWords, func(w string) bool { return bytes.EqualFold([]byte(w), text) })
 }
 
 // isDecimalInt: an integer go-yaml reads as the same int64 and json.Marshal
@@ -433,7 +488,7 @@ func isDecimalInt(text []byte) bool {
 // appendJSONString writes s as json.Marshal does: quotes, backslash
 // escapes for '"' and '\\', \n and \t, and \u escapes for the HTML
 // characters. s holds printable ASCII plus \n and \t only.
-func appendJSONString(out []byte, s string) []byte {
+func appendJSONString(out, s []byte) []byte {
 	out = append(out, '"')
 	for i := 0; i < len(s); i++ {
 		switch b := s[i]; b {
@@ -455,24 +510,19 @@ func appendJSONString(out []byte, s string) []byte {
 // sortEntries rewrites the entries of the mapping from c.keys[base:] in
 // key order, as json.Marshal orders a map; a duplicate key refuses.
 func (c *blockConverter) sortEntries(base int) bool {
-	entries := slices.Clone(c.keys[base:])
-	slices.SortFunc(entries, func(a, b mapEntry) int { return strings.Compare(a.key, b.key) })
-	for i := 1; i < len(entries); i++ {
-		if entries[i].key == entries[i-1].key {
-			return false
-		}
-	}
+	entries := c.keys[base:]
 	start := entries[0].start
-	for _, e := range entries {
-		start = min(start, e.start)
-	}
-	var sorted []byte
+	slices.SortFunc(entries, func(a, b mapEntry) int { return bytes.Compare(a.key, b.key) })
+	c.sorted = c.sorted[:0]
 	for i, e := range entries {
 		if i > 0 {
-			sorted = append(sorted, ',')
+			if bytes.Equal(e.key, entries[i-1].key) {
+				return false
+			}
+			c.sorted = append(c.sorted, ',')
 		}
-		sorted = append(sorted, c.out[e.start:e.end]...)
+		c.sorted = append(c.sorted, c.out[e.start:e.end]...)
 	}
-	c.out = append(c.out[:start], sorted...)
+	c.out = append(c.out[:start], c.sorted...)
 	return true
 }

@@ -13,11 +13,16 @@ import (
 	"draxr.dev/draxr/simulator/examples"
 )
 
-// checkBlockYAML fails t unless blockYAMLToJSON either declines data or
-// gives exactly go-yaml's bytes; it returns whether it accepted.
-func checkBlockYAML(t testing.TB, data []byte) bool {
+// checkBlockYAML fails t unless the fast reader either declines data or
+// gives exactly go-yaml's bytes; it returns whether it accepted. reuse,
+// when not nil, is a converter that read other documents before.
+func checkBlockYAML(t testing.TB, data []byte, reuse ...*blockConverter) bool {
 	t.Helper()
-	fast, ok := blockYAMLToJSON(data)
+	c := &blockConverter{}
+	if len(reuse) > 0 {
+		c = reuse[0]
+	}
+	fast, tm, ok := c.convert(data)
 	if !ok {
 		return false
 	}
@@ -27,6 +32,11 @@ func checkBlockYAML(t testing.TB, data []byte) bool {
 	}
 	if !bytes.Equal(fast, slow) {
 		t.Fatalf("the fast reader and go-yaml disagree on\n%s\nfast:    %s\ngo-yaml: %s", data, fast, slow)
+	}
+	if tm != nil {
+		if want, ok := peekTypeMeta(slow); !ok || *tm != want {
+			t.Fatalf("the fast reader read apiVersion and kind %+v from\n%s\nJSON gives %+v (ok=%v)", *tm, data, want, ok)
+		}
 	}
 	return true
 }
@@ -181,10 +191,11 @@ func TestBlockYAMLRandomDocuments(t *testing.T) {
 	}
 	accepted := 0
 	const docs = 20000
+	var reused blockConverter // state must not leak from one document to the next
 	for i := 0; i < docs; i++ {
 		var b strings.Builder
 		mappingEntries(&b, 0, 2+2*rng.IntN(2), 0, "")
-		if checkBlockYAML(t, []byte(b.String())) {
+		if checkBlockYAML(t, []byte(b.String()), &reused) {
 			accepted++
 		}
 	}
@@ -214,6 +225,7 @@ func TestBlockYAMLMutations(t *testing.T) {
 	alphabet := []byte(" -:#'\"\n{}[]yn01.xe\\&*!|>")
 	rng := rand.New(rand.NewPCG(3, 4))
 	accepted := 0
+	var reused blockConverter
 	for i := 0; i < 30000; i++ {
 		doc := bytes.Clone(seeds[rng.IntN(len(seeds))])
 		for m := 1 + rng.IntN(3); m > 0 && len(doc) > 0; m-- {
@@ -227,7 +239,7 @@ func TestBlockYAMLMutations(t *testing.T) {
 				doc = append(doc[:at], doc[at+1:]...)
 			}
 		}
-		if checkBlockYAML(t, doc) {
+		if checkBlockYAML(t, doc, &reused) {
 			accepted++
 		}
 	}

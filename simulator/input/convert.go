@@ -26,28 +26,30 @@ const yamlChunk = 128
 // Strict: a key given twice in one mapping is an error, as it is for the
 // API server, instead of the last one silently winning. go-yaml's alias
 // budget makes "billion laughs" documents fail fast instead of expanding.
-func convertYAML(parts []yamlPart, prep func(i int, raw []byte) any, visit func(i int, raw []byte, err error, prepared any)) {
+func convertYAML(parts []yamlPart, prep func(i int, raw []byte, tm *typeMeta) any, visit func(i int, raw []byte, err error, prepared any)) {
 	type chunk struct {
 		raw      [][]byte
 		errs     []error
 		prepared []any
 		done     chan struct{}
 	}
-	convert := func(i int) (raw []byte, prepared any, err error) {
-		// The fast reader gives go-yaml's bytes or declines.
-		raw, ok := blockYAMLToJSON(parts[i].data)
+	// conv is one goroutine's fast reader, which gives go-yaml's bytes or
+	// declines.
+	convert := func(conv *blockConverter, i int) (raw []byte, prepared any, err error) {
+		raw, tm, ok := conv.convert(parts[i].data)
 		if !ok {
 			raw, err = yaml.YAMLToJSONStrict(parts[i].data)
 		}
 		if err == nil && prep != nil {
-			prepared = prep(i, raw)
+			prepared = prep(i, raw, tm)
 		}
 		return raw, prepared, err
 	}
 	n := (len(parts) + yamlChunk - 1) / yamlChunk
 	if n <= 1 {
+		var conv blockConverter
 		for i := range parts {
-			raw, prepared, err := convert(i)
+			raw, prepared, err := convert(&conv, i)
 			visit(i, raw, err, prepared)
 		}
 		return
@@ -65,12 +67,13 @@ func convertYAML(parts []yamlPart, prep func(i int, raw []byte) any, visit func(
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var conv blockConverter
 			for c := range jobs {
 				lo, hi := c*yamlChunk, min((c+1)*yamlChunk, len(parts))
 				ch := &chunks[c]
 				ch.raw, ch.errs, ch.prepared = make([][]byte, hi-lo), make([]error, hi-lo), make([]any, hi-lo)
 				for i := lo; i < hi; i++ {
-					ch.raw[i-lo], ch.prepared[i-lo], ch.errs[i-lo] = convert(i)
+					ch.raw[i-lo], ch.prepared[i-lo], ch.errs[i-lo] = convert(&conv, i)
 				}
 				close(ch.done)
 			}

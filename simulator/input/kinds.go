@@ -230,16 +230,20 @@ func (p *parser) storePod(d doc, owner string, pod *v1.Pod, errs field.ErrorList
 	return true
 }
 
+// validatePod changes pod, which is validated's internal copy, instead of
+// copying it for each check: pods are most of a large dump.
 func validatePod(pod *core.Pod) field.ErrorList {
 	opts := podutil.GetValidationOptionsFromPodSpecAndMeta(&pod.Spec, nil, &pod.ObjectMeta, nil)
 	opts.ResourceIsPod = true // as the pod strategy sets it
 	// Ephemeral containers cannot be set on create; a dumped pod that got
 	// one from `kubectl debug` went through the ephemeralcontainers
 	// subresource, so validate them as that update.
-	created := *pod
-	created.Spec.EphemeralContainers = nil
-	errs := corevalidation.ValidatePodCreate(&created, opts)
-	if len(pod.Spec.EphemeralContainers) > 0 {
+	ephemeral := pod.Spec.EphemeralContainers
+	pod.Spec.EphemeralContainers = nil
+	errs := corevalidation.ValidatePodCreate(pod, opts)
+	if len(ephemeral) > 0 {
+		created := *pod
+		pod.Spec.EphemeralContainers = ephemeral
 		for _, e := range corevalidation.ValidatePodEphemeralContainersUpdate(pod, &created, opts) {
 			if strings.HasPrefix(e.Field, "spec.ephemeralContainers") {
 				errs = append(errs, e)
@@ -250,14 +254,13 @@ func validatePod(pod *core.Pod) field.ErrorList {
 	// empty status. qosClass is immutable there, so it is carried over,
 	// and so is a bound pod's nominatedNodeName: setting it on a bound pod
 	// is refused now, but one stored earlier is not an error.
-	updated := *pod
-	asUpdate(&updated.ObjectMeta)
-	old := updated
+	asUpdate(&pod.ObjectMeta)
+	old := *pod
 	old.Status = core.PodStatus{QOSClass: pod.Status.QOSClass}
 	if pod.Spec.NodeName != "" {
 		old.Status.NominatedNodeName = pod.Status.NominatedNodeName
 	}
-	return append(errs, corevalidation.ValidatePodStatusUpdate(&updated, &old, opts)...)
+	return append(errs, corevalidation.ValidatePodStatusUpdate(pod, &old, opts)...)
 }
 
 // asUpdate gives a hand-written object the resourceVersion every update

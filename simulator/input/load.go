@@ -55,6 +55,11 @@ func (o Options) LoadPaths(paths []string) (*Objects, error) {
 		if o.MaxPods -= int64(objs.expandedPods()); o.MaxPods <= 0 {
 			o.MaxPods = -1
 		}
+		if out.count() == 0 && len(errs) == 0 {
+			// Merging into nothing would re-file every object.
+			out = objs
+			continue
+		}
 		if err := out.Merge(objs); err != nil {
 			errs = append(errs, err)
 		}
@@ -113,8 +118,9 @@ func (o Options) loadFile(path string) (*Objects, error) {
 		return nil, fmt.Errorf("%s: file is %d bytes, more than the limit of %d bytes", path, info.Size(), MaxFileSize)
 	}
 	// Read one byte more than allowed, so a file that grew after the stat
-	// (or a pipe) is detected without reading it all.
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	// (or a pipe) is detected without reading it all. A regular file's
+	// size sizes the buffer, so it is not grown and copied while read.
+	data, err := readUpTo(f, MaxFileSize+1)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -122,4 +128,28 @@ func (o Options) loadFile(path string) (*Objects, error) {
 		return nil, fmt.Errorf("%s: file is more than the limit of %d bytes", path, MaxFileSize)
 	}
 	return o.Parse(data, path)
+}
+
+// readUpTo reads r to its end or to limit bytes. A regular file's size
+// sizes the buffer, so a large dump is not grown and copied while read.
+func readUpTo(f *os.File, limit int64) ([]byte, error) {
+	size := int64(512)
+	if info, err := f.Stat(); err == nil && info.Mode().IsRegular() {
+		size = min(info.Size()+1, limit) // +1 sees the end without growing
+	}
+	data := make([]byte, 0, size)
+	for int64(len(data)) < limit {
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)]
+		}
+		n, err := f.Read(data[len(data):min(int64(cap(data)), limit)])
+		data = data[:len(data)+n]
+		if err == io.EOF {
+			return data, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return data, nil
 }

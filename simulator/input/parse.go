@@ -140,10 +140,16 @@ func (p *parser) parseJSON(data []byte, source string) {
 func (p *parser) parseYAML(data []byte, source string) {
 	parts := splitYAML(data)
 	loc := func(i int) doc { return doc{fmt.Sprintf("%s: document %d", source, i+1)} }
-	convertYAML(parts, func(i int, raw []byte) any {
+	convertYAML(parts, func(i int, raw []byte, known *typeMeta) any {
 		// A Pod document (most of a dump) is decoded and validated here,
 		// on every core; document() would reach the same handler.
-		if tm, ok := peekTypeMeta(raw); ok && tm.APIVersion == "v1" && tm.Kind == "Pod" {
+		tm, ok := typeMeta{}, true
+		if known != nil {
+			tm = *known
+		} else {
+			tm, ok = peekTypeMeta(raw)
+		}
+		if ok && tm.APIVersion == "v1" && tm.Kind == "Pod" {
 			return preparePod(loc(i), raw)
 		}
 		return nil

@@ -1,7 +1,11 @@
 package scaleup
 
 import (
-	"sort"
+	"cmp"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
@@ -22,32 +26,43 @@ func SortLargestFirst(pods []*v1.Pod, kinds *estimator.Kinds) []*v1.Pod {
 		kind             string
 	}
 	ks := make([]keyed, len(pods))
-	for i, pod := range pods {
-		req := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
-		k := keyed{pod: pod, milliCPU: req.Cpu().MilliValue(), memory: req.Memory().Value(), kind: kinds.Of(pod)}
-		for name, q := range req {
-			if dynres.IsExtended(name) {
-				k.devices += q.Value()
+	kinds.Prepare(pods) // Of below only reads, so the loop can run on every core
+	// Requests are summed per pod, independently: on every core.
+	workers := min(runtime.GOMAXPROCS(0), 1+len(pods)/1024)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(pods); i += workers {
+				pod := pods[i]
+				req := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+				k := keyed{pod: pod, milliCPU: req.Cpu().MilliValue(), memory: req.Memory().Value(), kind: kinds.Of(pod)}
+				for name, q := range req {
+					if dynres.IsExtended(name) {
+						k.devices += q.Value()
+					}
+				}
+				k.devices += int64(len(pod.Spec.ResourceClaims)) // a claim asks for at least one device
+				ks[i] = k
 			}
-		}
-		k.devices += int64(len(pod.Spec.ResourceClaims)) // a claim asks for at least one device
-		ks[i] = k
+		}()
 	}
-	sort.SliceStable(ks, func(i, j int) bool {
-		a, b := ks[i], ks[j]
+	wg.Wait()
+	slices.SortStableFunc(ks, func(a, b keyed) int {
 		switch {
 		case a.devices != b.devices:
-			return a.devices > b.devices
+			return cmp.Compare(b.devices, a.devices)
 		case a.milliCPU != b.milliCPU:
-			return a.milliCPU > b.milliCPU
+			return cmp.Compare(b.milliCPU, a.milliCPU)
 		case a.memory != b.memory:
-			return a.memory > b.memory
+			return cmp.Compare(b.memory, a.memory)
 		case a.kind != b.kind:
-			return a.kind < b.kind
+			return strings.Compare(a.kind, b.kind)
 		case a.pod.Namespace != b.pod.Namespace:
-			return a.pod.Namespace < b.pod.Namespace
+			return strings.Compare(a.pod.Namespace, b.pod.Namespace)
 		}
-		return a.pod.Name < b.pod.Name
+		return strings.Compare(a.pod.Name, b.pod.Name)
 	})
 	out := make([]*v1.Pod, len(ks))
 	for i := range ks {
@@ -60,18 +75,20 @@ func SortLargestFirst(pods []*v1.Pod, kinds *estimator.Kinds) []*v1.Pod {
 // them: higher priority first, then earlier creation, then name.
 func SortSchedulerQueue(pods []*v1.Pod) []*v1.Pod {
 	out := append([]*v1.Pod(nil), pods...)
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i], out[j]
+	slices.SortStableFunc(out, func(a, b *v1.Pod) int {
 		pa, pb := ptr.Deref(a.Spec.Priority, 0), ptr.Deref(b.Spec.Priority, 0)
 		switch {
 		case pa != pb:
-			return pa > pb
+			return cmp.Compare(pb, pa)
 		case !a.CreationTimestamp.Equal(&b.CreationTimestamp):
-			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+			if a.CreationTimestamp.Before(&b.CreationTimestamp) {
+				return -1
+			}
+			return 1
 		case a.Namespace != b.Namespace:
-			return a.Namespace < b.Namespace
+			return strings.Compare(a.Namespace, b.Namespace)
 		}
-		return a.Name < b.Name
+		return strings.Compare(a.Name, b.Name)
 	})
 	return out
 }

@@ -111,6 +111,7 @@ func (p *Planner) Plan(pending []*v1.Pod) (*Plan, error) {
 
 	plan := &Plan{ScaleUps: []ScaleUp{}, ExistingNodes: []Placement{}, NoScaleUp: []NoScaleUp{}}
 	pending = p.setAsideUntried(pending, plan)
+	st.kinds.Prepare(pending)
 	// Existing nodes take pods in the scheduler's order, so the plan
 	// predicts what the scheduler will bind; new nodes are packed largest
 	// first, as the Cluster Autoscaler's estimator does.

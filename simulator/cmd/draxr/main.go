@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -46,7 +47,17 @@ func badInput(err error) error { return &exitError{code: 2, err: err} }
 // `kubectl draxr`.
 const pluginName = "kubectl-draxr"
 
+// gcPercent is the collector's heap growth for a run: draxr reads a whole
+// cluster's objects once and plans, a batch job whose live heap only
+// grows, so collecting at every doubling is mostly wasted work (a quarter
+// of the CPU of `simulate -f` on a 100,000-pod dump) against ~40% more
+// peak memory. GOGC, when set, wins.
+const gcPercent = 400
+
 func main() {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(gcPercent)
+	}
 	// Ctrl-C ends `simulate --watch` (and a slow read) cleanly.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := runAs(ctx, filepath.Base(os.Args[0]), os.Args[1:], os.Stdout, os.Stderr)
