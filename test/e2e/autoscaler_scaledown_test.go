@@ -182,7 +182,25 @@ func TestAutoscalerScaleDownSafetyRules(t *testing.T) {
 func TestAutoscalerScaleDownBatchTaintedFirst(t *testing.T) {
 	e := newEnv(t, "sdbatch")
 	e.class(e.name+"-gpu", e.driver, e.resource)
-	e.autoscaler(e.nodeGroups(groupSpec{name: e.name + "-gpu", min: 0, max: 5, draDevices: 8}), "--max-drain-parallelism=2")
+	_, addr := e.autoscalerWithAddress(e.nodeGroups(groupSpec{name: e.name + "-gpu", min: 0, max: 5, draDevices: 8}), "--max-drain-parallelism=2")
+	// The drained nodes must turn unneeded in the same loop, or they go
+	// in two batches: a node is unneeded while fresh and empty, and again
+	// while its "second" pod terminates, at moments of its own. One
+	// PodDisruptionBudget over the pinned pods, there before they are,
+	// keeps both nodes from the moment their pinned pod lands until it is
+	// deleted: a single object, so the autoscaler sees both released in
+	// the same loop (annotating the two nodes one after the other let a
+	// loop fall between the two patches).
+	hold := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "hold", Namespace: e.ns},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: ptr.To(intstr.FromInt32(0)),
+			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"batch": "held"}},
+		},
+	}
+	if _, err := cp.Client.PolicyV1().PodDisruptionBudgets(e.ns).Create(e.ctx, hold, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	e.replicaSet("anchor", 1, e.resource, 4)
 	anchor := e.nodeOf("anchor")
 	e.replicaSet("second", 2, e.resource, 7)
@@ -207,22 +225,6 @@ func TestAutoscalerScaleDownBatchTaintedFirst(t *testing.T) {
 		}
 		return nil
 	})
-	// The two "second" pods end at moments of their own, so their nodes
-	// could turn unneeded in different loops and go in two batches. One
-	// PodDisruptionBudget over both pinned pods keeps both nodes until it
-	// is deleted: a single object, so the autoscaler sees both released
-	// in the same loop (annotating the two nodes one after the other
-	// let a loop fall between the two patches).
-	hold := &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: "hold", Namespace: e.ns},
-		Spec: policyv1.PodDisruptionBudgetSpec{
-			MaxUnavailable: ptr.To(intstr.FromInt32(0)),
-			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"batch": "held"}},
-		},
-	}
-	if _, err := cp.Client.PolicyV1().PodDisruptionBudgets(e.ns).Create(e.ctx, hold, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	e.scaleReplicaSet("second", 0)
 	e.eventually(60*time.Second, "the second pods gone", func() error {
 		pods, err := cp.Client.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{LabelSelector: "app=second"})
@@ -231,6 +233,21 @@ func TestAutoscalerScaleDownBatchTaintedFirst(t *testing.T) {
 		}
 		if len(pods.Items) > 0 {
 			return fmt.Errorf("%d pods left, terminating ones included", len(pods.Items))
+		}
+		return nil
+	})
+	// A loop that started after the pinned pods were there has seen both
+	// nodes held and dropped any unneeded-since time from before (a fresh
+	// empty node is unneeded): both start counting at the PDB's deletion.
+	pinnedAt := time.Now()
+	e.eventually(30*time.Second, "a loop with both nodes held", func() error {
+		body := httpGet(t, "http://"+addr+"/metrics")
+		last := metricValue(body, `cluster_autoscaler_last_activity{activity="main"}`)
+		if last < float64(pinnedAt.Unix()+1) {
+			return fmt.Errorf("last loop at %v, before the pinned pods", last)
+		}
+		if n := metricValue(body, "cluster_autoscaler_unneeded_nodes_count"); n != 0 {
+			return fmt.Errorf("%v nodes unneeded", n)
 		}
 		return nil
 	})
@@ -277,6 +294,20 @@ func TestAutoscalerScaleDownBatchTaintedFirst(t *testing.T) {
 			t.Errorf("node %s tainted at resourceVersion %d, after the first eviction at %d", n, r, firstEvictionRV)
 		}
 	}
+}
+
+// metricValue is the value of the sample named exactly series (name and
+// labels as /metrics prints them), -1 when absent.
+func metricValue(body, series string) float64 {
+	for _, line := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err == nil {
+				return f
+			}
+		}
+	}
+	return -1
 }
 
 func rv(t *testing.T, s string) uint64 {
