@@ -216,6 +216,9 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 	return leaderElect(ctx, client, o, loop)
 }
 
+// The local provider's own API rate: many kubelets' worth.
+const localProviderQPS, localProviderBurst = 50, 100
+
 // newProvider builds the --cloud-provider's provider.
 func newProvider(o *options, cfg *rest.Config, client kubernetes.Interface, launcher local.Launcher) (cloudprovider.Provider, error) {
 	if o.cloudProvider == clusterapi.Name {
@@ -228,7 +231,17 @@ func newProvider(o *options, cfg *rest.Config, client kubernetes.Interface, laun
 	if len(objs.NodeGroups) == 0 {
 		return nil, fmt.Errorf("--node-group-config: no NodeGroup objects found")
 	}
-	p, err := local.New(local.Options{Client: client, Groups: objs.NodeGroups,
+	// The local provider stands in for the cloud and for the new nodes'
+	// kubelets, which do not share the autoscaler's --kube-client-qps: on
+	// the autoscaler's client, readying 75 nodes (three writes each) took
+	// a minute of throttled requests before anything could bind.
+	providerCfg := rest.CopyConfig(cfg)
+	providerCfg.QPS, providerCfg.Burst = localProviderQPS, localProviderBurst
+	providerClient, err := kubernetes.NewForConfig(providerCfg)
+	if err != nil {
+		return nil, err
+	}
+	p, err := local.New(local.Options{Client: providerClient, Groups: objs.NodeGroups,
 		NodeReadyDelay: o.localNodeReadyDelay, SlicesDelay: o.localSlicesDelay, Launcher: launcher})
 	if err != nil {
 		return nil, fmt.Errorf("--node-group-config: %w", err)

@@ -1,6 +1,7 @@
 package estimator
 
 import (
+	"context"
 	"encoding/json"
 	"hash/fnv"
 	"io"
@@ -8,10 +9,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 )
 
@@ -69,25 +70,16 @@ func (k *Kinds) Prepare(pods []*v1.Pod) {
 		k.Alike(pod)
 	}
 	keys := make([]podKeys, len(todo))
-	workers := min(runtime.GOMAXPROCS(0), 1+len(todo)/1024)
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < len(todo); i += workers {
-				pod, e := todo[i], &keys[i]
-				e.hash = specHash(pod)
-				e.of = equivalenceKey(pod, ownerUID(pod), e.hash)
-				if readsLabels(pod) {
-					e.alike = e.of
-				} else {
-					e.alike = equivalenceKey(pod, "", e.hash)
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	workqueue.ParallelizeUntil(context.Background(), runtime.GOMAXPROCS(0), len(todo), func(i int) {
+		pod, e := todo[i], &keys[i]
+		e.hash = specHash(pod)
+		e.of = equivalenceKey(pod, ownerUID(pod), e.hash)
+		if readsLabels(pod) {
+			e.alike = e.of
+		} else {
+			e.alike = equivalenceKey(pod, "", e.hash)
+		}
+	}, workqueue.WithChunkSize(256))
 	for i, pod := range todo {
 		if _, ok := k.m[pod]; !ok { // a pod listed twice keeps its first keys
 			k.m[pod] = &keys[i]

@@ -2,12 +2,13 @@ package scaleup
 
 import (
 	"cmp"
+	"context"
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/util/workqueue"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/utils/ptr"
 
@@ -28,27 +29,18 @@ func SortLargestFirst(pods []*v1.Pod, kinds *estimator.Kinds) []*v1.Pod {
 	ks := make([]keyed, len(pods))
 	kinds.Prepare(pods) // Of below only reads, so the loop can run on every core
 	// Requests are summed per pod, independently: on every core.
-	workers := min(runtime.GOMAXPROCS(0), 1+len(pods)/1024)
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < len(pods); i += workers {
-				pod := pods[i]
-				req := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
-				k := keyed{pod: pod, milliCPU: req.Cpu().MilliValue(), memory: req.Memory().Value(), kind: kinds.Of(pod)}
-				for name, q := range req {
-					if dynres.IsExtended(name) {
-						k.devices += q.Value()
-					}
-				}
-				k.devices += int64(len(pod.Spec.ResourceClaims)) // a claim asks for at least one device
-				ks[i] = k
+	workqueue.ParallelizeUntil(context.Background(), runtime.GOMAXPROCS(0), len(pods), func(i int) {
+		pod := pods[i]
+		req := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+		k := keyed{pod: pod, milliCPU: req.Cpu().MilliValue(), memory: req.Memory().Value(), kind: kinds.Of(pod)}
+		for name, q := range req {
+			if dynres.IsExtended(name) {
+				k.devices += q.Value()
 			}
-		}()
-	}
-	wg.Wait()
+		}
+		k.devices += int64(len(pod.Spec.ResourceClaims)) // a claim asks for at least one device
+		ks[i] = k
+	}, workqueue.WithChunkSize(256))
 	slices.SortStableFunc(ks, func(a, b keyed) int {
 		switch {
 		case a.devices != b.devices:
