@@ -40,7 +40,7 @@ func (c *blockConverter) convert(data []byte) (out []byte, tm *typeMeta, ok bool
 		return nil, nil, false
 	}
 	out, c.out = c.out, nil
-	if c.rootUnclear {
+	if c.rootUnclear || out[0] != '{' { // a root sequence has no apiVersion to read
 		return out, nil, true
 	}
 	root := c.root
@@ -199,6 +199,11 @@ func (c *blockConverter) noteRoot(key, value []byte) {
 	case "kind":
 		field = &c.root.Kind
 	default:
+		// encoding/json, which reads these where the fast reader is not
+		// used, matches field names in any case: leave those to it.
+		if bytes.EqualFold(key, []byte("apiVersion")) || bytes.EqualFold(key, []byte("kind")) {
+			c.rootUnclear = true
+		}
 		return
 	}
 	if len(value) < 2 || value[0] != '"' || bytes.IndexByte(value, '\\') >= 0 {
@@ -455,15 +460,17 @@ func plainSafe(text []byte) bool {
 	return true
 }
 
-// yamlWords are, in any letter case, the plain scalars YAML 1.1 reads as
-// booleans or null.
-var yamlWords = []string{"y", "yes", "n", "no", "true", "false", "on", "off", "null"}
-
+// isYAMLWord: in any letter case, a plain scalar YAML 1.1 reads as a
+// boolean or null.
 func isYAMLWord(text []byte) bool {
 	if len(text) > 5 {
 		return false
 	}
-	return slices.ContainsFunc(yamlWords, func(w string) bool { return bytes.EqualFold([]byte(w), text) })
+	switch strings.ToLower(string(text)) {
+	case "y", "yes", "n", "no", "true", "false", "on", "off", "null":
+		return true
+	}
+	return false
 }
 
 // isDecimalInt: an integer go-yaml reads as the same int64 and json.Marshal
