@@ -466,9 +466,11 @@ func isYAMLWord(text []byte) bool {
 	if len(text) > 5 {
 		return false
 	}
-	switch strings.ToLower(string(text)) {
-	case "y", "yes", "n", "no", "true", "false", "on", "off", "null":
-		return true
+	// Compared in place: this runs for every plain key and value.
+	for _, w := range [...]string{"y", "yes", "n", "no", "true", "false", "on", "off", "null"} {
+		if len(w) == len(text) && bytes.EqualFold([]byte(w), text) {
+			return true
+		}
 	}
 	return false
 }
