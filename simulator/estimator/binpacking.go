@@ -147,8 +147,11 @@ type run struct {
 }
 
 type countedNode struct {
-	name         string
-	src          filled
+	name string
+	src  filled
+	// srcKind is the kind of the source's first pod, looked up once: every
+	// pod that finds no room scans all counted nodes.
+	srcKind      string
 	pods         []*v1.Pod
 	materialized bool
 }
@@ -180,7 +183,7 @@ func (r *run) place(pods []*v1.Pod, i, maxNodes int) (int, error) {
 	}
 	if m, ok := r.fill.perNode[kind]; ok {
 		if r.b.CountOnly {
-			c := &countedNode{name: r.b.Namer(r.g.Name, len(r.res.NewNodes)), src: m, pods: []*v1.Pod{pod}}
+			c := &countedNode{name: r.b.Namer(r.g.Name, len(r.res.NewNodes)), src: m, srcKind: r.kindOf(m.pods[0]), pods: []*v1.Pod{pod}}
 			r.counted = append(r.counted, c)
 			r.filling[kind] = c
 			r.res.NewNodes = append(r.res.NewNodes, c.name)
@@ -218,7 +221,7 @@ func (r *run) onExisting(pod *v1.Pod, kind string) (string, error) {
 	}
 	for _, c := range r.counted {
 		// Copies of a node filled by this kind are full for it.
-		if c.materialized || r.kindOf(c.src.pods[0]) == kind {
+		if c.materialized || c.srcKind == kind {
 			continue
 		}
 		if n, ok := r.noFitCopy[kind][c.src.node]; ok && len(c.pods) >= n {
