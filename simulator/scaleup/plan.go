@@ -280,6 +280,9 @@ func (p *Planner) bestOption(st *state, pods []*v1.Pod) (expander.Option, bool, 
 // scaleUpOf is one estimate's scale-up: its group, new nodes and pods.
 func scaleUpOf(h *harness.Harness, res *estimator.Result) ScaleUp {
 	su := ScaleUp{NodeGroup: res.Group, NewNodes: len(res.NewNodes)}
+	if n := len(res.PlacedOrder); n > 0 { // none stays nil: JSON says null, as before
+		su.Pods, su.Placements = make([]PodRef, 0, n), make([]Placement, 0, n)
+	}
 	for _, pod := range res.PlacedOrder {
 		node := res.Placed[pod.UID]
 		placed, _, _ := h.Snapshot().Pod(pod.UID)
