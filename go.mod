@@ -6,6 +6,7 @@ godebug default=go1.26
 
 require (
 	github.com/google/go-containerregistry v0.22.1
+	github.com/google/pprof v0.0.0-20260402051712-545e8a4df936
 	github.com/google/uuid v1.6.0
 	github.com/prometheus/client_model v0.6.2
 	github.com/spf13/cobra v1.10.2

@@ -58,6 +58,31 @@ func workloads() []workload {
 type run struct {
 	throughput       float64 // median of the workload's samples, pods/s
 	scheduled, total int
+	// schedulerCPU is the CPU sampled in scheduler code over the run, and
+	// processCPU all the process's (the API server runs in it); hasCPU is
+	// false when the process was profiled already.
+	schedulerCPU, processCPU time.Duration
+	hasCPU                   bool
+}
+
+// cpuPerPod is the run's scheduler CPU per pod.
+func (r run) cpuPerPod() time.Duration {
+	if r.total == 0 {
+		return 0
+	}
+	return r.schedulerCPU / time.Duration(r.total)
+}
+
+// relativeCPU is the scheduler's CPU over the rest of the process's in the
+// same run (the API server serving the same requests for both registries).
+// This VM's speed drifts by a third over minutes and every CPU figure of a
+// run moves with it; the quotient does not.
+func (r run) relativeCPU() float64 {
+	rest := r.processCPU - r.schedulerCPU
+	if rest <= 0 {
+		return 0
+	}
+	return float64(r.schedulerCPU) / float64(rest)
 }
 
 // BenchmarkSchedulerPerf runs each workload with the stock registry and
@@ -65,6 +90,14 @@ type run struct {
 // per workload:
 //
 //	scheduler-perf <workload> stock=<pods/s> draxr=<pods/s> ratio=<r> scheduled=<n>/<n>
+//
+// and, from a CPU profile of each run, the CPU the scheduler's code took
+// per pod (median of the runs) and the median over the pairs of
+// stock/draxr of the scheduler's CPU relative to the rest of the process
+// (see relativeCPU), oriented as throughput's ratio (>= 1: draxr costs no
+// more):
+//
+//	scheduler-perf-cpu <workload> stock=<ms>/pod draxr=<ms>/pod relative-ratio=<r>
 //
 // Throughput is upstream's SchedulingThroughput Perc50 (the median of the
 // 1-second samples of the measured pods), then the median over the runs;
@@ -105,22 +138,31 @@ func BenchmarkSchedulerPerf(b *testing.B) {
 		}
 		runs := map[string][]run{}
 		var ratios []string
+		var cpuRatios []float64
 		for rep := 0; rep < repeat; rep++ {
 			order := []string{"stock", "draxr"}
 			if rep%2 == 1 {
 				order = []string{"draxr", "stock"}
 			}
 			pair := map[string]float64{}
+			cpuPair := map[string]float64{}
 			for _, reg := range order {
 				seq++
 				cfg := writeConfig(b, upstream, w, size, reg, deployPlugins, filepath.Join(work, fmt.Sprintf("run-%d", seq)))
 				r := runWorkload(b, cfg, reg, filepath.Join(work, fmt.Sprintf("data-%d", seq)))
 				runs[reg] = append(runs[reg], r)
 				pair[reg] = r.throughput
-				fmt.Printf("scheduler-perf-run %s/%s %s rep=%d throughput=%.1f scheduled=%d/%d load=%s\n",
-					w.testCase, size, reg, rep+1, r.throughput, r.scheduled, r.total, loadAverage())
+				fmt.Printf("scheduler-perf-run %s/%s %s rep=%d throughput=%.1f scheduled=%d/%d scheduler-cpu=%s process-cpu=%s load=%s\n",
+					w.testCase, size, reg, rep+1, r.throughput, r.scheduled, r.total,
+					r.schedulerCPU.Round(time.Millisecond), r.processCPU.Round(time.Millisecond), loadAverage())
+				if r.hasCPU {
+					cpuPair[reg] = r.relativeCPU()
+				}
 			}
 			ratios = append(ratios, fmt.Sprintf("%.3f", pair["draxr"]/pair["stock"]))
+			if cpuPair["draxr"] > 0 && cpuPair["stock"] > 0 {
+				cpuRatios = append(cpuRatios, cpuPair["stock"]/cpuPair["draxr"])
+			}
 		}
 		stock, draxr := median(runs["stock"]), median(runs["draxr"])
 		scheduled, total := fewestScheduled(append(runs["stock"], runs["draxr"]...))
@@ -128,6 +170,16 @@ func BenchmarkSchedulerPerf(b *testing.B) {
 			w.testCase, size, strings.Join(ratios, " "))
 		fmt.Printf("scheduler-perf %s/%s stock=%.1f draxr=%.1f ratio=%.3f scheduled=%d/%d\n",
 			w.testCase, size, stock, draxr, draxr/stock, scheduled, total)
+		if len(cpuRatios) == repeat {
+			var each []string
+			for _, r := range cpuRatios {
+				each = append(each, fmt.Sprintf("%.3f", r))
+			}
+			fmt.Printf("scheduler-perf-cpu-pairs %s/%s stock/draxr of scheduler CPU relative to the rest, per pair: %s\n",
+				w.testCase, size, strings.Join(each, " "))
+			fmt.Printf("scheduler-perf-cpu %s/%s stock=%.2fms/pod draxr=%.2fms/pod relative-ratio=%.3f\n", w.testCase, size,
+				ms(medianCPU(runs["stock"])), ms(medianCPU(runs["draxr"])), middle(cpuRatios))
+		}
 	}
 }
 
@@ -163,7 +215,12 @@ func runWorkload(b *testing.B, config, registryName, dataDir string) run {
 		})
 		return nil
 	})
+	cpu := startCPU()
 	perf.RunBenchmarkPerfScheduling(b, config, "draxr_"+registryName, registry, count)
+	var err error
+	if r.schedulerCPU, r.processCPU, r.hasCPU, err = cpu.stop(); err != nil {
+		b.Fatalf("CPU profile of the %s run: %v", registryName, err)
+	}
 	r.throughput = readThroughput(b, dataDir)
 	return r
 }
@@ -340,6 +397,22 @@ func median(runs []run) float64 {
 	for i, r := range runs {
 		v[i] = r.throughput
 	}
+	return middle(v)
+}
+
+func medianCPU(runs []run) time.Duration {
+	v := make([]time.Duration, len(runs))
+	for i, r := range runs {
+		v[i] = r.cpuPerPod()
+	}
+	return middle(v)
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// middle is the median of v.
+func middle[T float64 | time.Duration](v []T) T {
+	v = slices.Clone(v)
 	slices.Sort(v)
 	if len(v)%2 == 1 {
 		return v[len(v)/2]
