@@ -227,3 +227,26 @@ func TestMaxPodsPerWorkloadOption(t *testing.T) {
 		})
 	}
 }
+
+// Create and status-update checks both validate metadata; a user sees each
+// bad field once.
+func TestMetadataErrorReportedOnce(t *testing.T) {
+	for _, tt := range []struct{ name, src, want string }{
+		{"pod label", "apiVersion: v1\nkind: Pod\nmetadata: {name: p, labels: {\"bad label\": x}}\nspec: {containers: [{name: c, image: x}]}\n",
+			`metadata.labels: Invalid value: "bad label"`},
+		{"claim annotation", "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: c, annotations: {\"bad key!\": x}}\nspec: {devices: {requests: [{name: r, exactly: {deviceClassName: gpu}}]}}\n",
+			`metadata.annotations: Invalid value: "bad key!"`},
+		{"pod owner reference", "apiVersion: v1\nkind: Pod\nmetadata: {name: p, ownerReferences: [{apiVersion: v1, kind: '', name: o, uid: u}]}\nspec: {containers: [{name: c, image: x}]}\n",
+			`metadata.ownerReferences.kind: Invalid value: "": must not be empty`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.src), "bad.yaml")
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if n := strings.Count(err.Error(), tt.want); n != 1 {
+				t.Errorf("%q appears %d times, want once:\n%v", tt.want, n, err)
+			}
+		})
+	}
+}

@@ -260,7 +260,27 @@ func validatePod(pod *core.Pod) field.ErrorList {
 	if pod.Spec.NodeName != "" {
 		old.Status.NominatedNodeName = pod.Status.NominatedNodeName
 	}
-	return append(errs, corevalidation.ValidatePodStatusUpdate(pod, &old, opts)...)
+	return appendNew(errs, corevalidation.ValidatePodStatusUpdate(pod, &old, opts))
+}
+
+// appendNew appends the errors of more that errs does not hold yet. An
+// update's checks validate the metadata (labels, annotations, owner
+// references, managed fields) again, and one bad label is one error.
+func appendNew(errs, more field.ErrorList) field.ErrorList {
+	if len(more) == 0 {
+		return errs
+	}
+	seen := make(map[string]bool, len(errs)+len(more))
+	for _, e := range errs {
+		seen[e.Error()] = true
+	}
+	for _, e := range more {
+		if msg := e.Error(); !seen[msg] {
+			seen[msg] = true
+			errs = append(errs, e)
+		}
+	}
+	return errs
 }
 
 // asUpdate gives a hand-written object the resourceVersion every update
@@ -281,7 +301,7 @@ func validateClaim(claim *resource.ResourceClaim) field.ErrorList {
 	asUpdate(&updated.ObjectMeta)
 	old := updated
 	old.Status = resource.ResourceClaimStatus{ReservedFor: claim.Status.ReservedFor}
-	return append(errs, resourcevalidation.ValidateResourceClaimStatusUpdate(&updated, &old)...)
+	return appendNew(errs, resourcevalidation.ValidateResourceClaimStatusUpdate(&updated, &old))
 }
 
 // celExpression is where DeviceClass validation reports a selector that
