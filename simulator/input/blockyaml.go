@@ -283,28 +283,23 @@ func isMappingEntry(text []byte) bool {
 }
 
 // splitKey splits "key: value" or "key:" into the key and the value text.
-// Only keys go-yaml reads as the same string are accepted: plain ones
-// starting with a letter (not a boolean or null word) and one-line quoted
-// ones.
+// Only keys go-yaml reads as the same string are accepted: plain ones (see
+// plainKey) and one-line quoted ones.
 func splitKey(text []byte) (key, rest []byte, ok bool) {
 	var raw []byte
 	switch text[0] {
 	case '"', '\'':
 		s, n, ok := quoted(nil, text)
-		if !ok || n == len(text) || text[n] != ':' {
+		if !ok || n == len(text) || text[n] != ':' || n > maxKeyLen {
 			return nil, nil, false
 		}
 		key, raw = s, text[n+1:]
 	default:
-		i := bytes.IndexByte(text, ':')
-		if i <= 0 {
+		i := keyEnd(text)
+		if i <= 0 || i > maxKeyLen || !plainKey(text[:i]) {
 			return nil, nil, false
 		}
-		k := text[:i]
-		if !isLetter(k[0]) || !plainSafe(k) || k[len(k)-1] == ' ' || bytes.IndexByte(k, ' ') >= 0 || isYAMLWord(k) {
-			return nil, nil, false
-		}
-		key, raw = k, text[i+1:]
+		key, raw = text[:i], text[i+1:]
 	}
 	if len(raw) == 0 {
 		return key, nil, true
@@ -337,7 +332,9 @@ func (c *blockConverter) scalar(text []byte) bool {
 		return false
 	}
 	switch {
-	case isLetter(text[0]) || text[0] == '/':
+	// "--" and a letter: a command-line flag ("--config=x"); go-yaml's
+	// sign rule finds no number in it.
+	case isLetter(text[0]) || text[0] == '/', len(text) > 2 && text[0] == '-' && text[1] == '-' && isLetter(text[2]):
 		switch string(text) {
 		case "true", "false", "null":
 			c.out = append(c.out, text...)
@@ -441,24 +438,63 @@ func quoted(buf, text []byte) ([]byte, int, bool) {
 
 func isLetter(b byte) bool { return b|0x20 >= 'a' && b|0x20 <= 'z' }
 
-// plainSafe: the bytes a plain scalar of the subset may hold. Indicators
-// and flow characters, which change the meaning in some positions, are
-// left to go-yaml, and so is " #", a comment.
-func plainSafe(text []byte) bool {
+// maxKeyLen bounds the keys the fast reader takes: YAML limits an
+// implicit key to 1024 characters and go-yaml refuses a longer one
+// (found by FuzzBlockYAML).
+const maxKeyLen = 1000
+
+// keyEnd is where a plain key ends: at the first ':' followed by a space
+// or the end of the line. A ':' followed by anything else belongs to the
+// key, as in managedFields' "f:spec".
+func keyEnd(text []byte) int {
 	for i, b := range text {
-		switch {
-		case isLetter(b), b >= '0' && b <= '9':
-		case b == ' ':
-			if i+1 < len(text) && text[i+1] == '#' {
-				return false
-			}
-		case strings.IndexByte("-._/:=+@%~()", b) >= 0:
-		default:
+		if b == ':' && (i+1 == len(text) || text[i+1] == ' ') {
+			return i
+		}
+	}
+	return -1
+}
+
+// plainKey: a plain key go-yaml reads as this very string. It starts with
+// a letter and is not a boolean or null word, or it is "." (managedFields
+// has both, and keys like `k:{"type":"Ready"}`); it holds no space.
+func plainKey(k []byte) bool {
+	if len(k) == 1 && k[0] == '.' {
+		return true
+	}
+	if !isLetter(k[0]) || isYAMLWord(k) {
+		return false
+	}
+	for _, b := range k {
+		if !plainByte(b) {
 			return false
 		}
 	}
 	return true
 }
+
+// plainSafe: the bytes a plain scalar of the subset may hold: printable
+// ASCII and spaces, but not " #", a comment. The first byte, which decides
+// whether it is an indicator, is the caller's to check, and so are ": "
+// and a final ':'. In block context nothing else ends or changes a plain
+// scalar: flow characters, quotes and indicators past the first byte are
+// text.
+func plainSafe(text []byte) bool {
+	for i, b := range text {
+		switch {
+		case b == ' ':
+			if i+1 < len(text) && text[i+1] == '#' {
+				return false
+			}
+		case !plainByte(b):
+			return false
+		}
+	}
+	return true
+}
+
+// plainByte: printable ASCII other than space.
+func plainByte(b byte) bool { return b > ' ' && b < 0x7f }
 
 // isYAMLWord: in any letter case, a plain scalar YAML 1.1 reads as a
 // boolean or null.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -94,6 +95,23 @@ func TestBlockYAMLMatchesGoYAML(t *testing.T) {
 		{"scalar document", "hello\n", false},
 		{"item after keys", "a: 1\n- 2\n", false},
 		{"slash escape", "a: \"\\/\"\n", false},
+		// managedFields, as `kubectl get -o yaml --show-managed-fields` writes them.
+		{"managed fields", "managedFields:\n- fieldsV1:\n    f:metadata:\n      f:labels:\n        .: {}\n        f:app: {}\n    f:status:\n      f:conditions:\n        k:{\"type\":\"Ready\"}:\n          .: {}\n          f:status: {}\n  manager: kubelet\n", true},
+		{"colon inside a key", "a:b: c\nf:x:y:\n  z: 1\n", true},
+		{"key ends at the first colon and space", "a: b:c\n", true},
+		{"flow characters inside a key", "k:[1,2]: x\nv:\"a\": z\n", true},
+		{"dot key", ".: 1\n", true},
+		{"dot-first key", ".a: 1\n", false},
+		{"flow character first", "{a}: 1\n", false},
+		{"space inside a key", "a b: 1\n", false},
+		{"yes key with a colon after", "yes:x: 1\n", true},
+		{"flags and expressions", "args:\n- --config=/etc/x.conf\n- --name=$(NODE_NAME)\nexpression: device.driver == \"gpu.example.com\" && x['a'] > 1\n", true},
+		{"inner indicators", "a: b!c&d*e|f>g?h%i@j`k\\l,m[n]{o}'p\"q\nb: x - y ? z\n", true},
+		{"flag without a letter", "a: --1\nb: ---\n", false},
+		{"comment after a space", "a: b #c\n", false},
+		{"key too long for YAML", strings.Repeat("k", 1025) + ": 0\n", false},
+		{"quoted key too long for YAML", "\"" + strings.Repeat("k", 1023) + "\": 0\n", false},
+		{"long key", strings.Repeat("k", 1000) + ": 0\n", true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -120,6 +138,22 @@ func TestBlockYAMLTakesDumpPods(t *testing.T) {
 	}
 }
 
+// A dump written by `kubectl get -o yaml --show-managed-fields` (the
+// testdata List: managedFields with "f:", "k:{...}" and "." keys, nulls,
+// single-quoted messages) takes the fast path whole.
+func TestBlockYAMLTakesKubectlDump(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "dump.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(raw, []byte("managedFields:")) {
+		t.Fatal("testdata/dump.yaml has no managedFields: the test would not test them")
+	}
+	if !checkBlockYAML(t, raw) {
+		t.Fatal("the fast reader declined testdata/dump.yaml; go-yaml reads it")
+	}
+}
+
 // Random block documents built from scalars and keys chosen to sit on
 // go-yaml's edges (booleans, numbers in every notation, indicators), in
 // both sequence styles and two indentations.
@@ -131,8 +165,12 @@ func TestBlockYAMLRandomDocuments(t *testing.T) {
 		"256Mi", "1.5Gi", "100m", "2E", "1e", "10.0.0.1", "1.2.3", "2026-01-01", "2026-01-01T00:00:00Z", "12:30",
 		"/var/lib", "a b", "a  b", "a: b", "a #b", "a#b", "a:b", "-a", "- a", "?a", "@a", "%a", "a,b", "[a]", "{}", "[]", "{a: b}",
 		"'q'", "'it''s'", "\"d\"", "\"a\\tb\"", "\"<&>\"", "\"\\x41\"", "''", "\"\"", "<<", "=", "a=b", "(x)",
+		"--config=/x", "--", "---", "--1", "-- a", "--y", "$(X)", "a == \"b\"", "a!b", "a *b", "a &b", "a 'b'", "a\\b", "a`b",
+		"a|b", "a ? b", "a - b", "a, b", "a]", "a}", "x: y", "a #", "a\"", "1\"", "1!", "-1a", "/a b", "yes!", "n'", "~a",
 	}
-	keys := []string{"a", "b", "kind", "apiVersion", "y", "on", "No", "1", "k8s.io/name", "a-b", "'q'", "\"d\"", "<<", "a b", "-k"}
+	keys := []string{"a", "b", "kind", "apiVersion", "y", "on", "No", "1", "k8s.io/name", "a-b", "'q'", "\"d\"", "<<", "a b", "-k",
+		"f:spec", ".", ".a", "k:{\"type\":\"Ready\"}", "v:\"x\"", "a:b", "a:", "y:n", "k:[1,2]", "a,b", "a#b", "{a}", "a{",
+		"a!", "a&b", "a*", "a|b", "a>b", "a?", "a'b", "a\\b", "a`b", "--k", "a%", "a@b"}
 	rng := rand.New(rand.NewPCG(1, 2))
 	// Half the scalars come from the first nine, which the fast reader
 	// takes, so that whole documents are often taken.
