@@ -220,10 +220,11 @@ func (a *Autoscaler) scaleDown(ctx context.Context, st *clusterstate.State, res 
 			a.unneededSince[r.Node] = now
 			since = now
 		}
-		if now.Sub(since) >= opts(g).ScaleDownUnneededTime {
+		isDue := now.Sub(since) >= opts(g).ScaleDownUnneededTime
+		if isDue {
 			due = append(due, dueNode{name: r.Node, drain: len(r.Moves) > 0})
 		}
-		klog.FromContext(ctx).V(4).Info("Node unneeded", "node", r.Node, "since", since, "due", now.Sub(since) >= opts(g).ScaleDownUnneededTime, "moves", len(r.Moves))
+		klog.FromContext(ctx).V(4).Info("Node unneeded", "node", r.Node, "since", since, "due", isDue, "moves", len(r.Moves))
 	}
 	unready, unreadyRejections, err := a.unreadyDue(st, checker, opts, now)
 	if err != nil {

@@ -164,7 +164,7 @@ func BenchmarkSchedulerPerf(b *testing.B) {
 				cpuRatios = append(cpuRatios, cpuPair["stock"]/cpuPair["draxr"])
 			}
 		}
-		stock, draxr := median(runs["stock"]), median(runs["draxr"])
+		stock, draxr := medianOf(runs["stock"], throughputOf), medianOf(runs["draxr"], throughputOf)
 		scheduled, total := fewestScheduled(append(runs["stock"], runs["draxr"]...))
 		fmt.Printf("scheduler-perf-pairs %s/%s draxr/stock per pair (first of each pair alternates, stock first): %s\n",
 			w.testCase, size, strings.Join(ratios, " "))
@@ -178,7 +178,7 @@ func BenchmarkSchedulerPerf(b *testing.B) {
 			fmt.Printf("scheduler-perf-cpu-pairs %s/%s stock/draxr of scheduler CPU relative to the rest, per pair: %s\n",
 				w.testCase, size, strings.Join(each, " "))
 			fmt.Printf("scheduler-perf-cpu %s/%s stock=%.2fms/pod draxr=%.2fms/pod relative-ratio=%.3f\n", w.testCase, size,
-				ms(medianCPU(runs["stock"])), ms(medianCPU(runs["draxr"])), middle(cpuRatios))
+				ms(medianOf(runs["stock"], run.cpuPerPod)), ms(medianOf(runs["draxr"], run.cpuPerPod)), middle(cpuRatios))
 		}
 	}
 }
@@ -392,27 +392,21 @@ func writeYAML(b *testing.B, path string, v any) {
 	}
 }
 
-func median(runs []run) float64 {
-	v := make([]float64, len(runs))
+// medianOf is the median of one figure of the runs.
+func medianOf[T float64 | time.Duration](runs []run, figure func(run) T) T {
+	v := make([]T, len(runs))
 	for i, r := range runs {
-		v[i] = r.throughput
+		v[i] = figure(r)
 	}
 	return middle(v)
 }
 
-func medianCPU(runs []run) time.Duration {
-	v := make([]time.Duration, len(runs))
-	for i, r := range runs {
-		v[i] = r.cpuPerPod()
-	}
-	return middle(v)
-}
+func throughputOf(r run) float64 { return r.throughput }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// middle is the median of v.
+// middle is the median of v (sorted in place).
 func middle[T float64 | time.Duration](v []T) T {
-	v = slices.Clone(v)
 	slices.Sort(v)
 	if len(v)%2 == 1 {
 		return v[len(v)/2]
