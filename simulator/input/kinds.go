@@ -174,7 +174,7 @@ type preparedPod struct {
 // addPod's validation.
 func preparePod(d doc, raw []byte) *preparedPod {
 	pod := &v1.Pod{}
-	if err := decodeStrict(raw, pod); err != nil {
+	if err := decodeStrictFast(raw, pod); err != nil {
 		return &preparedPod{decodeErr: err, what: describe("Pod", raw)}
 	}
 	prepareMeta("Pod", pod, true, d.loc)
