@@ -1,7 +1,9 @@
 package input
 
 import (
+	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -188,5 +190,70 @@ func TestDumpWithEphemeralContainer(t *testing.T) {
 	}
 	if o, err := Parse(data, "debugged-pod.yaml"); err != nil || len(o.RunningPods) != 1 {
 		t.Fatalf("Parse: %v", err)
+	}
+}
+
+// TestListOfManyPods: a List's pods, which are prepared on every core,
+// arrive in the order of the items and as separate documents bring them,
+// and their errors are reported in that order, each naming its item.
+func TestListOfManyPods(t *testing.T) {
+	const n = 300 // several chunks of items per core
+	var docs, list strings.Builder
+	list.WriteString("apiVersion: v1\nkind: List\nitems:\n")
+	for i := 0; i < n; i++ {
+		node := ""
+		if i%3 == 0 {
+			node = "nodeName: node-1, "
+		}
+		cpu := "1"
+		if i == 7 || i == 250 {
+			cpu = "lots" // a bad quantity
+		}
+		pod := fmt.Sprintf("{apiVersion: v1, kind: Pod, metadata: {name: p-%03d}, spec: {%scontainers: [{name: c, image: x, resources: {requests: {cpu: '%s'}}}]}}", i, node, cpu)
+		fmt.Fprintf(&docs, "---\n%s\n", pod)
+		fmt.Fprintf(&list, "- %s\n", pod)
+	}
+	_, err := Parse([]byte(list.String()), "list.yaml")
+	if err == nil {
+		t.Fatal("no error for the two bad quantities")
+	}
+	want := []string{
+		`list.yaml: document 1: items[7]: Pod p-007: spec.containers[0].resources.requests[cpu]: invalid value "lots"`,
+		`list.yaml: document 1: items[250]: Pod p-250: spec.containers[0].resources.requests[cpu]: invalid value "lots"`,
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("errors:\n%v\nwant %d", err, len(want))
+	}
+	for i := range want {
+		if !strings.HasPrefix(lines[i], want[i]) {
+			t.Errorf("error %d: %s\nwant it to start with %s", i, lines[i], want[i])
+		}
+	}
+
+	// Without the bad items, the List loads as the documents do.
+	good := func(s string) []byte {
+		return []byte(strings.ReplaceAll(s, "'lots'", "'1'"))
+	}
+	fromList, err := Parse(good(list.String()), "list.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromDocs, err := Parse(good(docs.String()), "docs.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(pods []*v1.Pod) []string {
+		var out []string
+		for _, p := range pods {
+			out = append(out, p.Name+"@"+p.Spec.NodeName)
+		}
+		return out
+	}
+	if got, want := names(fromList.PendingPods), names(fromDocs.PendingPods); !slices.Equal(got, want) || len(got) != n-n/3 {
+		t.Errorf("pending pods from the List %v,\nfrom documents %v", got, want)
+	}
+	if got, want := names(fromList.RunningPods), names(fromDocs.RunningPods); !slices.Equal(got, want) || len(got) != n/3 {
+		t.Errorf("running pods from the List %v,\nfrom documents %v", got, want)
 	}
 }

@@ -2,14 +2,18 @@ package input
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"regexp"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
+
+	"k8s.io/client-go/util/workqueue"
 )
 
 // MaxFileSize caps one input file. A cluster dump of a few thousand nodes
@@ -308,12 +312,15 @@ func (p *parser) document(d doc, raw []byte) {
 	if tm.Kind != "List" {
 		itemType = typeMeta{APIVersion: tm.APIVersion, Kind: strings.TrimSuffix(tm.Kind, "List")}
 	}
-	for i, item := range list.Items {
-		id := doc{fmt.Sprintf("%s: items[%d]", d.loc, i)}
-		var it typeMeta
-		if err := json.Unmarshal(item, &it); err != nil {
-			p.fail(id, "", fmt.Errorf("not an object with apiVersion and kind: %w", err))
-			continue
+	// `kubectl get -o yaml` writes one List: its pods are decoded and
+	// validated on every core, as separate documents are, and stored in
+	// order.
+	items := make([]listItem, len(list.Items))
+	workqueue.ParallelizeUntil(context.Background(), runtime.GOMAXPROCS(0), len(items), func(i int) {
+		it := &items[i]
+		it.doc = doc{fmt.Sprintf("%s: items[%d]", d.loc, i)}
+		if it.err = json.Unmarshal(list.Items[i], &it.typeMeta); it.err != nil {
+			return
 		}
 		if it.Kind == "" {
 			it.Kind = itemType.Kind
@@ -321,12 +328,30 @@ func (p *parser) document(d doc, raw []byte) {
 		if it.APIVersion == "" {
 			it.APIVersion = itemType.APIVersion
 		}
-		if strings.HasSuffix(it.Kind, "List") {
-			p.fail(id, it.Kind, errors.New("a list inside a list is not supported"))
-			continue
+		if it.APIVersion == "v1" && it.Kind == "Pod" {
+			it.pod = preparePod(it.doc, list.Items[i])
 		}
-		p.object(id, item, it)
+	}, workqueue.WithChunkSize(64))
+	for i, it := range items {
+		switch {
+		case it.err != nil:
+			p.fail(it.doc, "", fmt.Errorf("not an object with apiVersion and kind: %w", it.err))
+		case strings.HasSuffix(it.Kind, "List"):
+			p.fail(it.doc, it.Kind, errors.New("a list inside a list is not supported"))
+		case it.pod != nil:
+			p.commitPod(it.doc, it.pod)
+		default:
+			p.object(it.doc, list.Items[i], it.typeMeta)
+		}
 	}
+}
+
+// listItem is one item of a List, as far as it is read on every core.
+type listItem struct {
+	doc
+	typeMeta
+	err error
+	pod *preparedPod
 }
 
 func (p *parser) object(d doc, raw []byte, tm typeMeta) {
