@@ -30,7 +30,7 @@ func blockYAMLToJSON(data []byte) (out []byte, ok bool) {
 // document's apiVersion and kind when both are plain strings (or absent),
 // and nil when it could not tell: then they must be read from out.
 func (c *blockConverter) convert(data []byte) (out []byte, tm *typeMeta, ok bool) {
-	c.pos, c.keys, c.root, c.rootUnclear = 0, c.keys[:0], typeMeta{}, false
+	c.pos, c.keys, c.root, c.rootUnclear, c.depth = 0, c.keys[:0], typeMeta{}, false, 0
 	if !c.split(data) || len(c.lines) == 0 || c.lines[0].indent != 0 {
 		return nil, nil, false
 	}
@@ -67,7 +67,14 @@ type blockConverter struct {
 	// either is not a string without escapes.
 	root        typeMeta
 	rootUnclear bool
+	// depth is how many nodes node() is inside.
+	depth int
 }
+
+// maxBlockDepth bounds the nesting the fast reader takes, far below
+// go-yaml's limit of 10,000 indentation levels (a node is at most two of
+// them: a mapping in a sequence item) and far above any object's.
+const maxBlockDepth = 1000
 
 type mapEntry struct {
 	key        []byte
@@ -113,9 +120,11 @@ func (c *blockConverter) split(data []byte) bool {
 // compact says the node is a mapping value at its key's own indentation,
 // which only a sequence may be.
 func (c *blockConverter) node(indent int, compact bool) bool {
-	if c.pos >= len(c.lines) || c.lines[c.pos].indent != indent {
+	if c.pos >= len(c.lines) || c.lines[c.pos].indent != indent || c.depth >= maxBlockDepth {
 		return false
 	}
+	c.depth++
+	defer func() { c.depth-- }()
 	if isSeqItem(c.lines[c.pos].text) {
 		return c.sequence(indent, compact)
 	}

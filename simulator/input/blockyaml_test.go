@@ -300,3 +300,27 @@ func ExampleblockYAMLToJSON() {
 	fmt.Println(string(out), ok)
 	// Output: {"apiVersion":"v1","kind":"Pod","metadata":{"name":"web"}} true
 }
+
+// TestBlockYAMLDeclinesDeepNesting: go-yaml refuses more than 10,000
+// indentation levels; the fast reader leaves deep nesting to it.
+func TestBlockYAMLDeclinesDeepNesting(t *testing.T) {
+	nested := func(n int) []byte {
+		var b strings.Builder
+		for i := 0; i < n; i++ {
+			b.WriteString(strings.Repeat(" ", i) + "a:\n")
+		}
+		b.WriteString(strings.Repeat(" ", n) + "b: 1\n")
+		return []byte(b.String())
+	}
+	shallow := nested(maxBlockDepth - 2)
+	got, ok := blockYAMLToJSON(shallow)
+	want, err := yaml.YAMLToJSONStrict(shallow)
+	if !ok || err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("%d levels: fast reader ok=%v, go-yaml error %v; outputs equal: %v", maxBlockDepth-2, ok, err, bytes.Equal(got, want))
+	}
+	for _, n := range []int{maxBlockDepth + 1, 10001} {
+		if _, ok := blockYAMLToJSON(nested(n)); ok {
+			t.Errorf("%d levels: the fast reader took it", n)
+		}
+	}
+}
