@@ -36,7 +36,10 @@ func convertYAML(parts []yamlPart, prep func(i int, raw []byte, tm *typeMeta) an
 	// conv is one goroutine's fast reader, which gives go-yaml's bytes or
 	// declines.
 	convert := func(conv *blockConverter, i int) (raw []byte, prepared any, err error) {
-		raw, tm, ok := conv.convert(parts[i].data)
+		raw, tm, ok := parts[i].json, parts[i].tm, true
+		if raw == nil {
+			raw, tm, ok = conv.convert(parts[i].data)
+		}
 		if !ok {
 			raw, err = yaml.YAMLToJSONStrict(parts[i].data)
 		}

@@ -1,7 +1,6 @@
 package input
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -13,7 +12,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"draxr.dev/draxr/simulator/examples"
-	"draxr.dev/draxr/simulator/fixtures"
 )
 
 // podDocuments returns the JSON of every Pod in the project's test inputs:
@@ -22,9 +20,7 @@ import (
 func podDocuments(t testing.TB) [][]byte {
 	t.Helper()
 	inputs := map[string][]byte{"builtin.yaml": examples.Builtin}
-	var dump bytes.Buffer
-	fixtures.WriteCPUDump(&dump, 2, 5, 2)
-	inputs["cpudump.yaml"] = dump.Bytes()
+	inputs["cpudump.yaml"] = dumpYAML(2, 5)
 	files, _ := filepath.Glob("testdata/*.yaml")
 	scenarios, _ := filepath.Glob("../offline/testdata/scenarios/*/input/*.yaml")
 	for _, f := range append(files, scenarios...) {
@@ -146,8 +142,9 @@ func TestDecodeStrictFastFallsBackClean(t *testing.T) {
 	}
 }
 
-// FuzzDecodeStrictFast: whatever encoding/json/v2 accepts, decodeStrict
-// accepts too, without a strict error, as the same object. Run it longer
+// FuzzDecodeStrictFast: whatever encoding/json/v2 accepts as a Pod or a
+// List, decodeStrict accepts too, without a strict error, as the same
+// object. Run it longer
 // with go test -fuzz FuzzDecodeStrictFast ./simulator/input/.
 func FuzzDecodeStrictFast(f *testing.F) {
 	for _, raw := range podDocuments(f) {
@@ -157,17 +154,23 @@ func FuzzDecodeStrictFast(f *testing.F) {
 	f.Add([]byte(`{"metadata":{"labels":{"a":"\ud800"}},"spec":{"overhead":{"cpu":1e3}}}`))
 	f.Add([]byte(`{"metadata":{"labels":{},"finalizers":[]},"spec":{"containers":[],"nodeSelector":{},"priority":0,"hostname":""},"status":{}}`))
 	f.Add([]byte(`{"spec":{"containers":[{"name":"\u0061pp","resources":{"requests":{"cpu":"1","cpu":"2"}}}]},"Spec":{}}`))
+	f.Add([]byte(`{"apiVersion":"v1","kind":"List","metadata":{"resourceVersion":""},"items":[{"kind":"Pod"}, {"a" : [1, 2.5e3, "x"]}, null]}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		fast := &v1.Pod{}
-		if decodeV2(raw, fast) != nil {
-			return // decodeStrict decodes it and reports its errors
-		}
-		strict := &v1.Pod{}
-		if err := decodeStrict(raw, strict); err != nil {
-			t.Fatalf("v2 accepted what decodeStrict refuses (%v):\n%s", err, raw)
-		}
-		if !reflect.DeepEqual(fast, strict) {
-			t.Fatalf("decoded differently:\n%s\nv2:     %+v\nstrict: %+v", raw, fast, strict)
-		}
+		sameAsStrict(t, raw, &v1.Pod{}, &v1.Pod{})
+		sameAsStrict(t, raw, &listDocument{}, &listDocument{})
 	})
+}
+
+// sameAsStrict fails t if encoding/json/v2 decodes raw into fast while
+// decodeStrict refuses it, or decodes it into something else.
+func sameAsStrict[T any](t *testing.T, raw []byte, fast, strict *T) {
+	if decodeV2(raw, fast) != nil {
+		return // decodeStrict decodes it and reports its errors
+	}
+	if err := decodeStrict(raw, strict); err != nil {
+		t.Fatalf("v2 accepted as %T what decodeStrict refuses (%v):\n%s", fast, err, raw)
+	}
+	if !reflect.DeepEqual(fast, strict) {
+		t.Fatalf("decoded as %T differently:\n%s\nv2:     %+v\nstrict: %+v", fast, raw, fast, strict)
+	}
 }

@@ -143,6 +143,9 @@ func (p *parser) parseJSON(data []byte, source string) {
 
 func (p *parser) parseYAML(data []byte, source string) {
 	parts := splitYAML(data)
+	for i := range parts {
+		parts[i].json, parts[i].tm, _ = convertBlockList(parts[i].data)
+	}
 	loc := func(i int) doc { return doc{fmt.Sprintf("%s: document %d", source, i+1)} }
 	convertYAML(parts, func(i int, raw []byte, known *typeMeta) any {
 		// A Pod document (most of a dump) is decoded and validated here,
@@ -155,6 +158,9 @@ func (p *parser) parseYAML(data []byte, source string) {
 		}
 		if ok && tm.APIVersion == "v1" && tm.Kind == "Pod" {
 			return preparePod(loc(i), raw)
+		}
+		if known != nil {
+			return knownType(*known)
 		}
 		return nil
 	}, func(i int, raw []byte, err error, prepared any) {
@@ -171,9 +177,17 @@ func (p *parser) parseYAML(data []byte, source string) {
 			p.commitPod(d, pp)
 			return
 		}
+		if tm, ok := prepared.(knownType); ok {
+			p.documentOf(d, raw, (*typeMeta)(&tm))
+			return
+		}
 		p.document(d, raw)
 	})
 }
+
+// knownType is a document's apiVersion and kind as the fast YAML reader
+// read them, which spares document() reading a large List twice.
+type knownType typeMeta
 
 // peekTypeMeta is what document() reads first: the apiVersion and kind of
 // a non-empty document.
@@ -235,6 +249,10 @@ func fileLines(msg string, docStart int) string {
 type yamlPart struct {
 	data []byte
 	line int // 1-based line of the document's first line in the file
+	// json and tm are the document converted ahead (a large List, see
+	// convertBlockList), or nil.
+	json []byte
+	tm   *typeMeta
 }
 
 // splitYAML splits at "---" lines. Text before the first separator is a
@@ -251,10 +269,10 @@ func splitYAML(data []byte) []yamlPart {
 		if end >= 0 {
 			next = pos + end + 1
 		}
-		text := strings.TrimRight(string(data[pos:next]), "\r\n")
-		if text == "---" || strings.HasPrefix(text, "--- ") || strings.HasPrefix(text, "---\t") {
+		text := bytes.TrimRight(data[pos:next], "\r\n")
+		if len(text) >= 3 && string(text[:3]) == "---" && (len(text) == 3 || text[3] == ' ' || text[3] == '\t') {
 			if afterSeparator || hasContent(data[start:pos]) {
-				parts = append(parts, yamlPart{data[start:pos], startLine})
+				parts = append(parts, yamlPart{data: data[start:pos], line: startLine})
 			}
 			// A "--- value" line carries content of the new document.
 			start, startLine, afterSeparator = pos+3, line, true
@@ -262,15 +280,14 @@ func splitYAML(data []byte) []yamlPart {
 		pos = next
 	}
 	if afterSeparator || hasContent(data[start:]) {
-		parts = append(parts, yamlPart{data[start:], startLine})
+		parts = append(parts, yamlPart{data: data[start:], line: startLine})
 	}
 	return parts
 }
 
 func hasContent(b []byte) bool {
-	for _, l := range strings.Split(string(b), "\n") {
-		l = strings.TrimSpace(l)
-		if l != "" && !strings.HasPrefix(l, "#") {
+	for line := range bytes.SplitSeq(b, []byte("\n")) {
+		if l := bytes.TrimSpace(line); len(l) > 0 && l[0] != '#' {
 			return true
 		}
 	}
@@ -284,12 +301,20 @@ type typeMeta struct {
 
 // document dispatches one document; List kinds expand to their items.
 func (p *parser) document(d doc, raw []byte) {
+	p.documentOf(d, raw, nil)
+}
+
+// documentOf is document for a document whose apiVersion and kind are
+// known, when known is not nil.
+func (p *parser) documentOf(d doc, raw []byte, known *typeMeta) {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || string(trimmed) == "null" || string(trimmed) == "{}" {
 		return // an empty document, e.g. a trailing "---"
 	}
 	var tm typeMeta
-	if err := json.Unmarshal(trimmed, &tm); err != nil {
+	if known != nil {
+		tm = *known
+	} else if err := json.Unmarshal(trimmed, &tm); err != nil {
 		p.fail(d, "", fmt.Errorf("not an object with apiVersion and kind: %w", err))
 		return
 	}
@@ -297,12 +322,8 @@ func (p *parser) document(d doc, raw []byte) {
 		p.object(d, raw, tm)
 		return
 	}
-	var list struct {
-		typeMeta `json:",inline"`
-		Metadata json.RawMessage   `json:"metadata,omitempty"`
-		Items    []json.RawMessage `json:"items"`
-	}
-	if err := decodeStrict(trimmed, &list); err != nil {
+	var list listDocument
+	if err := decodeStrictFast(trimmed, &list); err != nil {
 		p.fail(d, tm.Kind, err)
 		return
 	}
@@ -344,6 +365,13 @@ func (p *parser) document(d doc, raw []byte) {
 			p.object(it.doc, list.Items[i], it.typeMeta)
 		}
 	}
+}
+
+// listDocument is a List as document() reads it: its items stay raw.
+type listDocument struct {
+	typeMeta `json:",inline"`
+	Metadata json.RawMessage   `json:"metadata,omitempty"`
+	Items    []json.RawMessage `json:"items"`
 }
 
 // listItem is one item of a List, as far as it is read on every core.

@@ -1,0 +1,195 @@
+package input
+
+import (
+	"bytes"
+	"regexp"
+	"runtime"
+	"sync"
+
+	"sigs.k8s.io/yaml"
+)
+
+// listSplitMinBytes is the size from which a List document's items are
+// converted on every core; below it one conversion is quicker.
+const listSplitMinBytes = 256 << 10
+
+// convertBlockList converts a large List document as `kubectl get -o yaml`
+// writes it, one document holding every object, on every core: its
+// top-level keys at column 0, "items:" among them followed by entries
+// "- ..." at column 0 whose other lines are indented by two or more. Each
+// entry, moved two columns left, is a document of its own, and so is the
+// rest; the relative indentation YAML reads is unchanged for a mapping,
+// which every item must be (an object). The fast reader converts each
+// part, go-yaml the items it declines, as long as no part can reach
+// another: no anchor, alias or tag anywhere (no '&', '*' or '!' byte), a
+// head the fast reader takes, items that convert alone (a quote or
+// bracket left open would not), each far from go-yaml's depth limit
+// (see shallow). Anything else, and any error, answers ok=false, and
+// the caller converts the document whole, so errors are those of the
+// whole document. The JSON has "items" first; keys are not sorted across
+// it.
+func convertBlockList(data []byte) (out []byte, tm *typeMeta, ok bool) {
+	return convertBlockListFrom(data, listSplitMinBytes)
+}
+
+func convertBlockListFrom(data []byte, minBytes int) (out []byte, tm *typeMeta, ok bool) {
+	if len(data) < minBytes || bytes.ContainsAny(data, "&*!") {
+		return nil, nil, false
+	}
+	head, items, ok := splitBlockList(data)
+	if !ok {
+		return nil, nil, false
+	}
+	// The fast reader takes only values complete on their lines (or
+	// indented below them), so no head value can run on past the items.
+	var conv blockConverter
+	headJSON, tm, ok := conv.convert(head)
+	if !ok || len(headJSON) < 2 || headJSON[0] != '{' {
+		return nil, nil, false
+	}
+	converted := make([][]byte, len(items))
+	failed := make([]bool, len(items))
+	workers := min(runtime.GOMAXPROCS(0), len(items))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			var conv blockConverter
+			for i := w; i < len(items); i += workers {
+				var ok bool
+				if converted[i], _, ok = conv.convert(items[i]); !ok {
+					var err error
+					converted[i], err = yaml.YAMLToJSONStrict(items[i])
+					failed[i] = err != nil || !shallow(items[i])
+				}
+				// Only a mapping reads the same at the root as in the
+				// sequence: a block scalar there has other indentation
+				// rules. Objects are what a List holds.
+				failed[i] = failed[i] || len(converted[i]) == 0 || converted[i][0] != '{'
+			}
+		})
+	}
+	wg.Wait()
+	size := len(headJSON) + len(`{"items":[],`)
+	for i, item := range converted {
+		if failed[i] {
+			return nil, nil, false
+		}
+		size += len(item) + 1
+	}
+	out = make([]byte, 0, size)
+	out = append(out, `{"items":[`...)
+	for i, item := range converted {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, item...)
+	}
+	out = append(out, ']')
+	if len(headJSON) > 2 { // more than "{}"
+		out = append(out, ',')
+	}
+	out = append(out, headJSON[1:]...)
+	return out, tm, true
+}
+
+// splitBlockList cuts a List document into its items, each moved two
+// columns left, and the rest (head). ok=false when the document is not
+// that plain shape: a line at column 0 that is not a plain key (a
+// comment, a marker, a complex key), an indented line before the first
+// key, a tab or a carriage return, "items:" twice or with a value on its
+// line, no item, an item whose first line is not a plain key right after
+// "- " (every object's "apiVersion:"), or an item line indented by one
+// column.
+// plainKeyLine is a line that starts a block mapping with a plain key.
+var plainKeyLine = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_./-]*:( |$)`)
+
+func splitBlockList(data []byte) (head []byte, items [][]byte, ok bool) {
+	head = make([]byte, 0, 4096)
+	var item []byte
+	inItems, seenItems, rootKeySeen := false, false, false
+	flush := func() {
+		if item != nil {
+			items = append(items, item)
+			item = nil
+		}
+	}
+	for len(data) > 0 {
+		end := bytes.IndexByte(data, '\n') + 1
+		if end == 0 {
+			end = len(data)
+		}
+		line := data[:end]
+		data = data[end:]
+		text := bytes.TrimSuffix(line, []byte("\n"))
+		if bytes.ContainsAny(text, "\r\t") {
+			return nil, nil, false
+		}
+		if inItems {
+			switch {
+			case len(text) == 0:
+				if item == nil {
+					return nil, nil, false
+				}
+				item = append(item, '\n')
+				continue
+			case bytes.HasPrefix(text, []byte("- ")):
+				if !plainKeyLine.Match(text[2:]) {
+					// At the root, a flow or quoted node, or one starting
+					// further right, does not read as it does in the
+					// sequence (go-yaml drops what follows "{}" there).
+					return nil, nil, false
+				}
+				flush()
+				item = make([]byte, 0, 2048)
+				item = append(item, line[2:]...)
+				continue
+			case bytes.HasPrefix(text, []byte("  ")):
+				if item == nil {
+					return nil, nil, false
+				}
+				item = append(item, line[2:]...)
+				continue
+			case text[0] == ' ' || text[0] == '-':
+				return nil, nil, false // one column, or "-" alone
+			}
+			flush()
+			inItems = false // a top-level key: the head goes on
+		}
+		switch {
+		case len(text) == 0:
+		case text[0] == ' ':
+			if !rootKeySeen {
+				return nil, nil, false // the root starts further right
+			}
+			// A line of a head key's value.
+		case string(text) == "items:":
+			if seenItems {
+				return nil, nil, false
+			}
+			inItems, seenItems, rootKeySeen = true, true, true
+			continue
+		case !plainKeyLine.Match(text):
+			return nil, nil, false // a comment, a marker, a complex key...
+		default:
+			rootKeySeen = true
+		}
+		head = append(head, line...)
+	}
+	flush()
+	if len(items) == 0 {
+		return nil, nil, false
+	}
+	return head, items, true
+}
+
+// shallow says that no line of an item is long enough to reach go-yaml's
+// limit of 10,000 indentation levels, which the item has one fewer of
+// alone than inside the List: a level starts at a column past its parent's.
+func shallow(item []byte) bool {
+	for line := range bytes.SplitSeq(item, []byte("\n")) {
+		if len(line) >= 9000 {
+			return false
+		}
+	}
+	return true
+}
