@@ -3,6 +3,7 @@ package input
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"testing"
 
 	"draxr.dev/draxr/simulator/fixtures"
@@ -17,11 +18,24 @@ func dumpYAML(nodes, pods int) []byte {
 }
 
 // BenchmarkDecodeYAML times loading a YAML dump (what `draxr simulate -f`
-// does before planning) and asserts every object arrived.
+// does before planning) and asserts every object arrived: one NodeGroup,
+// 50 existing 64-CPU nodes and pods pending one-CPU pods of 100
+// ReplicaSets, a document each (pods-N) or as one List (list-pods-N).
 func BenchmarkDecodeYAML(b *testing.B) {
-	for _, pods := range []int{10000, 100000} {
-		b.Run(fmt.Sprintf("pods-%d", pods), func(b *testing.B) {
-			data := dumpYAML(50, pods)
+	for _, shape := range []struct {
+		name  string
+		write func(w io.Writer, nodes, pods, replicaSets int)
+		pods  int
+	}{
+		{"pods", fixtures.WriteCPUDump, 10000},
+		{"pods", fixtures.WriteCPUDump, 100000},
+		{"list-pods", fixtures.WriteCPUList, 100000},
+	} {
+		pods := shape.pods
+		b.Run(fmt.Sprintf("%s-%d", shape.name, pods), func(b *testing.B) {
+			var w bytes.Buffer
+			shape.write(&w, 50, pods, 100)
+			data := w.Bytes()
 			b.SetBytes(int64(len(data)))
 			b.ReportAllocs()
 			b.ResetTimer()
