@@ -341,9 +341,12 @@ func (c *blockConverter) scalar(text []byte) bool {
 		return false
 	}
 	switch {
-	// "--" and a letter: a command-line flag ("--config=x"); go-yaml's
-	// sign rule finds no number in it.
-	case isLetter(text[0]) || text[0] == '/', len(text) > 2 && text[0] == '-' && text[1] == '-' && isLetter(text[2]):
+	// "-" or "--" and a letter: a command-line flag ("-c", "--config=x");
+	// go-yaml's sign rule finds no number in it (its floats and integers
+	// have a digit or a '.' after the sign).
+	case isLetter(text[0]) || text[0] == '/',
+		len(text) > 1 && text[0] == '-' && isLetter(text[1]),
+		len(text) > 2 && text[0] == '-' && text[1] == '-' && isLetter(text[2]):
 		switch string(text) {
 		case "true", "false", "null":
 			c.out = append(c.out, text...)

@@ -108,6 +108,7 @@ func TestBlockYAMLMatchesGoYAML(t *testing.T) {
 		{"flags and expressions", "args:\n- --config=/etc/x.conf\n- --name=$(NODE_NAME)\nexpression: device.driver == \"gpu.example.com\" && x['a'] > 1\n", true},
 		{"inner indicators", "a: b!c&d*e|f>g?h%i@j`k\\l,m[n]{o}'p\"q\nb: x - y ? z\n", true},
 		{"flag without a letter", "a: --1\nb: ---\n", false},
+		{"short flags", "command:\n- sh\n- -c\n- -Xmx4g\np: -e5\nq: -inf\nr: -y\n", true},
 		{"comment after a space", "a: b #c\n", false},
 		{"key too long for YAML", strings.Repeat("k", 1025) + ": 0\n", false},
 		{"quoted key too long for YAML", "\"" + strings.Repeat("k", 1023) + "\": 0\n", false},
@@ -165,7 +166,7 @@ func TestBlockYAMLRandomDocuments(t *testing.T) {
 		"256Mi", "1.5Gi", "100m", "2E", "1e", "10.0.0.1", "1.2.3", "2026-01-01", "2026-01-01T00:00:00Z", "12:30",
 		"/var/lib", "a b", "a  b", "a: b", "a #b", "a#b", "a:b", "-a", "- a", "?a", "@a", "%a", "a,b", "[a]", "{}", "[]", "{a: b}",
 		"'q'", "'it''s'", "\"d\"", "\"a\\tb\"", "\"<&>\"", "\"\\x41\"", "''", "\"\"", "<<", "=", "a=b", "(x)",
-		"--config=/x", "--", "---", "--1", "-- a", "--y", "$(X)", "a == \"b\"", "a!b", "a *b", "a &b", "a 'b'", "a\\b", "a`b",
+		"--config=/x", "--", "---", "--1", "-- a", "--y", "-c", "-Xmx4g", "-e5", "-inf", "-Inf", "-n", "-y", "-0x1", "-.5", "$(X)", "a == \"b\"", "a!b", "a *b", "a &b", "a 'b'", "a\\b", "a`b",
 		"a|b", "a ? b", "a - b", "a, b", "a]", "a}", "x: y", "a #", "a\"", "1\"", "1!", "-1a", "/a b", "yes!", "n'", "~a",
 	}
 	keys := []string{"a", "b", "kind", "apiVersion", "y", "on", "No", "1", "k8s.io/name", "a-b", "'q'", "\"d\"", "<<", "a b", "-k",

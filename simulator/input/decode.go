@@ -33,8 +33,8 @@ func decodeV2[T any](raw []byte, into *T) error {
 // allocations, for the types the differential tests hold it to (Pod, most
 // of a dump, and the List around them): encoding/json/v2 decodes, and
 // whatever it refuses is decoded again by decodeStrict, whose errors (and
-// field paths) are the ones reported. FuzzDecodeStrictFast checks that what v2 accepts,
-// decodeStrict accepts as the same object.
+// field paths) are the ones reported. FuzzDecodeStrictFast checks that
+// what v2 accepts, decodeStrict accepts as the same object.
 func decodeStrictFast[T any](raw []byte, into *T) error {
 	if decodeV2(raw, into) == nil {
 		return nil

@@ -21,10 +21,12 @@ const listSplitMinBytes = 256 << 10
 // rest; the relative indentation YAML reads is unchanged for a mapping,
 // which every item must be (an object). The fast reader converts each
 // part, go-yaml the items it declines, as long as no part can reach
-// another: no anchor, alias or tag anywhere (no '&', '*' or '!' byte), a
-// head the fast reader takes, items that convert alone (a quote or
-// bracket left open would not), each far from go-yaml's depth limit
-// (see shallow). Anything else, and any error, answers ok=false, and
+// another: the fast reader takes no anchor, alias or tag, and an item
+// left to go-yaml may hold none either (no '&', '*' or '!' byte, where
+// shell commands in pods would be no harm to the fast reader); the head
+// is the fast reader's; every item converts alone (a quote or bracket
+// left open would not); an item left to go-yaml is far from its depth
+// limit (see shallow). Anything else, and any error, answers ok=false, and
 // the caller converts the document whole, so errors are those of the
 // whole document. The JSON has "items" first; keys are not sorted across
 // it.
@@ -33,7 +35,7 @@ func convertBlockList(data []byte) (out []byte, tm *typeMeta, ok bool) {
 }
 
 func convertBlockListFrom(data []byte, minBytes int) (out []byte, tm *typeMeta, ok bool) {
-	if len(data) < minBytes || bytes.ContainsAny(data, "&*!") {
+	if len(data) < minBytes {
 		return nil, nil, false
 	}
 	head, items, ok := splitBlockList(data)
@@ -59,7 +61,7 @@ func convertBlockListFrom(data []byte, minBytes int) (out []byte, tm *typeMeta, 
 				if converted[i], _, ok = conv.convert(items[i]); !ok {
 					var err error
 					converted[i], err = yaml.YAMLToJSONStrict(items[i])
-					failed[i] = err != nil || !shallow(items[i])
+					failed[i] = err != nil || !shallow(items[i]) || bytes.ContainsAny(items[i], "&*!")
 				}
 				// Only a mapping reads the same at the root as in the
 				// sequence: a block scalar there has other indentation

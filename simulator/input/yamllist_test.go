@@ -92,10 +92,11 @@ func TestConvertBlockListMatchesWhole(t *testing.T) {
 		}
 	}
 	for name, data := range map[string][]byte{
-		"every document":   asList(plain),
-		"kubectl's dump":   must(os.ReadFile("testdata/dump.yaml")),
-		"one item":         asList(plain[:1]),
-		"generator's pods": asList(docs[len(docs)-20:]),
+		"every document":        asList(plain),
+		"kubectl's dump":        must(os.ReadFile("testdata/dump.yaml")),
+		"one item":              asList(plain[:1]),
+		"the last 20 documents": asList(docs[len(docs)-20:]),
+		"shell commands":        []byte("apiVersion: v1\nitems:\n- apiVersion: v1\n  kind: Pod\n  spec:\n    containers:\n    - args:\n      - sh\n      - -c\n      - test -f /x && cp /y/*.txt /z!\n      name: c\nkind: List\n"),
 	} {
 		t.Run(name, func(t *testing.T) {
 			got, tm, ok := convertBlockListFrom(data, 0)
@@ -131,7 +132,8 @@ func must(b []byte, err error) []byte {
 func TestConvertBlockListDeclines(t *testing.T) {
 	const item = "- apiVersion: v1\n  kind: Pod\n  metadata:\n    name: p\n"
 	for name, doc := range map[string]string{
-		"anchor across items":   "apiVersion: v1\nkind: List\nitems:\n- &a {apiVersion: v1, kind: Pod}\n- *a\n",
+		"anchor across items":   "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  a: &x 1\n- apiVersion: v1\n  b: *x\n",
+		"anchor in an item":     "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  a: &x 1\n  b: *x\n",
 		"tag":                   "apiVersion: v1\nkind: List\nitems:\n- !!map {apiVersion: v1}\n",
 		"comment at column 0":   "apiVersion: v1\nkind: List\nitems:\n" + item + "# note\n" + item,
 		"items given twice":     "apiVersion: v1\nkind: List\nitems:\n" + item + "items:\n" + item,
