@@ -14,19 +14,16 @@ import (
 	kjson "sigs.k8s.io/json"
 )
 
-// strictV2 is decodeStrict's rules in encoding/json/v2's terms: names
-// match case-sensitively, unknown and duplicate names are errors. v2 also
-// refuses invalid UTF-8, which v1 replaces; such input falls back to v1.
-var strictV2 = jsonv2.JoinOptions(
-	jsonv2.MatchCaseInsensitiveNames(false),
-	jsonv2.RejectUnknownMembers(true),
-	jsontext.AllowDuplicateNames(false),
-	jsontext.AllowInvalidUTF8(false),
-)
-
-// decodeV2 is decodeStrictFast's first try.
+// decodeV2 is decodeStrictFast's first try, under decodeStrict's rules in
+// encoding/json/v2's terms: names match case-sensitively, unknown and
+// duplicate names are errors. v2 also refuses invalid UTF-8, which v1
+// replaces; such input falls back to v1.
 func decodeV2[T any](raw []byte, into *T) error {
-	return jsonv2.Unmarshal(raw, into, strictV2)
+	return jsonv2.Unmarshal(raw, into,
+		jsonv2.MatchCaseInsensitiveNames(false),
+		jsonv2.RejectUnknownMembers(true),
+		jsontext.AllowDuplicateNames(false),
+		jsontext.AllowInvalidUTF8(false))
 }
 
 // decodeStrictFast is decodeStrict at twice the speed and a third of the
