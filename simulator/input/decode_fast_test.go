@@ -2,69 +2,51 @@ package input
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
-
-	"draxr.dev/draxr/simulator/examples"
 )
 
-// podDocuments returns the JSON of every Pod in the project's test inputs:
-// kubectl dumps (managedFields, statuses, ephemeral containers), the
-// built-in example, the golden scenarios and the generator's dump.
+// podDocuments returns the JSON of every Pod, and of every workload's pod
+// template as the pods it makes, in the project's test inputs
+// (testDocuments).
 func podDocuments(t testing.TB) [][]byte {
 	t.Helper()
-	inputs := map[string][]byte{"builtin.yaml": examples.Builtin}
-	inputs["cpudump.yaml"] = dumpYAML(2, 5)
-	files, _ := filepath.Glob("testdata/*.yaml")
-	scenarios, _ := filepath.Glob("../offline/testdata/scenarios/*/input/*.yaml")
-	for _, f := range append(files, scenarios...) {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		inputs[f] = data
-	}
 	var pods [][]byte
-	for name, data := range inputs {
-		for _, part := range splitYAML(data) {
-			raw, err := yaml.YAMLToJSONStrict(part.data)
-			if err != nil {
-				t.Fatalf("%s: %v", name, err)
+	for _, data := range testDocuments(t) {
+		raw, err := yaml.YAMLToJSONStrict(data)
+		if err != nil {
+			t.Fatalf("%v:\n%s", err, data)
+		}
+		var doc struct {
+			Items []json.RawMessage `json:"items"`
+		}
+		if json.Unmarshal(raw, &doc) != nil {
+			continue
+		}
+		for _, item := range append([]json.RawMessage{raw}, doc.Items...) {
+			var obj struct {
+				Kind string `json:"kind"`
+				Spec struct {
+					Template map[string]json.RawMessage `json:"template"`
+				} `json:"spec"`
 			}
-			var doc struct {
-				Items []json.RawMessage `json:"items"`
-			}
-			if json.Unmarshal(raw, &doc) != nil {
+			if json.Unmarshal(item, &obj) != nil {
 				continue
 			}
-			for _, item := range append([]json.RawMessage{raw}, doc.Items...) {
-				var obj struct {
-					Kind string `json:"kind"`
-					Spec struct {
-						Template map[string]json.RawMessage `json:"template"`
-					} `json:"spec"`
+			switch {
+			case obj.Kind == "Pod":
+				pods = append(pods, item)
+			case obj.Spec.Template != nil && strings.Contains("Deployment ReplicaSet StatefulSet Job DaemonSet", obj.Kind):
+				obj.Spec.Template["apiVersion"], obj.Spec.Template["kind"] = json.RawMessage(`"v1"`), json.RawMessage(`"Pod"`)
+				pod, err := json.Marshal(obj.Spec.Template)
+				if err != nil {
+					t.Fatal(err)
 				}
-				if json.Unmarshal(item, &obj) != nil {
-					continue
-				}
-				switch {
-				case obj.Kind == "Pod":
-					pods = append(pods, item)
-				case obj.Spec.Template != nil && strings.Contains("Deployment ReplicaSet StatefulSet Job DaemonSet", obj.Kind):
-					// A workload's pod template, as the pods it makes.
-					obj.Spec.Template["apiVersion"], obj.Spec.Template["kind"] = json.RawMessage(`"v1"`), json.RawMessage(`"Pod"`)
-					pod, err := json.Marshal(obj.Spec.Template)
-					if err != nil {
-						t.Fatal(err)
-					}
-					pods = append(pods, pod)
-				}
+				pods = append(pods, pod)
 			}
 		}
 	}

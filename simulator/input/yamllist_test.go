@@ -38,7 +38,9 @@ func asList(docs [][]byte) []byte {
 	return b.Bytes()
 }
 
-// testDocuments is every YAML document of the project's test inputs.
+// testDocuments is every YAML document of the project's test inputs:
+// kubectl dumps (managedFields, statuses, ephemeral containers), the
+// built-in example, the golden scenarios and the generator's dump.
 func testDocuments(t testing.TB) [][]byte {
 	t.Helper()
 	inputs := [][]byte{examples.Builtin, dumpYAML(3, 20)}
@@ -54,7 +56,7 @@ func testDocuments(t testing.TB) [][]byte {
 	var docs [][]byte
 	for _, in := range inputs {
 		for _, part := range splitYAML(in) {
-			if !hasContent(part.data) || bytes.HasPrefix(part.data, []byte("#")) {
+			if !hasContent(part.data) {
 				continue
 			}
 			docs = append(docs, part.data)
