@@ -35,7 +35,8 @@ func convertBlockList(data []byte) (out []byte, tm *typeMeta, ok bool) {
 }
 
 func convertBlockListFrom(data []byte, minBytes int) (out []byte, tm *typeMeta, ok bool) {
-	if len(data) < minBytes || !(bytes.HasPrefix(data, []byte("items:\n")) || bytes.Contains(data, []byte("\nitems:\n"))) {
+	hasItems := bytes.HasPrefix(data, []byte("items:\n")) || bytes.Contains(data, []byte("\nitems:\n"))
+	if len(data) < minBytes || !hasItems {
 		return nil, nil, false
 	}
 	head, items, ok := splitBlockList(data)
