@@ -58,11 +58,15 @@ func convertBlockListFrom(data []byte, minBytes int) (out []byte, tm *typeMeta, 
 		wg.Go(func() {
 			var conv blockConverter
 			for i := w; i < len(items); i += workers {
-				var ok bool
-				if converted[i], _, ok = conv.convert(items[i]); !ok {
+				item, ok := dedentItem(items[i])
+				if !ok {
+					failed[i] = true
+					continue
+				}
+				if converted[i], _, ok = conv.convert(item); !ok {
 					var err error
-					converted[i], err = yaml.YAMLToJSONStrict(items[i])
-					failed[i] = err != nil || !shallow(items[i]) || bytes.ContainsAny(items[i], "&*!")
+					converted[i], err = yaml.YAMLToJSONStrict(item)
+					failed[i] = err != nil || !shallow(item) || bytes.ContainsAny(item, "&*!")
 				}
 				// Only a mapping reads the same at the root as in the
 				// sequence: a block scalar there has other indentation
@@ -95,68 +99,53 @@ func convertBlockListFrom(data []byte, minBytes int) (out []byte, tm *typeMeta, 
 	return out, tm, true
 }
 
-// splitBlockList cuts a List document into its items, each moved two
-// columns left, and the rest (head). ok=false when the document is not
-// that plain shape: a line at column 0 that is not a plain key (a
-// comment, a marker, a complex key), an indented line before the first
-// key, a tab or a carriage return, "items:" twice or with a value on its
-// line, no item, an item whose first line is not a plain key right after
-// "- " (every object's "apiVersion:"), or an item line indented by one
-// column.
 // plainKeyLine is a line that starts a block mapping with a plain key.
 var plainKeyLine = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_./-]*:( |$)`)
 
+// splitBlockList cuts a List document into its items, as they stand in
+// data (dedentItem moves each two columns left, on every core), and the
+// rest (head). ok=false when the document is not that plain shape: a
+// line at column 0 that is not a plain key (a comment, a marker, a
+// complex key), an indented line before the first key, a tab or a
+// carriage return in the head, "items:" twice or with a value on its
+// line, no item, or an item line at column 0 other than "- ...".
 func splitBlockList(data []byte) (head []byte, items [][]byte, ok bool) {
 	head = make([]byte, 0, 4096)
-	var item []byte
+	itemStart := -1 // offset in data of the item being read
 	inItems, seenItems, rootKeySeen := false, false, false
-	flush := func() {
-		if item != nil {
-			items = append(items, item)
-			item = nil
-		}
-	}
-	for len(data) > 0 {
-		end := bytes.IndexByte(data, '\n') + 1
+	for pos := 0; pos < len(data); {
+		end := bytes.IndexByte(data[pos:], '\n') + 1
 		if end == 0 {
-			end = len(data)
+			end = len(data) - pos
 		}
-		line := data[:end]
-		data = data[end:]
+		line := data[pos : pos+end]
 		text := bytes.TrimSuffix(line, []byte("\n"))
-		if bytes.ContainsAny(text, "\r\t") {
-			return nil, nil, false
-		}
 		if inItems {
 			switch {
-			case len(text) == 0:
-				if item == nil {
+			case len(text) == 0 || text[0] == ' ':
+				// A line of the item (dedentItem checks its indentation).
+				if itemStart < 0 {
 					return nil, nil, false
 				}
-				item = append(item, '\n')
+				pos += end
 				continue
-			case bytes.HasPrefix(text, []byte("- ")):
-				if !plainKeyLine.Match(text[2:]) {
-					// At the root, a flow or quoted node, or one starting
-					// further right, does not read as it does in the
-					// sequence (go-yaml drops what follows "{}" there).
-					return nil, nil, false
+			case text[0] == '-':
+				if itemStart >= 0 {
+					items = append(items, data[itemStart:pos])
 				}
-				flush()
-				item = make([]byte, 0, 2048)
-				item = append(item, line[2:]...)
+				itemStart = pos
+				pos += end
 				continue
-			case bytes.HasPrefix(text, []byte("  ")):
-				if item == nil {
-					return nil, nil, false
-				}
-				item = append(item, line[2:]...)
-				continue
-			case text[0] == ' ' || text[0] == '-':
-				return nil, nil, false // one column, or "-" alone
 			}
-			flush()
+			if itemStart >= 0 {
+				items = append(items, data[itemStart:pos])
+				itemStart = -1
+			}
 			inItems = false // a top-level key: the head goes on
+		}
+		pos += end
+		if bytes.ContainsAny(text, "\r\t") {
+			return nil, nil, false
 		}
 		switch {
 		case len(text) == 0:
@@ -178,11 +167,48 @@ func splitBlockList(data []byte) (head []byte, items [][]byte, ok bool) {
 		}
 		head = append(head, line...)
 	}
-	flush()
+	if itemStart >= 0 {
+		items = append(items, data[itemStart:])
+	}
 	if len(items) == 0 {
 		return nil, nil, false
 	}
 	return head, items, true
+}
+
+// dedentItem moves an item ("- key: ..." and the lines below it) two
+// columns left. ok=false for a tab or a carriage return, a first line that
+// is not a plain key right after "- " (every object's "apiVersion:"; at
+// the root, a flow or quoted node, or one starting further right, does
+// not read as it does in the sequence: go-yaml drops what follows "{}"
+// there), or a line indented by one column.
+func dedentItem(item []byte) ([]byte, bool) {
+	if bytes.ContainsAny(item, "\r\t") {
+		return nil, false
+	}
+	out := make([]byte, 0, len(item))
+	for first := true; len(item) > 0; first = false {
+		end := bytes.IndexByte(item, '\n') + 1
+		if end == 0 {
+			end = len(item)
+		}
+		line := item[:end]
+		item = item[end:]
+		switch {
+		case first:
+			if !bytes.HasPrefix(line, []byte("- ")) || !plainKeyLine.Match(bytes.TrimSuffix(line[2:], []byte("\n"))) {
+				return nil, false
+			}
+			out = append(out, line[2:]...)
+		case line[0] == '\n':
+			out = append(out, '\n')
+		case bytes.HasPrefix(line, []byte("  ")):
+			out = append(out, line[2:]...)
+		default:
+			return nil, false // one column
+		}
+	}
+	return out, true
 }
 
 // shallow says that no line of an item is long enough to reach go-yaml's
