@@ -137,7 +137,7 @@ func (p *parser) parseJSON(data []byte, source string) {
 			p.fail(d, "", fmt.Errorf("malformed JSON: %w", err))
 			return // the decoder cannot resynchronise after a syntax error
 		}
-		p.document(d, raw)
+		p.document(d, raw, nil)
 	}
 }
 
@@ -159,10 +159,7 @@ func (p *parser) parseYAML(data []byte, source string) {
 		if ok && tm.APIVersion == "v1" && tm.Kind == "Pod" {
 			return preparePod(loc(i), raw)
 		}
-		if known != nil {
-			return knownType(*known)
-		}
-		return nil
+		return known // nil, or what document() need not read again
 	}, func(i int, raw []byte, err error, prepared any) {
 		d := loc(i)
 		if err != nil {
@@ -177,17 +174,10 @@ func (p *parser) parseYAML(data []byte, source string) {
 			p.commitPod(d, pp)
 			return
 		}
-		if tm, ok := prepared.(knownType); ok {
-			p.documentOf(d, raw, (*typeMeta)(&tm))
-			return
-		}
-		p.document(d, raw)
+		known, _ := prepared.(*typeMeta)
+		p.document(d, raw, known)
 	})
 }
-
-// knownType is a document's apiVersion and kind as the fast YAML reader
-// read them, which spares document() reading a large List twice.
-type knownType typeMeta
 
 // peekTypeMeta is what document() reads first: the apiVersion and kind of
 // a non-empty document.
@@ -300,13 +290,9 @@ type typeMeta struct {
 }
 
 // document dispatches one document; List kinds expand to their items.
-func (p *parser) document(d doc, raw []byte) {
-	p.documentOf(d, raw, nil)
-}
-
-// documentOf is document for a document whose apiVersion and kind are
-// known, when known is not nil.
-func (p *parser) documentOf(d doc, raw []byte, known *typeMeta) {
+// known, when not nil, is its apiVersion and kind as the fast YAML reader
+// read them, which spares reading a large List twice.
+func (p *parser) document(d doc, raw []byte, known *typeMeta) {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || string(trimmed) == "null" || string(trimmed) == "{}" {
 		return // an empty document, e.g. a trailing "---"

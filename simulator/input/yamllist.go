@@ -35,8 +35,7 @@ func convertBlockList(data []byte) (out []byte, tm *typeMeta, ok bool) {
 }
 
 func convertBlockListFrom(data []byte, minBytes int) (out []byte, tm *typeMeta, ok bool) {
-	hasItems := bytes.HasPrefix(data, []byte("items:\n")) || bytes.Contains(data, []byte("\nitems:\n"))
-	if len(data) < minBytes || !hasItems {
+	if len(data) < minBytes || !bytes.HasPrefix(data, []byte("items:\n")) && !bytes.Contains(data, []byte("\nitems:\n")) {
 		return nil, nil, false
 	}
 	head, items, ok := splitBlockList(data)
@@ -50,35 +49,21 @@ func convertBlockListFrom(data []byte, minBytes int) (out []byte, tm *typeMeta, 
 	if !ok || len(headJSON) < 2 || headJSON[0] != '{' {
 		return nil, nil, false
 	}
-	converted := make([][]byte, len(items))
-	failed := make([]bool, len(items))
+	converted := make([][]byte, len(items)) // nil where an item failed
 	workers := min(runtime.GOMAXPROCS(0), len(items))
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
-			var conv blockConverter
+			var conv blockConverter // its buffers serve every item of the worker
 			for i := w; i < len(items); i += workers {
-				item, ok := dedentItem(items[i])
-				if !ok {
-					failed[i] = true
-					continue
-				}
-				if converted[i], _, ok = conv.convert(item); !ok {
-					var err error
-					converted[i], err = yaml.YAMLToJSONStrict(item)
-					failed[i] = err != nil || !shallow(item) || bytes.ContainsAny(item, "&*!")
-				}
-				// Only a mapping reads the same at the root as in the
-				// sequence: a block scalar there has other indentation
-				// rules. Objects are what a List holds.
-				failed[i] = failed[i] || len(converted[i]) == 0 || converted[i][0] != '{'
+				converted[i] = convertItem(&conv, items[i])
 			}
 		})
 	}
 	wg.Wait()
 	size := len(headJSON) + len(`{"items":[],`)
-	for i, item := range converted {
-		if failed[i] {
+	for _, item := range converted {
+		if item == nil {
 			return nil, nil, false
 		}
 		size += len(item) + 1
@@ -97,6 +82,32 @@ func convertBlockListFrom(data []byte, minBytes int) (out []byte, tm *typeMeta, 
 	}
 	out = append(out, headJSON[1:]...)
 	return out, tm, true
+}
+
+// convertItem converts one item ("- key: ..." and its lines) on its own,
+// or answers nil where that could read otherwise than inside the List.
+func convertItem(conv *blockConverter, raw []byte) []byte {
+	item, ok := dedentItem(raw)
+	if !ok {
+		return nil
+	}
+	out, _, ok := conv.convert(item)
+	if !ok {
+		if !shallow(item) || bytes.ContainsAny(item, "&*!") {
+			return nil
+		}
+		var err error
+		if out, err = yaml.YAMLToJSONStrict(item); err != nil {
+			return nil
+		}
+	}
+	// Only a mapping reads the same at the root as in the sequence: a
+	// block scalar there has other indentation rules. Objects are what a
+	// List holds.
+	if len(out) == 0 || out[0] != '{' {
+		return nil
+	}
+	return out
 }
 
 // plainKeyLine is a line that starts a block mapping with a plain key.
