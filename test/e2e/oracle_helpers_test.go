@@ -230,8 +230,9 @@ func (o *oracle) check(paths []string, opts oracleOptions) *oracleReport {
 	o.build(ctx, objs, newNodes)
 	bound := o.waitBoundOrUnschedulable(ctx, objs.PendingPods, sets.KeySet(planned), true)
 	for _, key := range sortedKeys(planned) {
-		node, ok := bound[key]
-		if !ok {
+		// "" is the scheduler's verdict unschedulable: not bound either.
+		node := bound[key]
+		if node == "" {
 			rep.Unbound = append(rep.Unbound, key)
 			continue
 		}
