@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -9,11 +10,13 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
 
 	"draxr.dev/draxr/autoscaler/clusterstate"
 	"draxr.dev/draxr/cloudprovider"
@@ -230,5 +233,59 @@ func TestUnhealthyClusterPausesScaleDownOnly(t *testing.T) {
 		if len(res.Unneeded) != wantUnneeded {
 			t.Errorf("%d unready: unneeded %v, want %d (scale-down paused while unhealthy)", tc.unready, res.Unneeded, wantUnneeded)
 		}
+	}
+}
+
+// Scale-down moves a node's pods onto registered Ready nodes only, as CA
+// does: a node still coming up may never arrive. Here gpu-0 runs two
+// one-GPU pods (a quarter used) and the only room elsewhere is a node of
+// group "slow" that was asked for but has not registered: gpu-0 is kept.
+func TestScaleDownNeverDrainsOntoNodesStillComingUp(t *testing.T) {
+	e := newFailureEnv(t)
+	g := e.provider.AddGroup(groupOf8GPUs("gpu", 64), fakeprovider.Faults{})
+	slow := e.provider.AddGroup(groupOf8GPUs("slow", 64), fakeprovider.Faults{NeverRegister: true})
+	if err := g.AddReadyNodes(e.ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	for d := 0; d < 2; d++ {
+		p := fx.Pod(fmt.Sprintf("train-%d", d), 100, fx.GPUs(fx.GPUResource, 1))
+		p.Spec.NodeName, p.Status.Phase = "gpu-0", v1.PodRunning
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "train", UID: "rs-train", Controller: ptr.To(true)}}
+		claim := fx.ExtendedResourceClaim(p, "gpu.example.com", fx.Driver, "gpu-0", 0, fmt.Sprintf("gpu-%d", d))
+		p.Status.ExtendedResourceClaimStatus = &v1.PodExtendedResourceClaimStatus{ResourceClaimName: claim.Name,
+			RequestMappings: []v1.ContainerExtendedResourceRequest{{ContainerName: "main",
+				ResourceName: string(fx.GPUResource), RequestName: claim.Spec.Devices.Requests[0].Name}}}
+		if _, err := e.client.ResourceV1().ResourceClaims(p.Namespace).Create(e.ctx, claim, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.client.CoreV1().Pods(p.Namespace).Create(e.ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := slow.IncreaseSize(e.ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	e.at(0)
+	if err := wait.PollUntilContextTimeout(e.ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		pods, err := e.listers.Pods.List(labels.Everything())
+		return err == nil && len(pods) == 2, nil
+	}); err != nil {
+		t.Fatal("the informer did not see the pods")
+	}
+	for _, d := range []time.Duration{time.Minute, 12 * time.Minute} {
+		e.at(d)
+		res, err := e.a.RunOnce(e.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Upcoming["slow"] != 1 {
+			t.Fatalf("at %v: upcoming %v, want the slow group's node", d, res.Upcoming)
+		}
+		if len(res.Unneeded) != 0 {
+			t.Fatalf("at %v: unneeded %v: gpu-0's pods would move to a node that has not registered", d, res.Unneeded)
+		}
+	}
+	if got := g.Deleted(); len(got) != 0 {
+		t.Errorf("deleted %v, want gpu-0 kept", got)
 	}
 }

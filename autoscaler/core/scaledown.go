@@ -190,6 +190,7 @@ func (a *Autoscaler) scaleDown(ctx context.Context, st *clusterstate.State, res 
 		MayRemove: func(n *v1.Node) bool {
 			return st.Ready[n.Name] && st.GroupOf[n.Name] != "" && !a.sd.isDeleting(n.Name)
 		},
+		MayReceive:   func(n *v1.Node) bool { return st.Ready[n.Name] && !a.sd.isDeleting(n.Name) },
 		Drainability: checker,
 		Limits:       a.cfg.Limits.Limits,
 		Uncounted:    func(n *v1.Node) bool { return a.sd.isDeleting(n.Name) },

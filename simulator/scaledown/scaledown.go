@@ -38,6 +38,12 @@ type Options struct {
 	// moves every pod except mirror and DaemonSet pods, which leave with
 	// the node, and ignores annotations: what-if planning on dumps.
 	Drainability *drainability.Checker
+	// MayReceive, when set, says which nodes a removed node's pods may
+	// move to. The live loop allows registered Ready nodes only, as CA
+	// does: a node still coming up (upcoming, or registered but not
+	// started) may never arrive, and draining a running node onto it
+	// would leave its pods pending.
+	MayReceive func(node *v1.Node) bool
 	// Limits: no removal takes the cluster below a minimum of
 	// --cores-total, --memory-total or --gpu-total (CA's
 	// MinimalResourceLimitExceeded). The nodes counted are those in the
@@ -168,7 +174,7 @@ func drain(h *harness.Harness, nodeName string, removed map[string]bool, full ma
 	snap := h.Snapshot()
 	var targets []string
 	for _, n := range snap.NodeNames() {
-		if n != nodeName && !removed[n] {
+		if n != nodeName && !removed[n] && (opts.MayReceive == nil || opts.MayReceive(snap.NodeInfo(n).Node())) {
 			targets = append(targets, n)
 		}
 	}
