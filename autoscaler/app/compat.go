@@ -43,7 +43,7 @@ func compatTable() []compatEntry {
 		provRq = "ProvisioningRequests are not supported by draxr"
 		capBuf = "CapacityBuffers are not supported by draxr"
 		nap    = "node autoprovisioning (creating node groups) is not supported by draxr"
-		taints = "draxr plans with a node group template's taints as given; ignoring taints by name or prefix is not supported"
+		taints = "CA's built-in ignore-taint.cluster-autoscaler.kubernetes.io/ and startup-taint.cluster-autoscaler.kubernetes.io/ prefixes are honoured (such a node is still starting); more taint keys or prefixes by flag are not supported"
 		// klog's output flags (CA's main binds them with klog.InitFlags).
 		klogOut = "draxr-autoscaler logs every message to stderr (klog's default); klog's output options are not supported (-v and --vmodule are)"
 	)

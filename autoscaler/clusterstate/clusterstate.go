@@ -226,15 +226,6 @@ func MetricLabels(g *nodegroup.NodeGroup) metrics.GroupLabels {
 	return l
 }
 
-func isReady(n *v1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == v1.NodeReady {
-			return c.Status == v1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // podsInBinding returns the UIDs of pods the scheduler is binding, read
 // from the claims: a claim allocated and reserved for the pod, or an
 // extended-resource claim the pod owns. The scheduler's PreBind creates

@@ -255,16 +255,20 @@ func (r *Registry) groupOptions(ng cloudprovider.NodeGroup) (cloudprovider.NodeG
 func (r *Registry) nodeState(n *v1.Node, devicesPublished bool, maxStartup time.Duration, now time.Time) nodeState {
 	cond := readyCondition(n)
 	ready := cond != nil && cond.Status == v1.ConditionTrue
-	if ready && devicesPublished {
+	held := heldBack(n)
+	if ready && !held && devicesPublished {
 		return nodeReady
 	}
 	age := now.Sub(n.CreationTimestamp.Time)
 	startupOver := maxStartup > 0 && age >= maxStartup
-	if ready { // waiting for its DRA drivers' ResourceSlices
-		if startupOver {
-			return nodeResourceUnready
+	if ready { // held back by a taint or condition, or waiting for its DRA drivers' ResourceSlices
+		switch {
+		case !startupOver:
+			return nodeNotStarted
+		case held:
+			return nodeUnready
 		}
-		return nodeNotStarted
+		return nodeResourceUnready
 	}
 	neverReady := cond == nil || cond.LastTransitionTime.Sub(n.CreationTimestamp.Time) < maxStatusSettingDelayAfterCreation
 	switch {
@@ -557,13 +561,4 @@ func providerIDs(instances []cloudprovider.Instance) []string {
 		out[i] = in.ProviderID
 	}
 	return out
-}
-
-func readyCondition(n *v1.Node) *v1.NodeCondition {
-	for i := range n.Status.Conditions {
-		if n.Status.Conditions[i].Type == v1.NodeReady {
-			return &n.Status.Conditions[i]
-		}
-	}
-	return nil
 }

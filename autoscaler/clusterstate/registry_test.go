@@ -405,3 +405,87 @@ func TestGroupProvisionAndStartupTimes(t *testing.T) {
 		})
 	}
 }
+
+// A node whose Ready condition is True but that cannot take pods yet (the
+// not-ready taint the node lifecycle controller lifts a moment later, a
+// startup taint, a network or disk condition) is still coming up, as CA
+// reads readiness: it stays upcoming, as its template, so the pods planned
+// for it are not planned on yet another node; past the start-up time it
+// is unready, and never deleted for it.
+func TestRegistryNodesHeldBackAreStillComing(t *testing.T) {
+	tests := []struct {
+		name      string
+		taint     string
+		condition v1.NodeConditionType
+		wantHeld  bool
+	}{
+		{name: "not-ready taint", taint: v1.TaintNodeNotReady, wantHeld: true},
+		{name: "network-unavailable taint", taint: v1.TaintNodeNetworkUnavailable, wantHeld: true},
+		{name: "disk-pressure taint", taint: v1.TaintNodeDiskPressure, wantHeld: true},
+		{name: "startup taint", taint: "startup-taint.cluster-autoscaler.kubernetes.io/gpu-driver", wantHeld: true},
+		{name: "ignore taint", taint: "ignore-taint.cluster-autoscaler.kubernetes.io/cni", wantHeld: true},
+		{name: "NetworkUnavailable condition", condition: v1.NodeNetworkUnavailable, wantHeld: true},
+		{name: "status taint is not readiness", taint: "status-taint.cluster-autoscaler.kubernetes.io/x"},
+		{name: "a workload taint is not readiness", taint: "dedicated"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			g := e.provider.AddGroup(gpuGroup("gpu", 10), fakeprovider.Faults{})
+			e.scaleUp(g, 2)
+			e.at(0)
+			node, err := e.client.CoreV1().Nodes().Get(e.ctx, "gpu-0", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.taint != "" {
+				node.Spec.Taints = append(node.Spec.Taints, v1.Taint{Key: tc.taint, Effect: v1.TaintEffectNoSchedule})
+			}
+			if tc.condition != "" {
+				node.Status.Conditions = append(node.Status.Conditions, v1.NodeCondition{Type: tc.condition, Status: v1.ConditionTrue})
+			}
+			updated, err := e.client.CoreV1().Nodes().Update(e.ctx, node, metav1.UpdateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = wait.PollUntilContextTimeout(e.ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+				n, err := e.listers.Nodes.Get("gpu-0")
+				return err == nil && n.ResourceVersion == updated.ResourceVersion, nil
+			})
+			if err != nil {
+				t.Fatal("the informer did not see the node change")
+			}
+
+			e.at(time.Minute)
+			st := e.update()
+			rd := st.GroupReadiness["gpu"]
+			wantReady, wantUpcoming := 2, 0
+			if tc.wantHeld {
+				wantReady, wantUpcoming = 1, 1
+			}
+			if rd.Ready != wantReady || rd.NotStarted != 2-wantReady || st.Upcoming["gpu"] != wantUpcoming {
+				t.Fatalf("at 1m: ready %d, not started %d, upcoming %d; want %d ready, %d upcoming",
+					rd.Ready, rd.NotStarted, st.Upcoming["gpu"], wantReady, wantUpcoming)
+			}
+			for _, n := range st.Objects.Nodes {
+				if n.Name == "gpu-0" && tc.wantHeld && len(n.Spec.Taints) != 0 {
+					t.Errorf("the held-back node is planned with its taints %v, want its template's", n.Spec.Taints)
+				}
+			}
+			if !tc.wantHeld {
+				return
+			}
+
+			e.at(20 * time.Minute)
+			st = e.update()
+			rd = st.GroupReadiness["gpu"]
+			if rd.Ready != 1 || rd.Unready != 1 || rd.NotStarted != 0 || st.Upcoming["gpu"] != 0 {
+				t.Errorf("at 20m: ready %d, unready %d, not started %d, upcoming %d; want 1 ready, 1 unready",
+					rd.Ready, rd.Unready, rd.NotStarted, st.Upcoming["gpu"])
+			}
+			if got := g.Deleted(); len(got) != 0 {
+				t.Errorf("deleted %v: a Ready node held back by %s was given up", got, tc.name)
+			}
+		})
+	}
+}
