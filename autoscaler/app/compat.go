@@ -43,7 +43,6 @@ func compatTable() []compatEntry {
 		provRq = "ProvisioningRequests are not supported by draxr"
 		capBuf = "CapacityBuffers are not supported by draxr"
 		nap    = "node autoprovisioning (creating node groups) is not supported by draxr"
-		taints = "CA's built-in ignore-taint.cluster-autoscaler.kubernetes.io/ and startup-taint.cluster-autoscaler.kubernetes.io/ prefixes are honoured (such a node is still starting); more taint keys or prefixes by flag are not supported"
 		// klog's output flags (CA's main binds them with klog.InitFlags).
 		klogOut = "draxr-autoscaler logs every message to stderr (klog's default); klog's output options are not supported (-v and --vmodule are)"
 	)
@@ -106,7 +105,6 @@ func compatTable() []compatEntry {
 		{"gce-concurrent-refreshes", warn, "", gce},
 		{"gce-mig-instances-min-refresh-wait-time", warn, "", gce},
 		{"aws-use-static-instance-list", warn, "", "AWS only"},
-		{"startup-taint-prefix", reject, "", taints},
 		{"pod-injection-limit", warn, "", "draxr injects no fake pods (" + provRq + "; " + capBuf + ")"},
 		{"force-delete-unregistered-nodes", reject, "false", "draxr never removes a node group's instances below its minimum size"},
 		{"force-delete-failed-nodes", reject, "false", "draxr never removes a node group's instances below its minimum size"},
@@ -123,9 +121,6 @@ func compatTable() []compatEntry {
 		{"pending-pods-batching-timeout", warn, "", perf},
 		{"enable-graceful-degradation", warn, "", perf},
 		{"enable-inter-pod-affinity-hostname-fast-path", warn, "", "draxr's simulation runs the scheduler's plugins as kube-scheduler v1.36.3 ships them"},
-		{"ignore-taint", reject, "", taints},
-		{"startup-taint", reject, "", taints},
-		{"status-taint", reject, "", taints},
 		{"cluster-snapshot-parallelism", warn, "", perf},
 		{"nodes", reject, "", "static <min>:<max>:<name> node groups are not supported: groups come from --node-group-config (local provider) or Cluster API annotations (--cloud-provider=clusterapi)"},
 		{"allowed-scheduler-names", warn, "", "draxr plans only for pods of the scheduler configuration's profiles and of --bypassed-scheduler-names"},

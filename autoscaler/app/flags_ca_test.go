@@ -120,7 +120,7 @@ func TestCompatFlagsWarnOrReject(t *testing.T) {
 		{args: []string{"--gce-concurrent-refreshes=3", "--max-bulk-soft-taint-time=1s"}, warnings: []string{
 			"--max-bulk-soft-taint-time has no effect in draxr-autoscaler: draxr taints every unneeded node",
 			"--gce-concurrent-refreshes has no effect in draxr-autoscaler: GCE/GKE only"}},
-		{args: []string{"--ignore-taint=example.com/boot"}, err: "--ignore-taint=example.com/boot is not supported by draxr-autoscaler: CA's built-in ignore-taint.cluster-autoscaler.kubernetes.io/ and startup-taint.cluster-autoscaler.kubernetes.io/ prefixes are honoured"},
+		{args: []string{"--drain-priority-config=p.yaml"}, err: "--drain-priority-config=p.yaml is not supported by draxr-autoscaler: draxr evicts a node's pods together"},
 		{args: []string{"--scale-up-from-zero=true"}, warnings: []string{"--scale-up-from-zero has no effect in draxr-autoscaler: draxr always scales up when no node is ready"}},
 		{args: []string{"--scale-up-from-zero=false"}, err: "--scale-up-from-zero=false is not supported by draxr-autoscaler: draxr always scales up when no node is ready"},
 		{args: []string{"--unready-nodes-scope=autoscaled"}, err: "--unready-nodes-scope=autoscaled is not supported"},

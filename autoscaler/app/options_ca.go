@@ -13,6 +13,7 @@ import (
 
 	"draxr.dev/draxr/simulator/featuregates"
 	"draxr.dev/draxr/simulator/scaleup"
+	"draxr.dev/draxr/simulator/taints"
 )
 
 // caOptions are Cluster Autoscaler flags draxr implements with CA's names,
@@ -31,6 +32,14 @@ type caOptions struct {
 	newPodScaleUpDelay   time.Duration
 	pods                 scaleup.Flags
 	featureGates         map[string]bool
+	// CA's taint flags; --ignore-taint is --startup-taint's older name.
+	startupTaints, ignoreTaints, startupTaintPrefixes, statusTaints []string
+}
+
+// taints is what the taint flags say.
+func (o *caOptions) taints() taints.Config {
+	return taints.Config{StartupTaints: append(slices.Clone(o.startupTaints), o.ignoreTaints...),
+		StartupTaintPrefixes: o.startupTaintPrefixes, StatusTaints: o.statusTaints}
 }
 
 // schedulerConfig is --scheduler-config, which CA calls
@@ -51,6 +60,13 @@ func (o *caOptions) addFlags(fs *pflag.FlagSet, schedulerConfig *string) {
 	fs.DurationVar(&o.newPodScaleUpDelay, "new-pod-scale-up-delay", 0,
 		"pending pods younger than this do not trigger a scale-up yet; a pod's cluster-autoscaler.kubernetes.io/pod-scale-up-delay annotation may raise it")
 	o.pods.AddFlags(fs)
+	fs.StringArrayVar(&o.startupTaints, "startup-taint", nil,
+		"a taint key (repeatable) that means the node is still starting: it counts as not ready and a template copied from it leaves the taint out")
+	fs.StringArrayVar(&o.ignoreTaints, "ignore-taint", nil, "the older name of --startup-taint")
+	fs.StringArrayVar(&o.startupTaintPrefixes, "startup-taint-prefix", nil,
+		"a taint key prefix (repeatable) of startup taints, on CA's built-in ignore-taint.cluster-autoscaler.kubernetes.io/ and startup-taint.cluster-autoscaler.kubernetes.io/")
+	fs.StringArrayVar(&o.statusTaints, "status-taint", nil,
+		"a taint key (repeatable) that reports a node's state: a template copied from the node leaves it out, the node stays ready")
 	featuregates.AddFlag(fs, &o.featureGates,
 		"key=value pairs of Kubernetes feature gates for the simulated scheduler, as kube-scheduler takes them (e.g. DRAConsumableCapacity=true)")
 }
@@ -70,6 +86,12 @@ func (o *caOptions) validate() error {
 		return fmt.Errorf("--enable-dynamic-resource-allocation=false is not supported: draxr-autoscaler always handles DRA objects (CA locks it to true too)")
 	case o.newPodScaleUpDelay < 0:
 		return fmt.Errorf("--new-pod-scale-up-delay must be >= 0, got %s", o.newPodScaleUpDelay)
+	}
+	for flag, keys := range map[string][]string{"--startup-taint": o.startupTaints, "--ignore-taint": o.ignoreTaints,
+		"--startup-taint-prefix": o.startupTaintPrefixes, "--status-taint": o.statusTaints} {
+		if slices.Contains(keys, "") {
+			return fmt.Errorf("%s: an empty taint key", flag)
+		}
 	}
 	for _, n := range o.pods.BypassedSchedulerNames {
 		if strings.TrimSpace(n) == "" {

@@ -1,10 +1,13 @@
 package app
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"draxr.dev/draxr/simulator/taints"
 )
 
 func TestFlagValidation(t *testing.T) {
@@ -41,5 +44,36 @@ func TestFlagValidation(t *testing.T) {
 				t.Fatalf("validate() = %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// CA's taint flags, repeated as CA takes them, make one taint
+// configuration; --ignore-taint adds startup taints as in CA.
+func TestTaintFlags(t *testing.T) {
+	o := &options{}
+	fs := pflag.NewFlagSet("draxr-autoscaler", pflag.ContinueOnError)
+	o.addFlags(fs)
+	if err := fs.Parse([]string{"--node-group-config=g.yaml",
+		"--startup-taint=node.cilium.io/agent-not-ready", "--startup-taint=example.com/a,b", "--ignore-taint=example.com/old",
+		"--startup-taint-prefix=example.com/booting-", "--status-taint=example.com/degraded"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.validate(); err != nil {
+		t.Fatal(err)
+	}
+	got := o.caOptions.taints()
+	want := taints.Config{StartupTaints: []string{"node.cilium.io/agent-not-ready", "example.com/a,b", "example.com/old"},
+		StartupTaintPrefixes: []string{"example.com/booting-"}, StatusTaints: []string{"example.com/degraded"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("taints = %+v, want %+v", got, want)
+	}
+	o = &options{}
+	fs = pflag.NewFlagSet("draxr-autoscaler", pflag.ContinueOnError)
+	o.addFlags(fs)
+	if err := fs.Parse([]string{"--node-group-config=g.yaml", "--status-taint="}); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.validate(); err == nil || !strings.Contains(err.Error(), "--status-taint: an empty taint key") {
+		t.Errorf("validate() = %v, want the empty --status-taint key named", err)
 	}
 }

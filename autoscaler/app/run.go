@@ -153,6 +153,7 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 		Limits:                  o.limits,
 		EmitPerNodeGroupMetrics: o.emitPerNodeGroupMetrics,
 		Pods:                    &o.pods, NewPodScaleUpDelay: o.newPodScaleUpDelay,
+		Taints: o.caOptions.taints(),
 	})
 
 	check := health.New(o.maxInactivity, o.maxFailingTime, o.maxStartupTime, nil)
@@ -257,7 +258,7 @@ func newClusterAPIProvider(o *options, cfg *rest.Config, client kubernetes.Inter
 	if err != nil {
 		return nil, err
 	}
-	return clusterapi.New(clusterapi.Options{Dynamic: dyn, Kube: client, AutoDiscovery: o.nodeGroupAutoDiscovery})
+	return clusterapi.New(clusterapi.Options{Dynamic: dyn, Kube: client, AutoDiscovery: o.nodeGroupAutoDiscovery, Taints: o.caOptions.taints()})
 }
 
 // errLostLease ends the process when another replica took the lease

@@ -1,16 +1,9 @@
 package clusterstate
 
 import (
-	"strings"
-
 	v1 "k8s.io/api/core/v1"
-)
 
-// CA's built-in startup taint prefixes: a node carrying such a taint is
-// still starting, whatever its Ready condition says.
-const (
-	ignoreTaintPrefix  = "ignore-taint.cluster-autoscaler.kubernetes.io/"
-	startupTaintPrefix = "startup-taint.cluster-autoscaler.kubernetes.io/"
+	"draxr.dev/draxr/simulator/taints"
 )
 
 // heldBack reports whether something keeps a node whose Ready condition
@@ -18,7 +11,7 @@ const (
 // lifecycle controller's condition taints outlive the Ready condition by
 // a moment on every new node: counted as capacity then, the node would
 // take none of the pods planned for it and the planner would add another.
-func heldBack(n *v1.Node) bool {
+func heldBack(n *v1.Node, tc taints.Config) bool {
 	for _, c := range n.Status.Conditions {
 		if (c.Type == v1.NodeDiskPressure || c.Type == v1.NodeNetworkUnavailable) && c.Status == v1.ConditionTrue {
 			return true
@@ -27,7 +20,7 @@ func heldBack(n *v1.Node) bool {
 	for _, t := range n.Spec.Taints {
 		switch {
 		case t.Key == v1.TaintNodeNotReady || t.Key == v1.TaintNodeDiskPressure || t.Key == v1.TaintNodeNetworkUnavailable,
-			strings.HasPrefix(t.Key, ignoreTaintPrefix), strings.HasPrefix(t.Key, startupTaintPrefix):
+			tc.IsStartup(t.Key):
 			return true
 		}
 	}
@@ -45,7 +38,7 @@ func readyCondition(n *v1.Node) *v1.NodeCondition {
 
 // isReady is CA's readiness: the Ready condition True and nothing
 // holding the node back.
-func isReady(n *v1.Node) bool {
+func isReady(n *v1.Node, tc taints.Config) bool {
 	c := readyCondition(n)
-	return c != nil && c.Status == v1.ConditionTrue && !heldBack(n)
+	return c != nil && c.Status == v1.ConditionTrue && !heldBack(n, tc)
 }

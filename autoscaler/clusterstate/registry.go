@@ -16,6 +16,7 @@ import (
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/simulator/input"
 	"draxr.dev/draxr/simulator/nodegroup"
+	"draxr.dev/draxr/simulator/taints"
 )
 
 // CA's defaults for the readiness and health flags.
@@ -65,6 +66,10 @@ type RegistryConfig struct {
 	// pending pods count as unschedulable before any scheduler marked
 	// them so, as CA counts them.
 	BypassedSchedulerNames []string
+	// Taints names the startup taints (--startup-taint,
+	// --startup-taint-prefix) on CA's built-in ones: a node carrying one
+	// is still starting.
+	Taints taints.Config
 }
 
 // Registry is the cluster state that must survive between loops: the
@@ -184,7 +189,7 @@ func (r *Registry) Update(ctx context.Context, l Listers, provider cloudprovider
 		}
 		registered++
 		if ng == nil {
-			if isReady(n) {
+			if isReady(n, r.cfg.Taints) {
 				st.Objects.Nodes = append(st.Objects.Nodes, n)
 				st.Ready[n.Name] = true
 				st.Readiness.Ready++
@@ -255,7 +260,7 @@ func (r *Registry) groupOptions(ng cloudprovider.NodeGroup) (cloudprovider.NodeG
 func (r *Registry) nodeState(n *v1.Node, devicesPublished bool, maxStartup time.Duration, now time.Time) nodeState {
 	cond := readyCondition(n)
 	ready := cond != nil && cond.Status == v1.ConditionTrue
-	held := heldBack(n)
+	held := heldBack(n, r.cfg.Taints)
 	if ready && !held && devicesPublished {
 		return nodeReady
 	}

@@ -22,6 +22,7 @@ import (
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/nodegroup/capi"
+	"draxr.dev/draxr/simulator/taints"
 	"draxr.dev/draxr/test/fakeprovider"
 )
 
@@ -45,7 +46,10 @@ type env struct {
 	now      time.Time
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newEnvWith(t, taints.Config{}) }
+
+// newEnvWith takes the taint flags.
+func newEnvWith(t *testing.T, tc taints.Config) *env {
 	t.Helper()
 	e := &env{t: t, client: fake.NewClientset(), now: t0, recorder: record.NewFakeRecorder(100)}
 	f := informers.NewSharedInformerFactory(e.client, 0)
@@ -61,6 +65,7 @@ func newEnv(t *testing.T) *env {
 		OkTotalUnreadyCount: clusterstate.DefaultOkTotalUnreadyCount, MaxTotalUnreadyPercentage: clusterstate.DefaultMaxTotalUnreadyPercentage,
 		Backoff:  backoff.New(backoff.DefaultInitial, backoff.DefaultMax, backoff.DefaultResetTimeout),
 		Recorder: e.recorder, EventObject: &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "draxr-autoscaler-status", Namespace: "kube-system"}},
+		Taints: tc,
 	})
 	return e
 }
@@ -417,6 +422,7 @@ func TestRegistryNodesHeldBackAreStillComing(t *testing.T) {
 		name      string
 		taint     string
 		condition v1.NodeConditionType
+		flags     taints.Config
 		wantHeld  bool
 	}{
 		{name: "not-ready taint", taint: v1.TaintNodeNotReady, wantHeld: true},
@@ -425,12 +431,16 @@ func TestRegistryNodesHeldBackAreStillComing(t *testing.T) {
 		{name: "startup taint", taint: "startup-taint.cluster-autoscaler.kubernetes.io/gpu-driver", wantHeld: true},
 		{name: "ignore taint", taint: "ignore-taint.cluster-autoscaler.kubernetes.io/cni", wantHeld: true},
 		{name: "NetworkUnavailable condition", condition: v1.NodeNetworkUnavailable, wantHeld: true},
+		{name: "--startup-taint", taint: "node.cilium.io/agent-not-ready", flags: taints.Config{StartupTaints: []string{"node.cilium.io/agent-not-ready"}}, wantHeld: true},
+		{name: "--startup-taint-prefix", taint: "example.com/booting-disk", flags: taints.Config{StartupTaintPrefixes: []string{"example.com/booting-"}}, wantHeld: true},
+		{name: "without the flag, the same taint is not readiness", taint: "node.cilium.io/agent-not-ready"},
 		{name: "status taint is not readiness", taint: "status-taint.cluster-autoscaler.kubernetes.io/x"},
+		{name: "--status-taint is not readiness", taint: "example.com/degraded", flags: taints.Config{StatusTaints: []string{"example.com/degraded"}}},
 		{name: "a workload taint is not readiness", taint: "dedicated"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t)
+			e := newEnvWith(t, tc.flags)
 			g := e.provider.AddGroup(gpuGroup("gpu", 10), fakeprovider.Faults{})
 			e.scaleUp(g, 2)
 			e.at(0)

@@ -32,6 +32,7 @@ import (
 	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/offline"
 	"draxr.dev/draxr/simulator/scaleup"
+	"draxr.dev/draxr/simulator/taints"
 )
 
 // Config is everything the loop needs.
@@ -64,7 +65,10 @@ type Config struct {
 	// cluster-autoscaler.kubernetes.io/pod-scale-up-delay annotation may
 	// raise it).
 	NewPodScaleUpDelay time.Duration
-	Now                func() time.Time
+	// Taints are CA's taint flags (--startup-taint, --startup-taint-prefix,
+	// --status-taint): a node with a startup taint is still starting.
+	Taints taints.Config
+	Now    func() time.Time
 }
 
 // ClusterStateConfig are CA's node readiness, cluster health and node
@@ -138,6 +142,7 @@ func New(cfg Config) *Autoscaler {
 	}
 	registry := clusterstate.NewRegistry(clusterstate.RegistryConfig{
 		BypassedSchedulerNames: bypassed,
+		Taints:                 cfg.Taints,
 		MaxNodeProvisionTime:   cs.MaxNodeProvisionTime, MaxNodeStartupTime: cs.MaxNodeStartupTime,
 		OkTotalUnreadyCount: cs.OkTotalUnreadyCount, MaxTotalUnreadyPercentage: cs.MaxTotalUnreadyPercentage,
 		Backoff:  backoff.New(cs.InitialBackoff, cs.MaxBackoff, cs.BackoffResetTimeout),

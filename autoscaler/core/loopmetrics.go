@@ -12,6 +12,7 @@ import (
 	"draxr.dev/draxr/autoscaler/metrics"
 	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/scaleup"
+	"draxr.dev/draxr/simulator/taints"
 )
 
 // recordStateMetrics publishes what the loop's cluster state says, with
@@ -47,7 +48,7 @@ func (a *Autoscaler) recordStateMetrics(st *clusterstate.State) {
 		taints := map[string]int{}
 		for _, n := range nodes {
 			for _, t := range n.Spec.Taints {
-				taints[taintType(t.Key)]++
+				taints[taintType(t.Key, a.cfg.Taints)]++
 			}
 			if hasTaint(n, ToBeDeletedTaint) {
 				continue // CA: minus deleting nodes
@@ -248,22 +249,22 @@ func abs(x int) int {
 }
 
 // taintType is CA's node_taints_count type of a taint key: the
-// autoscaler's own taints and Kubernetes' well-known ones by key, CA's
-// ignore/startup/status taint prefixes by kind, the rest "other".
-func taintType(key string) string {
-	const caPrefix = ".cluster-autoscaler.kubernetes.io/"
+// autoscaler's own taints and Kubernetes' well-known ones by key, the
+// ignore-taint prefix as itself, startup and status taints (CA's
+// prefixes and the flags') by kind, the rest "other".
+func taintType(key string, tc taints.Config) string {
 	switch {
+	case strings.HasPrefix(key, taints.IgnoreTaintPrefix):
+		return taints.IgnoreTaintPrefix
 	case key == ToBeDeletedTaint || key == DeletionCandidateTaint:
 		return key
-	case strings.HasPrefix(key, "ignore-taint"+caPrefix):
-		return "ignore-taint" + caPrefix
-	case strings.HasPrefix(key, "startup-taint"+caPrefix):
-		return "startup-taint"
-	case strings.HasPrefix(key, "status-taint"+caPrefix):
-		return "status-taint"
 	case strings.HasPrefix(key, "node.kubernetes.io/"), key == "node.cloudprovider.kubernetes.io/uninitialized",
 		key == "node-role.kubernetes.io/control-plane":
 		return key
+	case tc.IsStartup(key):
+		return "startup-taint"
+	case tc.IsStatus(key):
+		return "status-taint"
 	}
 	return metrics.TaintOther
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"go.uber.org/mock/gomock"
+	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +25,7 @@ import (
 	"draxr.dev/draxr/simulator/expander"
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/nodegroup"
+	"draxr.dev/draxr/simulator/taints"
 )
 
 // scrape gathers the registry /metrics serves and returns the value of the
@@ -280,5 +282,29 @@ func TestScaleDownFailedAndEmptyEvents(t *testing.T) {
 	}
 	if !onPod || !onNode || !empty {
 		t.Errorf("ScaleDownFailed on pod %v, on node %v; ScaleDownEmpty %v; want all", onPod, onNode, empty)
+	}
+}
+
+// node_taints_count types, as CA reports them: the ignore-taint prefix as
+// itself, known keys by key, startup and status taints (built-in and by
+// flag) by kind, the rest "other".
+func TestTaintTypes(t *testing.T) {
+	flags := taints.Config{StartupTaints: []string{"node.cilium.io/agent-not-ready"}, StatusTaints: []string{"example.com/degraded"}}
+	for key, want := range map[string]string{
+		"ignore-taint.cluster-autoscaler.kubernetes.io/cni":     "ignore-taint.cluster-autoscaler.kubernetes.io/",
+		"startup-taint.cluster-autoscaler.kubernetes.io/driver": "startup-taint",
+		"status-taint.cluster-autoscaler.kubernetes.io/x":       "status-taint",
+		"node.cilium.io/agent-not-ready":                        "startup-taint",
+		"example.com/degraded":                                  "status-taint",
+		ToBeDeletedTaint:                                        ToBeDeletedTaint,
+		v1.TaintNodeNotReady:                                    v1.TaintNodeNotReady,
+		"dedicated":                                             "other",
+	} {
+		if got := taintType(key, flags); got != want {
+			t.Errorf("taintType(%q) = %q, want %q", key, got, want)
+		}
+	}
+	if got := taintType("node.cilium.io/agent-not-ready", taints.Config{}); got != "other" {
+		t.Errorf("without --startup-taint: %q, want other", got)
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/simulator/drainability"
 	"draxr.dev/draxr/simulator/scaledown"
+	"draxr.dev/draxr/simulator/taints"
 )
 
 // The Cluster Autoscaler's taints (CA pkg/utils/taints), so tools and
@@ -33,10 +34,10 @@ const (
 	// ToBeDeletedTaint (NoSchedule) is on every node of a scale-down
 	// batch from before the first eviction until the node is gone, so an
 	// evicted pod never lands on the next node of the same batch.
-	ToBeDeletedTaint = "ToBeDeletedByClusterAutoscaler"
+	ToBeDeletedTaint = taints.ToBeDeleted
 	// DeletionCandidateTaint (PreferNoSchedule) marks nodes found
 	// unneeded, so the scheduler prefers other nodes while they wait.
-	DeletionCandidateTaint = "DeletionCandidateOfClusterAutoscaler"
+	DeletionCandidateTaint = taints.DeletionCandidate
 )
 
 // Event reasons on nodes. ScaleDown, ScaleDownFailed and

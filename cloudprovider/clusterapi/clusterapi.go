@@ -34,6 +34,7 @@ import (
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/nodegroup/capi"
+	"draxr.dev/draxr/simulator/taints"
 )
 
 // Name is the --cloud-provider value.
@@ -57,6 +58,9 @@ type Options struct {
 	// through Kube.
 	Mapper meta.RESTMapper
 	Now    func() time.Time
+	// Taints says which taints of a live node its group's template leaves
+	// out (--startup-taint, --status-taint).
+	Taints taints.Config
 }
 
 // MachineState is where a group's machine is in its life.
@@ -359,7 +363,7 @@ func (p *Provider) build(ctx context.Context, res capi.Resource, instances []Mac
 				ptrs = append(ptrs, s)
 			}
 		}
-		live = &capi.Live{Node: n, Slices: capi.SliceSpecs(ptrs)}
+		live = &capi.Live{Node: n, Slices: capi.SliceSpecs(ptrs), Taints: p.opts.Taints}
 		break
 	}
 	return capi.Build(res, cmData, live)

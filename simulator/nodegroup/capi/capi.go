@@ -9,7 +9,6 @@ package capi
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,6 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"draxr.dev/draxr/simulator/nodegroup"
+	"draxr.dev/draxr/simulator/taints"
 )
 
 // CAPI's group, version and the kinds that are node groups.
@@ -585,7 +585,7 @@ func Build(r Resource, configMapData map[string]string, live *Live) (*NodeGroup,
 		return nil, err
 	}
 	if live != nil && live.Node != nil {
-		node = sanitize(live.Node, r.NodeNamePrefix())
+		node = sanitize(live.Node, r.NodeNamePrefix(), live.Taints)
 		if len(live.Slices) > 0 {
 			slices = live.Slices
 		}
@@ -610,12 +610,15 @@ func Build(r Resource, configMapData map[string]string, live *Live) (*NodeGroup,
 type Live struct {
 	Node   *v1.Node
 	Slices []resourceapi.ResourceSliceSpec
+	// Taints says which of the node's taints a new node will not have
+	// (the --startup-taint and --status-taint flags).
+	Taints taints.Config
 }
 
 // sanitize keeps what a copy of a live node shares with a new one:
 // labels (but its hostname), taints, capacity and allocatable; CA's own
 // taints and those it drops from templates go.
-func sanitize(n *v1.Node, prefix string) *v1.Node {
+func sanitize(n *v1.Node, prefix string, tc taints.Config) *v1.Node {
 	out := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: prefix + "-template", Labels: map[string]string{}}}
 	for k, v := range n.Labels {
 		if k != v1.LabelHostname {
@@ -623,7 +626,7 @@ func sanitize(n *v1.Node, prefix string) *v1.Node {
 		}
 	}
 	for _, t := range n.Spec.Taints {
-		if droppedTaint.MatchString(t.Key) {
+		if tc.LeftOutOfTemplate(t.Key) {
 			continue
 		}
 		out.Spec.Taints = append(out.Spec.Taints, t)
@@ -633,8 +636,6 @@ func sanitize(n *v1.Node, prefix string) *v1.Node {
 	out.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}
 	return out
 }
-
-var droppedTaint = regexp.MustCompile(`^(ToBeDeletedByClusterAutoscaler|DeletionCandidateOfClusterAutoscaler|node\.kubernetes\.io/.*|node\.cloudprovider\.kubernetes\.io/uninitialized|(ignore|startup|status)-taint\.cluster-autoscaler\.kubernetes\.io/.*)$`)
 
 // SliceSpecs returns the specs of slices, ordered by driver then name so
 // a copied template does not depend on list order.

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
+
+	"draxr.dev/draxr/simulator/taints"
 )
 
 const eightGPUs = `
@@ -113,6 +115,25 @@ func TestBuild(t *testing.T) {
 			wantMax:    2,
 			wantCap:    v1.ResourceList{"cpu": resource.MustParse("16")},
 			wantSlices: []string{"gpu.example.com:3"},
+		},
+		{
+			name: "a ready node's copy leaves out CA's, condition, startup and status taints, the flags' too",
+			res:  md(1, withSize("0", "2", nil)),
+			live: &Live{
+				Node: &v1.Node{Spec: v1.NodeSpec{Taints: []v1.Taint{
+					{Key: "gpu", Value: "true", Effect: v1.TaintEffectNoSchedule},
+					{Key: "DeletionCandidateOfClusterAutoscaler", Effect: v1.TaintEffectPreferNoSchedule},
+					{Key: v1.TaintNodeNotReady, Effect: v1.TaintEffectNoSchedule},
+					{Key: "startup-taint.cluster-autoscaler.kubernetes.io/driver", Effect: v1.TaintEffectNoSchedule},
+					{Key: "node.cilium.io/agent-not-ready", Effect: v1.TaintEffectNoSchedule},
+					{Key: "example.com/booting-disk", Effect: v1.TaintEffectNoSchedule},
+					{Key: "example.com/maintenance-window", Effect: v1.TaintEffectPreferNoSchedule},
+				}}, Status: v1.NodeStatus{Capacity: v1.ResourceList{"cpu": resource.MustParse("16")}}},
+				Taints: taints.Config{StartupTaints: []string{"node.cilium.io/agent-not-ready"},
+					StartupTaintPrefixes: []string{"example.com/booting-"}, StatusTaints: []string{"example.com/maintenance-window"}},
+			},
+			wantMax:    2,
+			wantTaints: []v1.Taint{{Key: "gpu", Value: "true", Effect: v1.TaintEffectNoSchedule}},
 		},
 		{name: "max 0 is not a group", res: md(1, withSize("0", "0", nil)), wantNil: true},
 		{name: "no annotations is not a group", res: md(1, nil), wantNil: true},
