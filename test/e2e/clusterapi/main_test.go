@@ -104,7 +104,15 @@ func run(m *testing.M) int {
 	}
 	code := m.Run()
 	if code != 0 {
-		fmt.Fprintln(os.Stderr, cp.Logs())
+		// To a file: printed here, the control plane's logs would bury the
+		// failed test's message and its autoscaler log, which CI shows the
+		// end of.
+		path := filepath.Join(os.TempDir(), "draxr-capi-e2e-controlplane.log")
+		if err := os.WriteFile(path, []byte(cp.Logs()), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, cp.Logs())
+		} else {
+			fmt.Fprintln(os.Stderr, "clusterapi e2e: control plane logs in", path)
+		}
 	}
 	fmt.Printf("clusterapi e2e: %d pods bound, %d machines created, %d removed, %d s\n",
 		podsBound.Load(), machinesCreated.Load(), machinesRemoved.Load(), int(time.Since(start).Seconds()))
