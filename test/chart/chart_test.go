@@ -221,6 +221,17 @@ func TestAutoscalerClusterAPIRBAC(t *testing.T) {
 	if grants(cr, "", "nodes", "", "create") || grants(cr, "resource.k8s.io", "resourceslices", "", "create") {
 		t.Errorf("clusterapi provider may create nodes or slices: %+v", cr)
 	}
+	// Infrastructure templates are read for scale from zero (CA's RBAC),
+	// read only; a provider's own group is added by value.
+	if !grants(cr, "infrastructure.cluster.x-k8s.io", "*", "", "get") || grants(cr, "infrastructure.cluster.x-k8s.io", "*", "", "update") {
+		t.Errorf("clusterapi provider: infrastructure templates not readable, or writable: %+v", cr)
+	}
+	docs = render(t, map[string]any{"autoscaler": map[string]any{"cloudProvider": "clusterapi",
+		"clusterAPI": map[string]any{"infrastructureGroups": []any{"infrastructure.cluster.x-k8s.io", "infrastructure.example.com"}}}})
+	cr = rules(t, mustFind(t, docs, "ClusterRole", "draxr-autoscaler"))
+	if !grants(cr, "infrastructure.example.com", "*", "", "get") {
+		t.Errorf("infrastructureGroups value not granted: %+v", cr)
+	}
 }
 
 // Bad values fail the render with a message naming the value.
