@@ -94,6 +94,16 @@ func Template(namespace, name string, slices []resourceapi.ResourceSliceSpec, cp
 	return u, nil
 }
 
+// WithStartupTaint makes a template's machines register with a NoSchedule
+// taint key, lifted hold after the node turns Ready: what a GPU driver or
+// CNI agent does while it starts.
+func WithStartupTaint(tmpl *unstructured.Unstructured, key string, hold time.Duration) error {
+	if err := unstructured.SetNestedField(tmpl.Object, key, "spec", "template", "spec", "startupTaint"); err != nil {
+		return err
+	}
+	return unstructured.SetNestedField(tmpl.Object, hold.String(), "spec", "template", "spec", "startupTaintHold")
+}
+
 // Reconciler provisions InfraMachines.
 type Reconciler struct {
 	Client     client.Client
@@ -166,6 +176,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.liftNotReadyTaint(ctx, node); err != nil {
 		return ctrl.Result{}, err
 	}
+	requeue, err := r.liftStartupTaint(ctx, m, nodeName)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	if done, _, _ := unstructured.NestedBool(m.Object, "status", "initialization", "provisioned"); !done {
 		if err := unstructured.SetNestedField(m.Object, true, "status", "initialization", "provisioned"); err != nil {
 			return ctrl.Result{}, err
@@ -174,7 +188,47 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// liftStartupTaint lifts the machine's startup taint once its hold has
+// passed since the node turned Ready; until then it says when to look
+// again.
+func (r *Reconciler) liftStartupTaint(ctx context.Context, m *unstructured.Unstructured, nodeName string) (time.Duration, error) {
+	key, _, _ := unstructured.NestedString(m.Object, "spec", "startupTaint")
+	if key == "" {
+		return 0, nil
+	}
+	holdText, _, _ := unstructured.NestedString(m.Object, "spec", "startupTaintHold")
+	hold, err := time.ParseDuration(holdText)
+	if err != nil {
+		return 0, fmt.Errorf("%s: spec.startupTaintHold: %w", m.GetName(), err)
+	}
+	node, err := r.Kube.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+	if err != nil {
+		return 0, err
+	}
+	var readySince time.Time
+	for _, c := range node.Status.Conditions {
+		if c.Type == v1.NodeReady && c.Status == v1.ConditionTrue {
+			readySince = c.LastTransitionTime.Time
+		}
+	}
+	if wait := hold - time.Since(readySince); wait > 0 {
+		return wait, nil
+	}
+	kept := node.Spec.Taints[:0]
+	for _, t := range node.Spec.Taints {
+		if t.Key != key {
+			kept = append(kept, t)
+		}
+	}
+	if len(kept) == len(node.Spec.Taints) {
+		return 0, nil
+	}
+	node.Spec.Taints = kept
+	_, err = r.Kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
+	return 0, err
 }
 
 // nodeNameOf: the InfraMachine's name is unique in its namespace and
@@ -191,6 +245,9 @@ func (r *Reconciler) createNode(ctx context.Context, m *unstructured.Unstructure
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.LabelHostname: name, v1.LabelOSStable: "linux", v1.LabelArchStable: "amd64",
 			NamespaceLabel: m.GetNamespace()}},
 		Spec: v1.NodeSpec{ProviderID: ProviderIDPrefix + name},
+	}
+	if key, _, _ := unstructured.NestedString(m.Object, "spec", "startupTaint"); key != "" {
+		node.Spec.Taints = []v1.Taint{{Key: key, Effect: v1.TaintEffectNoSchedule}}
 	}
 	created, err := r.Kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	if err != nil {
