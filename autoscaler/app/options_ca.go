@@ -87,10 +87,13 @@ func (o *caOptions) validate() error {
 	case o.newPodScaleUpDelay < 0:
 		return fmt.Errorf("--new-pod-scale-up-delay must be >= 0, got %s", o.newPodScaleUpDelay)
 	}
-	for flag, keys := range map[string][]string{"--startup-taint": o.startupTaints, "--ignore-taint": o.ignoreTaints,
-		"--startup-taint-prefix": o.startupTaintPrefixes, "--status-taint": o.statusTaints} {
-		if slices.Contains(keys, "") {
-			return fmt.Errorf("%s: an empty taint key", flag)
+	for _, f := range []struct {
+		flag string
+		keys []string
+	}{{"--startup-taint", o.startupTaints}, {"--ignore-taint", o.ignoreTaints},
+		{"--startup-taint-prefix", o.startupTaintPrefixes}, {"--status-taint", o.statusTaints}} {
+		if slices.Contains(f.keys, "") {
+			return fmt.Errorf("%s: an empty taint key", f.flag)
 		}
 	}
 	for _, n := range o.pods.BypassedSchedulerNames {

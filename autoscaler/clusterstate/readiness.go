@@ -7,10 +7,11 @@ import (
 )
 
 // heldBack reports whether something keeps a node whose Ready condition
-// is True from taking pods, as CA reads readiness. The node
-// lifecycle controller's condition taints outlive the Ready condition by
-// a moment on every new node: counted as capacity then, the node would
-// take none of the pods planned for it and the planner would add another.
+// is True from taking pods, as CA reads readiness: a pressure condition, a
+// condition taint or a startup taint. The node lifecycle controller's
+// not-ready taint outlives the Ready condition by a moment on every new
+// node: counted as capacity then, the node would take none of the pods
+// planned for it and the planner would add another.
 func heldBack(n *v1.Node, tc taints.Config) bool {
 	for _, c := range n.Status.Conditions {
 		if (c.Type == v1.NodeDiskPressure || c.Type == v1.NodeNetworkUnavailable) && c.Status == v1.ConditionTrue {
