@@ -125,6 +125,12 @@ func (o Options) Parse(data []byte, source string) (*Objects, error) {
 }
 
 func (p *parser) parseJSON(data []byte, source string) {
+	if values, ok := splitJSON(data); ok {
+		for i, raw := range values {
+			p.document(doc{fmt.Sprintf("%s: document %d", source, i+1)}, raw, nil)
+		}
+		return
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	for n := 1; ; n++ {
 		var raw json.RawMessage
@@ -187,10 +193,8 @@ func peekTypeMeta(raw []byte) (typeMeta, bool) {
 	if len(trimmed) == 0 || string(trimmed) == "null" || string(trimmed) == "{}" {
 		return tm, false
 	}
-	if err := json.Unmarshal(trimmed, &tm); err != nil {
-		return tm, false
-	}
-	return tm, true
+	tm, err := readTypeMeta(trimmed)
+	return tm, err == nil
 }
 
 // trailingAfterJSON rejects a document that is a JSON value followed by
@@ -300,9 +304,12 @@ func (p *parser) document(d doc, raw []byte, known *typeMeta) {
 	var tm typeMeta
 	if known != nil {
 		tm = *known
-	} else if err := json.Unmarshal(trimmed, &tm); err != nil {
-		p.fail(d, "", fmt.Errorf("not an object with apiVersion and kind: %w", err))
-		return
+	} else {
+		var err error
+		if tm, err = readTypeMeta(trimmed); err != nil {
+			p.fail(d, "", fmt.Errorf("not an object with apiVersion and kind: %w", err))
+			return
+		}
 	}
 	if !strings.HasSuffix(tm.Kind, "List") {
 		p.object(d, raw, tm)
@@ -326,7 +333,7 @@ func (p *parser) document(d doc, raw []byte, known *typeMeta) {
 	workqueue.ParallelizeUntil(context.Background(), runtime.GOMAXPROCS(0), len(items), func(i int) {
 		it := &items[i]
 		it.doc = doc{fmt.Sprintf("%s: items[%d]", d.loc, i)}
-		if it.err = json.Unmarshal(list.Items[i], &it.typeMeta); it.err != nil {
+		if it.typeMeta, it.err = readTypeMeta(list.Items[i]); it.err != nil {
 			return
 		}
 		if it.Kind == "" {
