@@ -1,16 +1,12 @@
 package clusterapi
 
 import (
-	"context"
-	"fmt"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 
 	"draxr.dev/draxr/simulator/nodegroup/capi"
@@ -21,13 +17,7 @@ import (
 // exactly 2 replicas, and the count holds.
 func TestScaleFromZeroClaimTemplate(t *testing.T) {
 	const ns, driver, class = "capi-template", "tmpl.example.com", "tmpl-gpu"
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	dyn, err := dynamic.NewForConfig(cp.AdminConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	setupCluster(ctx, t, dyn, ns)
+	ctx, dyn := begin(t, ns)
 	createClass(ctx, t, class, driver, "")
 	tmpl := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Name: "one-gpu", Namespace: ns},
 		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
@@ -54,14 +44,5 @@ func TestScaleFromZeroClaimTemplate(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitBound(ctx, t, ns, 12)
-	if got := replicas(ctx, t, dyn, ns, capi.MachineDeployment, "gpu"); got != 2 {
-		t.Fatalf("MachineDeployment replicas = %d, want 2 (12 pods, 8 GPUs a machine)", got)
-	}
-	machinesCreated.Add(int64(len(machineNames(ctx, t, dyn, ns))))
-	consistently(t, 3500*time.Millisecond, "replicas stay 2", func() error {
-		if got := replicas(ctx, t, dyn, ns, capi.MachineDeployment, "gpu"); got != 2 {
-			return fmt.Errorf("replicas = %d", got)
-		}
-		return nil
-	})
+	replicasStay(ctx, t, dyn, ns, "gpu", 2, "12 pods, 8 GPUs a machine")
 }

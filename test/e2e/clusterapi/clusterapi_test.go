@@ -349,6 +349,36 @@ func startAutoscaler(t *testing.T, ns string, extraArgs ...string) {
 	})
 }
 
+// begin starts a test in namespace ns with its Cluster: a context of 5
+// minutes and a dynamic client.
+func begin(t *testing.T, ns string) (context.Context, dynamic.Interface) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	dyn, err := dynamic.NewForConfig(cp.AdminConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setupCluster(ctx, t, dyn, ns)
+	return ctx, dyn
+}
+
+// replicasStay checks the MachineDeployment name has want replicas, and
+// keeps them for 3.5 s (several loops); why says where want comes from.
+func replicasStay(ctx context.Context, t *testing.T, dyn dynamic.Interface, ns, name string, want int64, why string) {
+	t.Helper()
+	if got := replicas(ctx, t, dyn, ns, capi.MachineDeployment, name); got != want {
+		t.Fatalf("MachineDeployment replicas = %d, want %d (%s)", got, want, why)
+	}
+	machinesCreated.Add(int64(len(machineNames(ctx, t, dyn, ns))))
+	consistently(t, 3500*time.Millisecond, fmt.Sprintf("replicas stay %d", want), func() error {
+		if got := replicas(ctx, t, dyn, ns, capi.MachineDeployment, name); got != want {
+			return fmt.Errorf("replicas = %d", got)
+		}
+		return nil
+	})
+}
+
 func eventually(ctx context.Context, t *testing.T, d time.Duration, what string, cond func() error) {
 	t.Helper()
 	var last error

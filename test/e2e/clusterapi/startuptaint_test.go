@@ -1,14 +1,11 @@
 package clusterapi
 
 import (
-	"context"
-	"fmt"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
 	"draxr.dev/draxr/simulator/nodegroup/capi"
@@ -24,13 +21,7 @@ import (
 func TestStartupTaintHoldsNewNodesBack(t *testing.T) {
 	const ns, driver, taint = "capi-startup", "startup.example.com", "example.com/gpu-driver-not-ready"
 	const res = v1.ResourceName("example.com/startup-gpu")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	dyn, err := dynamic.NewForConfig(cp.AdminConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	setupCluster(ctx, t, dyn, ns)
+	ctx, dyn := begin(t, ns)
 	createClass(ctx, t, driver, driver, string(res))
 	tmpl, err := infra.Template(ns, "gpu", gpuSlices(driver, 8), "8", false)
 	if err != nil {
@@ -63,14 +54,5 @@ func TestStartupTaintHoldsNewNodesBack(t *testing.T) {
 	for _, ev := range evs.Items {
 		t.Errorf("pod %s: NotTriggerScaleUp: %s", ev.InvolvedObject.Name, ev.Message)
 	}
-	if got := replicas(ctx, t, dyn, ns, capi.MachineDeployment, "gpu"); got != 2 {
-		t.Fatalf("MachineDeployment replicas = %d, want 2 (12 pods, 8 GPUs a machine; the tainted nodes were coming up)", got)
-	}
-	machinesCreated.Add(int64(len(machineNames(ctx, t, dyn, ns))))
-	consistently(t, 3500*time.Millisecond, "replicas stay 2", func() error {
-		if got := replicas(ctx, t, dyn, ns, capi.MachineDeployment, "gpu"); got != 2 {
-			return fmt.Errorf("replicas = %d", got)
-		}
-		return nil
-	})
+	replicasStay(ctx, t, dyn, ns, "gpu", 2, "12 pods, 8 GPUs a machine; the tainted nodes were coming up")
 }
