@@ -251,11 +251,7 @@ func (o *oracle) check(paths []string, opts oracleOptions) *oracleReport {
 		o.stopScheduler()
 		rep.SchedulerLog = o.lastSchLog
 	}
-	for _, key := range rep.LeftOut {
-		if node, ok := bound[key]; ok {
-			rep.LeftOutBound = append(rep.LeftOutBound, key+" on "+node)
-		}
-	}
+	rep.LeftOutBound = leftOutBound(rep.LeftOut, bound)
 	o.cleanup(ctx)
 	if len(newNodes) == 0 {
 		return rep
@@ -776,6 +772,19 @@ func (o *oracle) leftovers(ctx context.Context, namespaces []string) ([]string, 
 		left = append(left, "DeviceClass "+dc.Name)
 	}
 	return left, nil
+}
+
+// leftOutBound lists the left-out pods the scheduler bound, with their
+// node. A planned pod swapped into leftOut may carry the scheduler's
+// verdict unschedulable (""): pending, as a left-out pod should be.
+func leftOutBound(leftOut []string, bound map[string]string) []string {
+	var out []string
+	for _, key := range leftOut {
+		if node := bound[key]; node != "" {
+			out = append(out, key+" on "+node)
+		}
+	}
+	return out
 }
 
 // swapSiblings pairs each planned pod left pending with a left-out pod of
