@@ -11,7 +11,8 @@ import (
 // A cap leaves one of two alike pods out; the scheduler binds the other
 // one and reports the planned one unschedulable. That is its tie-break:
 // no pod is unbound against the plan, and the planned pod, now counted
-// left out, is pending, not "bound on ''" (failed CI on max-size-cap).
+// left out, is pending, not bound on an empty node name (failed CI on
+// max-size-cap).
 func TestOracleTieBreakSwapIsNoMiss(t *testing.T) {
 	ref := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "train", UID: "rs-train", Controller: ptr.To(true)}
 	pod := func(name string) *v1.Pod {
