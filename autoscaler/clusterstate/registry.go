@@ -260,7 +260,7 @@ func (r *Registry) groupOptions(ng cloudprovider.NodeGroup) (cloudprovider.NodeG
 func (r *Registry) nodeState(n *v1.Node, devicesPublished bool, maxStartup time.Duration, now time.Time) nodeState {
 	cond := readyCondition(n)
 	ready := cond != nil && cond.Status == v1.ConditionTrue
-	held := heldBack(n, r.cfg.Taints)
+	held := r.cfg.Taints.HoldsBack(n)
 	if ready && !held && devicesPublished {
 		return nodeReady
 	}

@@ -349,7 +349,7 @@ func (p *Provider) build(ctx context.Context, res capi.Resource, instances []Mac
 	var live *capi.Live
 	for _, in := range instances {
 		n := nodes[in.ProviderID]
-		if n == nil || !ready(n) || n.DeletionTimestamp != nil {
+		if n == nil || !goodTemplate(n, p.opts.Taints) {
 			continue
 		}
 		slices, err := p.opts.Kube.ResourceV1().ResourceSlices().List(ctx,
@@ -367,6 +367,22 @@ func (p *Provider) build(ctx context.Context, res capi.Resource, instances []Mac
 		break
 	}
 	return capi.Build(res, cmData, live)
+}
+
+// goodTemplate says whether a new node of the group will look like n, as
+// CA chooses: Ready, schedulable, not held back by a startup or condition
+// taint (a GPU driver still starting may not advertise its devices yet)
+// and not on its way out.
+func goodTemplate(n *v1.Node, tc taints.Config) bool {
+	if !ready(n) || n.DeletionTimestamp != nil || n.Spec.Unschedulable || tc.HoldsBack(n) {
+		return false
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Key == taints.ToBeDeleted {
+			return false
+		}
+	}
+	return true
 }
 
 func ready(n *v1.Node) bool {

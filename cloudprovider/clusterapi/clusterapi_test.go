@@ -444,14 +444,15 @@ func TestTemplateNodeInfo(t *testing.T) {
 	otherSlice := liveSlice.DeepCopy()
 	otherSlice.Name, otherSlice.Spec.NodeName = "x-gpu", ptr.To("x")
 	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "tpl", Namespace: "ns"}, Data: map[string]string{capi.TemplateSlicesKey: gpuSlices}}
-	tests := []struct {
+	type templateCase struct {
 		name        string
 		objs        []runtime.Object
 		kube        []runtime.Object
 		wantDevices int
 		wantCPU     string
 		wantErr     string
-	}{
+	}
+	tests := []templateCase{
 		{name: "from the annotation at zero", objs: []runtime.Object{scalable(capi.MachineSet, "ns", "ms", 0, bounds(0, 5, capi.TemplateSlicesAnnotation, gpuSlices), nil, "")},
 			wantDevices: 8, wantCPU: "8"},
 		{name: "from a ConfigMap", objs: []runtime.Object{scalable(capi.MachineSet, "ns", "ms", 0, bounds(0, 5, capi.TemplateSlicesConfigMapAnnotation, "tpl"), nil, "")},
@@ -466,6 +467,29 @@ func TestTemplateNodeInfo(t *testing.T) {
 			scalable(capi.MachineSet, "ns", "ms", 1, bounds(0, 5, capi.TemplateSlicesAnnotation, gpuSlices), nil, ""),
 			machine("ns", "m1", capi.MachineSet, "ms", "test:///n1", "Running", false)},
 			kube: []runtime.Object{node("n1", "test:///n1", false), liveSlice}, wantDevices: 8, wantCPU: "8"},
+	}
+	// Ready, but not what a new node will look like, as CA chooses.
+	for _, c := range []struct {
+		why    string
+		change func(*v1.Node)
+	}{
+		{"still has the not-ready taint", func(n *v1.Node) {
+			n.Spec.Taints = []v1.Taint{{Key: v1.TaintNodeNotReady, Effect: v1.TaintEffectNoSchedule}}
+		}},
+		{"has a startup taint", func(n *v1.Node) {
+			n.Spec.Taints = []v1.Taint{{Key: "startup-taint.cluster-autoscaler.kubernetes.io/gpu", Effect: v1.TaintEffectNoSchedule}}
+		}},
+		{"is cordoned", func(n *v1.Node) { n.Spec.Unschedulable = true }},
+		{"is being removed", func(n *v1.Node) {
+			n.Spec.Taints = []v1.Taint{{Key: "ToBeDeletedByClusterAutoscaler", Effect: v1.TaintEffectNoSchedule}}
+		}},
+	} {
+		n := node("n1", "test:///n1", true)
+		c.change(n)
+		tests = append(tests, templateCase{name: "a ready node that " + c.why + " is not copied", objs: []runtime.Object{
+			scalable(capi.MachineSet, "ns", "ms", 1, bounds(0, 5, capi.TemplateSlicesAnnotation, gpuSlices), nil, ""),
+			machine("ns", "m1", capi.MachineSet, "ms", "test:///n1", "Running", false)},
+			kube: []runtime.Object{n, liveSlice}, wantDevices: 8, wantCPU: "8"})
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,7 +4,11 @@
 // leaves out.
 package taints
 
-import "strings"
+import (
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+)
 
 // CA's built-in prefixes, on whatever the flags add.
 const (
@@ -65,6 +69,28 @@ func (c Config) IsStatus(key string) bool {
 func IsCondition(key string) bool {
 	return strings.HasPrefix(key, "node.kubernetes.io/") || key == "node.cloudprovider.kubernetes.io/uninitialized" ||
 		key == "node.cloudprovider.kubernetes.io/shutdown"
+}
+
+// HoldsBack reports whether something keeps a node whose Ready condition
+// is True from taking pods, as CA reads readiness: a pressure condition, a
+// condition taint or a startup taint. The node lifecycle controller's
+// not-ready taint outlives the Ready condition by a moment on every new
+// node: counted as capacity then, the node would take none of the pods
+// planned for it and the planner would add another.
+func (c Config) HoldsBack(n *v1.Node) bool {
+	for _, cond := range n.Status.Conditions {
+		if (cond.Type == v1.NodeDiskPressure || cond.Type == v1.NodeNetworkUnavailable) && cond.Status == v1.ConditionTrue {
+			return true
+		}
+	}
+	for _, t := range n.Spec.Taints {
+		switch {
+		case t.Key == v1.TaintNodeNotReady || t.Key == v1.TaintNodeDiskPressure || t.Key == v1.TaintNodeNetworkUnavailable,
+			c.IsStartup(t.Key):
+			return true
+		}
+	}
+	return false
 }
 
 // LeftOutOfTemplate reports a taint a template copied from a live node
