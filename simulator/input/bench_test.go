@@ -2,6 +2,7 @@ package input
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"testing"
@@ -52,4 +53,30 @@ func BenchmarkDecodeYAML(b *testing.B) {
 			b.ReportMetric(float64(pods), "pods")
 		})
 	}
+}
+
+// BenchmarkReadTypeMeta is the apiVersion and kind of one List item (a
+// pod), read as a List's items are on every core, against encoding/json.
+func BenchmarkReadTypeMeta(b *testing.B) {
+	item := []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-1234","namespace":"default","labels":{"app":"web"},` +
+		`"ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"web","uid":"u","controller":true}]},` +
+		`"spec":{"containers":[{"name":"main","image":"nginx","resources":{"requests":{"cpu":"1"}}}]},"status":{"phase":"Pending"}}`)
+	b.Run("walk", func(b *testing.B) {
+		b.ReportAllocs()
+		var r typeMetaReader
+		for b.Loop() {
+			if tm, err := r.read(item); err != nil || tm.Kind != "Pod" {
+				b.Fatal(tm, err)
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var tm typeMeta
+			if err := json.Unmarshal(item, &tm); err != nil || tm.Kind != "Pod" {
+				b.Fatal(tm, err)
+			}
+		}
+	})
 }

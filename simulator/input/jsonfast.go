@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -18,7 +17,7 @@ import (
 // whose errors are the ones reported. Duplicate names and invalid UTF-8
 // are let through, as encoding/json's decoder lets them through.
 func splitJSON(data []byte) (values [][]byte, ok bool) {
-	dec := jsontext.NewDecoder(bytes.NewReader(data), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	dec := jsontext.NewDecoder(bytes.NewBuffer(data), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 	start := int64(0)
 	for {
 		if _, err := dec.ReadValue(); err != nil {
@@ -34,10 +33,21 @@ func splitJSON(data []byte) (values [][]byte, ok bool) {
 // a fraction of the time on a large document. jsontext walks the top-level
 // names and skips the values; anything where encoding/json might read the
 // names otherwise (a name differing only in case, a name given twice, a
-// value that is not a string, text after the object) goes to
+// value that is not a plain string, text after the object) goes to
 // encoding/json itself.
 func readTypeMeta(raw []byte) (typeMeta, error) {
-	if tm, ok := walkTypeMeta(raw); ok {
+	return new(typeMetaReader).read(raw)
+}
+
+// typeMetaReader is readTypeMeta with a decoder kept between documents:
+// a fresh one allocates its state machine again (18 allocations a pod).
+// One per goroutine.
+type typeMetaReader struct {
+	dec jsontext.Decoder
+}
+
+func (r *typeMetaReader) read(raw []byte) (typeMeta, error) {
+	if tm, ok := r.walk(raw); ok {
 		return tm, nil
 	}
 	var tm typeMeta
@@ -45,25 +55,29 @@ func readTypeMeta(raw []byte) (typeMeta, error) {
 	return tm, err
 }
 
-func walkTypeMeta(raw []byte) (typeMeta, bool) {
+func (r *typeMetaReader) walk(raw []byte) (typeMeta, bool) {
 	var tm typeMeta
-	dec := jsontext.NewDecoder(bytes.NewReader(raw), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	dec := &r.dec
+	// A bytes.Buffer is read in place, not copied into the decoder.
+	dec.Reset(bytes.NewBuffer(raw), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
 		return tm, false
 	}
 	seenVersion, seenKind := false, false
 	for dec.PeekKind() != '}' {
-		name, err := dec.ReadToken()
-		if err != nil {
+		// Names and values are compared as they stand, without the
+		// strings Token.String would allocate for every name.
+		name, ok := readUnescaped(dec)
+		if !ok {
 			return tm, false
 		}
 		var into *string
-		switch n := name.String(); {
-		case n == "apiVersion" && !seenVersion:
+		switch {
+		case string(name) == "apiVersion" && !seenVersion:
 			into, seenVersion = &tm.APIVersion, true
-		case n == "kind" && !seenKind:
+		case string(name) == "kind" && !seenKind:
 			into, seenKind = &tm.Kind, true
-		case strings.EqualFold(n, "apiVersion") || strings.EqualFold(n, "kind"):
+		case bytes.EqualFold(name, []byte("apiVersion")) || bytes.EqualFold(name, []byte("kind")):
 			return tm, false
 		}
 		if into == nil {
@@ -72,15 +86,11 @@ func walkTypeMeta(raw []byte) (typeMeta, bool) {
 			}
 			continue
 		}
-		val, err := dec.ReadToken()
-		if err != nil || val.Kind() != '"' {
+		val, ok := readUnescaped(dec)
+		if !ok {
 			return tm, false
 		}
-		// Invalid UTF-8 is replaced by both, but whether alike is not
-		// worth knowing.
-		if *into = val.String(); strings.ContainsRune(*into, utf8.RuneError) {
-			return tm, false
-		}
+		*into = string(val)
 	}
 	if _, err := dec.ReadToken(); err != nil { // the closing '}'
 		return tm, false
@@ -89,4 +99,16 @@ func walkTypeMeta(raw []byte) (typeMeta, bool) {
 		return tm, false
 	}
 	return tm, true
+}
+
+// readUnescaped reads the next name or value: a string without escapes in
+// valid UTF-8, given without its quotes (valid until the next read). Any
+// other value is not: an escape or invalid UTF-8 is left to encoding/json,
+// which decodes them its own way.
+func readUnescaped(dec *jsontext.Decoder) ([]byte, bool) {
+	v, err := dec.ReadValue()
+	if err != nil || v.Kind() != '"' || bytes.IndexByte(v, '\\') >= 0 || !utf8.Valid(v) {
+		return nil, false
+	}
+	return v[1 : len(v)-1], true
 }

@@ -97,7 +97,7 @@ func TestReadTypeMetaMatchesUnmarshal(t *testing.T) {
 	}
 	// The walk itself takes the usual documents.
 	for _, d := range []string{`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`, `{"items":[],"kind":"List","apiVersion":"v1"}`} {
-		if _, ok := walkTypeMeta([]byte(d)); !ok {
+		if _, ok := new(typeMetaReader).walk([]byte(d)); !ok {
 			t.Errorf("%s: left to encoding/json", d)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"k8s.io/client-go/util/workqueue"
 )
@@ -301,16 +302,15 @@ func (p *parser) document(d doc, raw []byte, known *typeMeta) {
 	if len(trimmed) == 0 || string(trimmed) == "null" || string(trimmed) == "{}" {
 		return // an empty document, e.g. a trailing "---"
 	}
-	var tm typeMeta
-	if known != nil {
-		tm = *known
-	} else {
-		var err error
-		if tm, err = readTypeMeta(trimmed); err != nil {
+	if known == nil {
+		tm, err := readTypeMeta(trimmed)
+		if err != nil {
 			p.fail(d, "", fmt.Errorf("not an object with apiVersion and kind: %w", err))
 			return
 		}
+		known = &tm
 	}
+	tm := *known
 	if !strings.HasSuffix(tm.Kind, "List") {
 		p.object(d, raw, tm)
 		return
@@ -330,10 +330,14 @@ func (p *parser) document(d doc, raw []byte, known *typeMeta) {
 	// validated on every core, as separate documents are, and stored in
 	// order.
 	items := make([]listItem, len(list.Items))
+	readers := sync.Pool{New: func() any { return new(typeMetaReader) }}
 	workqueue.ParallelizeUntil(context.Background(), runtime.GOMAXPROCS(0), len(items), func(i int) {
 		it := &items[i]
 		it.doc = doc{fmt.Sprintf("%s: items[%d]", d.loc, i)}
-		if it.typeMeta, it.err = readTypeMeta(list.Items[i]); it.err != nil {
+		r := readers.Get().(*typeMetaReader)
+		it.typeMeta, it.err = r.read(list.Items[i])
+		readers.Put(r)
+		if it.err != nil {
 			return
 		}
 		if it.Kind == "" {
