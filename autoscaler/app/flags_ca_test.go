@@ -187,6 +187,8 @@ func TestCAOptionsValidation(t *testing.T) {
 		{[]string{"--estimator=oldbinpacking"}, `--estimator "oldbinpacking" is not supported`},
 		{[]string{"--enable-dynamic-resource-allocation=false"}, "--enable-dynamic-resource-allocation=false is not supported"},
 		{[]string{"--new-pod-scale-up-delay=-1s"}, "--new-pod-scale-up-delay must be >= 0"},
+		{[]string{"--node-info-cache-expire-time=-1h"}, "--node-info-cache-expire-time must be >= 0"},
+		{[]string{"--node-info-cache-expire-time=0"}, ""},
 		{[]string{"--bypassed-scheduler-names=a,,b"}, "a name is empty"},
 		{[]string{"--scheduler-config-file=s.yaml", "--bypassed-scheduler-names=gpu-scheduler", "--expendable-pods-priority-cutoff=0"}, ""},
 	}

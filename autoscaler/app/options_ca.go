@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
+	"draxr.dev/draxr/cloudprovider/clusterapi"
 	"draxr.dev/draxr/simulator/featuregates"
 	"draxr.dev/draxr/simulator/scaleup"
 	"draxr.dev/draxr/simulator/taints"
@@ -34,6 +35,7 @@ type caOptions struct {
 	featureGates         map[string]bool
 	// CA's taint flags; --ignore-taint is --startup-taint's older name.
 	startupTaints, ignoreTaints, startupTaintPrefixes, statusTaints []string
+	nodeInfoCacheExpireTime                                         time.Duration
 }
 
 // taints is what the taint flags say.
@@ -67,6 +69,8 @@ func (o *caOptions) addFlags(fs *pflag.FlagSet, schedulerConfig *string) {
 		"a taint key prefix (repeatable) of startup taints, on CA's built-in ignore-taint.cluster-autoscaler.kubernetes.io/ and startup-taint.cluster-autoscaler.kubernetes.io/")
 	fs.StringArrayVar(&o.statusTaints, "status-taint", nil,
 		"a taint key (repeatable) that reports a node's state: a template copied from the node leaves it out, the node stays ready")
+	fs.DurationVar(&o.nodeInfoCacheExpireTime, "node-info-cache-expire-time", clusterapi.DefaultTemplateCacheExpiry,
+		"how long a node group's template copied from one of its nodes still serves once none of its nodes is fit to copy (unready, new, or gone at zero replicas); 0 keeps no copy")
 	featuregates.AddFlag(fs, &o.featureGates,
 		"key=value pairs of Kubernetes feature gates for the simulated scheduler, as kube-scheduler takes them (e.g. DRAConsumableCapacity=true)")
 }
@@ -86,6 +90,8 @@ func (o *caOptions) validate() error {
 		return fmt.Errorf("--enable-dynamic-resource-allocation=false is not supported: draxr-autoscaler always handles DRA objects (CA locks it to true too)")
 	case o.newPodScaleUpDelay < 0:
 		return fmt.Errorf("--new-pod-scale-up-delay must be >= 0, got %s", o.newPodScaleUpDelay)
+	case o.nodeInfoCacheExpireTime < 0:
+		return fmt.Errorf("--node-info-cache-expire-time must be >= 0, got %s", o.nodeInfoCacheExpireTime)
 	}
 	for _, f := range []struct {
 		flag string

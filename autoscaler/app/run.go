@@ -258,7 +258,8 @@ func newClusterAPIProvider(o *options, cfg *rest.Config, client kubernetes.Inter
 	if err != nil {
 		return nil, err
 	}
-	return clusterapi.New(clusterapi.Options{Dynamic: dyn, Kube: client, AutoDiscovery: o.nodeGroupAutoDiscovery, Taints: o.caOptions.taints()})
+	return clusterapi.New(clusterapi.Options{Dynamic: dyn, Kube: client, AutoDiscovery: o.nodeGroupAutoDiscovery, Taints: o.caOptions.taints(),
+		TemplateCacheExpiry: o.caOptions.nodeInfoCacheExpireTime})
 }
 
 // errLostLease ends the process when another replica took the lease

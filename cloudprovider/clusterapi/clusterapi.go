@@ -61,7 +61,21 @@ type Options struct {
 	// Taints says which taints of a live node its group's template leaves
 	// out (--startup-taint, --status-taint).
 	Taints taints.Config
+	// TemplateCacheExpiry is how long a template copied from a live node
+	// serves its group once no node is fit to copy
+	// (--node-info-cache-expire-time, DefaultTemplateCacheExpiry); 0
+	// keeps no copy.
+	TemplateCacheExpiry time.Duration
 }
+
+// DefaultTemplateCacheExpiry is CA's --node-info-cache-expire-time default.
+const DefaultTemplateCacheExpiry = 87600 * time.Hour
+
+// templateStabilization is how long a node must have been Ready before
+// its group's template is copied from it, as in CA: a node just turned
+// Ready may not run its device drivers yet, nor have published its
+// ResourceSlices.
+const templateStabilization = time.Minute
 
 // MachineState is where a group's machine is in its life.
 type MachineState string
@@ -97,6 +111,16 @@ type Provider struct {
 	errs map[string]error
 	// errObjects are the objects behind errs, for events about them.
 	errObjects map[string]*v1.ObjectReference
+	// copied keeps, per group, the last template copied from a node fit
+	// to copy, for loops where none is (its nodes are all unready, new
+	// or gone): CA's node info cache. Only Refresh uses it.
+	copied map[string]copiedTemplate
+}
+
+// copiedTemplate is a live node's template and when it was copied.
+type copiedTemplate struct {
+	live   *capi.Live
+	copied time.Time
 }
 
 var _ cloudprovider.Provider = &Provider{}
@@ -116,7 +140,8 @@ func New(opts Options) (*Provider, error) {
 	if opts.Mapper == nil {
 		opts.Mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(opts.Kube.Discovery()))
 	}
-	return &Provider{opts: opts, discovery: specs, byProviderID: map[string]*group{}, errs: map[string]error{}}, nil
+	return &Provider{opts: opts, discovery: specs, byProviderID: map[string]*group{}, errs: map[string]error{},
+		copied: map[string]copiedTemplate{}}, nil
 }
 
 // NodeGroups implements cloudprovider.Provider.
@@ -223,6 +248,7 @@ func (p *Provider) Refresh(ctx context.Context) error {
 	}
 
 	var groups []*group
+	seen := map[string]bool{}
 	byProviderID := map[string]*group{}
 	errs := map[string]error{}
 	errObjects := map[string]*v1.ObjectReference{}
@@ -247,6 +273,7 @@ func (p *Provider) Refresh(ctx context.Context) error {
 			// its instances in spec.providerIDList (as CA reads them).
 			g.instances = poolInstances(u, nodeByProviderID)
 		}
+		seen[res.ID()] = true
 		built, err := p.build(ctx, res, g.instances, nodeByProviderID)
 		if err != nil {
 			errs[res.ID()], errObjects[res.ID()] = err, objectRef(u)
@@ -260,6 +287,11 @@ func (p *Provider) Refresh(ctx context.Context) error {
 		groups = append(groups, g)
 		for _, in := range g.instances {
 			byProviderID[in.ProviderID] = g
+		}
+	}
+	for id := range p.copied {
+		if !seen[id] {
+			delete(p.copied, id)
 		}
 	}
 	sort.Slice(groups, func(i, j int) bool { return groups[i].Id() < groups[j].Id() })
@@ -329,8 +361,8 @@ func (p *Provider) list(ctx context.Context, kind, ns string) ([]unstructured.Un
 	return list.Items, nil
 }
 
-// build reads the group with its ConfigMap and, when one of its nodes is
-// Ready, that node and its slices as the template.
+// build reads the group with its ConfigMap and, when liveTemplate finds
+// one, a live node and its slices as the template.
 func (p *Provider) build(ctx context.Context, res capi.Resource, instances []MachineInstance, nodes map[string]*v1.Node) (*capi.NodeGroup, error) {
 	var cmData map[string]string
 	if ns, name, ok, err := res.ConfigMapRef(); err != nil {
@@ -346,35 +378,71 @@ func (p *Provider) build(ctx context.Context, res capi.Resource, instances []Mac
 			cmData = map[string]string{}
 		}
 	}
-	var live *capi.Live
-	for _, in := range instances {
-		n := nodes[in.ProviderID]
-		if n == nil || !goodTemplate(n, p.opts.Taints) {
-			continue
-		}
-		slices, err := p.opts.Kube.ResourceV1().ResourceSlices().List(ctx,
-			metav1.ListOptions{FieldSelector: resourceapi.ResourceSliceSelectorNodeName + "=" + n.Name})
-		if err != nil {
-			return nil, fmt.Errorf("%s: slices of node %s: %w", res, n.Name, err)
-		}
-		var ptrs []*resourceapi.ResourceSlice
-		for i := range slices.Items {
-			if s := &slices.Items[i]; s.Spec.NodeName != nil && *s.Spec.NodeName == n.Name {
-				ptrs = append(ptrs, s)
-			}
-		}
-		live = &capi.Live{Node: n, Slices: capi.SliceSpecs(ptrs), Taints: p.opts.Taints}
-		break
+	live, err := p.liveTemplate(ctx, res, instances, nodes)
+	if err != nil {
+		return nil, err
 	}
 	return capi.Build(res, cmData, live)
+}
+
+// liveTemplate is the live node a group's template is copied from, in
+// CA's order: a node fit to copy now; else the last one copied, until
+// --node-info-cache-expire-time; else, when the annotations and the
+// infrastructure template describe no node either, any node of the
+// group, however unready (logged: its devices may not be published yet).
+func (p *Provider) liveTemplate(ctx context.Context, res capi.Resource, instances []MachineInstance, nodes map[string]*v1.Node) (*capi.Live, error) {
+	now := p.opts.Now()
+	for _, in := range instances {
+		if n := nodes[in.ProviderID]; n != nil && goodTemplate(n, p.opts.Taints, now) {
+			live, err := p.live(ctx, res, n)
+			if err != nil {
+				return nil, err
+			}
+			p.copied[res.ID()] = copiedTemplate{live: live, copied: now}
+			return live, nil
+		}
+	}
+	if c, ok := p.copied[res.ID()]; ok {
+		if now.Sub(c.copied) < p.opts.TemplateCacheExpiry {
+			return c.live, nil
+		}
+		delete(p.copied, res.ID())
+	}
+	if described, err := res.TemplateNode(); err != nil || described != nil {
+		return nil, nil // Build uses the description, or reports its error
+	}
+	for _, in := range instances {
+		if n := nodes[in.ProviderID]; n != nil {
+			klog.FromContext(ctx).Info("Template copied from a node not fit to copy (unready, new, held back or unschedulable): no other node and no scale-from-zero annotations",
+				"object", res.ID(), "node", n.Name)
+			return p.live(ctx, res, n)
+		}
+	}
+	return nil, nil
+}
+
+// live is node n with its ResourceSlices.
+func (p *Provider) live(ctx context.Context, res capi.Resource, n *v1.Node) (*capi.Live, error) {
+	slices, err := p.opts.Kube.ResourceV1().ResourceSlices().List(ctx,
+		metav1.ListOptions{FieldSelector: resourceapi.ResourceSliceSelectorNodeName + "=" + n.Name})
+	if err != nil {
+		return nil, fmt.Errorf("%s: slices of node %s: %w", res, n.Name, err)
+	}
+	var ptrs []*resourceapi.ResourceSlice
+	for i := range slices.Items {
+		if s := &slices.Items[i]; s.Spec.NodeName != nil && *s.Spec.NodeName == n.Name {
+			ptrs = append(ptrs, s)
+		}
+	}
+	return &capi.Live{Node: n, Slices: capi.SliceSpecs(ptrs), Taints: p.opts.Taints}, nil
 }
 
 // goodTemplate says whether a new node of the group will look like n, as
 // CA chooses: Ready, schedulable, not held back by a startup or condition
 // taint (a GPU driver still starting may not advertise its devices yet)
 // and not on its way out.
-func goodTemplate(n *v1.Node, tc taints.Config) bool {
-	if !ready(n) || n.DeletionTimestamp != nil || n.Spec.Unschedulable || tc.HoldsBack(n) {
+func goodTemplate(n *v1.Node, tc taints.Config, now time.Time) bool {
+	if !readyFor(n, templateStabilization, now) || n.DeletionTimestamp != nil || n.Spec.Unschedulable || tc.HoldsBack(n) {
 		return false
 	}
 	for _, t := range n.Spec.Taints {
@@ -385,10 +453,11 @@ func goodTemplate(n *v1.Node, tc taints.Config) bool {
 	return true
 }
 
-func ready(n *v1.Node) bool {
+// readyFor says whether n has been Ready for longer than d.
+func readyFor(n *v1.Node, d time.Duration, now time.Time) bool {
 	for _, c := range n.Status.Conditions {
 		if c.Type == v1.NodeReady {
-			return c.Status == v1.ConditionTrue
+			return c.Status == v1.ConditionTrue && c.LastTransitionTime.Add(d).Before(now)
 		}
 	}
 	return false

@@ -640,3 +640,136 @@ func TestMachinePoolProviderIDList(t *testing.T) {
 		t.Errorf("replicas = %d after a refused removal, want 2", r)
 	}
 }
+
+// TestTemplateCopiedAsCAChooses follows one group through the loops CA's
+// node info provider distinguishes: a node Ready for under a minute is
+// not copied while the annotations describe the group; a copied template
+// outlives its node (unready, then gone at zero replicas) until
+// --node-info-cache-expire-time; and a group with no description and only
+// a new node still gets that node's template rather than no group.
+func TestTemplateCopiedAsCAChooses(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	liveSlice := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "n1-gpu"}, Spec: resourceapi.ResourceSliceSpec{
+		Driver: "gpu.example.com", NodeName: ptr.To("n1"), Pool: resourceapi.ResourcePool{Name: "n1", ResourceSliceCount: 1},
+		Devices: []resourceapi.Device{{Name: "live-0"}, {Name: "live-1"}}}}
+	readySince := func(since time.Time) *v1.Node {
+		n := node("n1", "test:///n1", true)
+		n.Status.Conditions[0].LastTransitionTime = metav1.NewTime(since)
+		return n
+	}
+	onlyBounds := map[string]string{capi.MinSizeAnnotation: "0", capi.MaxSizeAnnotation: "5"}
+	type loop struct {
+		at     time.Duration // after start
+		change func(t *testing.T, f *fakeCluster)
+		// want is the template ("2 devices, 16 CPUs"), "no group", or ""
+		// for a step that only changes the cluster.
+		want string
+	}
+	setNode := func(n *v1.Node) func(*testing.T, *fakeCluster) {
+		return func(t *testing.T, f *fakeCluster) {
+			if _, err := f.kube.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	removeNode := func(t *testing.T, f *fakeCluster) {
+		ctx := context.Background()
+		if err := f.kube.CoreV1().Nodes().Delete(ctx, "n1", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.kube.ResourceV1().ResourceSlices().Delete(ctx, "n1-gpu", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.dyn.Resource(GVR(capi.Machine)).Namespace("ns").Delete(ctx, "m1", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		u, err := f.dyn.Resource(GVR(capi.MachineSet)).Namespace("ns").Get(ctx, "ms", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = unstructured.SetNestedField(u.Object, int64(0), "spec", "replicas")
+		if _, err := f.dyn.Resource(GVR(capi.MachineSet)).Namespace("ns").Update(ctx, u, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name        string
+		annotations map[string]string
+		nodeReady   time.Duration // Ready since, relative to start
+		loops       []loop
+	}{
+		{name: "a node Ready under a minute waits; the annotations serve", annotations: bounds(0, 5, capi.TemplateSlicesAnnotation, gpuSlices),
+			nodeReady: -30 * time.Second, loops: []loop{
+				{at: 0, want: "8 devices, 8 CPUs"},
+				{at: 29 * time.Second, want: "8 devices, 8 CPUs"},
+				{at: 31 * time.Second, want: "2 devices, 16 CPUs"},
+			}},
+		{name: "the copy outlives its node until it expires", annotations: onlyBounds, nodeReady: -time.Hour, loops: []loop{
+			{at: 0, want: "2 devices, 16 CPUs"},
+			{at: time.Minute, change: setNode(node("n1", "test:///n1", false)), want: "2 devices, 16 CPUs"},
+			{at: 2 * time.Minute, change: removeNode, want: "2 devices, 16 CPUs"},
+			{at: 2 * time.Hour, want: "no group"},
+		}},
+		{name: "a fresh copy replaces the cached one", annotations: onlyBounds, nodeReady: -time.Hour, loops: []loop{
+			{at: 0, want: "2 devices, 16 CPUs"},
+			{at: 30 * time.Minute, change: setNode(node("n1", "test:///n1", false))},
+			{at: 50 * time.Minute, change: setNode(readySince(start.Add(30 * time.Minute)))},
+			// Copied again at 50 minutes, so 50 minutes old here; the first
+			// copy would be 100 minutes old, past the hour.
+			{at: 100 * time.Minute, change: removeNode, want: "2 devices, 16 CPUs"},
+		}},
+		{name: "no description and only a new node: that node, not no group", annotations: onlyBounds, nodeReady: -10 * time.Second, loops: []loop{
+			{at: 0, want: "2 devices, 16 CPUs"},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(t, []runtime.Object{
+				scalable(capi.MachineSet, "ns", "ms", 1, tc.annotations, nil, ""),
+				machine("ns", "m1", capi.MachineSet, "ms", "test:///n1", "Running", false)},
+				readySince(start.Add(tc.nodeReady)), liveSlice)
+			now := start
+			p, err := New(Options{Dynamic: f.dyn, Kube: f.kube, Now: func() time.Time { return now }, TemplateCacheExpiry: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range tc.loops {
+				now = start.Add(l.at)
+				if l.change != nil {
+					l.change(t, f)
+				}
+				if err := p.Refresh(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				if l.want == "" {
+					continue
+				}
+				if got := template(t, p); got != l.want {
+					t.Errorf("at %v: template %s, want %s", l.at, got, l.want)
+				}
+			}
+		})
+	}
+}
+
+// template describes the provider's only group's template.
+func template(t *testing.T, p *Provider) string {
+	t.Helper()
+	groups := p.NodeGroups()
+	switch {
+	case len(groups) == 0 && len(p.GroupErrors()) == 0:
+		return "no group"
+	case len(groups) != 1:
+		return fmt.Sprintf("groups %v, errors %v", ids(groups), p.GroupErrors())
+	}
+	n, slices, err := groups[0].TemplateNodeInfo()
+	if err != nil {
+		return err.Error()
+	}
+	devices := 0
+	for _, s := range slices {
+		devices += len(s.Spec.Devices)
+	}
+	cpu := n.Status.Allocatable["cpu"]
+	return fmt.Sprintf("%d devices, %s CPUs", devices, cpu.String())
+}
