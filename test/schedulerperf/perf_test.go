@@ -104,7 +104,7 @@ func (r run) relativeCPU() float64 {
 // scheduled counts the pods bound at the end of the run with the fewest.
 // Environment: SCHEDULER_PERF_SET (2000 or 5000 pods), SCHEDULER_PERF_REPEAT
 // (runs per registry), SCHEDULER_PERF_WORKLOADS (comma-separated names,
-// default all).
+// default all), SCHEDULER_PERF_AA=1 (stock against itself).
 func BenchmarkSchedulerPerf(b *testing.B) {
 	if testing.Short() {
 		b.Skip("takes many minutes: make scheduler-perf")
@@ -121,6 +121,9 @@ func BenchmarkSchedulerPerf(b *testing.B) {
 	var only []string
 	if v := os.Getenv("SCHEDULER_PERF_WORKLOADS"); v != "" {
 		only = strings.Split(v, ",")
+	}
+	if stockAgainstItself() {
+		fmt.Println("scheduler-perf: SCHEDULER_PERF_AA=1: the stock registry runs in draxr's place too; draxr= is stock again")
 	}
 	upstream := upstreamDir(b)
 	deployPlugins := deployPlugins(b)
@@ -190,7 +193,7 @@ func runWorkload(b *testing.B, config, registryName, dataDir string) run {
 		b.Fatal(err)
 	}
 	var registry frameworkruntime.Registry
-	if registryName == "draxr" {
+	if registryName == "draxr" && !stockAgainstItself() {
 		registry = aliases.Registry(plugins.NewResolvers().WithResolver)
 	}
 	var r run
@@ -289,7 +292,7 @@ func writeConfig(b *testing.B, upstream string, w workload, size, registryName s
 	// 2-core machine.
 	tc["metricsCollectorConfig"] = map[string]any{"metrics": map[string]any{}}
 	absPaths(tc, filepath.Dir(src))
-	if registryName == "draxr" {
+	if registryName == "draxr" && !stockAgainstItself() {
 		tc["schedulerConfigPath"] = writeDraxrSchedulerConfig(b, tc["schedulerConfigPath"], deployPlugins, prefix+"-scheduler-config.yaml")
 	}
 	path := prefix + ".yaml"
@@ -435,6 +438,11 @@ func loadAverage() string {
 	}
 	return strings.Join(f[:3], ",")
 }
+
+// stockAgainstItself runs the stock registry in draxr's place too
+// (SCHEDULER_PERF_AA=1): the pair ratios it prints are the method's own
+// spread, which a difference between the registries has to exceed.
+func stockAgainstItself() bool { return os.Getenv("SCHEDULER_PERF_AA") == "1" }
 
 func envOr(key, def string) string {
 	if v := os.Getenv(key); v != "" {
