@@ -66,8 +66,6 @@ func compatTable() []compatEntry {
 		{"max-pod-eviction-time", warn, "", "draxr retries evictions until --max-graceful-termination-sec"},
 		{"grpc-expander-cert", warn, "", "draxr has no grpc expander (--expander=grpc is rejected)"},
 		{"grpc-expander-url", warn, "", "draxr has no grpc expander (--expander=grpc is rejected)"},
-		{"ignore-daemonsets-utilization", reject, "false", "draxr counts DaemonSet pods in a node's utilization"},
-		{"ignore-mirror-pods-utilization", reject, "false", "draxr counts mirror pods in a node's utilization"},
 		{"max-binpacking-time", warn, "", perf},
 		{"unremovable-node-recheck-timeout", warn, "", "draxr checks every node again each loop"},
 		{"regional", warn, "", gce},

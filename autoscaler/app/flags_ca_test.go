@@ -189,6 +189,7 @@ func TestCAOptionsValidation(t *testing.T) {
 		{[]string{"--new-pod-scale-up-delay=-1s"}, "--new-pod-scale-up-delay must be >= 0"},
 		{[]string{"--node-info-cache-expire-time=-1h"}, "--node-info-cache-expire-time must be >= 0"},
 		{[]string{"--node-info-cache-expire-time=0"}, ""},
+		{[]string{"--ignore-daemonsets-utilization", "--ignore-mirror-pods-utilization=true"}, ""},
 		{[]string{"--bypassed-scheduler-names=a,,b"}, "a name is empty"},
 		{[]string{"--scheduler-config-file=s.yaml", "--bypassed-scheduler-names=gpu-scheduler", "--expendable-pods-priority-cutoff=0"}, ""},
 	}

@@ -10,6 +10,7 @@ import (
 	"draxr.dev/draxr/cloudprovider/clusterapi"
 	"draxr.dev/draxr/simulator/drainability"
 	"draxr.dev/draxr/simulator/expander"
+	"draxr.dev/draxr/simulator/scaledown"
 )
 
 // options are the command's flags.
@@ -23,6 +24,7 @@ type options struct {
 	scaleDownUnneededTime   time.Duration
 	scaleDownUtilization    float64
 	scaleDownGpuUtilization float64
+	utilizationIgnores      scaledown.UtilizationIgnores
 	scaleDownDelayAfterAdd  time.Duration
 	nodeGroupConfig         []string
 	schedulerConfig         string
@@ -129,6 +131,10 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		"nodes used below this share (of their DRA devices where they have any, else of CPU and memory) may be removed")
 	fs.Float64Var(&o.scaleDownGpuUtilization, "scale-down-gpu-utilization-threshold", 0.5,
 		"the same for nodes that publish DRA devices (their utilization is the share of their devices in use)")
+	fs.BoolVar(&o.utilizationIgnores.DaemonSetPods, "ignore-daemonsets-utilization", false,
+		"leave DaemonSet pods out of a node's CPU and memory utilization for scale-down (their requests count neither as used nor as the node's)")
+	fs.BoolVar(&o.utilizationIgnores.MirrorPods, "ignore-mirror-pods-utilization", false,
+		"leave mirror (static) pods out of a node's CPU and memory utilization for scale-down, likewise")
 	fs.DurationVar(&o.scaleDownDelayAfterAdd, "scale-down-delay-after-add", 10*time.Minute, "how long after a scale-up scale-down resumes")
 	fs.StringArrayVar(&o.nodeGroupConfig, "node-group-config", nil, "file or folder of NodeGroup objects (draxr.dev/v1alpha1), repeatable")
 	fs.StringVar(&o.schedulerConfig, "scheduler-config", "", "the scheduler's KubeSchedulerConfiguration, so simulations place pods as it does")

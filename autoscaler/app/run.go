@@ -145,6 +145,7 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 		Provider: provider,
 		ScaleDown: core.ScaleDownConfig{Enabled: o.scaleDownEnabled, UnneededTime: o.scaleDownUnneededTime,
 			UtilizationThreshold: o.scaleDownUtilization, GpuUtilizationThreshold: &o.scaleDownGpuUtilization,
+			UtilizationIgnores: o.utilizationIgnores,
 			DelayAfterAdd:      o.scaleDownDelayAfterAdd,
 			ScaleDownActuation: o.scaleDownSafety.actuation()},
 		Recorder:        recorder,

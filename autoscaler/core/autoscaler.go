@@ -31,6 +31,7 @@ import (
 	"draxr.dev/draxr/simulator/limits"
 	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/offline"
+	"draxr.dev/draxr/simulator/scaledown"
 	"draxr.dev/draxr/simulator/scaleup"
 	"draxr.dev/draxr/simulator/taints"
 )
@@ -94,7 +95,10 @@ type ScaleDownConfig struct {
 	// utilization is the share of their devices in use; nil takes
 	// UtilizationThreshold.
 	GpuUtilizationThreshold *float64
-	DelayAfterAdd           time.Duration
+	// UtilizationIgnores leave DaemonSet or mirror pods out of a node's
+	// CPU and memory utilization.
+	UtilizationIgnores scaledown.UtilizationIgnores
+	DelayAfterAdd      time.Duration
 	ScaleDownActuation
 }
 

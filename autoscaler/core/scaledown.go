@@ -199,6 +199,7 @@ func (a *Autoscaler) scaleDown(ctx context.Context, st *clusterstate.State, res 
 		GroupOf:      func(node string) string { return st.GroupOf[node] },
 
 		ExpendablePodsPriorityCutoff: a.expendableCutoff(),
+		Ignore:                       a.cfg.ScaleDown.UtilizationIgnores,
 	})
 	metrics.UpdateDurationFromStart(metrics.FunctionFindUnneeded, findStart)
 

@@ -3,6 +3,8 @@ package core
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -433,3 +435,23 @@ func TestBlockedNodeReason(t *testing.T) {
 }
 
 func labelsEverything() labels.Selector { return labels.Everything() }
+
+// --ignore-daemonsets-utilization reaches the loop: a node whose
+// DaemonSet pod takes 3.5 of its 8 CPUs and whose workload takes 1 is
+// needed at 56%, and unneeded at 1 of 4.5 CPUs (22%) with the flag.
+func TestIgnoreDaemonSetsUtilization(t *testing.T) {
+	for _, ignore := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ignore=%v", ignore), func(t *testing.T) {
+			agent := rsPod("agent", "light", 3500)
+			agent.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", Controller: ptr.To(true)}}
+			e := newSDEnv(t, ScaleDownActuation{},
+				cpuNode("keep"), cpuNode("light"), rsPod("big", "keep", 5000), agent, rsPod("a", "light", 1000))
+			e.a.cfg.ScaleDown.UnneededTime = time.Hour
+			e.a.cfg.ScaleDown.UtilizationIgnores.DaemonSetPods = ignore
+			res := e.loop(t)
+			if got := slices.Contains(res.Unneeded, "light"); got != ignore {
+				t.Fatalf("unneeded %v: want light unneeded %v", res.Unneeded, ignore)
+			}
+		})
+	}
+}

@@ -61,6 +61,21 @@ type Options struct {
 	// evicted without a place elsewhere, as CA treats expendable pods;
 	// nil: every pod must fit elsewhere.
 	ExpendablePodsPriorityCutoff *int32
+	// Ignore leaves pods out of a node's CPU and memory utilization
+	// (--ignore-daemonsets-utilization, --ignore-mirror-pods-utilization).
+	Ignore UtilizationIgnores
+}
+
+// UtilizationIgnores say which pods a node's CPU and memory utilization
+// leaves out, as CA's flags do: their requests count neither as used nor
+// as the node's, so a node that runs only DaemonSet pods is idle. A
+// node's device utilization counts every pod, as CA's does.
+type UtilizationIgnores struct {
+	DaemonSetPods, MirrorPods bool
+}
+
+func (ig UtilizationIgnores) ignores(pod *v1.Pod) bool {
+	return ig.DaemonSetPods && drainability.IsDaemonSetPod(pod) || ig.MirrorPods && drainability.IsMirrorPod(pod)
 }
 
 // Rejection codes: CA's UnremovableReason names.
@@ -111,7 +126,7 @@ func Find(h *harness.Harness, opts Options) ([]Removal, []Rejection) {
 			rejected = append(rejected, Rejection{Node: name, Code: string(b.Reason), Reason: b.String(), Blocked: b})
 			continue
 		}
-		u, devices := UtilizationOf(h, name)
+		u, devices := UtilizationOf(h, name, opts.Ignore)
 		threshold := opts.UtilizationThreshold
 		if opts.ThresholdFor != nil {
 			threshold = opts.ThresholdFor(node, devices)
@@ -298,15 +313,16 @@ func leavesWithNode(pod *v1.Pod) bool {
 
 // Utilization is the share of a node in use: of its DRA devices when it
 // has any (an idle GPU node is idle whatever its CPU), else the larger of
-// requested CPU and memory over allocatable.
-func Utilization(h *harness.Harness, nodeName string) float64 {
-	u, _ := UtilizationOf(h, nodeName)
+// requested CPU and memory over allocatable, without the pods ignore
+// names on either side.
+func Utilization(h *harness.Harness, nodeName string, ignore UtilizationIgnores) float64 {
+	u, _ := UtilizationOf(h, nodeName, ignore)
 	return u
 }
 
 // UtilizationOf is Utilization, and whether it was measured on the node's
 // DRA devices.
-func UtilizationOf(h *harness.Harness, nodeName string) (float64, bool) {
+func UtilizationOf(h *harness.Harness, nodeName string, ignore UtilizationIgnores) (float64, bool) {
 	snap := h.Snapshot()
 	allocated := snap.AllocatedDeviceIDs()
 	var devices, used int
@@ -322,12 +338,26 @@ func UtilizationOf(h *harness.Harness, nodeName string) (float64, bool) {
 		return float64(used) / float64(devices), true
 	}
 	ni := snap.NodeInfo(nodeName)
-	var u float64
-	if a := ni.Allocatable.MilliCPU; a > 0 {
-		u = float64(ni.Requested.MilliCPU) / float64(a)
+	requestedCPU, requestedMemory := ni.Requested.MilliCPU, ni.Requested.Memory
+	allocatableCPU, allocatableMemory := ni.Allocatable.MilliCPU, ni.Allocatable.Memory
+	for _, p := range ni.Pods {
+		if ignore.ignores(p.GetPod()) {
+			r := p.CalculateResource().Resource
+			requestedCPU -= r.GetMilliCPU()
+			allocatableCPU -= r.GetMilliCPU()
+			requestedMemory -= r.GetMemory()
+			allocatableMemory -= r.GetMemory()
+		}
 	}
-	if a := ni.Allocatable.Memory; a > 0 {
-		u = max(u, float64(ni.Requested.Memory)/float64(a))
+	share := func(requested, allocatable, nodeAllocatable int64) float64 {
+		switch {
+		case nodeAllocatable <= 0, requested <= 0:
+			return 0
+		case allocatable <= 0:
+			return 1 // the ignored pods fill the node: keep it, not divide by zero
+		}
+		return float64(requested) / float64(allocatable)
 	}
-	return u, false
+	return max(share(requestedCPU, allocatableCPU, ni.Allocatable.MilliCPU),
+		share(requestedMemory, allocatableMemory, ni.Allocatable.Memory)), false
 }

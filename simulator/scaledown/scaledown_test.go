@@ -273,3 +273,62 @@ func TestFindIgnoresExpendablePods(t *testing.T) {
 		})
 	}
 }
+
+// CA's --ignore-daemonsets-utilization and --ignore-mirror-pods-utilization
+// leave those pods out of both sides of a node's CPU utilization: a 4-CPU
+// node with a 1.5-CPU DaemonSet (or mirror) pod and a 0.5-CPU workload is
+// 0.5 used, or 0.5 of 2.5 (0.2) with the flag.
+func TestUtilizationIgnores(t *testing.T) {
+	daemonSet := func(p *v1.Pod) {
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", UID: "ds", Controller: ptr.To(true)}}
+	}
+	mirror := func(p *v1.Pod) { p.Annotations = map[string]string{v1.MirrorPodAnnotationKey: "x"} }
+	for _, tc := range []struct {
+		name      string
+		agentCPU  int64 // millicores of the DaemonSet or mirror pod
+		workCPU   int64 // of the workload pod; 0: none
+		agent     func(*v1.Pod)
+		ignore    UtilizationIgnores
+		want      float64
+		removable bool
+	}{
+		{"DaemonSet pod counted", 1500, 500, daemonSet, UtilizationIgnores{}, 0.5, false},
+		{"DaemonSet pod ignored", 1500, 500, daemonSet, UtilizationIgnores{DaemonSetPods: true}, 0.2, true},
+		{"mirror pod counted with DaemonSets ignored", 1500, 500, mirror, UtilizationIgnores{DaemonSetPods: true}, 0.5, false},
+		{"mirror pod ignored", 1500, 500, mirror, UtilizationIgnores{MirrorPods: true}, 0.2, true},
+		{"the rest of the node is full", 3500, 500, daemonSet, UtilizationIgnores{DaemonSetPods: true}, 1, false},
+		{"only the ignored pod, filling the node, is idle", 4000, 0, daemonSet, UtilizationIgnores{DaemonSetPods: true}, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := snapshot.New()
+			h, err := harness.New(context.Background(), snap, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range []*v1.Node{fx.Node("small", 4, 64, nil), fx.Node("big", 64, 256, nil)} {
+				if err := snap.AddNode(n); err != nil {
+					t.Fatal(err)
+				}
+			}
+			agent := fx.Pod("agent", tc.agentCPU, nil)
+			tc.agent(agent)
+			pods := []*v1.Pod{agent}
+			if tc.workCPU > 0 {
+				pods = append(pods, fx.Pod("work", tc.workCPU, nil))
+			}
+			for _, p := range pods {
+				if _, ferr := h.Place(p, "small"); ferr != nil {
+					t.Fatal(ferr)
+				}
+			}
+			if got := Utilization(h, "small", tc.ignore); got < tc.want-1e-9 || got > tc.want+1e-9 {
+				t.Errorf("utilization %v, want %v", got, tc.want)
+			}
+			removals, rejections := Find(h, Options{UtilizationThreshold: 0.5, Ignore: tc.ignore,
+				MayRemove: func(n *v1.Node) bool { return n.Name == "small" }})
+			if removed := len(removals) == 1 && removals[0].Node == "small"; removed != tc.removable {
+				t.Fatalf("removals %+v, rejections %+v; want small removable: %v", removals, rejections, tc.removable)
+			}
+		})
+	}
+}
