@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
+	nodeutil "k8s.io/component-helpers/node/util"
 
 	"draxr.dev/draxr/autoscaler/backoff"
 	"draxr.dev/draxr/autoscaler/metrics"
@@ -258,7 +259,7 @@ func (r *Registry) groupOptions(ng cloudprovider.NodeGroup) (cloudprovider.NodeG
 }
 
 func (r *Registry) nodeState(n *v1.Node, devicesPublished bool, maxStartup time.Duration, now time.Time) nodeState {
-	cond := readyCondition(n)
+	_, cond := nodeutil.GetNodeCondition(&n.Status, v1.NodeReady)
 	ready := cond != nil && cond.Status == v1.ConditionTrue
 	held := r.cfg.Taints.HoldsBack(n)
 	if ready && !held && devicesPublished {

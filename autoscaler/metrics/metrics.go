@@ -54,9 +54,8 @@ const (
 	ErrorConfiguration = "configurationError"
 
 	// node_taints_count{type}, CA's taint types.
-	TaintToBeDeleted       = "ToBeDeletedByClusterAutoscaler"
-	TaintDeletionCandidate = "DeletionCandidateOfClusterAutoscaler"
-	TaintOther             = "other"
+	// The autoscaler's own and Kubernetes' well-known taints are their keys.
+	TaintOther = "other"
 
 	// dra_node_template_resources_mismatch{mismatch_type}
 	MismatchMissing  = "missing"

@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/util/retry"
+	nodeutil "k8s.io/component-helpers/node/util"
 	"k8s.io/klog/v2"
 
 	"draxr.dev/draxr/cloudprovider"
@@ -455,12 +456,8 @@ func goodTemplate(n *v1.Node, tc taints.Config, now time.Time) bool {
 
 // readyFor says whether n has been Ready for longer than d.
 func readyFor(n *v1.Node, d time.Duration, now time.Time) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == v1.NodeReady {
-			return c.Status == v1.ConditionTrue && c.LastTransitionTime.Add(d).Before(now)
-		}
-	}
-	return false
+	_, c := nodeutil.GetNodeCondition(&n.Status, v1.NodeReady)
+	return c != nil && c.Status == v1.ConditionTrue && c.LastTransitionTime.Add(d).Before(now)
 }
 
 func (p *Provider) instances(machines []*unstructured.Unstructured, nodes map[string]*v1.Node) []MachineInstance {

@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	nodeutil "k8s.io/component-helpers/node/util"
 )
 
 // advance moves a node one step: Ready once NodeReadyDelay has passed
@@ -15,7 +16,7 @@ import (
 // since it turned Ready.
 func (g *group) advance(ctx context.Context, n *v1.Node) error {
 	now := g.p.opts.Now()
-	ready := readyCondition(n)
+	_, ready := nodeutil.GetNodeCondition(&n.Status, v1.NodeReady)
 	if ready == nil || ready.Status != v1.ConditionTrue {
 		delay, never := g.nodeReadyDelay()
 		if never || now.Sub(n.CreationTimestamp.Time) < delay {
@@ -29,19 +30,10 @@ func (g *group) advance(ctx context.Context, n *v1.Node) error {
 	return g.publishSlices(ctx, n)
 }
 
-func readyCondition(n *v1.Node) *v1.NodeCondition {
-	for i := range n.Status.Conditions {
-		if n.Status.Conditions[i].Type == v1.NodeReady {
-			return &n.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
 // liftNotReadyTaint is the node lifecycle controller's part for a test
 // node that reports Ready itself.
 func (g *group) liftNotReadyTaint(ctx context.Context, n *v1.Node) error {
-	if c := readyCondition(n); c == nil || c.Status != v1.ConditionTrue {
+	if _, c := nodeutil.GetNodeCondition(&n.Status, v1.NodeReady); c == nil || c.Status != v1.ConditionTrue {
 		return nil
 	}
 	var kept []v1.Taint
@@ -68,7 +60,7 @@ func (g *group) markReady(ctx context.Context, n *v1.Node) error {
 	c := g.p.opts.Client.CoreV1().Nodes()
 	n = n.DeepCopy()
 	now := metav1.NewTime(g.p.opts.Now())
-	cond := readyCondition(n)
+	_, cond := nodeutil.GetNodeCondition(&n.Status, v1.NodeReady)
 	if cond == nil {
 		n.Status.Conditions = append(n.Status.Conditions, v1.NodeCondition{Type: v1.NodeReady})
 		cond = &n.Status.Conditions[len(n.Status.Conditions)-1]

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	nodeutil "k8s.io/component-helpers/node/util"
 
 	"draxr.dev/draxr/cloudprovider"
 	fx "draxr.dev/draxr/simulator/fixtures"
@@ -77,7 +78,8 @@ func TestNodeLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 		node, _ := client.CoreV1().Nodes().Get(ctx, "gpu-0", metav1.GetOptions{})
-		if got := readyCondition(node).Status == v1.ConditionTrue; got != s.wantReady {
+		_, ready := nodeutil.GetNodeCondition(&node.Status, v1.NodeReady)
+		if got := ready.Status == v1.ConditionTrue; got != s.wantReady {
 			t.Errorf("after %s: Ready = %v, want %v", s.after, got, s.wantReady)
 		}
 		slices, _ := client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
@@ -172,7 +174,7 @@ func TestNodeReadyDelayAnnotation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := readyCondition(n); c == nil || c.Status == v1.ConditionTrue {
+	if _, c := nodeutil.GetNodeCondition(&n.Status, v1.NodeReady); c == nil || c.Status == v1.ConditionTrue {
 		t.Fatalf("node of a never-Ready group: Ready condition %+v, want NotReady after an hour", c)
 	}
 }

@@ -311,17 +311,10 @@ func leavesWithNode(pod *v1.Pod) bool {
 	return drainability.IsMirrorPod(pod) || drainability.IsDaemonSetPod(pod)
 }
 
-// Utilization is the share of a node in use: of its DRA devices when it
-// has any (an idle GPU node is idle whatever its CPU), else the larger of
-// requested CPU and memory over allocatable, without the pods ignore
-// names on either side.
-func Utilization(h *harness.Harness, nodeName string, ignore UtilizationIgnores) float64 {
-	u, _ := UtilizationOf(h, nodeName, ignore)
-	return u
-}
-
-// UtilizationOf is Utilization, and whether it was measured on the node's
-// DRA devices.
+// UtilizationOf is the share of a node in use: of its DRA devices when
+// it has any (an idle GPU node is idle whatever its CPU), else the larger
+// of requested CPU and memory over allocatable, without the pods ignore
+// names on either side; and whether it was measured on devices.
 func UtilizationOf(h *harness.Harness, nodeName string, ignore UtilizationIgnores) (float64, bool) {
 	snap := h.Snapshot()
 	allocated := snap.AllocatedDeviceIDs()
@@ -341,7 +334,7 @@ func UtilizationOf(h *harness.Harness, nodeName string, ignore UtilizationIgnore
 	requestedCPU, requestedMemory := ni.Requested.MilliCPU, ni.Requested.Memory
 	allocatableCPU, allocatableMemory := ni.Allocatable.MilliCPU, ni.Allocatable.Memory
 	for _, p := range ni.Pods {
-		if ignore.ignores(p.GetPod()) {
+		if ignore != (UtilizationIgnores{}) && ignore.ignores(p.GetPod()) {
 			r := p.CalculateResource().Resource
 			requestedCPU -= r.GetMilliCPU()
 			allocatableCPU -= r.GetMilliCPU()

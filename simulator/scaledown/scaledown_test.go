@@ -321,7 +321,7 @@ func TestUtilizationIgnores(t *testing.T) {
 					t.Fatal(ferr)
 				}
 			}
-			if got := Utilization(h, "small", tc.ignore); got < tc.want-1e-9 || got > tc.want+1e-9 {
+			if got, _ := UtilizationOf(h, "small", tc.ignore); got < tc.want-1e-9 || got > tc.want+1e-9 {
 				t.Errorf("utilization %v, want %v", got, tc.want)
 			}
 			removals, rejections := Find(h, Options{UtilizationThreshold: 0.5, Ignore: tc.ignore,
