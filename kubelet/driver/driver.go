@@ -18,7 +18,6 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	"k8s.io/klog/v2"
-	drahealthv1alpha1 "k8s.io/kubelet/pkg/apis/dra-health/v1alpha1"
 
 	"draxr.dev/draxr/kubelet/cdi"
 	"draxr.dev/draxr/kubelet/inventory"
@@ -42,8 +41,6 @@ type Config struct {
 
 // Driver implements kubeletplugin.DRAPlugin.
 type Driver struct {
-	drahealthv1alpha1.UnimplementedDRAResourceHealthServer
-
 	cfg         Config
 	cdi         cdi.Dir
 	devices     map[string]bool // names in the inventory
@@ -57,10 +54,7 @@ type Driver struct {
 	fatal func(error)
 }
 
-var (
-	_ kubeletplugin.DRAPlugin                   = (*Driver)(nil)
-	_ drahealthv1alpha1.DRAResourceHealthServer = (*Driver)(nil)
-)
+var _ kubeletplugin.DRAPlugin = (*Driver)(nil)
 
 // New validates the configuration and loads the prepared claims a
 // previous run left in the state file.

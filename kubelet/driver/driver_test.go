@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -251,5 +252,35 @@ func TestNewRejectsBadConfig(t *testing.T) {
 				t.Fatalf("err = %v, want %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// The health watch reports every inventory device Healthy in this node's
+// pool, and returns once the kubelet goes away.
+func TestWatchHealthStatus(t *testing.T) {
+	d := newTestDriver(t, testConfig(t.TempDir()))
+	ctx, cancel := context.WithCancel(context.Background())
+	reports := make(chan kubeletplugin.DeviceHealthReport)
+	done := make(chan error, 1)
+	go func() { done <- d.WatchHealthStatus(ctx, reports) }()
+	report := <-reports
+	var names []string
+	for _, h := range report.Devices {
+		names = append(names, h.DeviceName)
+		if h.Health != kubeletplugin.HealthStatusHealthy || h.PoolName != "node-a" || h.HealthCheckTimeout <= 0 {
+			t.Errorf("device %s: health %q in pool %q, timeout %v", h.DeviceName, h.Health, h.PoolName, h.HealthCheckTimeout)
+		}
+	}
+	if !slices.Equal(names, d.deviceNames) || len(names) == 0 {
+		t.Errorf("report covers %v, want every device %v", names, d.deviceNames)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("WatchHealthStatus after cancel: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("WatchHealthStatus kept running after its context ended")
 	}
 }

@@ -1,41 +1,45 @@
 package driver
 
 import (
+	"context"
 	"time"
 
-	"google.golang.org/grpc"
-	drahealthv1alpha1 "k8s.io/kubelet/pkg/apis/dra-health/v1alpha1"
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 )
 
 // The driver reports every device healthy. Kubelets with the
-// ResourceHealthStatus feature open this stream for every driver and retry
-// every few seconds against drivers without it, logging an error each time.
+// ResourceHealthStatus feature watch every driver's health; the helper
+// serves the kubelet's gRPC API versions (dra-health v1 and v1alpha1) from
+// this one method.
 const (
 	healthResend  = 30 * time.Second
 	healthTimeout = 3 * healthResend // the kubelet marks a device Unknown after this
 )
 
-// NodeWatchResources streams the devices' health to the kubelet: all
-// Healthy, repeated before the kubelet's timeout runs out.
-func (d *Driver) NodeWatchResources(_ *drahealthv1alpha1.NodeWatchResourcesRequest, stream grpc.ServerStreamingServer[drahealthv1alpha1.NodeWatchResourcesResponse]) error {
+// WatchHealthStatus implements kubeletplugin.DRAPlugin: a report of every
+// device Healthy, repeated before the kubelet's timeout runs out, until
+// ctx ends.
+func (d *Driver) WatchHealthStatus(ctx context.Context, reports chan<- kubeletplugin.DeviceHealthReport) error {
 	t := time.NewTicker(healthResend)
 	defer t.Stop()
 	for {
-		resp := &drahealthv1alpha1.NodeWatchResourcesResponse{}
-		now := time.Now().Unix()
+		report := kubeletplugin.DeviceHealthReport{Devices: make([]kubeletplugin.DeviceHealth, 0, len(d.deviceNames))}
+		now := time.Now()
 		for _, name := range d.deviceNames {
-			resp.Devices = append(resp.Devices, &drahealthv1alpha1.DeviceHealth{
-				Device:                    &drahealthv1alpha1.DeviceIdentifier{PoolName: d.cfg.NodeName, DeviceName: name},
-				Health:                    drahealthv1alpha1.HealthStatus_HEALTHY,
-				LastUpdatedTime:           now,
-				HealthCheckTimeoutSeconds: int64(healthTimeout / time.Second),
+			report.Devices = append(report.Devices, kubeletplugin.DeviceHealth{
+				PoolName: d.cfg.NodeName, DeviceName: name,
+				Health:             kubeletplugin.HealthStatusHealthy,
+				LastUpdated:        now,
+				HealthCheckTimeout: healthTimeout,
 			})
 		}
-		if err := stream.Send(resp); err != nil {
-			return err
+		select {
+		case <-ctx.Done():
+			return nil
+		case reports <- report:
 		}
 		select {
-		case <-stream.Context().Done():
+		case <-ctx.Done():
 			return nil
 		case <-t.C:
 		}

@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
-	drahealthv1alpha1 "k8s.io/kubelet/pkg/apis/dra-health/v1alpha1"
+	drahealthv1 "k8s.io/kubelet/pkg/apis/dra-health/v1"
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
 )
 
@@ -97,7 +97,7 @@ func TestServeAsKubeletSeesIt(t *testing.T) {
 		t.Errorf("published devices %v, want gpu-0..gpu-3", devices)
 	}
 
-	stream, err := drahealthv1alpha1.NewDRAResourceHealthClient(conn).NodeWatchResources(ctx, &drahealthv1alpha1.NodeWatchResourcesRequest{})
+	stream, err := drahealthv1.NewDRAResourceHealthClient(conn).NodeWatchResources(ctx, &drahealthv1.NodeWatchResourcesRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestServeAsKubeletSeesIt(t *testing.T) {
 		t.Errorf("health for %d devices, want 4", len(health.Devices))
 	}
 	for _, h := range health.Devices {
-		if h.Health != drahealthv1alpha1.HealthStatus_HEALTHY || h.Device.PoolName != "node-a" {
+		if h.Health != drahealthv1.HealthStatus_HEALTHY || h.Device.PoolName != "node-a" {
 			t.Errorf("health %v", h)
 		}
 	}

@@ -9,12 +9,14 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	podutil "k8s.io/kubernetes/pkg/api/pod"
 	"k8s.io/kubernetes/pkg/apis/apps"
 	appsvalidation "k8s.io/kubernetes/pkg/apis/apps/validation"
 	"k8s.io/kubernetes/pkg/apis/batch"
 	batchvalidation "k8s.io/kubernetes/pkg/apis/batch/validation"
+	"k8s.io/kubernetes/pkg/features"
 	"k8s.io/utils/ptr"
 
 	_ "k8s.io/kubernetes/pkg/apis/apps/install"
@@ -59,7 +61,11 @@ func addWorkloadKinds(handlers map[string]handler) {
 		w := &appsv1.StatefulSet{}
 		if o, ok := p.prepare(d, raw, "StatefulSet", w, true); ok {
 			errs := validated(w, &apps.StatefulSet{}, func(in *apps.StatefulSet) field.ErrorList {
-				return appsvalidation.ValidateStatefulSet(in, podutil.GetValidationOptionsFromPodTemplate(&in.Spec.Template, nil))
+				// As the StatefulSet strategy validates a new object.
+				setOpts := appsvalidation.StatefulSetValidationOptions{
+					AllowStatefulSetRecreateStrategy: utilfeature.DefaultFeatureGate.Enabled(features.StatefulSetRecreateStrategy),
+				}
+				return appsvalidation.ValidateStatefulSet(in, setOpts, podutil.GetValidationOptionsFromPodTemplate(&in.Spec.Template, nil))
 			})
 			// The StatefulSet controller names pods by ordinal and sets
 			// their hostname, subdomain and identity labels. Volumes from
@@ -84,7 +90,7 @@ func addWorkloadKinds(handlers map[string]handler) {
 				generateJobSelector(w)
 			}
 			errs := validated(w, &batch.Job{}, func(in *batch.Job) field.ErrorList {
-				return batchvalidation.ValidateJob(in, batchvalidation.JobValidationOptions{
+				return batchvalidation.ValidateJobCreate(in, batchvalidation.JobValidationOptions{
 					PodValidationOptions:  podutil.GetValidationOptionsFromPodTemplate(&in.Spec.Template, nil),
 					RequirePrefixedLabels: true, // as the Job strategy sets it on create
 				})

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
+	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -15,12 +16,17 @@ import (
 // in every PreFilter, so they are rebuilt only when nodes come and go or a
 // pod with (anti-)affinity moves.
 type nodeLists struct {
-	all, affinity, antiAffinity           []fwk.NodeInfo
-	allValid, affinityValid, antiAffValid bool
+	all, affinity, antiAffinity, nonHostAntiAffinity                   []fwk.NodeInfo
+	allValid, affinityValid, antiAffValid, nonHostAntiAffValid bool
 }
 
 func (l *nodeLists) invalidate() {
-	l.allValid, l.affinityValid, l.antiAffValid = false, false, false
+	l.allValid = false
+	l.invalidateAffinity()
+}
+
+func (l *nodeLists) invalidateAffinity() {
+	l.affinityValid, l.antiAffValid, l.nonHostAntiAffValid = false, false, false
 }
 
 // AddNode adds a node with no pods.
@@ -124,7 +130,7 @@ func (s *Snapshot) addPod(pod *v1.Pod, info *framework.PodInfo) error {
 	s.podsByUID[pod.UID] = podRef{pod: pod, nodeName: pod.Spec.NodeName}
 	s.trackPVCs(pod, 1)
 	if hasAffinity(pod) {
-		s.lists.affinityValid, s.lists.antiAffValid = false, false
+		s.lists.invalidateAffinity()
 	}
 	s.onUndo(func() {
 		_ = ni.RemovePod(s.logger, pod) // the pod is last, so order is restored
@@ -139,7 +145,7 @@ func (s *Snapshot) addPod(pod *v1.Pod, info *framework.PodInfo) error {
 		delete(s.podsByUID, pod.UID)
 		s.trackPVCs(pod, -1)
 		if hasAffinity(pod) {
-			s.lists.affinityValid, s.lists.antiAffValid = false, false
+			s.lists.invalidateAffinity()
 		}
 	})
 	return nil
@@ -208,9 +214,17 @@ func (s *Snapshot) NodeInfos() fwk.NodeInfoLister { return nodeInfoLister{s} }
 // StorageInfos implements fwk.SharedLister.
 func (s *Snapshot) StorageInfos() fwk.StorageInfoLister { return storageInfoLister{s} }
 
-// PodGroupStates implements fwk.SharedLister. Gang scheduling is alpha and
-// off in v1.36, so no pod group is ever known.
+// PodGroupStates implements fwk.SharedLister. Gang scheduling (PodGroups,
+// beta and off in v1.37) is not simulated: no pod group is ever known.
 func (s *Snapshot) PodGroupStates() fwk.PodGroupStateLister { return noPodGroups{} }
+
+// CompositePodGroupStates implements fwk.SharedLister; see PodGroupStates.
+func (s *Snapshot) CompositePodGroupStates() fwk.CompositePodGroupStateLister {
+	return noCompositePodGroups{}
+}
+
+// CompositePodGroups implements fwk.SharedLister; see PodGroupStates.
+func (s *Snapshot) CompositePodGroups() fwk.CompositePodGroupLister { return noCompositePodGroupObjects{} }
 
 type nodeInfoLister struct{ s *Snapshot }
 
@@ -226,6 +240,14 @@ func (l nodeInfoLister) HavePodsWithAffinityList() ([]fwk.NodeInfo, error) {
 func (l nodeInfoLister) HavePodsWithRequiredAntiAffinityList() ([]fwk.NodeInfo, error) {
 	return l.s.nodeList(&l.s.lists.antiAffinity, &l.s.lists.antiAffValid,
 		func(ni *framework.NodeInfo) bool { return len(ni.PodsWithRequiredAntiAffinity) > 0 }), nil
+}
+
+// HavePodsWithRequiredNonHostScopedAntiAffinityList implements
+// fwk.NodeInfoLister (v1.37): nodes whose pods' required anti-affinity
+// spans more than one host.
+func (l nodeInfoLister) HavePodsWithRequiredNonHostScopedAntiAffinityList() ([]fwk.NodeInfo, error) {
+	return l.s.nodeList(&l.s.lists.nonHostAntiAffinity, &l.s.lists.nonHostAntiAffValid,
+		func(ni *framework.NodeInfo) bool { return len(ni.PodsWithRequiredNonHostScopedAntiAffinity) > 0 }), nil
 }
 
 // nodeList rebuilds a cached list, in node order, when it is stale.
@@ -257,4 +279,16 @@ type noPodGroups struct{}
 
 func (noPodGroups) Get(namespace, name string) (fwk.PodGroupState, error) {
 	return nil, fmt.Errorf("pod group %s/%s: pod groups are not simulated", namespace, name)
+}
+
+type noCompositePodGroups struct{}
+
+func (noCompositePodGroups) Get(namespace, name string) (fwk.CompositePodGroupState, error) {
+	return nil, fmt.Errorf("composite pod group %s/%s: pod groups are not simulated", namespace, name)
+}
+
+type noCompositePodGroupObjects struct{}
+
+func (noCompositePodGroupObjects) Get(namespace, name string) (*schedulingv1alpha3.CompositePodGroup, error) {
+	return nil, apierrors.NewNotFound(schedulingv1alpha3.Resource("compositepodgroups"), namespace+"/"+name)
 }

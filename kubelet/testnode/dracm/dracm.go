@@ -115,10 +115,10 @@ func (m *Manager) GetResources(ctx context.Context, pod *v1.Pod, container *v1.C
 
 // GetDynamicResources answers the pod resources API: the claims a
 // container uses, with their devices and CDI IDs.
-func (m *Manager) GetDynamicResources(pod *v1.Pod, container *v1.Container) []*podresourcesapi.DynamicResource {
+func (m *Manager) GetDynamicResources(logger klog.Logger, pod *v1.Pod, container *v1.Container) []*podresourcesapi.DynamicResource {
 	infos, err := m.dra.GetContainerClaimInfos(pod, container)
 	if err != nil {
-		klog.TODO().Error(err, "Pod resources: claim infos", "pod", klog.KObj(pod), "container", container.Name)
+		logger.Error(err, "Pod resources: claim infos", "pod", klog.KObj(pod), "container", container.Name)
 		return nil
 	}
 	var out []*podresourcesapi.DynamicResource
