@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins"
@@ -46,8 +47,46 @@ func Registry(wrap func(fwk.Handle) fwk.Handle) frameworkruntime.Registry {
 			if err != nil {
 				return nil, err
 			}
-			return rename(p, alias)
+			return rename(p, alias, cycleViewOf(h))
 		}
 	}
 	return out
 }
+
+// CycleView is implemented by a DeviceClassResolver whose mapping can
+// change while the scheduler runs (draxr-scheduler's, fed by informers).
+// The upstream plugins read the resolver at PreFilter, Filter and Score
+// without a cycle to name, so the wrapped plugins tell it where a
+// scheduling cycle begins and ends: between the two, every read sees the
+// mapping the cycle began with, and two plugins cannot disagree about
+// whether a name is DRA-backed (one leaving the resource to DRA while the
+// other allocates nothing binds a pod without its devices).
+type CycleView interface {
+	// BeginCycle pins the mapping for the cycle that owns state; it is
+	// called by every plugin that may read first and is idempotent per
+	// state. Called only from the scheduling cycle's own goroutine.
+	BeginCycle(state fwk.CycleState)
+	// EndCycle releases the pin when the scheduling cycle's reads are done.
+	EndCycle()
+	// Verify fails, as unschedulable, a pod asking an extended resource
+	// name that its cycle saw DRA-backed and that no class backs now.
+	Verify(state fwk.CycleState, pod *v1.Pod) *fwk.Status
+}
+
+// cycleViewOf returns the handle's resolver as a CycleView, or nil.
+func cycleViewOf(h fwk.Handle) CycleView {
+	dra := h.SharedDRAManager()
+	if dra == nil {
+		return nil
+	}
+	view, _ := dra.DeviceClassResolver().(CycleView)
+	return view
+}
+
+// noCycleView serves resolvers that do not change during a cycle (the
+// simulator's snapshot) and upstream's.
+type noCycleView struct{}
+
+func (noCycleView) BeginCycle(fwk.CycleState)                  {}
+func (noCycleView) EndCycle()                                  {}
+func (noCycleView) Verify(fwk.CycleState, *v1.Pod) *fwk.Status { return nil }

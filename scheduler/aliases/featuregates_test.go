@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/client-go/informers"
 	featuregatetesting "k8s.io/component-base/featuregate/testing"
 	"k8s.io/klog/v2"
@@ -25,6 +26,9 @@ import (
 func TestAliasesHonourFeatureGatesSetAfterRegistry(t *testing.T) {
 	registerMetrics.Do(schedmetrics.Register)
 	early := aliases.Registry(nil) // as app.WithPlugin does, before flags
+	// DRAExtendedResource is GA and locked on in v1.37; a 1.36 emulation
+	// (kube-scheduler's --emulated-version) may still turn it off.
+	featuregatetesting.SetFeatureGateEmulationVersionDuringTest(t, utilfeature.DefaultFeatureGate, version.MustParse("1.36"))
 	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.DRAExtendedResource, false)
 
 	pod := fx.Pod("gpu2", 500, fx.GPUs(fx.GPUResource, 2))

@@ -1,8 +1,10 @@
 package aliases
 
 import (
+	"context"
 	"fmt"
 
+	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
@@ -11,37 +13,88 @@ import (
 // The framework requires a plugin's Name() to be the name it is
 // configured under (score weights are looked up by Name()). Embedding the
 // upstream plugin's concrete type keeps every extension point it
-// implements, and only the name changes.
+// implements; only the name changes, and the extension points that start
+// and end a scheduling cycle's reads of the class mapping tell the
+// resolver (see CycleView).
 
 type renamedDynamicResources struct {
 	*dynamicresources.DynamicResources
-	name string
+	name  string
+	cycle CycleView
 }
 
 func (p *renamedDynamicResources) Name() string { return p.name }
 
+func (p *renamedDynamicResources) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	p.cycle.BeginCycle(state)
+	return p.DynamicResources.PreFilter(ctx, state, pod, nodes)
+}
+
+// PostFilter ends a cycle in which no node fit.
+func (p *renamedDynamicResources) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	defer p.cycle.EndCycle()
+	return p.DynamicResources.PostFilter(ctx, state, pod, statuses)
+}
+
+// Reserve ends a cycle that chose a node: nothing after it in the
+// scheduling cycle reads the mapping.
+func (p *renamedDynamicResources) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
+	defer p.cycle.EndCycle()
+	return p.DynamicResources.Reserve(ctx, state, pod, nodeName)
+}
+
+// PreBind refuses to bind a pod whose DRA-backed names stopped resolving
+// after its cycle began: its claim names a class that no longer backs the
+// name, so the pod is sent back to be scheduled anew.
+func (p *renamedDynamicResources) PreBind(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
+	if st := p.cycle.Verify(state, pod); !st.IsSuccess() {
+		return st
+	}
+	return p.DynamicResources.PreBind(ctx, state, pod, nodeName)
+}
+
 type renamedFit struct {
 	*noderesources.Fit
-	name string
+	name  string
+	cycle CycleView
 }
 
 func (p *renamedFit) Name() string { return p.name }
 
+func (p *renamedFit) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	p.cycle.BeginCycle(state)
+	return p.Fit.PreFilter(ctx, state, pod, nodes)
+}
+
+func (p *renamedFit) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
+	p.cycle.BeginCycle(state)
+	return p.Fit.PreScore(ctx, state, pod, nodes)
+}
+
 type renamedBalancedAllocation struct {
 	*noderesources.BalancedAllocation
-	name string
+	name  string
+	cycle CycleView
 }
 
 func (p *renamedBalancedAllocation) Name() string { return p.name }
 
-func rename(p fwk.Plugin, name string) (fwk.Plugin, error) {
+func (p *renamedBalancedAllocation) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
+	p.cycle.BeginCycle(state)
+	return p.BalancedAllocation.PreScore(ctx, state, pod, nodes)
+}
+
+func rename(p fwk.Plugin, name string, cycle CycleView) (fwk.Plugin, error) {
+	if cycle == nil {
+		cycle = noCycleView{}
+	}
 	switch v := p.(type) {
 	case *dynamicresources.DynamicResources:
-		return &renamedDynamicResources{v, name}, nil
+		return &renamedDynamicResources{v, name, cycle}, nil
 	case *noderesources.Fit:
-		return &renamedFit{v, name}, nil
+		return &renamedFit{v, name, cycle}, nil
 	case *noderesources.BalancedAllocation:
-		return &renamedBalancedAllocation{v, name}, nil
+		return &renamedBalancedAllocation{v, name, cycle}, nil
 	}
 	return nil, fmt.Errorf("%s: cannot rename plugin of type %T", name, p)
 }

@@ -174,3 +174,34 @@ func (x *Index) ResourceNames(className string) []v1.ResourceName {
 	}
 	return names
 }
+
+// Mapping is one immutable view of which class backs which extended
+// resource name. A scheduling cycle reads one Mapping from PreFilter to
+// PreBind, so a class change mid-cycle cannot make two plugins disagree
+// about whether a name is DRA-backed.
+type Mapping struct {
+	byResource map[v1.ResourceName]*resourceapi.DeviceClass
+}
+
+// Mapping returns the current resolution as an immutable view. It costs one
+// map entry per class and per explicit name: classes are few and change
+// rarely, so each change publishes a fresh view instead of locking readers.
+func (x *Index) Mapping() *Mapping {
+	m := make(map[v1.ResourceName]*resourceapi.DeviceClass, len(x.byName)+len(x.winners))
+	for name, c := range x.byName {
+		m[ImplicitName(name)] = c
+	}
+	for name, c := range x.winners {
+		m[name] = c
+	}
+	return &Mapping{byResource: m}
+}
+
+// GetDeviceClass implements fwk.DeviceClassResolver on the view; a nil
+// Mapping resolves nothing.
+func (m *Mapping) GetDeviceClass(resourceName v1.ResourceName) *resourceapi.DeviceClass {
+	if m == nil {
+		return nil
+	}
+	return m.byResource[resourceName]
+}

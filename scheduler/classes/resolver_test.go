@@ -191,6 +191,7 @@ func TestResolver(t *testing.T) {
 			for _, o := range tc.ops {
 				o(x)
 			}
+			view := x.Mapping()
 			for rName, want := range tc.want {
 				got := ""
 				if c := x.GetDeviceClass(rName); c != nil {
@@ -198,6 +199,13 @@ func TestResolver(t *testing.T) {
 				}
 				if got != want {
 					t.Errorf("GetDeviceClass(%s) = %q, want %q", rName, got, want)
+				}
+				got = ""
+				if c := view.GetDeviceClass(rName); c != nil {
+					got = c.Name
+				}
+				if got != want {
+					t.Errorf("Mapping().GetDeviceClass(%s) = %q, want %q", rName, got, want)
 				}
 			}
 			for className, want := range tc.wantNames {
@@ -247,6 +255,38 @@ func TestResolverListerAndDescribe(t *testing.T) {
 		}
 		if got != want {
 			t.Errorf("GetDeviceClass(%s) = %q, want %q", rName, got, want)
+		}
+	}
+}
+
+// A Mapping is a snapshot: changes to the index after it was taken do not
+// reach it, so a scheduling cycle holding it sees one answer throughout.
+func TestMappingIsASnapshot(t *testing.T) {
+	x := NewIndex()
+	x.Set(class("old", t0, gpu))
+	before := x.Mapping()
+	x.Set(class("new", t1, gpu))
+	x.Delete("old")
+	after := x.Mapping()
+	for _, tc := range []struct {
+		view *Mapping
+		name v1.ResourceName
+		want string
+	}{
+		{before, gpu, "old"},
+		{before, ImplicitName("old"), "old"},
+		{before, ImplicitName("new"), ""},
+		{after, gpu, "new"},
+		{after, ImplicitName("old"), ""},
+		{after, ImplicitName("new"), "new"},
+		{nil, gpu, ""},
+	} {
+		got := ""
+		if c := tc.view.GetDeviceClass(tc.name); c != nil {
+			got = c.Name
+		}
+		if got != tc.want {
+			t.Errorf("view %p: GetDeviceClass(%s) = %q, want %q", tc.view, tc.name, got, tc.want)
 		}
 	}
 }
