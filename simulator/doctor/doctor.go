@@ -130,8 +130,13 @@ func (d *doctor) classSelectors() {
 	}
 }
 
-// duplicateNames: stock kube-scheduler's class cache depends on informer
-// order, so after a restart the older class loses even its implicit name.
+// duplicateNames: two classes mapping one name is the KEP's way to
+// migrate (a newer class takes the name over), so it is a warning that
+// says who gets what. It breaks only where upstream's class cache serves
+// the name: that cache depends on informer order and may drop the losing
+// class's implicit name, so a pod asking for it while a stock
+// kube-scheduler runs can stay pending (an error). The same cache backs
+// the API server's ResourceQuota evaluator, which draxr cannot replace.
 func (d *doctor) duplicateNames() {
 	byName := map[string][]*resourceapi.DeviceClass{}
 	for _, c := range d.sortedClasses() {
@@ -146,25 +151,79 @@ func (d *doctor) duplicateNames() {
 		}
 	}
 	sort.Strings(names)
+	stock := d.stockSchedulerPods()
 	for _, n := range names {
 		list := byName[n]
 		winner := d.classes.GetDeviceClass(v1.ResourceName(n))
 		var objects []Object
-		var losers []string
+		var losers, gets []string
 		for _, c := range list {
 			objects = append(objects, objectOf("DeviceClass", c))
 			if c != winner {
 				losers = append(losers, c.Name)
+				gets = append(gets, fmt.Sprintf("pods asking %s get %s's devices", classes.ImplicitName(c.Name), c.Name))
 			}
 		}
-		d.add(Finding{
-			Severity: Error, Check: CheckDuplicateExtendedName, Objects: objects,
-			Message: fmt.Sprintf("DeviceClasses %s all map extended resource %s; by the KEP's tie-break (newest creationTimestamp, then first name) %s wins",
-				joinNames(list), n, winner.Name),
-			Advice: fmt.Sprintf("give each class its own spec.extendedResourceName or clear it on %s; a stock kube-scheduler may after a restart drop even the implicit name of %s (run draxr-scheduler, which keeps it)",
-				strings.Join(losers, ", "), implicitNames(losers)),
-		})
+		f := Finding{
+			Severity: Warning, Check: CheckDuplicateExtendedName, Objects: objects,
+			Message: fmt.Sprintf("DeviceClasses %s all map extended resource %s; by the KEP's tie-break (newest creationTimestamp, then first name) %s wins: pods asking %s get %s's devices, %s",
+				joinNames(list), n, winner.Name, n, winner.Name, strings.Join(gets, ", ")),
+			Advice: fmt.Sprintf("this is the KEP's migration path; once no workload needs %s under %s, clear it on %s (spec.extendedResourceName) or delete that class. Run draxr-scheduler: a stock kube-scheduler, and the API server's ResourceQuota evaluator, use upstream's class cache, which may drop the implicit name %s while both classes map %s",
+				strings.Join(losers, ", "), n, strings.Join(losers, ", "), implicitNames(losers), n),
+		}
+		if users := d.podsAsking(losers); len(users) > 0 && len(stock) > 0 {
+			f.Severity = Error
+			for _, p := range users {
+				f.Objects = append(f.Objects, objectOf("Pod", p))
+			}
+			f.Message += fmt.Sprintf("; pods %s ask the implicit name %s while stock kube-scheduler %s runs, whose cache may have lost it (they stay pending)",
+				podNames(users), implicitNames(losers), podNames(stock))
+			f.Advice = fmt.Sprintf("run draxr-scheduler instead of the stock kube-scheduler, or have those pods ask %s; then clear it on %s (spec.extendedResourceName)",
+				n, strings.Join(losers, ", "))
+		}
+		d.add(f)
 	}
+}
+
+// podsAsking returns the pods (pending first) whose containers ask the
+// implicit name of one of classNames.
+func (d *doctor) podsAsking(classNames []string) []*v1.Pod {
+	wanted := map[v1.ResourceName]bool{}
+	for _, c := range classNames {
+		wanted[classes.ImplicitName(c)] = true
+	}
+	var out []*v1.Pod
+	for _, list := range [][]*v1.Pod{d.objs.PendingPods, d.objs.RunningPods} {
+		for _, p := range list {
+			if asksAny(p, wanted) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+func asksAny(p *v1.Pod, names map[v1.ResourceName]bool) bool {
+	for _, cs := range [][]v1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for _, c := range cs {
+			for _, l := range []v1.ResourceList{c.Resources.Requests, c.Resources.Limits} {
+				for name := range l {
+					if names[name] {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}
+
+func podNames(pods []*v1.Pod) string {
+	out := make([]string, len(pods))
+	for i, p := range pods {
+		out[i] = p.Namespace + "/" + p.Name
+	}
+	return strings.Join(out, ", ")
 }
 
 func joinNames(list []*resourceapi.DeviceClass) string {
@@ -265,6 +324,9 @@ func (d *doctor) bothPaths(obj Object, alloc v1.ResourceList, slices []*resource
 	for _, c := range d.sortedClasses() {
 		var byPlugin []v1.ResourceName
 		for _, name := range classNames(c) {
+			if d.classes.GetDeviceClass(name) != c {
+				continue // another class backs the name (the KEP's tie-break)
+			}
 			if q, ok := alloc[name]; ok && !q.IsZero() {
 				byPlugin = append(byPlugin, name)
 			}
@@ -485,20 +547,29 @@ func (d *doctor) stockScheduler() {
 	if len(mapped) == 0 {
 		return
 	}
+	for _, p := range d.stockSchedulerPods() {
+		d.add(Finding{
+			Severity: Warning, Check: CheckStockScheduler,
+			Objects: []Object{objectOf("Pod", p)},
+			Message: fmt.Sprintf("pod %s/%s runs a stock kube-scheduler while DeviceClasses %s map extended resource names; its class cache can lose a mapping after a restart or when a class is cleared or deleted",
+				p.Namespace, p.Name, strings.Join(mapped, ", ")),
+			Advice: "run draxr-scheduler (scheduler/deploy/) for pods that ask for DRA-backed extended resources",
+		})
+	}
+}
+
+// stockSchedulerPods returns the kube-scheduler pods in kube-system that
+// are not draxr-scheduler.
+func (d *doctor) stockSchedulerPods() []*v1.Pod {
+	var out []*v1.Pod
 	for _, list := range [][]*v1.Pod{d.objs.RunningPods, d.objs.PendingPods} {
 		for _, p := range list {
-			if p.Namespace != metav1.NamespaceSystem || p.Labels["component"] != "kube-scheduler" || isDraxrScheduler(p) {
-				continue
+			if p.Namespace == metav1.NamespaceSystem && p.Labels["component"] == "kube-scheduler" && !isDraxrScheduler(p) {
+				out = append(out, p)
 			}
-			d.add(Finding{
-				Severity: Warning, Check: CheckStockScheduler,
-				Objects: []Object{objectOf("Pod", p)},
-				Message: fmt.Sprintf("pod %s/%s runs a stock kube-scheduler while DeviceClasses %s map extended resource names; its class cache can lose a mapping after a restart or when a class is cleared or deleted",
-					p.Namespace, p.Name, strings.Join(mapped, ", ")),
-				Advice: "run draxr-scheduler (scheduler/deploy/) for pods that ask for DRA-backed extended resources",
-			})
 		}
 	}
+	return out
 }
 
 func isDraxrScheduler(p *v1.Pod) bool {

@@ -142,8 +142,61 @@ kind: DeviceClass
 metadata: {name: new-gpu.example.com, creationTimestamp: "2026-02-01T00:00:00Z"}
 spec: {extendedResourceName: example.com/gpu}
 `,
-			want:       []wantFinding{{CheckDuplicateExtendedName, Error, []string{"DeviceClass/gpu.example.com", "DeviceClass/new-gpu.example.com"}}},
-			wantInText: []string{"new-gpu.example.com wins", "clear it on gpu.example.com", "deviceclass.resource.kubernetes.io/gpu.example.com"},
+			want: []wantFinding{{CheckDuplicateExtendedName, Warning, []string{"DeviceClass/gpu.example.com", "DeviceClass/new-gpu.example.com"}}},
+			wantInText: []string{"new-gpu.example.com wins", "clear it on gpu.example.com", "deviceclass.resource.kubernetes.io/gpu.example.com",
+				"pods asking example.com/gpu get new-gpu.example.com's devices", "pods asking deviceclass.resource.kubernetes.io/gpu.example.com get gpu.example.com's devices"},
+		},
+		{
+			name: "the loser's implicit name in use while a stock kube-scheduler runs",
+			input: gpuClass + `---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: new-gpu.example.com, creationTimestamp: "2026-02-01T00:00:00Z"}
+spec: {extendedResourceName: example.com/gpu}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: old-job, namespace: ml}
+spec:
+  containers: [{name: c, image: x, resources: {limits: {deviceclass.resource.kubernetes.io/gpu.example.com: "1"}}}]
+` + schedulerPod("registry.k8s.io/kube-scheduler:v1.37.2"),
+			want: []wantFinding{
+				{CheckDuplicateExtendedName, Error, []string{"DeviceClass/gpu.example.com", "DeviceClass/new-gpu.example.com", "Pod/ml/old-job"}},
+				{CheckStockScheduler, Warning, []string{"Pod/kube-system/kube-scheduler-cp0"}},
+			},
+			wantInText: []string{"pods ml/old-job ask the implicit name deviceclass.resource.kubernetes.io/gpu.example.com while stock kube-scheduler kube-system/kube-scheduler-cp0 runs"},
+		},
+		{
+			name: "the loser's implicit name in use under draxr-scheduler is only the migration",
+			input: gpuClass + `---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: new-gpu.example.com, creationTimestamp: "2026-02-01T00:00:00Z"}
+spec: {extendedResourceName: example.com/gpu}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: old-job, namespace: ml}
+spec:
+  containers: [{name: c, image: x, resources: {limits: {deviceclass.resource.kubernetes.io/gpu.example.com: "1"}}}]
+` + schedulerPod("registry.example/draxr-scheduler:v0.2.0"),
+			want: []wantFinding{{CheckDuplicateExtendedName, Warning, []string{"DeviceClass/gpu.example.com", "DeviceClass/new-gpu.example.com"}}},
+		},
+		{
+			name: "device plugin and DRA: the finding names the class that backs the name",
+			input: gpuClass + `---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: new-gpu.example.com, creationTimestamp: "2026-02-01T00:00:00Z"}
+spec:
+  extendedResourceName: example.com/gpu
+  selectors: [{cel: {expression: device.driver == "gpu.example.com"}}]
+` + node("gpu-0", `, example.com/gpu: "4"`) + slice("gpu-0-gpu", "gpu-0", "gpu.example.com", "gpu-0", 1, 8),
+			want: []wantFinding{
+				{CheckDevicePluginAndDRA, Warning, []string{"Node/gpu-0", "DeviceClass/new-gpu.example.com"}},
+				{CheckDuplicateExtendedName, Warning, []string{"DeviceClass/gpu.example.com", "DeviceClass/new-gpu.example.com"}},
+			},
+			wantInText: []string{"8 devices of DeviceClass new-gpu.example.com"},
 		},
 		{
 			name: "two classes map one name, same creation time: first name wins",
@@ -157,7 +210,7 @@ kind: DeviceClass
 metadata: {name: a-gpu, creationTimestamp: "2026-01-01T00:00:00Z"}
 spec: {extendedResourceName: example.com/gpu}
 `,
-			want:       []wantFinding{{CheckDuplicateExtendedName, Error, []string{"DeviceClass/a-gpu", "DeviceClass/b-gpu"}}},
+			want:       []wantFinding{{CheckDuplicateExtendedName, Warning, []string{"DeviceClass/a-gpu", "DeviceClass/b-gpu"}}},
 			wantInText: []string{"a-gpu wins", "clear it on b-gpu"},
 		},
 		{

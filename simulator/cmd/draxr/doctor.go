@@ -19,13 +19,17 @@ type doctorOutput struct {
 
 func newDoctorCommand(g *globalFlags) *cobra.Command {
 	var c commonFlags
+	var strict bool
 	cmd := &cobra.Command{
 		Use:   "doctor [-f FILE|DIR]... | --kubeconfig FILE",
 		Short: "Find KEP-5004 pitfalls that silently break DRA-backed extended resources",
 		Long: `Checks nodes, pods, ResourceSlices, DeviceClasses and ResourceClaims for the
 pitfalls of DRA-backed extended resources and prints one line per finding:
 severity, check, the objects involved, what is wrong and what to do.
-Exit code: 0 when clean, 1 when something was found, 2 for bad input.`,
+Exit code: 0 when clean or when only warnings were found (findings that
+may break scheduling, such as two classes mapping one name, the KEP's way
+to migrate), 1 when an error was found (or any finding, with --strict),
+2 for bad input.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			objs, err := c.load(cmd)
@@ -40,12 +44,23 @@ Exit code: 0 when clean, 1 when something was found, 2 for bad input.`,
 			if err := report.Write(cmd.OutOrStdout(), c.output, out, func(w io.Writer) error { return findingsTable(w, findings) }); err != nil {
 				return err
 			}
-			if len(findings) > 0 {
-				return &exitError{code: 1, err: fmt.Errorf("%d problems found", len(findings))}
+			errors := 0
+			for _, f := range findings {
+				if f.Severity == doctor.Error {
+					errors++
+				}
+			}
+			warnings := len(findings) - errors
+			if errors > 0 || (strict && warnings > 0) {
+				return &exitError{code: 1, err: fmt.Errorf("%d problems found (%d errors, %d warnings)", len(findings), errors, warnings)}
+			}
+			if warnings > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "%d warnings, no errors (--strict fails on warnings)\n", warnings)
 			}
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&strict, "strict", false, "exit 1 on warnings too")
 	c.add(cmd, g)
 	return cmd
 }
