@@ -6,7 +6,7 @@ PKGS := ./...
 BENCH_COUNT ?= 6
 BENCH_PKGS ?= ./simulator/... ./autoscaler/...
 
-.PHONY: all build test test-unit test-race lint golangci-lint gofmt-check mocks mocks-check bench fmt vet example controlplane print-controlplane-dir cluster-up cluster-down e2e-clusterapi fidelity e2e-bulk scheduler-perf images images-check manifests
+.PHONY: all build test test-unit test-race lint golangci-lint gofmt-check mocks mocks-check bench fmt vet example controlplane print-controlplane-dir cluster-up cluster-nodes cluster-down e2e-clusterapi fidelity e2e-bulk scheduler-perf images images-check manifests
 
 # Control-plane binaries for end-to-end tests, built from the go.mod
 # versions into an ignored cache folder; rebuilt only when versions change.
@@ -155,9 +155,19 @@ cluster-up: controlplane
 	$(GO) build -o $(BIN)/ ./scheduler/cmd/draxr-scheduler ./test/controlplane/cmd/draxr-cluster
 	$(BIN)/draxr-cluster up $(CLUSTER_DIR) $(CONTROLPLANE_DIR) $(BIN)/draxr-scheduler
 
+# Test nodes for the cluster make cluster-up started: NODES real kubelets
+# (draxr-test-node, no container runtime) with the reference DRA driver
+# publishing DEVICES devices of DRIVER each, Ready and untainted.
+NODES ?= 2
+DEVICES ?= 4
+DRIVER ?= gpu.example.com
+cluster-nodes:
+	$(GO) build -o $(BIN)/ ./test/controlplane/cmd/draxr-cluster ./kubelet/cmd/draxr-test-node
+	$(BIN)/draxr-cluster nodes $(CLUSTER_DIR) $(NODES) $(DEVICES) $(DRIVER) $(abspath $(BIN))/draxr-test-node
+
 cluster-down:
 	$(GO) build -o $(BIN)/ ./test/controlplane/cmd/draxr-cluster
-	$(BIN)/draxr-cluster down $(CLUSTER_DIR) - -
+	$(BIN)/draxr-cluster down $(CLUSTER_DIR)
 
 # Benchmarks: medians over BENCH_COUNT runs; compare with benchstat.
 bench:

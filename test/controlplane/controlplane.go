@@ -228,6 +228,23 @@ func (cp *ControlPlane) Stop() {
 	}
 }
 
+// Process names a running process of the control plane.
+type Process struct {
+	Name string
+	PID  int
+}
+
+// Processes lists the running processes in the order they were started.
+func (cp *ControlPlane) Processes() []Process {
+	var out []Process
+	for _, p := range cp.procs {
+		if done, _ := p.Exited(); !done {
+			out = append(out, Process{Name: p.Name, PID: p.PID()})
+		}
+	}
+	return out
+}
+
 // PIDs lists the running processes, for tests that check cleanup.
 func (cp *ControlPlane) PIDs() map[string]int {
 	out := map[string]int{}

@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/util/retry"
 
 	"draxr.dev/draxr/kubelet/cdi"
 	"draxr.dev/draxr/kubelet/driver"
@@ -196,35 +195,9 @@ func (n *kubeletNode) logTails() string {
 // not-ready taint, which the node lifecycle controller would lift in a
 // full cluster; the e2e control plane does not run it.
 func (n *kubeletNode) waitReady() {
-	e := n.e
-	e.t.Helper()
-	nodes := cp.Client.CoreV1().Nodes()
-	n.poll(60*time.Second, "node Ready", func(ctx context.Context) (bool, error) {
-		node, err := nodes.Get(ctx, n.node.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		for _, c := range node.Status.Conditions {
-			if c.Type == v1.NodeReady && c.Status == v1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		node, err := nodes.Get(e.ctx, n.node.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		kept := slices.DeleteFunc(slices.Clone(node.Spec.Taints), func(t v1.Taint) bool { return t.Key == v1.TaintNodeNotReady })
-		if len(kept) == len(node.Spec.Taints) {
-			return nil
-		}
-		node.Spec.Taints = kept
-		_, err = nodes.Update(e.ctx, node, metav1.UpdateOptions{})
-		return err
-	}); err != nil {
-		e.t.Fatalf("node %s: lift not-ready taint: %v", n.node.Name, err)
+	n.e.t.Helper()
+	if err := controlplane.WaitReadyAndUntaint(n.e.ctx, cp.Client, n.node.Name, 60*time.Second); err != nil {
+		n.e.t.Fatalf("%v%s", err, n.logTails())
 	}
 }
 

@@ -1,45 +1,118 @@
 // Command draxr-cluster starts (up) and stops (down) the e2e control plane
-// with draxr-scheduler for people: make cluster-up, make cluster-down.
+// with draxr-scheduler for people, and adds test nodes to it (nodes):
+// make cluster-up, make cluster-nodes, make cluster-down.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"draxr.dev/draxr/test/controlplane"
+	"draxr.dev/draxr/test/launch"
 )
 
+const usage = `usage:
+  draxr-cluster up STATE_DIR CONTROLPLANE_BIN_DIR DRAXR_SCHEDULER
+  draxr-cluster nodes STATE_DIR COUNT DEVICES DRIVER TEST_NODE_BINARY
+  draxr-cluster down STATE_DIR`
+
 func main() {
-	if len(os.Args) != 5 {
-		fmt.Fprintln(os.Stderr, "usage: draxr-cluster up|down STATE_DIR CONTROLPLANE_BIN_DIR DRAXR_SCHEDULER")
-		os.Exit(2)
-	}
-	cmd, dir, binDir, scheduler := os.Args[1], os.Args[2], os.Args[3], os.Args[4]
-	var err error
-	switch cmd {
-	case "up":
-		err = up(dir, binDir, scheduler)
-	case "down":
-		err = down(dir)
-	default:
-		err = fmt.Errorf("unknown command %q", cmd)
-	}
-	if err != nil {
+	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "draxr-cluster:", err)
 		os.Exit(1)
 	}
 }
 
+func run(args []string) error {
+	if len(args) < 2 {
+		return errors.New(usage)
+	}
+	cmd, dir := args[0], args[1]
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	switch {
+	case cmd == "up" && len(args) == 4:
+		return up(dir, args[2], args[3])
+	case cmd == "nodes" && len(args) == 6:
+		count, err := strconv.Atoi(args[2])
+		if err != nil || count < 1 {
+			return fmt.Errorf("COUNT %q: want a positive number", args[2])
+		}
+		devices, err := strconv.Atoi(args[3])
+		if err != nil || devices < 0 {
+			return fmt.Errorf("DEVICES %q: want a number", args[3])
+		}
+		return nodes(dir, count, devices, args[4], args[5])
+	case cmd == "down" && len(args) >= 2:
+		return down(dir)
+	}
+	return errors.New(usage)
+}
+
+// record is one started process in the state folder's pids file, in start
+// order: "name pid" per line.
+type record struct {
+	name string
+	pid  int
+}
+
+func pidsFile(dir string) string { return filepath.Join(dir, "pids") }
+
+func readRecords(dir string) ([]record, error) {
+	data, err := os.ReadFile(pidsFile(dir))
+	if err != nil {
+		return nil, fmt.Errorf("no cluster recorded in %s: %w", dir, err)
+	}
+	var out []record
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		pid, err := strconv.Atoi(f[len(f)-1])
+		if err != nil {
+			return nil, fmt.Errorf("%s: bad line %q", pidsFile(dir), line)
+		}
+		name := strconv.Itoa(pid)
+		if len(f) > 1 {
+			name = f[0]
+		}
+		out = append(out, record{name: name, pid: pid})
+	}
+	return out, nil
+}
+
+func appendRecords(dir string, recs []record) error {
+	f, err := os.OpenFile(pidsFile(dir), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		if _, err := fmt.Fprintf(f, "%s %d\n", r.name, r.pid); err != nil {
+			_ = f.Close()
+			return err
+		}
+	}
+	return f.Close()
+}
+
 func up(dir, binDir, scheduler string) error {
-	if _, err := os.Stat(filepath.Join(dir, "pids")); err == nil {
+	if _, err := os.Stat(pidsFile(dir)); err == nil {
 		return fmt.Errorf("a cluster is already up in %s (make cluster-down first)", dir)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -58,41 +131,126 @@ func up(dir, binDir, scheduler string) error {
 		cp.Stop()
 		return err
 	}
-	var pids []string
-	for _, pid := range cp.PIDs() {
-		pids = append(pids, strconv.Itoa(pid))
+	var recs []record
+	for _, p := range cp.Processes() {
+		recs = append(recs, record{name: p.Name, pid: p.PID})
 	}
-	if err := os.WriteFile(filepath.Join(dir, "pids"), []byte(strings.Join(pids, "\n")+"\n"), 0o644); err != nil {
+	if err := appendRecords(dir, recs); err != nil {
 		return err
 	}
-	fmt.Printf("cluster up; export KUBECONFIG=%s\n", cp.AdminKubeconfig)
+	fmt.Println("cluster up; processes (stopped by make cluster-down in reverse order):")
+	for _, r := range recs {
+		fmt.Printf("  %-24s pid %d, log %s\n", r.name, r.pid, filepath.Join(dir, r.name+".log"))
+	}
+	fmt.Printf("export KUBECONFIG=%s\n", cp.AdminKubeconfig)
 	return nil
 }
 
-func down(dir string) error {
-	data, err := os.ReadFile(filepath.Join(dir, "pids"))
+// nodes starts count test nodes (draxr-test-node, a real kubelet with the
+// reference DRA driver in process publishing devices devices of driver),
+// waits until each is Ready with its devices published and lifts the
+// not-ready taint, as the node lifecycle controller would.
+func nodes(dir string, count, devices int, driver, binary string) error {
+	existing, err := readRecords(dir)
 	if err != nil {
-		return fmt.Errorf("no cluster recorded in %s: %w", dir, err)
+		return err
 	}
-	for _, f := range strings.Fields(string(data)) {
-		if pid, err := strconv.Atoi(f); err == nil {
-			_ = syscall.Kill(-pid, syscall.SIGTERM)
+	kubeconfig := filepath.Join(dir, "admin.kubeconfig")
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(count)*2*time.Minute)
+	defer cancel()
+	next := 0
+	for _, r := range existing {
+		if strings.HasPrefix(r.name, "node-") {
+			next++
 		}
 	}
-	// A grace period to exit on SIGTERM, ended early once every process
-	// group is gone; then SIGKILL for what is left.
-	_ = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
-		for _, f := range strings.Fields(string(data)) {
-			if pid, err := strconv.Atoi(f); err == nil && syscall.Kill(-pid, 0) == nil {
-				return false, nil
+	for i := next; i < next+count; i++ {
+		name := fmt.Sprintf("node-%d", i)
+		// Unix socket paths are limited to 107 bytes: a short folder.
+		root, err := os.MkdirTemp("", "dxc")
+		if err != nil {
+			return err
+		}
+		n, err := launch.StartNode(launch.Node{
+			Binary: binary, Name: name, RootDir: filepath.Join(root, name), Kubeconfig: kubeconfig,
+			Driver: &launch.InProcessDriver{Name: driver, Devices: devices}, Detached: true,
+		})
+		if err != nil {
+			return err
+		}
+		if err := appendRecords(dir, []record{{name: name, pid: n.PID()}}); err != nil {
+			return err
+		}
+		if err := controlplane.WaitReadyAndUntaint(ctx, client, name, 90*time.Second); err != nil {
+			return fmt.Errorf("%w\n%s", err, n.LogTail(3000))
+		}
+		if err := waitDevices(ctx, client, name, driver, devices); err != nil {
+			return fmt.Errorf("%w\n%s", err, n.LogTail(3000))
+		}
+		fmt.Printf("node %s Ready with %d %s devices; pid %d, log %s.log\n", name, devices, driver, n.PID(), filepath.Join(root, name))
+	}
+	return nil
+}
+
+func waitDevices(ctx context.Context, client kubernetes.Interface, node, driver string, want int) error {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		list, err := client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+		if err != nil {
+			return false, nil
+		}
+		got := 0
+		for _, s := range list.Items {
+			if s.Spec.Driver == driver {
+				got += len(s.Spec.Devices)
 			}
 		}
-		return true, nil
+		return got == want, nil
 	})
-	for _, f := range strings.Fields(string(data)) {
-		if pid, err := strconv.Atoi(f); err == nil {
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
-		}
+	if err != nil {
+		return fmt.Errorf("node %s: %d devices of %s not published: %w", node, want, driver, err)
+	}
+	return nil
+}
+
+// down stops every recorded process in reverse start order (test nodes,
+// then the scheduler, the controller-manager, the API server and etcd
+// last), each with SIGTERM and up to 10 s to exit before SIGKILL, and
+// waits for each before the next.
+func down(dir string) error {
+	recs, err := readRecords(dir)
+	if err != nil {
+		return err
+	}
+	slices.Reverse(recs)
+	for _, r := range recs {
+		stopGroup(r)
 	}
 	return os.RemoveAll(dir)
+}
+
+func stopGroup(r record) {
+	alive := func() bool { return syscall.Kill(-r.pid, 0) == nil }
+	if !alive() {
+		return
+	}
+	_ = syscall.Kill(-r.pid, syscall.SIGTERM)
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return !alive(), nil
+	})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "draxr-cluster: %s (pid %d) did not exit on SIGTERM within 10s; killing it\n", r.name, r.pid)
+		_ = syscall.Kill(-r.pid, syscall.SIGKILL)
+		_ = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			return !alive(), nil
+		})
+	}
+	fmt.Printf("stopped %s (pid %d)\n", r.name, r.pid)
 }
