@@ -20,6 +20,7 @@ import (
 
 	noopoteltrace "go.opentelemetry.io/otel/trace/noop"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	remote "k8s.io/cri-client/pkg"
@@ -76,7 +77,7 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 
-	rt, err := recordingcri.Start(filepath.Join(root, "cri.sock"), nodefs.RecordFile(root))
+	rt, err := recordingcri.Start(filepath.Join(root, "cri.sock"), nodefs.RecordFile(root), initContainers(ctx, client))
 	if err != nil {
 		return fmt.Errorf("fake runtime: %w", err)
 	}
@@ -168,4 +169,25 @@ func clients(kubeconfig string) (client, heartbeat *clientset.Clientset, err err
 	hb.QPS, hb.Timeout = -1, 10*time.Second
 	heartbeat, err = clientset.NewForConfig(&hb)
 	return client, heartbeat, err
+}
+
+// initContainers reports the pod's non-sidecar init containers, read from
+// the API server when the kubelet creates the container (the CRI request
+// does not say which kind a container is).
+func initContainers(ctx context.Context, client clientset.Interface) recordingcri.RunsToCompletion {
+	return func(namespace, pod, container string) bool {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		p, err := client.CoreV1().Pods(namespace).Get(ctx, pod, metav1.GetOptions{})
+		if err != nil {
+			klog.FromContext(ctx).Error(err, "Fake runtime: cannot tell whether the container is an init container; it keeps running", "pod", klog.KRef(namespace, pod), "container", container)
+			return false
+		}
+		for _, c := range p.Spec.InitContainers {
+			if c.Name == container {
+				return c.RestartPolicy == nil || *c.RestartPolicy != v1.ContainerRestartPolicyAlways
+			}
+		}
+		return false
+	}
 }

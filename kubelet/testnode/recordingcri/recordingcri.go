@@ -40,15 +40,23 @@ type Runtime struct {
 	server *grpc.Server
 	socket string
 
+	runsToCompletion RunsToCompletion
+
 	mu        sync.Mutex
 	record    *os.File
 	finishing map[string]bool // container IDs that exit as soon as started
 	stop      chan struct{}
 }
 
+// RunsToCompletion says whether a pod's container is one that exits on its
+// own (a non-sidecar init container): the fake runtime has no process to
+// wait for, so such a container exits 0 as soon as it starts. nil: only
+// containers whose command is "true" do.
+type RunsToCompletion func(namespace, pod, container string) bool
+
 // Start serves the runtime and image services on a unix socket and
 // appends every created container to recordPath (JSON lines).
-func Start(socket, recordPath string) (*Runtime, error) {
+func Start(socket, recordPath string, runsToCompletion RunsToCompletion) (*Runtime, error) {
 	if err := os.Remove(socket); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
@@ -63,7 +71,7 @@ func Start(socket, recordPath string) (*Runtime, error) {
 	}
 	r := &Runtime{
 		fake: fakeremote.NewFakeRemoteRuntime(), server: grpc.NewServer(), socket: socket,
-		record: record, finishing: map[string]bool{}, stop: make(chan struct{}),
+		record: record, finishing: map[string]bool{}, stop: make(chan struct{}), runsToCompletion: runsToCompletion,
 	}
 	r.fake.RuntimeService.FakeStatus = &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{
 		{Type: runtimeapi.RuntimeReady, Status: true}, {Type: runtimeapi.NetworkReady, Status: true},
@@ -124,10 +132,11 @@ func (s *service) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 	return resp, nil
 }
 
-// StartContainer starts the container; one whose command is "true" exits
-// with code 0 right away, as it would on a real node. Without that, init
-// containers would run forever on a fake runtime and the pod's main
-// containers would never be created.
+// StartContainer starts the container; an init container (see
+// RunsToCompletion) or one whose command is "true" exits with code 0 right
+// away, as it would on a real node. Without that, init containers would
+// run forever on a fake runtime and the pod's main containers would never
+// be created.
 func (s *service) StartContainer(ctx context.Context, req *runtimeapi.StartContainerRequest) (*runtimeapi.StartContainerResponse, error) {
 	resp, err := s.RemoteRuntime.StartContainer(ctx, req)
 	if err != nil {
@@ -161,9 +170,12 @@ func (r *Runtime) add(req *runtimeapi.CreateContainerRequest, id string) error {
 	if err != nil {
 		return err
 	}
+	cmd := cfg.GetCommand()
+	finishes := slices.Equal(cmd, []string{"true"}) || slices.Equal(cmd, []string{"/bin/true"}) ||
+		(r.runsToCompletion != nil && r.runsToCompletion(c.Namespace, c.Pod, c.Name))
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if cmd := cfg.GetCommand(); slices.Equal(cmd, []string{"true"}) || slices.Equal(cmd, []string{"/bin/true"}) {
+	if finishes {
 		r.finishing[id] = true
 	}
 	// One write per line on an O_APPEND file, so lines never interleave.

@@ -13,12 +13,15 @@ import (
 )
 
 // What the kubelet sends over CRI is what the record shows, per pod and
-// container; a container whose command is "true" exits 0 at once, others
-// keep running.
+// container; an init container (whatever its command) and a container
+// whose command is "true" exit 0 at once, others keep running.
 func TestRecordsCDIDevicesPerContainer(t *testing.T) {
 	dir := t.TempDir()
 	record := filepath.Join(dir, "containers.jsonl")
-	rt, err := Start(filepath.Join(dir, "cri.sock"), record)
+	isInit := func(namespace, pod, container string) bool {
+		return namespace == "ns" && pod == "pod" && container == "init-sleep"
+	}
+	rt, err := Start(filepath.Join(dir, "cri.sock"), record, isInit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,6 +45,7 @@ func TestRecordsCDIDevicesPerContainer(t *testing.T) {
 		state   runtimeapi.ContainerState
 	}{
 		{name: "setup", command: []string{"true"}, cdi: []string{"gpu.example.com/gpu=gpu-0"}, state: runtimeapi.ContainerState_CONTAINER_EXITED},
+		{name: "init-sleep", command: []string{"sleep", "3600"}, state: runtimeapi.ContainerState_CONTAINER_EXITED},
 		{name: "one", cdi: []string{"gpu.example.com/gpu=gpu-0"}, state: runtimeapi.ContainerState_CONTAINER_RUNNING},
 		{name: "two", state: runtimeapi.ContainerState_CONTAINER_RUNNING},
 		{name: "three", cdi: []string{"gpu.example.com/gpu=gpu-1", "nic.example.com/nic=nic-0"}, state: runtimeapi.ContainerState_CONTAINER_RUNNING},
