@@ -342,9 +342,9 @@ func TestClaimLimit(t *testing.T) {
 		wantDevices int // 0: must be rejected
 		wantCount   string
 	}{
-		{name: "33 in one container", pod: fx.Pod("p", 100, gpus(33)), wantCount: "number of requested devices 33"},
-		{name: "17+17 in two containers", pod: podWith("p", nil, fx.Container("a", 100, gpus(17)), fx.Container("b", 100, gpus(17))), wantCount: "number of requested devices 34"},
-		{name: "sidecar 17 + main 16", pod: podWith("p", []v1.Container{fx.InitContainer("side", 100, gpus(17), true)}, fx.Container("main", 100, gpus(16))), wantCount: "number of requested devices 33"},
+		{name: "33 in one container", pod: fx.Pod("p", 100, gpus(33)), wantCount: "adding 33 devices exceeds the claim limit of 32, with 0 already accounted for"},
+		{name: "17+17 in two containers", pod: podWith("p", nil, fx.Container("a", 100, gpus(17)), fx.Container("b", 100, gpus(17))), wantCount: "adding 17 devices exceeds the claim limit of 32, with 17 already accounted for"},
+		{name: "sidecar 17 + main 16", pod: podWith("p", []v1.Container{fx.InitContainer("side", 100, gpus(17), true)}, fx.Container("main", 100, gpus(16))), wantCount: "adding 16 devices exceeds the claim limit of 32, with 17 already accounted for"},
 		{name: "32 in one container", pod: fx.Pod("p", 100, gpus(32)), wantDevices: 32},
 		{name: "16+16 in two containers", pod: podWith("p", nil, fx.Container("a", 100, gpus(16)), fx.Container("b", 100, gpus(16))), wantDevices: 32},
 		{name: "init 30 reuses main's 30", pod: podWith("p", []v1.Container{fx.InitContainer("init", 100, gpus(30), false)}, fx.Container("main", 100, gpus(30))), wantDevices: 30},

@@ -237,7 +237,7 @@ func TestMetadataErrorReportedOnce(t *testing.T) {
 		{"claim annotation", "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: c, annotations: {\"bad key!\": x}}\nspec: {devices: {requests: [{name: r, exactly: {deviceClassName: gpu}}]}}\n",
 			`metadata.annotations: Invalid value: "bad key!"`},
 		{"pod owner reference", "apiVersion: v1\nkind: Pod\nmetadata: {name: p, ownerReferences: [{apiVersion: v1, kind: '', name: o, uid: u}]}\nspec: {containers: [{name: c, image: x}]}\n",
-			`metadata.ownerReferences.kind: Invalid value: "": must not be empty`},
+			`metadata.ownerReferences[0].kind: Required value: must not be empty`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Parse([]byte(tt.src), "bad.yaml")

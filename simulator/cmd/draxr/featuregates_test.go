@@ -5,20 +5,45 @@ import (
 	"strings"
 	"testing"
 
-	utilfeature "k8s.io/apiserver/pkg/util/feature"
-	featuregatetesting "k8s.io/component-base/featuregate/testing"
-	"k8s.io/kubernetes/pkg/features"
-
 	"draxr.dev/draxr/simulator/report"
 )
+
+// A group whose every device carries a NoSchedule taint: with
+// DRADeviceTaints (GA, on by default in v1.37) the allocator skips them;
+// turned off, the taints are ignored.
+const taintedGroup = `apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu.example.com, creationTimestamp: "2026-01-01T00:00:00Z"}
+spec:
+  extendedResourceName: example.com/gpu
+  selectors: [{cel: {expression: device.driver == "gpu.example.com"}}]
+---
+apiVersion: draxr.dev/v1alpha1
+kind: NodeGroup
+metadata: {name: gpu-tainted}
+spec:
+  minSize: 0
+  maxSize: 3
+  template:
+    status: {capacity: {cpu: "8", memory: 32Gi, pods: "110"}}
+  resourceSlices:
+  - driver: gpu.example.com
+    devices:
+    - {name: g0, taints: [{key: example.com/maintenance, value: "true", effect: NoSchedule}]}
+    - {name: g1, taints: [{key: example.com/maintenance, value: "true", effect: NoSchedule}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: train, namespace: ml}
+spec:
+  containers: [{name: main, image: x, resources: {limits: {example.com/gpu: "1"}}}]
+`
 
 // --feature-gates changes what the scheduler's plugins do, so the plan
 // changes with it, and the output says which gates were set.
 func TestFeatureGates(t *testing.T) {
-	// Restores the process default when the test ends.
-	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.DRAExtendedResource, true)
-
-	code, out, errOut := draxr(t, "simulate", "-o", "json")
+	input := writeFile(t, "tainted.yaml", taintedGroup)
+	code, out, errOut := draxr(t, "simulate", "-o", "json", "-f", input)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -26,7 +51,7 @@ func TestFeatureGates(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &on); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut = draxr(t, "simulate", "-o", "json", "--feature-gates=DRAExtendedResource=false")
+	code, out, errOut = draxr(t, "simulate", "-o", "json", "-f", input, "--feature-gates=DRADeviceTaints=false,DRADeviceTaintRules=false")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -34,8 +59,8 @@ func TestFeatureGates(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &off); err != nil {
 		t.Fatal(err)
 	}
-	if v, ok := off.FeatureGates["DRAExtendedResource"]; !ok || v || len(off.FeatureGates) != 1 || on.FeatureGates != nil {
-		t.Errorf("featureGates on %v, off %v; want only the second to list DRAExtendedResource=false", on.FeatureGates, off.FeatureGates)
+	if v, ok := off.FeatureGates["DRADeviceTaints"]; !ok || v || len(off.FeatureGates) != 2 || on.FeatureGates != nil {
+		t.Errorf("featureGates on %v, off %v; want only the second to list DRADeviceTaints=false and DRADeviceTaintRules=false", on.FeatureGates, off.FeatureGates)
 	}
 	helped := func(o report.SimulateOutput, group string) int {
 		for _, su := range o.ScaleUps {
@@ -45,15 +70,19 @@ func TestFeatureGates(t *testing.T) {
 		}
 		return 0
 	}
-	// Without DRAExtendedResource nothing maps example.com/gpu to DRA
-	// devices: the DRA group helps no pod asking for it.
-	if helped(on, "gpu-dra") == 0 || helped(off, "gpu-dra") != 0 {
-		t.Errorf("pods helped by gpu-dra: %d with the gate, %d without; want some, then none", helped(on, "gpu-dra"), helped(off, "gpu-dra"))
+	// With device taints honoured no device of the group is usable; with
+	// the gate off the taints are ignored and the group helps the pod.
+	if helped(on, "gpu-tainted") != 0 || helped(off, "gpu-tainted") != 1 {
+		t.Errorf("pods helped by gpu-tainted: %d with the gate, %d without; want none, then one", helped(on, "gpu-tainted"), helped(off, "gpu-tainted"))
 	}
 
-	code, out, _ = draxr(t, "simulate", "--feature-gates=DRAExtendedResource=false")
-	if code != 0 || !strings.Contains(out, "feature gates: DRAExtendedResource=false") {
+	code, out, _ = draxr(t, "simulate", "-f", input, "--feature-gates=DRADeviceTaints=false,DRADeviceTaintRules=false")
+	if code != 0 || !strings.Contains(out, "DRADeviceTaints=false") {
 		t.Errorf("exit %d, table does not name the gate:\n%s", code, out)
+	}
+	code, _, errOut = draxr(t, "simulate", "--feature-gates=DRAExtendedResource=false")
+	if code != 2 || !strings.Contains(errOut, "--feature-gates") || !strings.Contains(errOut, "locked") {
+		t.Errorf("locked gate: exit %d, stderr %q; want 2 saying the gate is locked", code, errOut)
 	}
 	code, _, errOut = draxr(t, "simulate", "--feature-gates=NoSuchGate=true")
 	if code != 2 || !strings.Contains(errOut, "--feature-gates") || !strings.Contains(errOut, "NoSuchGate") {
