@@ -16,7 +16,7 @@ import (
 // in every PreFilter, so they are rebuilt only when nodes come and go or a
 // pod with (anti-)affinity moves.
 type nodeLists struct {
-	all, affinity, antiAffinity, nonHostAntiAffinity                   []fwk.NodeInfo
+	all, affinity, antiAffinity, nonHostAntiAffinity           []fwk.NodeInfo
 	allValid, affinityValid, antiAffValid, nonHostAntiAffValid bool
 }
 
@@ -224,7 +224,9 @@ func (s *Snapshot) CompositePodGroupStates() fwk.CompositePodGroupStateLister {
 }
 
 // CompositePodGroups implements fwk.SharedLister; see PodGroupStates.
-func (s *Snapshot) CompositePodGroups() fwk.CompositePodGroupLister { return noCompositePodGroupObjects{} }
+func (s *Snapshot) CompositePodGroups() fwk.CompositePodGroupLister {
+	return noCompositePodGroupObjects{}
+}
 
 type nodeInfoLister struct{ s *Snapshot }
 
