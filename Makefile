@@ -36,7 +36,7 @@ IMAGE_SOURCE ?= https://draxr.dev/draxr
 IMAGE_CMDS = ./simulator/cmd/draxr ./autoscaler/cmd/draxr-autoscaler ./scheduler/cmd/draxr-scheduler ./kubelet/cmd/draxr-example-driver
 
 images:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(VERSION_LDFLAGS)" -o $(BIN)/static/ $(IMAGE_CMDS)
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(VERSION_LDFLAGS) -X draxr.dev/draxr/scheduler/kubeversion.Release=$(VERSION)" -o $(BIN)/static/ $(IMAGE_CMDS)
 	$(GO) run ./test/cmd/draxr-image -out $(BIN)/images -registry $(IMAGE_REGISTRY) -version $(VERSION) \
 		-source $(IMAGE_SOURCE) $(addprefix $(BIN)/static/,$(notdir $(IMAGE_CMDS)))
 

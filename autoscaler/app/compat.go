@@ -117,7 +117,7 @@ func compatTable() []compatEntry {
 		{"capacity-quotas-enabled", reject, "false", "CapacityQuotas are not supported by draxr"},
 		{"pending-pods-batching-timeout", warn, "", perf},
 		{"enable-graceful-degradation", warn, "", perf},
-		{"enable-inter-pod-affinity-hostname-fast-path", warn, "", "draxr's simulation runs the scheduler's plugins as kube-scheduler v1.36.3 ships them"},
+		{"enable-inter-pod-affinity-hostname-fast-path", warn, "", "draxr's simulation runs the scheduler's plugins as kube-scheduler v1.37.2 ships them"},
 		{"cluster-snapshot-parallelism", warn, "", perf},
 		{"nodes", reject, "", "static <min>:<max>:<name> node groups are not supported: groups come from --node-group-config (local provider) or Cluster API annotations (--cloud-provider=clusterapi)"},
 		{"allowed-scheduler-names", warn, "", "draxr plans only for pods of the scheduler configuration's profiles and of --bypassed-scheduler-names"},

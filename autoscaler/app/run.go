@@ -37,6 +37,7 @@ import (
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/cloudprovider/clusterapi"
 	"draxr.dev/draxr/cloudprovider/local"
+	"draxr.dev/draxr/scheduler/kubeversion"
 	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/featuregates"
 	"draxr.dev/draxr/simulator/harness"
@@ -59,6 +60,7 @@ func NewCommand(exts ...Extension) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:          "draxr-autoscaler",
 		Short:        "Scale node groups for pods that ask for DRA-backed extended resources",
+		Version:      kubeversion.Version(),
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			warnings, err := compat.check()
@@ -100,6 +102,7 @@ func NewCommand(exts ...Extension) *cobra.Command {
 			ext.AddFlags(cmd.Flags())
 		}
 	}
+	cmd.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 	return cmd
 }
 

@@ -14,31 +14,65 @@
 package plugins
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/dynamic-resource-allocation/deviceclass/extendedresourcecache"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"draxr.dev/draxr/scheduler/aliases"
 	"draxr.dev/draxr/scheduler/classes"
+	"draxr.dev/draxr/scheduler/kubeversion"
 )
 
 // Options registers the wrapped plugins with kube-scheduler's command.
-// The plugins of all its profiles share one Resolvers.
+// The plugins of all its profiles share one Resolvers. Building them
+// fails, and the scheduler does not start, against an API server older
+// than the Kubernetes minor draxr-scheduler is built on.
 func Options() []app.Option {
 	resolvers := NewResolvers()
+	var server serverCheck
 	var opts []app.Option
 	for name, factory := range aliases.Registry(resolvers.WithResolver) {
-		opts = append(opts, app.WithPlugin(name, factory))
+		opts = append(opts, app.WithPlugin(name, server.before(factory)))
 	}
 	return opts
+}
+
+// serverCheck asks the API server its version once per scheduler.
+type serverCheck struct {
+	once sync.Once
+	err  error
+}
+
+func (c *serverCheck) before(factory frameworkruntime.PluginFactory) frameworkruntime.PluginFactory {
+	return func(ctx context.Context, args runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		if client := h.ClientSet(); client != nil {
+			c.once.Do(func() {
+				v, err := client.Discovery().ServerVersion()
+				if err != nil {
+					c.err = fmt.Errorf("draxr-scheduler: reading the API server's version: %w", err)
+					return
+				}
+				if err := kubeversion.CheckServer(v); err != nil {
+					c.err = fmt.Errorf("draxr-scheduler %s refuses to start: %w", kubeversion.Version(), err)
+				}
+			})
+		}
+		if c.err != nil {
+			return nil, c.err
+		}
+		return factory(ctx, args, h)
+	}
 }
 
 // Resolvers hands out draxr's class resolver, one per informer factory:

@@ -2,6 +2,8 @@ package plugins
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -10,8 +12,11 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/version"
+	apimachineryversion "k8s.io/apimachinery/pkg/version"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
+	fakediscovery "k8s.io/client-go/discovery/fake"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
@@ -19,6 +24,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"draxr.dev/draxr/scheduler/classes"
+	"draxr.dev/draxr/scheduler/kubeversion"
 	fx "draxr.dev/draxr/simulator/fixtures"
 )
 
@@ -235,5 +241,54 @@ func TestWithResolverSharedPerFactory(t *testing.T) {
 func TestOptionsRegisterEveryAlias(t *testing.T) {
 	if got, want := len(Options()), 3; got != want {
 		t.Errorf("Options() = %d options, want one per wrapped plugin (%d)", got, want)
+	}
+}
+
+// clientHandle is a framework handle with a client whose API server
+// reports version.
+type clientHandle struct {
+	fwk.Handle
+	client kubernetes.Interface
+}
+
+func (h clientHandle) ClientSet() kubernetes.Interface { return h.client }
+
+// draxr-scheduler refuses to start against an API server older than the
+// Kubernetes minor it is built on, asking once; a current one passes.
+func TestServerCheck(t *testing.T) {
+	built := version.MustParseGeneric(kubeversion.Minor())
+	for _, tc := range []struct {
+		server  string
+		wantErr string
+	}{
+		{server: fmt.Sprintf("v1.%d.4", built.Minor()-1), wantErr: "upgrade the API servers first"},
+		{server: fmt.Sprintf("v1.%d.0", built.Minor())},
+	} {
+		client := fake.NewClientset()
+		client.Discovery().(*fakediscovery.FakeDiscovery).FakedServerVersion = &apimachineryversion.Info{GitVersion: tc.server}
+		var check serverCheck
+		made := 0
+		factory := check.before(func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
+			made++
+			return nil, nil
+		})
+		for range 3 {
+			_, err := factory(context.Background(), nil, clientHandle{client: client})
+			if (err != nil) != (tc.wantErr != "") || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("server %s: err = %v, want %q", tc.server, err, tc.wantErr)
+			}
+		}
+		if want := map[bool]int{true: 0, false: 3}[tc.wantErr != ""]; made != want {
+			t.Errorf("server %s: %d plugins built, want %d", tc.server, made, want)
+		}
+		var versionCalls int
+		for _, a := range client.Actions() {
+			if a.GetResource().Resource == "version" {
+				versionCalls++
+			}
+		}
+		if versionCalls > 1 {
+			t.Errorf("server %s: asked the version %d times, want once", tc.server, versionCalls)
+		}
 	}
 }

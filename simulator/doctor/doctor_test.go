@@ -298,7 +298,7 @@ spec: {}
 		},
 		{
 			name:       "stock kube-scheduler with mapped names",
-			input:      gpuClass + schedulerPod("registry.k8s.io/kube-scheduler:v1.36.3"),
+			input:      gpuClass + schedulerPod("registry.k8s.io/kube-scheduler:v1.37.2"),
 			want:       []wantFinding{{CheckStockScheduler, Warning, []string{"Pod/kube-system/kube-scheduler-cp0"}}},
 			wantInText: []string{"DeviceClasses gpu.example.com map"},
 		},
@@ -308,7 +308,7 @@ spec: {}
 		},
 		{
 			name:  "stock kube-scheduler without mapped names is fine",
-			input: strings.Replace(gpuClass, "  extendedResourceName: example.com/gpu\n", "", 1) + schedulerPod("registry.k8s.io/kube-scheduler:v1.36.3"),
+			input: strings.Replace(gpuClass, "  extendedResourceName: example.com/gpu\n", "", 1) + schedulerPod("registry.k8s.io/kube-scheduler:v1.37.2"),
 		},
 		{
 			name: "class selector does not compile",

@@ -11,7 +11,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
 )
 
-// DefaultProfile is kube-scheduler's default profile as of v1.36.
+// DefaultProfile is kube-scheduler's default profile as of v1.37.
 func DefaultProfile() (*config.KubeSchedulerProfile, error) {
 	cfg, err := latest.Default()
 	if err != nil {

@@ -45,7 +45,7 @@ type Harness struct {
 
 // New builds the framework from a profile (nil: kube-scheduler's default
 // profile) over the snapshot. Feature gates are the process defaults, which
-// for v1.36 include DRAExtendedResource.
+// for v1.37 include DRAExtendedResource.
 func New(ctx context.Context, snap *snapshot.Snapshot, profile *config.KubeSchedulerProfile) (*Harness, error) {
 	initMetrics.Do(schedmetrics.Register)
 	if profile == nil {

@@ -10,7 +10,7 @@ import (
 // allocatedDevices is the index the allocator needs: devices held
 // exclusively, shared allocations, and consumed capacity. It is kept in step
 // with every claim change, so PreFilter never walks all claims.
-// Like the scheduler with DRAConsumableCapacity on (v1.36 default), results
+// Like the scheduler with DRAConsumableCapacity on (default since v1.36), results
 // with a share ID count as shared and admin-access results not at all.
 type allocatedDevices struct {
 	ids      sets.Set[structured.DeviceID]

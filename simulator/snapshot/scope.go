@@ -9,7 +9,7 @@ import (
 // scheduled, so a placement costs what the pod and its candidate nodes
 // need instead of a walk over every claim and slice in the cluster.
 //
-// It is exact for the v1.36 DynamicResources plugin:
+// It is exact for the v1.37 DynamicResources plugin:
 //   - ResourceClaimTracker.List is read only to find the pod's own
 //     extended-resource claim (annotation plus controller reference), so
 //     the scoped list holds that claim, if any. Devices held by all other

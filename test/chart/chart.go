@@ -15,11 +15,13 @@ import (
 	"helm.sh/helm/v3/pkg/engine"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"draxr.dev/draxr/scheduler/kubeversion"
 )
 
-// KubeVersion is the cluster version charts are rendered for: the one
+// KubeVersion is the cluster version charts are rendered for: the minor
 // draxr is built on.
-const KubeVersion = "v1.36.3"
+var KubeVersion = "v" + kubeversion.Minor() + ".0"
 
 // Dir is the chart's folder under the repository root.
 func Dir(root string) string { return filepath.Join(root, "charts", "draxr") }

@@ -20,12 +20,18 @@ import (
 
 	"draxr.dev/draxr/kubelet/driver"
 	"draxr.dev/draxr/kubelet/inventory"
+	"draxr.dev/draxr/scheduler/kubeversion"
 )
 
 func main() {
 	fs := flag.NewFlagSet(os.Args[0], flag.ExitOnError)
 	klog.InitFlags(fs)
+	showVersion := fs.Bool("version", false, "print the version and the Kubernetes release it is built on, then exit")
 	o, err := parse(fs, os.Args[1:])
+	if *showVersion {
+		fmt.Println("draxr-example-driver", kubeversion.Version())
+		return
+	}
 	if err == nil {
 		err = run(o)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	cliflag "k8s.io/component-base/cli/flag"
 
+	"draxr.dev/draxr/scheduler/kubeversion"
 	"draxr.dev/draxr/simulator/featuregates"
 )
 
@@ -100,15 +101,17 @@ func newRootCommand(asPlugin bool) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "draxr",
 		Short:         "Plan cluster scale-ups for pods that ask for DRA-backed extended resources",
+		Version:       kubeversion.Version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return badInput(err) })
 	// The planner runs the scheduler's plugins, which read the process's
 	// feature gates: set them as kube-scheduler's --feature-gates would.
 	var gates map[string]bool
 	featuregates.AddFlag(root.PersistentFlags(), &gates,
-		"A set of key=value pairs for Kubernetes feature gates, as kube-scheduler takes them (default: v1.36.3's defaults)")
+		"A set of key=value pairs for Kubernetes feature gates, as kube-scheduler takes them (default: the defaults of Kubernetes "+kubeversion.Minor()+")")
 	root.PersistentPreRunE = func(*cobra.Command, []string) error {
 		if err := featuregates.Apply(gates); err != nil {
 			return badInput(err)
