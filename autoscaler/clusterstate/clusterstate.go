@@ -176,6 +176,14 @@ func (st *State) addDRA(l Listers) error {
 		return err
 	}
 	st.Objects.ResourceClaimTemplates = templates
+	// A fake or older set-up may have no DeviceTaintRule informer.
+	if l.TaintRules != nil {
+		rules, err := l.TaintRules.List(all)
+		if err != nil {
+			return err
+		}
+		st.Objects.DeviceTaintRules = rules
+	}
 	// New nodes run the DaemonSet pods that match them (a fake or older
 	// set-up may have no DaemonSet informer).
 	if l.DaemonSets != nil {

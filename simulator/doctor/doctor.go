@@ -18,6 +18,7 @@ import (
 	"draxr.dev/draxr/simulator/dynres"
 	"draxr.dev/draxr/simulator/input"
 	"draxr.dev/draxr/simulator/nodegroup"
+	"draxr.dev/draxr/simulator/snapshot"
 )
 
 // Severity says whether a finding breaks scheduling (error) or may (warning).
@@ -38,6 +39,7 @@ const (
 	CheckInvalidImplicitName     = "invalid-implicit-extended-resource-name"
 	CheckDeviceClassSelectorFail = "device-class-selector-error"
 	CheckStockScheduler          = "stock-kube-scheduler"
+	CheckTaintRuleWholeGroup     = "device-taint-rule-covers-group"
 )
 
 // MaxDevicesPerClaim is the allocator's limit on one claim
@@ -92,6 +94,7 @@ func Check(objs *input.Objects) []Finding {
 	d.claimLimit()
 	d.staleClaims()
 	d.stockScheduler()
+	d.taintRulesCoverGroups()
 	sort.SliceStable(d.findings, func(i, j int) bool {
 		a, b := d.findings[i], d.findings[j]
 		if a.Check != b.Check {
@@ -575,6 +578,65 @@ func (d *doctor) stockSchedulerPods() []*v1.Pod {
 func isDraxrScheduler(p *v1.Pod) bool {
 	for _, c := range p.Spec.Containers {
 		if strings.Contains(c.Image, "draxr-scheduler") || strings.Contains(strings.Join(c.Command, " "), "draxr-scheduler") {
+			return true
+		}
+	}
+	return false
+}
+
+// taintRulesCoverGroups: DeviceTaintRules (GA in Kubernetes 1.37) taint
+// devices in every matching slice, a new node's too. A rule set that
+// leaves no device of a group usable (NoSchedule or NoExecute) makes the
+// group useless to pods asking DRA-backed extended resources, whose
+// claims the scheduler creates without tolerations: the autoscaler will
+// not scale it up for them.
+func (d *doctor) taintRulesCoverGroups() {
+	if len(d.objs.DeviceTaintRules) == 0 {
+		return
+	}
+	for _, g := range d.objs.NodeGroups {
+		_, slices := g.NewNode(g.Name + "-new-0")
+		devices, blocked := 0, 0
+		rules := map[string]bool{}
+		for _, sl := range slices {
+			tainted := snapshot.WithTaintRules(sl, d.objs.DeviceTaintRules)
+			for i := range tainted.Spec.Devices {
+				devices++
+				if !blocks(tainted.Spec.Devices[i].Taints) {
+					continue
+				}
+				blocked++
+				for _, r := range d.objs.DeviceTaintRules {
+					if snapshot.WithTaintRules(sl, []*resourceapi.DeviceTaintRule{r}) != sl && blocks([]resourceapi.DeviceTaint{r.Spec.Taint}) {
+						rules[r.Name] = true
+					}
+				}
+			}
+		}
+		if devices == 0 || blocked < devices {
+			continue
+		}
+		objects := []Object{objectOf(nodegroup.Kind, g)}
+		names := make([]string, 0, len(rules))
+		for name := range rules {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			objects = append(objects, Object{Kind: "DeviceTaintRule", Name: name})
+		}
+		d.add(Finding{
+			Severity: Warning, Check: CheckTaintRuleWholeGroup, Objects: objects,
+			Message: fmt.Sprintf("DeviceTaintRules %s taint all %d devices of node group %s (NoSchedule or NoExecute), new nodes included; pods asking DRA-backed extended resources cannot tolerate device taints, so the group is never scaled up for them",
+				strings.Join(names, ", "), devices, g.Name),
+			Advice: "narrow the rules' deviceSelector (driver, pool, device) to the devices that are really affected, or delete the rules once the devices are fixed",
+		})
+	}
+}
+
+func blocks(taints []resourceapi.DeviceTaint) bool {
+	for _, t := range taints {
+		if t.Effect == resourceapi.DeviceTaintEffectNoSchedule || t.Effect == resourceapi.DeviceTaintEffectNoExecute {
 			return true
 		}
 	}

@@ -311,6 +311,57 @@ spec: {}
 			input: strings.Replace(gpuClass, "  extendedResourceName: example.com/gpu\n", "", 1) + schedulerPod("registry.k8s.io/kube-scheduler:v1.37.2"),
 		},
 		{
+			name: "DeviceTaintRules taint every device of a node group",
+			input: gpuClass + `---
+apiVersion: draxr.dev/v1alpha1
+kind: NodeGroup
+metadata: {name: h100}
+spec:
+  minSize: 0
+  maxSize: 2
+  template:
+    status: {capacity: {cpu: "8", memory: 32Gi, pods: "110"}}
+  resourceSlices:
+  - driver: gpu.example.com
+    devices: [{name: g0}, {name: g1}]
+---
+apiVersion: draxr.dev/v1alpha1
+kind: NodeGroup
+metadata: {name: a100}
+spec:
+  minSize: 0
+  maxSize: 2
+  template:
+    status: {capacity: {cpu: "8", memory: 32Gi, pods: "110"}}
+  resourceSlices:
+  - driver: gpu.example.com
+    devices: [{name: g0}, {name: g1}, {name: g2}]
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceTaintRule
+metadata: {name: bad-g0}
+spec:
+  deviceSelector: {driver: gpu.example.com, device: g0}
+  taint: {key: example.com/xid, effect: NoSchedule}
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceTaintRule
+metadata: {name: bad-g1}
+spec:
+  deviceSelector: {device: g1}
+  taint: {key: example.com/xid, effect: NoExecute}
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceTaintRule
+metadata: {name: only-a-note}
+spec:
+  deviceSelector: {device: g2}
+  taint: {key: example.com/note, effect: None}
+`,
+			want:       []wantFinding{{CheckTaintRuleWholeGroup, Warning, []string{"NodeGroup/h100", "DeviceTaintRule/bad-g0", "DeviceTaintRule/bad-g1"}}},
+			wantInText: []string{"taint all 2 devices of node group h100"},
+		},
+		{
 			name: "class selector does not compile",
 			input: `apiVersion: resource.k8s.io/v1
 kind: DeviceClass

@@ -39,6 +39,8 @@ func TestBadInput(t *testing.T) {
 			[]string{"bad.yaml: document 2: ", `unsupported kind "Service" in apiVersion "v1"`}},
 		{"unknown apiVersion", "apiVersion: resource.k8s.io/v1beta1\nkind: DeviceClass\nmetadata: {name: c}\n",
 			[]string{"bad.yaml: document 1: ", `"DeviceClass" in apiVersion "resource.k8s.io/v1beta1"`}},
+		{"DeviceTaintRule with an unknown effect", "apiVersion: resource.k8s.io/v1\nkind: DeviceTaintRule\nmetadata: {name: bad}\nspec: {deviceSelector: {driver: gpu.example.com}, taint: {key: example.com/x, effect: Sometimes}}\n",
+			[]string{"bad.yaml: document 1: DeviceTaintRule bad: ", `spec.taint.effect: Unsupported value: "Sometimes"`}},
 		{"missing kind", "metadata: {name: x}\n",
 			[]string{"bad.yaml: document 1: apiVersion and kind are required"}},
 		{"duplicate", goodPod + "---\n" + goodPod,

@@ -52,6 +52,9 @@ func addCoreKinds(handlers map[string]handler) {
 	handlers["resource.k8s.io/v1/ResourceClaimTemplate"] = storedKind[resourceapi.ResourceClaimTemplate]("ResourceClaimTemplate", true,
 		resourcevalidation.ValidateResourceClaimTemplate,
 		func(o *Objects) *[]*resourceapi.ResourceClaimTemplate { return &o.ResourceClaimTemplates })
+	handlers["resource.k8s.io/v1/DeviceTaintRule"] = storedKind[resourceapi.DeviceTaintRule]("DeviceTaintRule", false,
+		resourcevalidation.ValidateDeviceTaintRule,
+		func(o *Objects) *[]*resourceapi.DeviceTaintRule { return &o.DeviceTaintRules })
 }
 
 // storedKind is the handler of a kind that is decoded into V, validated

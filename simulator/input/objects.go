@@ -30,6 +30,9 @@ type Objects struct {
 	DeviceClasses          []*resourceapi.DeviceClass
 	ResourceClaims         []*resourceapi.ResourceClaim
 	ResourceClaimTemplates []*resourceapi.ResourceClaimTemplate
+	// DeviceTaintRules taint the devices they select in live and template
+	// slices alike (the snapshot applies them).
+	DeviceTaintRules []*resourceapi.DeviceTaintRule
 	NodeGroups             []*nodegroup.NodeGroup
 	// DaemonSets are not expanded: each new node runs the pods of those
 	// that match it (simulator/daemonsets).
@@ -64,7 +67,7 @@ func keyOf(kind string, obj metav1.Object) objectKey {
 
 func (o *Objects) count() int {
 	return len(o.Nodes) + len(o.RunningPods) + len(o.PendingPods) + len(o.ResourceSlices) +
-		len(o.DeviceClasses) + len(o.ResourceClaims) + len(o.ResourceClaimTemplates) +
+		len(o.DeviceClasses) + len(o.ResourceClaims) + len(o.ResourceClaimTemplates) + len(o.DeviceTaintRules) +
 		len(o.NodeGroups) + len(o.DaemonSets) + len(o.workloads)
 }
 
@@ -93,6 +96,7 @@ func (o *Objects) each(fn func(kind string, obj metav1.Object)) {
 	visit(o.DeviceClasses, "DeviceClass", fn)
 	visit(o.ResourceClaims, "ResourceClaim", fn)
 	visit(o.ResourceClaimTemplates, "ResourceClaimTemplate", fn)
+	visit(o.DeviceTaintRules, "DeviceTaintRule", fn)
 	visit(o.NodeGroups, nodegroup.Kind, fn)
 	visit(o.DaemonSets, "DaemonSet", fn)
 }
@@ -182,6 +186,7 @@ func (o *Objects) Merge(other *Objects) error {
 	mergeList(o, &o.DeviceClasses, other.DeviceClasses, "DeviceClass", from, report)
 	mergeList(o, &o.ResourceClaims, other.ResourceClaims, "ResourceClaim", from, report)
 	mergeList(o, &o.ResourceClaimTemplates, other.ResourceClaimTemplates, "ResourceClaimTemplate", from, report)
+	mergeList(o, &o.DeviceTaintRules, other.DeviceTaintRules, "DeviceTaintRule", from, report)
 	mergeList(o, &o.NodeGroups, other.NodeGroups, nodegroup.Kind, from, report)
 	mergeList(o, &o.DaemonSets, other.DaemonSets, "DaemonSet", from, report)
 	return errors.Join(errs...)

@@ -29,6 +29,9 @@ type Listers struct {
 	Classes   resourcelisters.DeviceClassLister
 	Claims    resourcelisters.ResourceClaimLister
 	Templates resourcelisters.ResourceClaimTemplateLister
+	// TaintRules are the DeviceTaintRules (GA in 1.37): the devices they
+	// taint are what the scheduler's allocator skips.
+	TaintRules resourcelisters.DeviceTaintRuleLister
 }
 
 // NewListers registers the informers with the factory; start the factory
@@ -39,6 +42,7 @@ func NewListers(f informers.SharedInformerFactory) Listers {
 		Nodes: f.Core().V1().Nodes().Lister(), Pods: f.Core().V1().Pods().Lister(),
 		Slices: r.ResourceSlices().Lister(), Classes: r.DeviceClasses().Lister(),
 		Claims: r.ResourceClaims().Lister(), Templates: r.ResourceClaimTemplates().Lister(),
+		TaintRules: r.DeviceTaintRules().Lister(),
 	}
 }
 
@@ -80,6 +84,9 @@ func (l Listers) Objects() (*input.Objects, error) {
 	if objs.ResourceClaimTemplates, err = l.Templates.List(all); err != nil {
 		return nil, fmt.Errorf("list resourceclaimtemplates: %w", err)
 	}
+	if objs.DeviceTaintRules, err = l.TaintRules.List(all); err != nil {
+		return nil, fmt.Errorf("list devicetaintrules: %w", err)
+	}
 	sortByKey(objs.Nodes)
 	sortByKey(objs.RunningPods)
 	sortByKey(objs.PendingPods)
@@ -87,6 +94,7 @@ func (l Listers) Objects() (*input.Objects, error) {
 	sortByKey(objs.DeviceClasses)
 	sortByKey(objs.ResourceClaims)
 	sortByKey(objs.ResourceClaimTemplates)
+	sortByKey(objs.DeviceTaintRules)
 	return objs, nil
 }
 
@@ -149,6 +157,7 @@ func Watch(ctx context.Context, c kubernetes.Interface, syncTimeout, quiet time.
 		"nodes": f.Core().V1().Nodes().Informer(), "pods": f.Core().V1().Pods().Informer(),
 		"resourceslices": f.Resource().V1().ResourceSlices().Informer(), "deviceclasses": f.Resource().V1().DeviceClasses().Informer(),
 		"resourceclaims": f.Resource().V1().ResourceClaims().Informer(), "resourceclaimtemplates": f.Resource().V1().ResourceClaimTemplates().Informer(),
+		"devicetaintrules": f.Resource().V1().DeviceTaintRules().Informer(),
 	} {
 		_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
 			mu.Lock()

@@ -69,5 +69,12 @@ func FromAPI(ctx context.Context, c kubernetes.Interface) (*input.Objects, error
 	for i := range templates.Items {
 		objs.ResourceClaimTemplates = append(objs.ResourceClaimTemplates, &templates.Items[i])
 	}
+	rules, err := r.DeviceTaintRules().List(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("list devicetaintrules: %w", err)
+	}
+	for i := range rules.Items {
+		objs.DeviceTaintRules = append(objs.DeviceTaintRules, &rules.Items[i])
+	}
 	return &objs, nil
 }

@@ -199,6 +199,24 @@ var expectations = map[string]expectation{
 			}
 		},
 	},
+	"device-taint-rule": {
+		scaleUps: map[string]int{"gpu": 2}, helped: map[string]int{"gpu": 5},
+		existing: 3,
+		check: func(t *testing.T, out report.SimulateOutput) {
+			// No pod on gpu-0 (all tainted) nor on any gpu-3 device.
+			placements := slices.Clone(out.ExistingNodes)
+			for _, su := range out.ScaleUps {
+				placements = append(placements, su.Placements...)
+			}
+			for _, pl := range placements {
+				for _, d := range pl.Devices {
+					if strings.Contains(d, "/gpu-0/") || strings.HasSuffix(d, "/gpu-3") {
+						t.Errorf("pod %s got tainted device %s", pl.Pod, d)
+					}
+				}
+			}
+		},
+	},
 	"cpu-pods-do-not-open-gpu-nodes": {
 		scaleUps: map[string]int{"gpu": 1, "cpu": 2}, helped: map[string]int{"gpu": 8, "cpu": 16},
 	},

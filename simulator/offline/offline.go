@@ -32,7 +32,8 @@ type Options struct {
 }
 
 // BuildSnapshot loads objects into a new snapshot: classes and templates
-// first, then nodes, slices, claims and the running pods.
+// first, then nodes, DeviceTaintRules and slices (tainted by them), claims
+// and the running pods.
 func BuildSnapshot(objs *input.Objects) (*snapshot.Snapshot, error) {
 	snap := snapshot.New()
 	for _, c := range objs.DeviceClasses {
@@ -46,6 +47,7 @@ func BuildSnapshot(objs *input.Objects) (*snapshot.Snapshot, error) {
 			return nil, err
 		}
 	}
+	snap.SetDeviceTaintRules(objs.DeviceTaintRules)
 	for _, s := range objs.ResourceSlices {
 		if err := snap.AddResourceSlice(s); err != nil {
 			return nil, err

@@ -36,6 +36,7 @@ func (s *Snapshot) AddResourceSlice(slice *resourceapi.ResourceSlice) error {
 	if _, ok := s.slices[slice.Name]; ok {
 		return fmt.Errorf("ResourceSlice %s already exists in the snapshot", slice.Name)
 	}
+	slice = s.withTaintRules(slice)
 	node := ptr.Deref(slice.Spec.NodeName, "")
 	s.slices[slice.Name] = slice
 	s.slicesByNode[node] = append(s.slicesByNode[node], slice)

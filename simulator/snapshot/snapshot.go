@@ -38,6 +38,7 @@ type Snapshot struct {
 	slices       map[string]*resourceapi.ResourceSlice
 	slicesByNode map[string][]*resourceapi.ResourceSlice
 	sliceList    []*resourceapi.ResourceSlice // nil when stale
+	taintRules   []*resourceapi.DeviceTaintRule
 
 	claims      map[string]*resourceapi.ResourceClaim // namespace/name
 	claimsByUID map[types.UID]*resourceapi.ResourceClaim

@@ -334,6 +334,13 @@ func (o *oracle) build(ctx context.Context, objs *input.Objects, newNodes []newN
 			t.Fatalf("DeviceClass %s: %v", dc.Name, err)
 		}
 	}
+	for _, rule := range objs.DeviceTaintRules {
+		rule = rule.DeepCopy()
+		fresh(&rule.ObjectMeta)
+		if _, err := c.ResourceV1().DeviceTaintRules().Create(ctx, rule, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("DeviceTaintRule %s: %v", rule.Name, err)
+		}
+	}
 	for _, tmpl := range objs.ResourceClaimTemplates {
 		tmpl = tmpl.DeepCopy()
 		fresh(&tmpl.ObjectMeta)
@@ -710,6 +717,9 @@ func (o *oracle) cleanup(ctx context.Context) {
 	if err := c.ResourceV1().DeviceClasses().DeleteCollection(ctx, now, metav1.ListOptions{}); err != nil {
 		t.Errorf("delete DeviceClasses: %v", err)
 	}
+	if err := c.ResourceV1().DeviceTaintRules().DeleteCollection(ctx, now, metav1.ListOptions{}); err != nil {
+		t.Errorf("delete DeviceTaintRules: %v", err)
+	}
 	// Allocated claims keep a finalizer until the claim controller sees
 	// their pods gone; the wait lifts it once the pods are gone.
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, o.settle, true, func(ctx context.Context) (bool, error) {
@@ -770,6 +780,13 @@ func (o *oracle) leftovers(ctx context.Context, namespaces []string) ([]string, 
 	}
 	for _, dc := range classes.Items {
 		left = append(left, "DeviceClass "+dc.Name)
+	}
+	rules, err := c.ResourceV1().DeviceTaintRules().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rules.Items {
+		left = append(left, "DeviceTaintRule "+r.Name)
 	}
 	return left, nil
 }
