@@ -33,7 +33,7 @@ type Objects struct {
 	// DeviceTaintRules taint the devices they select in live and template
 	// slices alike (the snapshot applies them).
 	DeviceTaintRules []*resourceapi.DeviceTaintRule
-	NodeGroups             []*nodegroup.NodeGroup
+	NodeGroups       []*nodegroup.NodeGroup
 	// DaemonSets are not expanded: each new node runs the pods of those
 	// that match it (simulator/daemonsets).
 	DaemonSets []*appsv1.DaemonSet
