@@ -13,8 +13,10 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/structured"
+	"k8s.io/kubernetes/pkg/features"
 
 	"draxr.dev/draxr/simulator/snapshot"
 )
@@ -49,9 +51,20 @@ type Matcher struct {
 	cache *cel.Cache
 }
 
-// NewMatcher returns a matcher with the v1.36 default CEL features.
+// NewMatcher returns a matcher with the CEL features the scheduler's
+// DynamicResources plugin compiles with under the feature gates in force
+// (set them first: --feature-gates).
 func NewMatcher() *Matcher {
-	return &Matcher{cache: cel.NewCache(256, cel.Features{EnableConsumableCapacity: true})}
+	return &Matcher{cache: cel.NewCache(256, CELFeatures())}
+}
+
+// CELFeatures are the scheduler's CEL features under the gates in force.
+func CELFeatures() cel.Features {
+	gates := utilfeature.DefaultFeatureGate
+	return cel.Features{
+		EnableConsumableCapacity: gates.Enabled(features.DRAConsumableCapacity),
+		EnableListTypeAttributes: gates.Enabled(features.DRAListTypeAttributes),
+	}
 }
 
 // Matches reports whether a device satisfies every selector of a class.

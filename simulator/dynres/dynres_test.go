@@ -8,6 +8,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	featuregatetesting "k8s.io/component-base/featuregate/testing"
+	"k8s.io/kubernetes/pkg/features"
 
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/harness"
@@ -75,5 +78,24 @@ func TestClassError(t *testing.T) {
 	err := NewMatcher().ClassError(c)
 	if err == nil || !strings.Contains(err.Error(), "DeviceClass broken: spec.selectors[0].cel.expression does not compile") {
 		t.Fatalf("ClassError = %v", err)
+	}
+}
+
+// The matcher compiles selectors with the CEL features the scheduler's
+// DynamicResources plugin takes from the gates in force, not a fixed set,
+// so doctor and reports judge selectors as the scheduler does.
+func TestCELFeaturesFollowGates(t *testing.T) {
+	if f := CELFeatures(); !f.EnableConsumableCapacity || f.EnableListTypeAttributes {
+		t.Errorf("defaults: %+v, want consumable capacity (beta, on) without list-type attributes (alpha, off)", f)
+	}
+	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.DRAListTypeAttributes, true)
+	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.DRAConsumableCapacity, false)
+	if f := CELFeatures(); f.EnableConsumableCapacity || !f.EnableListTypeAttributes {
+		t.Errorf("gates flipped: %+v, want list-type attributes without consumable capacity", f)
+	}
+	c := fx.Class("ids", fx.Driver, "", fx.Epoch)
+	c.Spec.Selectors[0].CEL.Expression = `device.attributes["dra.example.com"].name.includes("fish")`
+	if err := NewMatcher().ClassError(c); err != nil {
+		t.Errorf("list-type selector with DRAListTypeAttributes on: %v", err)
 	}
 }

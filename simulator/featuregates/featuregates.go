@@ -10,6 +10,7 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/featuregate"
+	"k8s.io/kubernetes/pkg/features"
 )
 
 // AddFlag registers --feature-gates on fs; the given key=value pairs
@@ -32,6 +33,14 @@ func Apply(gates map[string]bool) error {
 		if _, ok := known[featuregate.Feature(name)]; !ok {
 			return fmt.Errorf("--feature-gates: unknown feature gate %q", name)
 		}
+	}
+	// With DRANodeAllocatableResources (alpha, off by default) the
+	// scheduler's PreBind writes status.nodeAllocatableResourceClaimStatuses,
+	// which node accounting then reads; draxr's simulated bind does not,
+	// so its plans would count node resources the scheduler counts as
+	// taken. Refused before anything is set.
+	if gates[string(features.DRANodeAllocatableResources)] {
+		return fmt.Errorf("--feature-gates: DRANodeAllocatableResources=true is not modelled: the scheduler's bind writes status.nodeAllocatableResourceClaimStatuses, which draxr's simulated bind does not, so a plan would count node resources wrongly; plan with the gate off")
 	}
 	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(gates); err != nil {
 		return fmt.Errorf("--feature-gates: %w", err)

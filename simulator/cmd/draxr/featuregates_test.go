@@ -84,6 +84,10 @@ func TestFeatureGates(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, "--feature-gates") || !strings.Contains(errOut, "locked") {
 		t.Errorf("locked gate: exit %d, stderr %q; want 2 saying the gate is locked", code, errOut)
 	}
+	code, _, errOut = draxr(t, "simulate", "--feature-gates=DRANodeAllocatableResources=true")
+	if code != 2 || !strings.Contains(errOut, "DRANodeAllocatableResources=true is not modelled") {
+		t.Errorf("node-allocatable gate: exit %d, stderr %q; want 2 saying it is not modelled", code, errOut)
+	}
 	code, _, errOut = draxr(t, "simulate", "--feature-gates=NoSuchGate=true")
 	if code != 2 || !strings.Contains(errOut, "--feature-gates") || !strings.Contains(errOut, "NoSuchGate") {
 		t.Errorf("unknown gate: exit %d, stderr %q; want 2 naming the gate", code, errOut)
