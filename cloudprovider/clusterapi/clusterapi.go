@@ -576,11 +576,13 @@ func (g *group) IncreaseSize(ctx context.Context, delta int) error {
 	})
 }
 
-// DecreaseTargetSize gives up on delta machines that have no node yet.
+// DecreaseTargetSize gives up on -delta machines that have no node yet;
+// delta is negative, as the NodeGroup contract (and CA's) has it.
 func (g *group) DecreaseTargetSize(ctx context.Context, delta int) error {
-	if delta <= 0 {
-		return fmt.Errorf("node group %s: size decrease must be positive, got %d", g.Id(), delta)
+	if delta >= 0 {
+		return fmt.Errorf("node group %s: size decrease must be negative, got %d", g.Id(), delta)
 	}
+	delta = -delta
 	registered := 0
 	for _, in := range g.instances {
 		if in.NodeName != "" {

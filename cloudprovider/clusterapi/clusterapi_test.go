@@ -306,6 +306,46 @@ func TestIncreaseSize(t *testing.T) {
 	}
 }
 
+// DecreaseTargetSize takes a negative delta, as the NodeGroup contract
+// and the cluster state registry (undoing a timed-out scale-up) pass it,
+// and gives up only machines without a node.
+func TestDecreaseTargetSize(t *testing.T) {
+	tests := []struct {
+		name    string
+		delta   int
+		want    int64
+		wantErr string
+	}{
+		{name: "gives up the two unregistered machines", delta: -2, want: 1},
+		{name: "gives up one", delta: -1, want: 2},
+		{name: "would remove the registered node", delta: -3, want: 3, wantErr: "would remove registered nodes (1); use DeleteNodes"},
+		{name: "positive delta is refused", delta: 2, want: 3, wantErr: "size decrease must be negative, got 2"},
+		{name: "zero is refused", delta: 0, want: 3, wantErr: "must be negative"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(t, []runtime.Object{
+				scalable(capi.MachineSet, "ns", "ms", 3, bounds(0, 5), nil, ""),
+				machine("ns", "up", capi.MachineSet, "ms", "test:///n1", "Running", false),
+				machine("ns", "new-1", capi.MachineSet, "ms", "", "Provisioning", false),
+				machine("ns", "new-2", capi.MachineSet, "ms", "", "Provisioning", false),
+			}, node("n1", "test:///n1", true))
+			p := f.provider(t)
+			err := p.NodeGroups()[0].DecreaseTargetSize(context.Background(), tc.delta)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error = %v, want %q", err, tc.wantErr)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if got := f.replicas(t, capi.MachineSet, "ns", "ms"); got != tc.want {
+				t.Errorf("replicas = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestDeleteNodes(t *testing.T) {
 	objs := func(replicas int64, minSize int) []runtime.Object {
 		return []runtime.Object{
