@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strings"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/util/version"
 	apimachineryversion "k8s.io/apimachinery/pkg/version"
@@ -20,7 +19,10 @@ import (
 // appVersion (-ldflags -X draxr.dev/draxr/scheduler/kubeversion.Release=...).
 var Release = "dev"
 
-var built = sync.OnceValue(func() string {
+// Built returns the k8s.io/kubernetes version the binary is built on
+// ("v1.37.2"), or "" when the binary carries no module information (test
+// binaries).
+func Built() string {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
 		return ""
@@ -44,11 +46,7 @@ var built = sync.OnceValue(func() string {
 		}
 	}
 	return staging
-})
-
-// Built returns the k8s.io/kubernetes version the binary is built on
-// ("v1.37.2"), or "" when the binary carries no module information.
-func Built() string { return built() }
+}
 
 // Minor returns the Kubernetes minor the build serves ("1.37"): the
 // release component-base is from, compiled in, so known even where the

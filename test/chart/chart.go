@@ -21,7 +21,7 @@ import (
 
 // KubeVersion is the cluster version charts are rendered for: the minor
 // draxr is built on.
-var KubeVersion = "v" + kubeversion.Minor() + ".0"
+func KubeVersion() string { return "v" + kubeversion.Minor() + ".0" }
 
 // Dir is the chart's folder under the repository root.
 func Dir(root string) string { return filepath.Join(root, "charts", "draxr") }
@@ -105,7 +105,7 @@ func RenderChart(ch *chart.Chart, release, namespace string, values map[string]a
 
 // Capabilities are Helm's default capabilities for a KubeVersion cluster.
 func Capabilities() (*chartutil.Capabilities, error) {
-	kv, err := chartutil.ParseKubeVersion(KubeVersion)
+	kv, err := chartutil.ParseKubeVersion(KubeVersion())
 	if err != nil {
 		return nil, err
 	}

@@ -84,7 +84,7 @@ func grants(rs []rbacv1.PolicyRule, group, resource, name, verb string) bool {
 // Helm's lint action (Strict: warnings fail too) passes on the default
 // values and on every part switched on with each provider.
 func TestLint(t *testing.T) {
-	kv, err := chartutil.ParseKubeVersion(KubeVersion)
+	kv, err := chartutil.ParseKubeVersion(KubeVersion())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,11 +16,11 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	basever "k8s.io/component-base/version"
 	"k8s.io/klog/v2"
 
 	"draxr.dev/draxr/kubelet/driver"
 	"draxr.dev/draxr/kubelet/inventory"
-	"draxr.dev/draxr/scheduler/kubeversion"
 )
 
 func main() {
@@ -29,7 +29,9 @@ func main() {
 	showVersion := fs.Bool("version", false, "print the version and the Kubernetes release it is built on, then exit")
 	o, err := parse(fs, os.Args[1:])
 	if *showVersion {
-		fmt.Println("draxr-example-driver", kubeversion.Version())
+		// kubelet/ imports nothing of draxr's other folders: the release
+		// component-base is from names the Kubernetes minor.
+		fmt.Printf("draxr-example-driver, built on Kubernetes %s\n", basever.DefaultKubeBinaryVersion)
 		return
 	}
 	if err == nil {
