@@ -18,6 +18,21 @@ spec:
   selectors: [{cel: {expression: device.driver == "gpu.example.com"}}]
 `
 
+// newerClassAndOldJob: a newer class takes example.com/gpu over from
+// gpuClass, and a pod still asks gpuClass's implicit name.
+const newerClassAndOldJob = gpuClass + `---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: new-gpu.example.com, creationTimestamp: "2026-02-01T00:00:00Z"}
+spec: {extendedResourceName: example.com/gpu}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: old-job, namespace: ml}
+spec:
+  containers: [{name: c, image: x, resources: {limits: {deviceclass.resource.kubernetes.io/gpu.example.com: "1"}}}]
+`
+
 func node(name, extra string) string {
 	return fmt.Sprintf(`---
 apiVersion: v1
@@ -148,18 +163,7 @@ spec: {extendedResourceName: example.com/gpu}
 		},
 		{
 			name: "the loser's implicit name in use while a stock kube-scheduler runs",
-			input: gpuClass + `---
-apiVersion: resource.k8s.io/v1
-kind: DeviceClass
-metadata: {name: new-gpu.example.com, creationTimestamp: "2026-02-01T00:00:00Z"}
-spec: {extendedResourceName: example.com/gpu}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: old-job, namespace: ml}
-spec:
-  containers: [{name: c, image: x, resources: {limits: {deviceclass.resource.kubernetes.io/gpu.example.com: "1"}}}]
-` + schedulerPod("registry.k8s.io/kube-scheduler:v1.37.2"),
+			input: newerClassAndOldJob + schedulerPod("registry.k8s.io/kube-scheduler:v1.37.2"),
 			want: []wantFinding{
 				{CheckDuplicateExtendedName, Error, []string{"DeviceClass/gpu.example.com", "DeviceClass/new-gpu.example.com", "Pod/ml/old-job"}},
 				{CheckStockScheduler, Warning, []string{"Pod/kube-system/kube-scheduler-cp0"}},
@@ -168,18 +172,7 @@ spec:
 		},
 		{
 			name: "the loser's implicit name in use under draxr-scheduler is only the migration",
-			input: gpuClass + `---
-apiVersion: resource.k8s.io/v1
-kind: DeviceClass
-metadata: {name: new-gpu.example.com, creationTimestamp: "2026-02-01T00:00:00Z"}
-spec: {extendedResourceName: example.com/gpu}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: old-job, namespace: ml}
-spec:
-  containers: [{name: c, image: x, resources: {limits: {deviceclass.resource.kubernetes.io/gpu.example.com: "1"}}}]
-` + schedulerPod("registry.example/draxr-scheduler:v0.2.0"),
+			input: newerClassAndOldJob + schedulerPod("registry.example/draxr-scheduler:v0.2.0"),
 			want: []wantFinding{{CheckDuplicateExtendedName, Warning, []string{"DeviceClass/gpu.example.com", "DeviceClass/new-gpu.example.com"}}},
 		},
 		{
