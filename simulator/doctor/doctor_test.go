@@ -162,7 +162,7 @@ spec: {extendedResourceName: example.com/gpu}
 				"pods asking example.com/gpu get new-gpu.example.com's devices", "pods asking deviceclass.resource.kubernetes.io/gpu.example.com get gpu.example.com's devices"},
 		},
 		{
-			name: "the loser's implicit name in use while a stock kube-scheduler runs",
+			name:  "the loser's implicit name in use while a stock kube-scheduler runs",
 			input: newerClassAndOldJob + schedulerPod("registry.k8s.io/kube-scheduler:v1.37.2"),
 			want: []wantFinding{
 				{CheckDuplicateExtendedName, Error, []string{"DeviceClass/gpu.example.com", "DeviceClass/new-gpu.example.com", "Pod/ml/old-job"}},
@@ -171,9 +171,9 @@ spec: {extendedResourceName: example.com/gpu}
 			wantInText: []string{"pods ml/old-job ask the implicit name deviceclass.resource.kubernetes.io/gpu.example.com while stock kube-scheduler kube-system/kube-scheduler-cp0 runs"},
 		},
 		{
-			name: "the loser's implicit name in use under draxr-scheduler is only the migration",
+			name:  "the loser's implicit name in use under draxr-scheduler is only the migration",
 			input: newerClassAndOldJob + schedulerPod("registry.example/draxr-scheduler:v0.2.0"),
-			want: []wantFinding{{CheckDuplicateExtendedName, Warning, []string{"DeviceClass/gpu.example.com", "DeviceClass/new-gpu.example.com"}}},
+			want:  []wantFinding{{CheckDuplicateExtendedName, Warning, []string{"DeviceClass/gpu.example.com", "DeviceClass/new-gpu.example.com"}}},
 		},
 		{
 			name: "device plugin and DRA: the finding names the class that backs the name",
