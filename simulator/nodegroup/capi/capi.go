@@ -637,8 +637,13 @@ func sanitize(n *v1.Node, prefix string, tc taints.Config) *v1.Node {
 	return out
 }
 
-// SliceSpecs returns the specs of slices, ordered by driver then name so
-// a copied template does not depend on list order.
+// SliceSpecs returns the specs of a live node's slices as a new node's
+// template, ordered by driver then name so a copied template does not
+// depend on list order. Device taints are dropped: they are that node's
+// health (NVIDIA's driver taints a GPU with an XID error), and a template
+// that kept them would make every new node a device short. Attributes are
+// kept as they are, serials and bus IDs included, since selectors may
+// read them.
 func SliceSpecs(slices []*resourceapi.ResourceSlice) []resourceapi.ResourceSliceSpec {
 	sorted := append([]*resourceapi.ResourceSlice(nil), slices...)
 	sort.Slice(sorted, func(i, j int) bool {
@@ -651,6 +656,9 @@ func SliceSpecs(slices []*resourceapi.ResourceSlice) []resourceapi.ResourceSlice
 	for _, s := range sorted {
 		spec := s.Spec.DeepCopy()
 		spec.NodeName, spec.Pool = nil, resourceapi.ResourcePool{}
+		for i := range spec.Devices {
+			spec.Devices[i].Taints = nil
+		}
 		out = append(out, *spec)
 	}
 	return out

@@ -348,3 +348,35 @@ func TestInfraTemplateCapacity(t *testing.T) {
 		t.Errorf("bad quantity: error %v, want one naming the template and field", err)
 	}
 }
+
+// A template copied from a live node leaves out its devices' taints (that
+// node's health) and keeps every attribute, a serial included.
+func TestSliceSpecsDropDeviceTaints(t *testing.T) {
+	serial := resourceapi.DeviceAttribute{StringValue: ptr.To("1650921003123")}
+	live := &resourceapi.ResourceSlice{Spec: resourceapi.ResourceSliceSpec{
+		Driver: "gpu.nvidia.com", NodeName: ptr.To("n1"), Pool: resourceapi.ResourcePool{Name: "n1", ResourceSliceCount: 1},
+		Devices: []resourceapi.Device{
+			{Name: "gpu-0", Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"serial": serial},
+				Taints: []resourceapi.DeviceTaint{{Key: "gpu.nvidia.com/xid", Value: "79", Effect: resourceapi.DeviceTaintEffectNoSchedule}}},
+			{Name: "gpu-1"},
+		},
+	}}
+	specs := SliceSpecs([]*resourceapi.ResourceSlice{live})
+	if len(specs) != 1 || len(specs[0].Devices) != 2 {
+		t.Fatalf("specs = %+v", specs)
+	}
+	for _, d := range specs[0].Devices {
+		if len(d.Taints) != 0 {
+			t.Errorf("device %s keeps taints %v", d.Name, d.Taints)
+		}
+	}
+	if got := specs[0].Devices[0].Attributes["serial"]; got.StringValue == nil || *got.StringValue != *serial.StringValue {
+		t.Errorf("serial attribute = %+v, want it kept", got)
+	}
+	if specs[0].NodeName != nil || specs[0].Pool.Name != "" {
+		t.Errorf("node name %v, pool %q: want them left for the new node", specs[0].NodeName, specs[0].Pool.Name)
+	}
+	if len(live.Spec.Devices[0].Taints) != 1 {
+		t.Error("the live slice was changed")
+	}
+}
