@@ -29,9 +29,15 @@ func Apply(gates map[string]bool) error {
 		return nil
 	}
 	known := utilfeature.DefaultMutableFeatureGate.GetAll()
-	for name := range gates {
-		if _, ok := known[featuregate.Feature(name)]; !ok {
+	for name, value := range gates {
+		spec, ok := known[featuregate.Feature(name)]
+		if !ok {
 			return fmt.Errorf("--feature-gates: unknown feature gate %q", name)
+		}
+		// Checked before anything is set: a refused SetFromMap may leave
+		// the process's gates half changed.
+		if spec.LockToDefault && value != spec.Default {
+			return fmt.Errorf("--feature-gates: cannot set feature gate %s to %t, feature is locked to %t", name, value, spec.Default)
 		}
 	}
 	// With DRANodeAllocatableResources (alpha, off by default) the

@@ -68,6 +68,7 @@ func (c *commonFlags) load(cmd *cobra.Command) (*input.Objects, error) {
 	var objs *input.Objects
 	var err error
 	if len(c.files) == 0 {
+		fmt.Fprintln(cmd.ErrOrStderr(), "planning the built-in example (no -f, no cluster)")
 		objs, err = opts.Parse(examples.Builtin, examples.BuiltinName)
 	} else {
 		objs, err = opts.LoadPaths(c.files)

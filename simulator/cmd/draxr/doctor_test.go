@@ -248,3 +248,24 @@ func TestWatchNeedsCluster(t *testing.T) {
 		}
 	}
 }
+
+// Without -f the built-in example is planned only with a banner saying
+// so; with a kubeconfig in $KUBECONFIG the cluster is read instead, so a
+// user never gets a verdict about a fake cluster without knowing.
+func TestNoSilentExample(t *testing.T) {
+	for _, cmd := range []string{"simulate", "capacity", "doctor"} {
+		code, _, errOut := draxr(t, cmd)
+		if code != 0 || !strings.Contains(errOut, "planning the built-in example (no -f, no cluster)") {
+			t.Errorf("%s: exit %d, stderr %q; want 0 with the banner", cmd, code, errOut)
+		}
+	}
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "missing"))
+	code, out, errOut := draxr(t, "doctor")
+	if code != 2 || strings.Contains(errOut, "built-in example") || strings.Contains(out, "No problems found") {
+		t.Errorf("doctor with $KUBECONFIG: exit %d, stdout %q, stderr %q; want the cluster read (here: exit 2, no kubeconfig)", code, out, errOut)
+	}
+	planted := writeFile(t, "planted.yaml", twoClassesOneName)
+	if code, _, errOut := draxr(t, "doctor", "-f", planted); code != 0 || strings.Contains(errOut, "built-in example") {
+		t.Errorf("doctor -f with $KUBECONFIG: exit %d, stderr %q; want the file read", code, errOut)
+	}
+}

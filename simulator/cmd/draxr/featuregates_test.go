@@ -5,6 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	featuregatetesting "k8s.io/component-base/featuregate/testing"
+	"k8s.io/kubernetes/pkg/features"
+
 	"draxr.dev/draxr/simulator/report"
 )
 
@@ -42,6 +46,11 @@ spec:
 // --feature-gates changes what the scheduler's plugins do, so the plan
 // changes with it, and the output says which gates were set.
 func TestFeatureGates(t *testing.T) {
+	// draxr sets the gates in this process: restore the defaults after
+	// (cleanups run last first: DRADeviceTaints, then the rules that
+	// depend on it).
+	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.DRADeviceTaintRules, true)
+	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.DRADeviceTaints, true)
 	input := writeFile(t, "tainted.yaml", taintedGroup)
 	code, out, errOut := draxr(t, "simulate", "-o", "json", "-f", input)
 	if code != 0 {

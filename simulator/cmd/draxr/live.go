@@ -46,7 +46,10 @@ func (g *globalFlags) live(cmd *cobra.Command) bool {
 			return true
 		}
 	}
-	if g.asPlugin {
+	// As kubectl draxr, or with a kubeconfig in $KUBECONFIG, the cluster
+	// is what to plan unless files are given: the built-in example is
+	// never planned in its place silently.
+	if g.asPlugin || os.Getenv("KUBECONFIG") != "" {
 		f := cmd.Flags().Lookup("filename")
 		return f == nil || !f.Changed
 	}

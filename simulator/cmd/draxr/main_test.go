@@ -49,8 +49,8 @@ func TestSimulateBuiltinTable(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
 	}
-	if errOut != "" {
-		t.Errorf("stderr = %q, want nothing", errOut)
+	if errOut != "planning the built-in example (no -f, no cluster)\n" {
+		t.Errorf("stderr = %q, want only the built-in example's banner", errOut)
 	}
 }
 
