@@ -83,11 +83,13 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer rt.Stop()
 	tracer := noopoteltrace.NewTracerProvider()
-	runtimeService, err := remote.NewRemoteRuntimeService(ctx, rt.Endpoint(), 15*time.Second, tracer, false)
+	runtimeService, err := remote.NewRemoteRuntimeServiceBuilder().WithEndpoint(rt.Endpoint()).
+		WithConnectionTimeout(15 * time.Second).WithTracerProvider(tracer).Build(ctx)
 	if err != nil {
 		return err
 	}
-	imageService, err := remote.NewRemoteImageService(ctx, rt.Endpoint(), 15*time.Second, tracer, false)
+	imageService, err := remote.NewRemoteImageServiceBuilder().WithEndpoint(rt.Endpoint()).
+		WithConnectionTimeout(15 * time.Second).WithTracerProvider(tracer).Build(ctx)
 	if err != nil {
 		return err
 	}

@@ -28,7 +28,8 @@ func TestRecordsCDIDevicesPerContainer(t *testing.T) {
 	defer rt.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	client, err := remote.NewRemoteRuntimeService(ctx, rt.Endpoint(), 5*time.Second, noopoteltrace.NewTracerProvider(), false)
+	client, err := remote.NewRemoteRuntimeServiceBuilder().WithEndpoint(rt.Endpoint()).
+		WithConnectionTimeout(5 * time.Second).WithTracerProvider(noopoteltrace.NewTracerProvider()).Build(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
