@@ -1,6 +1,7 @@
 package app
 
 import (
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -261,5 +262,29 @@ func TestFeatureGatesFlag(t *testing.T) {
 	err := cmd.Execute()
 	if err == nil || !strings.Contains(err.Error(), `--feature-gates: unknown feature gate "NoSuchGate"`) {
 		t.Fatalf("run = %v, want the unknown gate named", err)
+	}
+}
+
+// A stray word on the command line (say, a flag that lost its --) stops
+// draxr-autoscaler with an error naming it, and --version says which
+// Kubernetes release the build serves.
+func TestPositionalArgumentsAndVersion(t *testing.T) {
+	cmd := NewCommand()
+	cmd.SetArgs([]string{"--cloud-provider=clusterapi", "scale-down-enabled=false"})
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	err := cmd.Execute()
+	if err == nil || !strings.Contains(err.Error(), `unknown command "scale-down-enabled=false"`) {
+		t.Errorf("stray argument: err = %v, want it named", err)
+	}
+	var out strings.Builder
+	cmd = NewCommand()
+	cmd.SetArgs([]string{"--version"})
+	cmd.SetOut(&out)
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out.String(), "draxr-autoscaler ") || !strings.Contains(out.String(), "serves Kubernetes 1.") {
+		t.Errorf("--version printed %q", out.String())
 	}
 }

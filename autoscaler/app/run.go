@@ -62,6 +62,9 @@ func NewCommand(exts ...Extension) *cobra.Command {
 		Short:        "Scale node groups for pods that ask for DRA-backed extended resources",
 		Version:      kubeversion.Version(),
 		SilenceUsage: true,
+		// CA takes flags only; a stray word (a flag missing its --) is
+		// an error, not ignored.
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			warnings, err := compat.check()
 			if err != nil {

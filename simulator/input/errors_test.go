@@ -252,3 +252,29 @@ func TestMetadataErrorReportedOnce(t *testing.T) {
 		})
 	}
 }
+
+// -f - reads standard input, as kubectl does, beside files.
+func TestLoadStdin(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := os.Stdin
+	os.Stdin = r
+	t.Cleanup(func() { os.Stdin = saved; r.Close() })
+	go func() {
+		_, _ = w.WriteString("apiVersion: v1\nkind: Node\nmetadata: {name: from-stdin}\n")
+		w.Close()
+	}()
+	file := filepath.Join(t.TempDir(), "pods.yaml")
+	if err := os.WriteFile(file, []byte(goodPod), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o, err := LoadPaths([]string{Stdin, file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.Nodes) != 1 || o.Nodes[0].Name != "from-stdin" || len(o.PendingPods) != 1 {
+		t.Errorf("got %v, want the node from stdin and the pod from the file", counts(o))
+	}
+}

@@ -10,10 +10,14 @@ import (
 	"strings"
 )
 
+// Stdin is the path that reads standard input, as in kubectl's -f -.
+const Stdin = "-"
+
 // LoadPaths reads files and directories (recursively, *.yaml, *.yml,
-// *.json, sorted) and merges them. A file named explicitly is read
-// whatever its extension; a file reached twice is read once. All files are
-// read even after an error, and every error is returned.
+// *.json, sorted) and merges them; "-" is standard input. A file named
+// explicitly is read whatever its extension; a file reached twice is read
+// once. All files are read even after an error, and every error is
+// returned.
 func LoadPaths(paths []string) (*Objects, error) {
 	return Options{}.LoadPaths(paths)
 }
@@ -74,6 +78,9 @@ func (o Options) LoadPaths(paths []string) (*Objects, error) {
 // expand lists path itself, or the input files under it if it is a
 // directory (filepath.WalkDir visits in lexical order).
 func expand(path string) ([]string, error) {
+	if path == Stdin {
+		return []string{Stdin}, nil
+	}
 	info, err := os.Stat(path)
 	if err != nil {
 		return nil, err
@@ -109,11 +116,16 @@ func isInputFile(path string) bool {
 }
 
 func (o Options) loadFile(path string) (*Objects, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
+	f := os.Stdin
+	if path != Stdin {
+		var err error
+		if f, err = os.Open(path); err != nil {
+			return nil, err
+		}
+		defer f.Close()
+	} else {
+		path = "stdin" // errors name the input as kubectl does
 	}
-	defer f.Close()
 	if info, err := f.Stat(); err == nil && info.Mode().IsRegular() && info.Size() > MaxFileSize {
 		return nil, fmt.Errorf("%s: file is %d bytes, more than the limit of %d bytes", path, info.Size(), MaxFileSize)
 	}
