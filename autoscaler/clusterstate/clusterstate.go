@@ -128,10 +128,17 @@ func (st *State) addPods(l Listers, bypassed []string) error {
 	if err != nil {
 		return err
 	}
-	inBinding, err := podsInBinding(l)
-	if err != nil {
-		return err
+	// One list of claims serves both which pods are in binding and the
+	// snapshot: a claim created between two lists would be in the
+	// snapshot while its pod still counted as pending, and planned again
+	// that pod fits nowhere (its claim already asks for devices), which
+	// sends all its siblings to new nodes.
+	if l.Claims != nil {
+		if st.Objects.ResourceClaims, err = l.Claims.List(labels.Everything()); err != nil {
+			return err
+		}
 	}
+	inBinding := podsInBinding(st.Objects.ResourceClaims)
 	inSnapshot := map[string]bool{}
 	for _, n := range st.Objects.Nodes {
 		inSnapshot[n.Name] = true
@@ -166,11 +173,6 @@ func (st *State) addDRA(l Listers) error {
 		return err
 	}
 	st.Objects.DeviceClasses = classes
-	claims, err := l.Claims.List(all)
-	if err != nil {
-		return err
-	}
-	st.Objects.ResourceClaims = claims
 	templates, err := l.Templates.List(all)
 	if err != nil {
 		return err
@@ -244,15 +246,8 @@ func MetricLabels(g *nodegroup.NodeGroup) metrics.GroupLabels {
 // a pod fits nowhere (its claim already asks for devices) and, worse, the
 // planner takes that as "no existing node fits this kind of pod", so its
 // siblings would all be planned on new nodes.
-func podsInBinding(l Listers) (map[types.UID]bool, error) {
+func podsInBinding(claims []*resourceapi.ResourceClaim) map[types.UID]bool {
 	out := map[types.UID]bool{}
-	if l.Claims == nil {
-		return out, nil
-	}
-	claims, err := l.Claims.List(labels.Everything())
-	if err != nil {
-		return nil, err
-	}
 	for _, c := range claims {
 		if c.Annotations[resourceapi.ExtendedResourceClaimAnnotation] == "true" {
 			if ref := metav1.GetControllerOfNoCopy(c); ref != nil && ref.Kind == "Pod" {
@@ -268,7 +263,7 @@ func podsInBinding(l Listers) (map[types.UID]bool, error) {
 			}
 		}
 	}
-	return out, nil
+	return out
 }
 
 // beingBound reports a pod the scheduler has placed but not yet bound: its

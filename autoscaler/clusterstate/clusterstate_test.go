@@ -10,9 +10,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	"k8s.io/utils/ptr"
 
 	"draxr.dev/draxr/cloudprovider"
@@ -221,5 +223,55 @@ func TestBypassedSchedulersPodsCountUntried(t *testing.T) {
 		if got := strings.Join(names, " "); got != tc.want {
 			t.Errorf("bypassed %v: unschedulable = %q, want %q", tc.bypassed, got, tc.want)
 		}
+	}
+}
+
+// growingClaims is a claim lister whose cache receives a claim between two
+// reads, as an informer does while the scheduler binds.
+type growingClaims struct {
+	resourcelisters.ResourceClaimLister
+	later *resourceapi.ResourceClaim
+	reads int
+}
+
+func (g *growingClaims) List(labels.Selector) ([]*resourceapi.ResourceClaim, error) {
+	g.reads++
+	if g.reads == 1 {
+		return nil, nil
+	}
+	return []*resourceapi.ResourceClaim{g.later}, nil
+}
+
+// One read of the claims decides both which pods are being bound and what
+// the snapshot holds: a claim the scheduler created for a pod is never in
+// the snapshot while that pod is still planned as pending (it would fit
+// nowhere and send its siblings to new nodes).
+func TestClaimsReadOnceForBindingAndSnapshot(t *testing.T) {
+	p := pending("racing", true, false)
+	p.UID = "uid-racing"
+	claim := fx.Claim("racing-extended-resources-abc", "gpu.example.com", 1)
+	claim.Annotations = map[string]string{resourceapi.ExtendedResourceClaimAnnotation: "true"}
+	claim.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: p.Name, UID: p.UID, Controller: ptr.To(true)}}
+
+	client := fake.NewClientset(p)
+	f := informers.NewSharedInformerFactory(client, 0)
+	l := NewListers(f)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f.Start(ctx.Done())
+	f.WaitForCacheSync(ctx.Done())
+	claims := &growingClaims{later: claim}
+	l.Claims = claims
+	st, err := Build(l, fakeProvider{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pendingPod := len(st.Objects.PendingPods) == 1
+	claimIn := len(st.Objects.ResourceClaims) == 1
+	if pendingPod && claimIn {
+		t.Errorf("pod %s planned as pending while its claim %s is in the snapshot (claims read %d times)", p.Name, claim.Name, claims.reads)
+	}
+	if claims.reads != 1 {
+		t.Errorf("claims read %d times per loop, want once", claims.reads)
 	}
 }
