@@ -90,13 +90,7 @@ func TestBuildCountsUpcomingNodes(t *testing.T) {
 		fx.Node("other", 8, 32, nil),
 		pending("waiting", true, false), pending("fresh", false, false), pending("gated", true, true),
 	}
-	client := fake.NewClientset(objs...)
-	f := informers.NewSharedInformerFactory(client, 0)
-	l := NewListers(f)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	f.Start(ctx.Done())
-	f.WaitForCacheSync(ctx.Done())
+	l := syncedListers(t, objs...)
 
 	st, err := Build(l, fakeProvider{groups: []cloudprovider.NodeGroup{fakeGroup{g: g, target: 5}}})
 	if err != nil {
@@ -163,13 +157,7 @@ func TestPodsBeingBoundAreNotUnschedulable(t *testing.T) {
 	notYours.Status.ResourceClaimStatuses = []v1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: ptr.To("unreserved")}}
 	unreserved := fx.Claim("unreserved", "gpu.example.com", 1)
 
-	client := fake.NewClientset(withXRClaim, withClaim, reserved, lagging, xrClaim, notYours, unreserved, pending("waiting", true, false))
-	f := informers.NewSharedInformerFactory(client, 0)
-	l := NewListers(f)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	f.Start(ctx.Done())
-	f.WaitForCacheSync(ctx.Done())
+	l := syncedListers(t, withXRClaim, withClaim, reserved, lagging, xrClaim, notYours, unreserved, pending("waiting", true, false))
 	st, err := Build(l, fakeProvider{})
 	if err != nil {
 		t.Fatal(err)
@@ -195,14 +183,8 @@ func TestBypassedSchedulersPodsCountUntried(t *testing.T) {
 	}
 	tried := untried("volcano-tried", "volcano")
 	tried.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: "SchedulerError"}}
-	client := fake.NewClientset(untried("volcano-new", "volcano"), untried("default-new", v1.DefaultSchedulerName),
+	l := syncedListers(t, untried("volcano-new", "volcano"), untried("default-new", v1.DefaultSchedulerName),
 		untried("other-new", "yunikorn"), tried, pending("marked", true, false))
-	f := informers.NewSharedInformerFactory(client, 0)
-	l := NewListers(f)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	f.Start(ctx.Done())
-	f.WaitForCacheSync(ctx.Done())
 	for _, tc := range []struct {
 		bypassed []string
 		want     string
@@ -211,7 +193,7 @@ func TestBypassedSchedulersPodsCountUntried(t *testing.T) {
 		{[]string{"volcano"}, "marked volcano-new"},
 		{[]string{"volcano", v1.DefaultSchedulerName}, "default-new marked volcano-new"},
 	} {
-		st, err := NewRegistry(RegistryConfig{BypassedSchedulerNames: tc.bypassed}).Update(ctx, l, fakeProvider{}, time.Now())
+		st, err := NewRegistry(RegistryConfig{BypassedSchedulerNames: tc.bypassed}).Update(context.Background(), l, fakeProvider{}, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -253,13 +235,7 @@ func TestClaimsReadOnceForBindingAndSnapshot(t *testing.T) {
 	claim.Annotations = map[string]string{resourceapi.ExtendedResourceClaimAnnotation: "true"}
 	claim.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: p.Name, UID: p.UID, Controller: ptr.To(true)}}
 
-	client := fake.NewClientset(p)
-	f := informers.NewSharedInformerFactory(client, 0)
-	l := NewListers(f)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	f.Start(ctx.Done())
-	f.WaitForCacheSync(ctx.Done())
+	l := syncedListers(t, p)
 	claims := &growingClaims{later: claim}
 	l.Claims = claims
 	st, err := Build(l, fakeProvider{})
@@ -274,4 +250,17 @@ func TestClaimsReadOnceForBindingAndSnapshot(t *testing.T) {
 	if claims.reads != 1 {
 		t.Errorf("claims read %d times per loop, want once", claims.reads)
 	}
+}
+
+// syncedListers are the autoscaler's listers over a fake client holding
+// objs, their caches synced; the informers stop with the test.
+func syncedListers(t *testing.T, objs ...runtime.Object) Listers {
+	t.Helper()
+	f := informers.NewSharedInformerFactory(fake.NewClientset(objs...), 0)
+	l := NewListers(f)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	f.Start(ctx.Done())
+	f.WaitForCacheSync(ctx.Done())
+	return l
 }
