@@ -252,17 +252,22 @@ func TestAutoscalerExplainsPodsItCannotHelp(t *testing.T) {
 		}
 		return fmt.Errorf("%d events, none NotTriggerScaleUp with %q", len(events.Items), want)
 	})
-	s, d, err := e.status()
-	if err != nil {
-		t.Fatal(err)
-	}
-	reason := false
-	for _, n := range d.NoScaleUp {
-		reason = reason || strings.Contains(n.Reason, want)
-	}
-	if !reason || len(s.NodeGroups) != 1 || s.NodeGroups[0].Name != "asreason-gpu" {
-		t.Errorf("status lacks the reason (draxr key: %+v) or the group (%+v)", d.NoScaleUp, s.NodeGroups)
-	}
+	// The event is recorded during the loop, the status ConfigMap written
+	// at its end: wait for the status of that loop.
+	e.eventually(30*time.Second, "the reason in the status ConfigMap", func() error {
+		s, d, err := e.status()
+		if err != nil {
+			return err
+		}
+		reason := false
+		for _, n := range d.NoScaleUp {
+			reason = reason || strings.Contains(n.Reason, want)
+		}
+		if !reason || len(s.NodeGroups) != 1 || s.NodeGroups[0].Name != "asreason-gpu" {
+			return fmt.Errorf("status lacks the reason (draxr key: %+v) or the group (%+v)", d.NoScaleUp, s.NodeGroups)
+		}
+		return nil
+	})
 	if n := len(e.groupNodes("asreason-gpu")); n != 0 {
 		t.Errorf("group has %d nodes, want none for an unhelpable pod", n)
 	}
