@@ -23,7 +23,7 @@ VERSION_LDFLAGS = -X $(VERSION_PKG).gitVersion=$(K8S_VERSION) \
 all: build
 
 build:
-	$(GO) build -o $(BIN)/draxr ./simulator/cmd/draxr
+	$(GO) build -o $(BIN)/draxr ./autoscaler/cmd/draxr
 
 # OCI images of the shipped binaries, built offline: static binaries
 # (CGO_ENABLED=0) packed with no base image by test/cmd/draxr-image into
@@ -33,7 +33,7 @@ build:
 VERSION ?= $(shell sed -n 's/^appVersion: *"*\([^"]*\)"*$$/\1/p' charts/draxr/Chart.yaml)
 IMAGE_REGISTRY ?= draxr.dev
 IMAGE_SOURCE ?= https://draxr.dev/draxr
-IMAGE_CMDS = ./simulator/cmd/draxr ./autoscaler/cmd/draxr-autoscaler ./scheduler/cmd/draxr-scheduler ./kubelet/cmd/draxr-example-driver
+IMAGE_CMDS = ./autoscaler/cmd/draxr ./autoscaler/cmd/draxr-autoscaler ./scheduler/cmd/draxr-scheduler ./kubelet/cmd/draxr-example-driver
 
 images:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(VERSION_LDFLAGS) -X draxr.dev/draxr/scheduler/kubeversion.Release=$(VERSION)" -o $(BIN)/static/ $(IMAGE_CMDS)

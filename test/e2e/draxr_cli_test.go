@@ -37,7 +37,7 @@ func TestDraxrCLILive(t *testing.T) {
 	}
 	dir := t.TempDir()
 	draxrBin := filepath.Join(dir, "draxr")
-	if out, err := goCmd("build", "-o", draxrBin, "./simulator/cmd/draxr").CombinedOutput(); err != nil {
+	if out, err := goCmd("build", "-o", draxrBin, "./autoscaler/cmd/draxr").CombinedOutput(); err != nil {
 		t.Fatalf("build draxr: %v\n%s", err, out)
 	}
 	groups := filepath.Join(dir, "groups.yaml")

@@ -31,7 +31,7 @@ var mayImport = map[string][]string{
 
 // binaries are the commands users run; none may link a test tool.
 var binaries = []string{
-	"simulator/cmd/draxr",
+	"autoscaler/cmd/draxr",
 	"autoscaler/cmd/draxr-autoscaler",
 	"scheduler/cmd/draxr-scheduler",
 	"kubelet/cmd/draxr-example-driver",

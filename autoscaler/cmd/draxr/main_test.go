@@ -240,7 +240,7 @@ func TestBadFlags(t *testing.T) {
 	}
 }
 
-const scenarios = "../../offline/testdata/scenarios"
+const scenarios = "../../../simulator/offline/testdata/scenarios"
 
 // A DeviceClass whose selector does not compile is reported, not fatal.
 func TestBrokenCELClassExitsZero(t *testing.T) {
@@ -334,7 +334,7 @@ spec:
 `)
 	codes := func(args ...string) map[string]string {
 		t.Helper()
-		code, out, errOut := draxr(t, append([]string{"simulate", "-o", "json", "-f", "../../examples/builtin.yaml", "-f", extra}, args...)...)
+		code, out, errOut := draxr(t, append([]string{"simulate", "-o", "json", "-f", "../../../simulator/examples/builtin.yaml", "-f", extra}, args...)...)
 		if code != 0 {
 			t.Fatalf("%v: exit %d, stderr: %s", args, code, errOut)
 		}
