@@ -471,7 +471,7 @@ func (r *Registry) updateGroup(ctx context.Context, st *State, ng cloudprovider.
 		switch states[n.Name] {
 		case nodeReady:
 			rd.Ready++
-			st.Objects.Nodes = append(st.Objects.Nodes, n)
+			st.Objects.Nodes = append(st.Objects.Nodes, asMember(n, id))
 			st.Ready[n.Name] = true
 		case nodeNotStarted, nodeStartupTimedOut: // timed out but not deleted: still expected
 			rd.NotStarted++
@@ -512,6 +512,24 @@ func (r *Registry) updateGroup(ctx context.Context, st *State, ng cloudprovider.
 		st.NotForScaleUp[id] = fmt.Sprintf("unhealthy: %d of %d nodes unready", rd.Unready, total)
 	}
 	return rd
+}
+
+// asMember is n as the planner counts it toward its group: the planner
+// knows members by the group label, but a provider may know them by
+// providerID only (a Cluster API Machine's node has no draxr label), and
+// a member left uncounted lets the plan grow the group past its max size.
+// The informer's object is shared, so a labelled copy is returned.
+func asMember(n *v1.Node, group string) *v1.Node {
+	if nodegroup.Group(n) == group {
+		return n
+	}
+	c := *n
+	c.Labels = make(map[string]string, len(n.Labels)+1)
+	for k, v := range n.Labels {
+		c.Labels[k] = v
+	}
+	c.Labels[nodegroup.GroupLabel] = group
+	return &c
 }
 
 // giveUpNodes deletes registered nodes that did not come up.
