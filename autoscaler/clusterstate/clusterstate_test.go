@@ -112,7 +112,7 @@ func TestBuildCountsUpcomingNodes(t *testing.T) {
 		nodes = append(nodes, n.Name)
 	}
 	sort.Strings(nodes)
-	want := []string{"gpu-0", "gpu-1", "gpu-2", "other", "upcoming-gpu-3", "upcoming-gpu-4"}
+	want := []string{"gpu-0", "gpu-1", "gpu-2", "gpu-upcoming-3", "gpu-upcoming-4", "other"}
 	if len(nodes) != len(want) {
 		t.Fatalf("snapshot nodes = %v, want %v", nodes, want)
 	}
@@ -125,7 +125,7 @@ func TestBuildCountsUpcomingNodes(t *testing.T) {
 	for _, s := range st.Objects.ResourceSlices {
 		slicesOf[*s.Spec.NodeName]++
 	}
-	for _, n := range []string{"gpu-0", "gpu-1", "gpu-2", "upcoming-gpu-3", "upcoming-gpu-4"} {
+	for _, n := range []string{"gpu-0", "gpu-1", "gpu-2", "gpu-upcoming-3", "gpu-upcoming-4"} {
 		if slicesOf[n] != 1 {
 			t.Errorf("node %s has %d slices in the snapshot, want 1 (published or from the template)", n, slicesOf[n])
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
@@ -202,9 +203,15 @@ func (r *Registry) Update(ctx context.Context, l Listers, provider cloudprovider
 		nodesOf[ng.Id()] = append(nodesOf[ng.Id()], n)
 	}
 	live := map[string]bool{}
-	for _, ng := range provider.NodeGroups() {
+	groups := provider.NodeGroups()
+	ids := make([]string, len(groups))
+	for i, ng := range groups {
+		ids[i] = ng.Id()
+	}
+	prefixes := nodegroup.NodeNamePrefixes(ids)
+	for _, ng := range groups {
 		live[ng.Id()] = true
-		rd := r.updateGroup(ctx, st, ng, nodesOf[ng.Id()], slicesOf, now)
+		rd := r.updateGroup(ctx, st, ng, nodesOf[ng.Id()], slicesOf, prefixes[ng.Id()], now)
 		st.GroupReadiness[ng.Id()] = rd
 		st.Readiness.Ready += rd.Ready
 		st.Readiness.Unready += rd.Unready
@@ -290,7 +297,7 @@ func (r *Registry) nodeState(n *v1.Node, devicesPublished bool, maxStartup time.
 // come up, adds the group's nodes to the snapshot and returns its
 // readiness.
 func (r *Registry) updateGroup(ctx context.Context, st *State, ng cloudprovider.NodeGroup, nodes []*v1.Node,
-	slicesOf map[string]int, now time.Time) Readiness {
+	slicesOf map[string]int, namePrefix string, now time.Time) Readiness {
 	id := ng.Id()
 	var rd Readiness
 	g, err := planningGroup(ng)
@@ -471,7 +478,7 @@ func (r *Registry) updateGroup(ctx context.Context, st *State, ng cloudprovider.
 		switch states[n.Name] {
 		case nodeReady:
 			rd.Ready++
-			st.Objects.Nodes = append(st.Objects.Nodes, asMember(n, id))
+			st.Objects.Nodes = append(st.Objects.Nodes, AsMember(n, id))
 			st.Ready[n.Name] = true
 		case nodeNotStarted, nodeStartupTimedOut: // timed out but not deleted: still expected
 			rd.NotStarted++
@@ -495,12 +502,10 @@ func (r *Registry) updateGroup(ctx context.Context, st *State, ng cloudprovider.
 	}
 	rd.Unregistered = max(0, target-registeredLeft)
 	if g != nil {
-		for i := registeredLeft; i < target; i++ {
-			tmpl, tmplSlices := g.NewNode(fmt.Sprintf("upcoming-%s-%d", id, i))
-			st.Objects.Nodes = append(st.Objects.Nodes, tmpl)
-			st.Objects.ResourceSlices = append(st.Objects.ResourceSlices, tmplSlices...)
-			st.Upcoming[id]++
-		}
+		nodes, slices := UpcomingNodes(g, namePrefix, registeredLeft, target)
+		st.Objects.Nodes = append(st.Objects.Nodes, nodes...)
+		st.Objects.ResourceSlices = append(st.Objects.ResourceSlices, slices...)
+		st.Upcoming[id] += len(nodes)
 	}
 
 	total := rd.Ready + rd.Unready + rd.NotStarted
@@ -514,12 +519,27 @@ func (r *Registry) updateGroup(ctx context.Context, st *State, ng cloudprovider.
 	return rd
 }
 
-// asMember is n as the planner counts it toward its group: the planner
+// UpcomingNodes stand in for the nodes a group was asked for that have
+// not registered (target size above the registered members): its
+// template, named <prefix>-upcoming-<i>, so that the pods they will take
+// do not trigger a second scale-up.
+func UpcomingNodes(g *nodegroup.NodeGroup, namePrefix string, registered, target int) ([]*v1.Node, []*resourceapi.ResourceSlice) {
+	var nodes []*v1.Node
+	var slices []*resourceapi.ResourceSlice
+	for i := registered; i < target; i++ {
+		n, s := g.NewNode(fmt.Sprintf("%s-upcoming-%d", namePrefix, i))
+		nodes = append(nodes, n)
+		slices = append(slices, s...)
+	}
+	return nodes, slices
+}
+
+// AsMember is n as the planner counts it toward its group: the planner
 // knows members by the group label, but a provider may know them by
 // providerID only (a Cluster API Machine's node has no draxr label), and
 // a member left uncounted lets the plan grow the group past its max size.
 // The informer's object is shared, so a labelled copy is returned.
-func asMember(n *v1.Node, group string) *v1.Node {
+func AsMember(n *v1.Node, group string) *v1.Node {
 	if nodegroup.Group(n) == group {
 		return n
 	}

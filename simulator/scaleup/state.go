@@ -38,6 +38,9 @@ type state struct {
 	// takenIndexes are, per group, the n of live nodes already named
 	// <group>-new-<n>, sorted, so that new nodes never clash with them.
 	takenIndexes map[string][]int
+	// namePrefix is, per group, what its new nodes' names start with (a
+	// DNS label, nodegroup.NodeNamePrefixes).
+	namePrefix map[string]string
 	// namedMembers counts, per group, its live nodes named like new ones.
 	namedMembers map[string]int
 	// counted is what the nodes in the snapshot before the plan count
@@ -70,14 +73,19 @@ func newState(p *Planner, groups []*nodegroup.NodeGroup) *state {
 			st.current[g]++
 		}
 	}
+	names := make([]string, len(groups))
+	for i, g := range groups {
+		names[i] = g.Name
+	}
+	st.namePrefix = nodegroup.NodeNamePrefixes(names)
 	for _, g := range groups {
-		st.takenIndexes[g.Name] = takenIndexes(snap.NodeNames(), g.Name)
+		st.takenIndexes[g.Name] = takenIndexes(snap.NodeNames(), st.namePrefix[g.Name])
 	}
 	// A group's live nodes already named <group>-new-<n> hold their index
 	// in takenIndexes: they must not also push new names up as members.
 	for _, name := range snap.NodeNames() {
 		g := nodegroup.Group(snap.NodeInfo(name).Node())
-		if g != "" && len(takenIndexes([]string{name}, g)) == 1 {
+		if p, ok := st.namePrefix[g]; ok && len(takenIndexes([]string{name}, p)) == 1 {
 			st.namedMembers[g]++
 		}
 	}
@@ -150,7 +158,7 @@ func (st *state) stepRoom(g *nodegroup.NodeGroup) int {
 func (st *state) binPacking(group string, final bool) *estimator.BinPacking {
 	offset := st.current[group] - st.namedMembers[group] + st.planned[group]
 	est := &estimator.BinPacking{Harness: st.p.Harness, CountOnly: !final, Kinds: st.kinds, DaemonSets: st.p.DaemonSets, Namer: func(group string, i int) string {
-		return newNodeName(group, offset+i, st.takenIndexes[group])
+		return newNodeName(st.namePrefix[group], offset+i, st.takenIndexes[group])
 	}}
 	// A node with devices is not opened for pods that use none while a
 	// group without devices exists; such pods still use spare room on the
@@ -228,11 +236,11 @@ func (st *state) copyVerdicts(from, to string) {
 	}
 }
 
-// takenIndexes lists, sorted, the n of the nodes named <group>-new-<n>.
-func takenIndexes(nodes []string, group string) []int {
+// takenIndexes lists, sorted, the n of the nodes named <prefix>-new-<n>.
+func takenIndexes(nodes []string, prefix string) []int {
 	var out []int
 	for _, name := range nodes {
-		if rest, ok := strings.CutPrefix(name, group+"-new-"); ok {
+		if rest, ok := strings.CutPrefix(name, prefix+"-new-"); ok {
 			if n, err := strconv.Atoi(rest); err == nil && n >= 0 && strconv.Itoa(n) == rest {
 				out = append(out, n)
 			}
@@ -242,17 +250,17 @@ func takenIndexes(nodes []string, group string) []int {
 	return slices.Compact(out)
 }
 
-// newNodeName names the k-th new node of a group <group>-new-<n>, n being
+// newNodeName names the k-th new node of a group <prefix>-new-<n>, n being
 // the k-th index no live node has: names are stable, never clash with a
 // live node, and are k itself when nothing is taken.
-func newNodeName(group string, k int, taken []int) string {
+func newNodeName(prefix string, k int, taken []int) string {
 	n := k
 	for _, t := range taken {
 		if t <= n {
 			n++
 		}
 	}
-	return fmt.Sprintf("%s-new-%d", group, n)
+	return fmt.Sprintf("%s-new-%d", prefix, n)
 }
 
 // finalEstimate is the estimate the plan keeps. Where pods of the group
