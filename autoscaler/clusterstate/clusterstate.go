@@ -198,8 +198,8 @@ func (st *State) addDRA(l Listers) error {
 	return nil
 }
 
-// planningGroup is the provider's group as a NodeGroup object.
-func planningGroup(ng cloudprovider.NodeGroup) (*nodegroup.NodeGroup, error) {
+// PlanningGroup is the provider's group as the planner reads it.
+func PlanningGroup(ng cloudprovider.NodeGroup) (*nodegroup.NodeGroup, error) {
 	node, slices, err := ng.TemplateNodeInfo()
 	if err != nil {
 		return nil, fmt.Errorf("node group %s: template: %w", ng.Id(), err)

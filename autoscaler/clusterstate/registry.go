@@ -300,7 +300,7 @@ func (r *Registry) updateGroup(ctx context.Context, st *State, ng cloudprovider.
 	slicesOf map[string]int, namePrefix string, now time.Time) Readiness {
 	id := ng.Id()
 	var rd Readiness
-	g, err := planningGroup(ng)
+	g, err := PlanningGroup(ng)
 	if err != nil {
 		st.Errors = append(st.Errors, err)
 		st.NotForScaleUp[id] = err.Error()

@@ -43,6 +43,9 @@ func addCoreKinds(handlers map[string]handler) {
 	handlers["v1/Pod"] = func(p *parser, d doc, raw []byte) {
 		p.commitPod(d, preparePod(d, raw))
 	}
+	// ConfigMaps hold template slices a node group references.
+	handlers["v1/ConfigMap"] = storedKind[v1.ConfigMap]("ConfigMap", true, corevalidation.ValidateConfigMap,
+		func(o *Objects) *[]*v1.ConfigMap { return &o.ConfigMaps })
 	handlers["resource.k8s.io/v1/ResourceSlice"] = storedKind[resourceapi.ResourceSlice]("ResourceSlice", false, resourcevalidation.ValidateResourceSlice,
 		func(o *Objects) *[]*resourceapi.ResourceSlice { return &o.ResourceSlices })
 	handlers["resource.k8s.io/v1/DeviceClass"] = storedKind[resourceapi.DeviceClass]("DeviceClass", false, validateDeviceClass,

@@ -12,11 +12,14 @@ package input
 import (
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"draxr.dev/draxr/simulator/nodegroup"
 )
@@ -37,6 +40,18 @@ type Objects struct {
 	// DaemonSets are not expanded: each new node runs the pods of those
 	// that match it (simulator/daemonsets).
 	DaemonSets []*appsv1.DaemonSet
+	// ClusterAPI holds the Cluster API objects as read (Machines,
+	// MachineSets, MachineDeployments, MachinePools and
+	// infrastructure.cluster.x-k8s.io objects such as machine templates):
+	// the clusterapi cloud provider reads them as it reads them from the
+	// API server, so a dump is planned as the autoscaler would plan it.
+	ClusterAPI []*unstructured.Unstructured
+	// ConfigMaps are read for the node groups that reference one
+	// (draxr.dev/template-resource-slices-configmap).
+	ConfigMaps []*v1.ConfigMap
+	// Skipped counts, per "apiVersion kind", objects of kinds the planner
+	// does not read (Services, Secrets, CRDs it does not know...).
+	Skipped map[string]int
 
 	// workloads are the Deployments, ReplicaSets, StatefulSets and Jobs
 	// that were expanded into PendingPods; kept so that Merge can report
@@ -68,7 +83,23 @@ func keyOf(kind string, obj metav1.Object) objectKey {
 func (o *Objects) count() int {
 	return len(o.Nodes) + len(o.RunningPods) + len(o.PendingPods) + len(o.ResourceSlices) +
 		len(o.DeviceClasses) + len(o.ResourceClaims) + len(o.ResourceClaimTemplates) + len(o.DeviceTaintRules) +
-		len(o.NodeGroups) + len(o.DaemonSets) + len(o.workloads)
+		len(o.NodeGroups) + len(o.DaemonSets) + len(o.workloads) + len(o.ClusterAPI) + len(o.ConfigMaps)
+}
+
+// SkippedSummary is one line on the objects of kinds the planner does not
+// read, "" when there were none.
+func (o *Objects) SkippedSummary() string {
+	if len(o.Skipped) == 0 {
+		return ""
+	}
+	kinds := make([]string, 0, len(o.Skipped))
+	n := 0
+	for k, c := range o.Skipped {
+		kinds = append(kinds, k)
+		n += c
+	}
+	sort.Strings(kinds)
+	return fmt.Sprintf("skipped %d objects of kinds draxr does not read: %s", n, strings.Join(kinds, ", "))
 }
 
 // index returns the origin map, rebuilding it when objects were appended
@@ -99,6 +130,10 @@ func (o *Objects) each(fn func(kind string, obj metav1.Object)) {
 	visit(o.DeviceTaintRules, "DeviceTaintRule", fn)
 	visit(o.NodeGroups, nodegroup.Kind, fn)
 	visit(o.DaemonSets, "DaemonSet", fn)
+	for _, u := range o.ClusterAPI {
+		fn(u.GetKind(), u)
+	}
+	visit(o.ConfigMaps, "ConfigMap", fn)
 }
 
 func visit[T metav1.Object](list []T, kind string, fn func(string, metav1.Object)) {
@@ -189,6 +224,19 @@ func (o *Objects) Merge(other *Objects) error {
 	mergeList(o, &o.DeviceTaintRules, other.DeviceTaintRules, "DeviceTaintRule", from, report)
 	mergeList(o, &o.NodeGroups, other.NodeGroups, nodegroup.Kind, from, report)
 	mergeList(o, &o.DaemonSets, other.DaemonSets, "DaemonSet", from, report)
+	for _, u := range other.ClusterAPI {
+		key := keyOf(u.GetKind(), u)
+		if err := add(o, &o.ClusterAPI, u.GetKind(), u, from[key]); err != nil {
+			report(key, err)
+		}
+	}
+	mergeList(o, &o.ConfigMaps, other.ConfigMaps, "ConfigMap", from, report)
+	for k, n := range other.Skipped {
+		if o.Skipped == nil {
+			o.Skipped = map[string]int{}
+		}
+		o.Skipped[k] += n
+	}
 	return errors.Join(errs...)
 }
 

@@ -14,7 +14,11 @@ import (
 	"strings"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+
+	"draxr.dev/draxr/simulator/nodegroup/capi"
 )
 
 // MaxFileSize caps one input file. A cluster dump of a few thousand nodes
@@ -117,6 +121,9 @@ func (o Options) Parse(data []byte, source string) (*Objects, error) {
 		p.parseJSON(data, source)
 	} else {
 		p.parseYAML(data, source)
+	}
+	if len(p.errs) == 0 && p.out.count() == 0 && len(p.out.Skipped) > 0 {
+		p.errs = append(p.errs, fmt.Errorf("%s: nothing draxr reads (%s)", source, p.out.SkippedSummary()))
 	}
 	if len(p.errs) > 0 {
 		return nil, errors.Join(p.errs...)
@@ -386,11 +393,61 @@ func (p *parser) object(d doc, raw []byte, tm typeMeta) {
 	}
 	h, ok := p.handlers[tm.APIVersion+"/"+tm.Kind]
 	if !ok {
+		switch p.unread(tm) {
+		case kindSkipped:
+			if p.out.Skipped == nil {
+				p.out.Skipped = map[string]int{}
+			}
+			p.out.Skipped[tm.APIVersion+" "+tm.Kind]++
+			return
+		case kindInfrastructure:
+			p.clusterAPIObject(d, raw, tm.Kind)
+			return
+		}
 		p.fail(d, "", fmt.Errorf("unsupported kind %q in apiVersion %q; supported: %s",
 			tm.Kind, tm.APIVersion, strings.Join(p.supportedKinds(), ", ")))
 		return
 	}
 	h(p, d, raw)
+}
+
+type unreadKind int
+
+const (
+	kindRejected       unreadKind = iota
+	kindSkipped                   // a kind the planner has no use for
+	kindInfrastructure            // a Cluster API infrastructure object
+)
+
+// plannerGroups are the API groups whose kinds the planner reads: an
+// unknown kind there is a typo ("Pdo" in v1), not a kind to skip.
+var plannerGroups = map[string]bool{"": true, "apps": true, "batch": true, "resource.k8s.io": true, "draxr.dev": true}
+
+// unread says what becomes of an object no handler reads: a kind the
+// planner reads under another apiVersion is rejected (skipping a
+// ResourceSlice of an older version would lose devices), so is an unknown
+// kind in a group the planner reads; Kubernetes' other kinds and custom
+// resources are skipped, infrastructure objects kept for the Cluster API
+// provider.
+func (p *parser) unread(tm typeMeta) unreadKind {
+	gv, err := schema.ParseGroupVersion(tm.APIVersion)
+	if err != nil {
+		return kindRejected
+	}
+	for key := range p.handlers {
+		if strings.HasSuffix(key, "/"+tm.Kind) {
+			return kindRejected
+		}
+	}
+	switch {
+	case gv.Group == capi.InfrastructureGroup:
+		return kindInfrastructure
+	case legacyscheme.Scheme.Recognizes(gv.WithKind(tm.Kind)):
+		return kindSkipped
+	case plannerGroups[gv.Group]:
+		return kindRejected
+	}
+	return kindSkipped
 }
 
 func (p *parser) supportedKinds() []string {

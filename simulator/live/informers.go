@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	"k8s.io/client-go/tools/cache"
@@ -32,6 +33,9 @@ type Listers struct {
 	// TaintRules are the DeviceTaintRules (GA in 1.37): the devices they
 	// taint are what the scheduler's allocator skips.
 	TaintRules resourcelisters.DeviceTaintRuleLister
+	// DaemonSets run their pods on every new node they match: a live plan
+	// counts that overhead as a dump plan does.
+	DaemonSets appslisters.DaemonSetLister
 }
 
 // NewListers registers the informers with the factory; start the factory
@@ -43,6 +47,7 @@ func NewListers(f informers.SharedInformerFactory) Listers {
 		Slices: r.ResourceSlices().Lister(), Classes: r.DeviceClasses().Lister(),
 		Claims: r.ResourceClaims().Lister(), Templates: r.ResourceClaimTemplates().Lister(),
 		TaintRules: r.DeviceTaintRules().Lister(),
+		DaemonSets: f.Apps().V1().DaemonSets().Lister(),
 	}
 }
 
@@ -87,7 +92,13 @@ func (l Listers) Objects() (*input.Objects, error) {
 	if objs.DeviceTaintRules, err = l.TaintRules.List(all); err != nil {
 		return nil, fmt.Errorf("list devicetaintrules: %w", err)
 	}
+	if l.DaemonSets != nil {
+		if objs.DaemonSets, err = l.DaemonSets.List(all); err != nil {
+			return nil, fmt.Errorf("list daemonsets: %w", err)
+		}
+	}
 	sortByKey(objs.Nodes)
+	sortByKey(objs.DaemonSets)
 	sortByKey(objs.RunningPods)
 	sortByKey(objs.PendingPods)
 	sortByKey(objs.ResourceSlices)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,6 +36,7 @@ func TestRead(t *testing.T) {
 		&resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "s"}},
 		&resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "c"}},
 		&resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "t"}},
+		&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "gpu-driver"}},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -61,6 +63,9 @@ func TestRead(t *testing.T) {
 	if len(objs.DeviceClasses) != 1 || len(objs.ResourceSlices) != 1 || len(objs.ResourceClaims) != 1 || len(objs.ResourceClaimTemplates) != 1 {
 		t.Errorf("DRA objects: %d classes, %d slices, %d claims, %d templates; want one each",
 			len(objs.DeviceClasses), len(objs.ResourceSlices), len(objs.ResourceClaims), len(objs.ResourceClaimTemplates))
+	}
+	if len(objs.DaemonSets) != 1 {
+		t.Errorf("DaemonSets = %d, want 1: a live plan counts their pods on new nodes as a dump plan does", len(objs.DaemonSets))
 	}
 }
 

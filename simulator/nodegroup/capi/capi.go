@@ -36,7 +36,15 @@ const (
 	MachineSet        = "MachineSet"
 	MachinePool       = "MachinePool"
 	Machine           = "Machine"
+	// InfrastructureGroup is the group of infrastructure providers'
+	// kinds (machine templates with their scale-from-zero status).
+	InfrastructureGroup = "infrastructure.cluster.x-k8s.io"
 )
+
+// Versions are the versions of Cluster API's kinds a dump may hold: CAPI
+// v1.11+ serves v1beta2 and still v1beta1, which has the fields the
+// provider reads in the same places.
+func Versions() []string { return []string{"v1beta2", "v1beta1"} }
 
 // Annotations and labels CA's clusterapi provider reads or writes.
 const (
@@ -174,7 +182,11 @@ func FromUnstructured(u *unstructured.Unstructured) (Resource, error) {
 		}
 	}
 	if ref, found, _ := unstructured.NestedStringMap(u.Object, "spec", "template", "spec", "infrastructureRef"); found && ref["kind"] != "" && ref["name"] != "" {
-		r.InfraRef = &InfraRef{APIGroup: ref["apiGroup"], Kind: ref["kind"], Name: ref["name"]}
+		group := ref["apiGroup"]
+		if group == "" && ref["apiVersion"] != "" { // v1beta1 names the version too
+			group, _, _ = strings.Cut(ref["apiVersion"], "/")
+		}
+		r.InfraRef = &InfraRef{APIGroup: group, Kind: ref["kind"], Name: ref["name"]}
 	}
 	return r, nil
 }
