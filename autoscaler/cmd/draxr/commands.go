@@ -2,12 +2,16 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"draxr.dev/draxr/simulator/capacity"
 	"draxr.dev/draxr/simulator/dynres"
@@ -28,6 +32,7 @@ type commonFlags struct {
 	nodeGroupConfig []string
 	output          string
 	maxPods         int64
+	provider        providerFlags
 }
 
 func (c *commonFlags) add(cmd *cobra.Command, g *globalFlags) {
@@ -37,6 +42,7 @@ func (c *commonFlags) add(cmd *cobra.Command, g *globalFlags) {
 	cmd.Flags().StringArrayVar(&c.nodeGroupConfig, "node-group-config", nil,
 		"with a live cluster: file or folder of NodeGroup objects (draxr.dev/v1alpha1), repeatable")
 	cmd.Flags().StringVarP(&c.output, "output", "o", "table", "output format: "+strings.Join(report.Formats(), "|"))
+	c.provider.add(cmd.Flags())
 	cmd.Flags().Int64Var(&c.maxPods, "max-pods", input.DefaultMaxPods,
 		"most pods all workloads in the input may expand to together (the default keeps a run within about 2 GiB)")
 }
@@ -48,18 +54,23 @@ func (c *commonFlags) load(cmd *cobra.Command) (*input.Objects, error) {
 	if c.maxPods <= 0 {
 		return nil, badInput(fmt.Errorf("--max-pods: must be > 0, got %d", c.maxPods))
 	}
+	if err := c.provider.check(); err != nil {
+		return nil, badInput(err)
+	}
 	opts := input.Options{MaxPods: c.maxPods}
 	if c.global.live(cmd) {
 		if len(c.files) > 0 {
 			return nil, badInput(fmt.Errorf("-f reads files and --kubeconfig/--context a cluster: give one of them"))
 		}
-		objs, err := c.global.read(cmd.Context())
+		objs, err := c.global.read(cmd.Context(), c.liveGroups(cmd))
 		if err != nil {
 			return nil, err
 		}
-		if objs.NodeGroups, err = loadNodeGroups(c.nodeGroupConfig); err != nil {
+		groups, err := loadNodeGroups(c.nodeGroupConfig)
+		if err != nil {
 			return nil, badInput(err)
 		}
+		objs.NodeGroups = append(objs.NodeGroups, groups...)
 		return objs, nil
 	}
 	if len(c.nodeGroupConfig) > 0 {
@@ -76,7 +87,25 @@ func (c *commonFlags) load(cmd *cobra.Command) (*input.Objects, error) {
 	if err != nil {
 		return nil, badInput(err)
 	}
+	if err := c.provider.dumpGroups(cmd.Context(), objs); err != nil {
+		return nil, badInput(err)
+	}
+	if s := objs.SkippedSummary(); s != "" {
+		fmt.Fprintln(cmd.ErrOrStderr(), s)
+	}
 	return objs, nil
+}
+
+// liveGroups adds the groups the configured provider reads from the
+// cluster.
+func (c *commonFlags) liveGroups(cmd *cobra.Command) groupsFunc {
+	return func(ctx context.Context, client kubernetes.Interface, cfg *rest.Config, objs *input.Objects) error {
+		dyn, err := dynamic.NewForConfig(cfg)
+		if err != nil {
+			return err
+		}
+		return c.provider.liveGroups(ctx, client, dyn, objs, cmd.ErrOrStderr())
+	}
 }
 
 // watch calls fn with the live cluster's objects, and again after every
@@ -91,12 +120,15 @@ func (c *commonFlags) watch(cmd *cobra.Command, quiet time.Duration, fn func(*in
 	if quiet <= 0 {
 		return badInput(fmt.Errorf("--watch-quiet-period: must be > 0, got %v", quiet))
 	}
+	if err := c.provider.check(); err != nil {
+		return badInput(err)
+	}
 	groups, err := loadNodeGroups(c.nodeGroupConfig)
 	if err != nil {
 		return badInput(err)
 	}
-	return c.global.watch(cmd.Context(), quiet, func(objs *input.Objects) error {
-		objs.NodeGroups = groups
+	return c.global.watch(cmd.Context(), quiet, c.liveGroups(cmd), func(objs *input.Objects) error {
+		objs.NodeGroups = append(objs.NodeGroups, groups...)
 		return fn(objs)
 	})
 }

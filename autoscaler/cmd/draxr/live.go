@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"draxr.dev/draxr/simulator/input"
 	"draxr.dev/draxr/simulator/live"
@@ -58,8 +59,8 @@ func (g *globalFlags) live(cmd *cobra.Command) bool {
 
 // read lists and watches the cluster read-only until the caches are
 // synced and returns what they hold.
-func (g *globalFlags) read(ctx context.Context) (*input.Objects, error) {
-	client, host, err := g.client()
+func (g *globalFlags) read(ctx context.Context, groups groupsFunc) (*input.Objects, error) {
+	client, cfg, err := g.client()
 	if err != nil {
 		return nil, err
 	}
@@ -67,55 +68,68 @@ func (g *globalFlags) read(ctx context.Context) (*input.Objects, error) {
 	defer cancel()
 	objs, err := live.Read(ctx, client)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", host, err)
+		return nil, fmt.Errorf("%s: %w", cfg.Host, err)
+	}
+	if err := groups(ctx, client, cfg, objs); err != nil {
+		return nil, fmt.Errorf("%s: %w", cfg.Host, err)
 	}
 	return objs, nil
 }
 
+// groupsFunc adds the node groups of a provider that reads the cluster
+// (Cluster API's) to what was read of it.
+type groupsFunc func(ctx context.Context, client kubernetes.Interface, cfg *rest.Config, objs *input.Objects) error
+
 // watch calls fn with what the cluster holds, then again after changes,
 // until ctx ends.
-func (g *globalFlags) watch(ctx context.Context, quiet time.Duration, fn func(*input.Objects) error) error {
-	client, host, err := g.client()
+func (g *globalFlags) watch(ctx context.Context, quiet time.Duration, groups groupsFunc, fn func(*input.Objects) error) error {
+	client, cfg, err := g.client()
 	if err != nil {
 		return err
 	}
-	if err := live.Watch(ctx, client, g.syncTimeout, quiet, fn); err != nil {
-		return fmt.Errorf("%s: %w", host, err)
+	err = live.Watch(ctx, client, g.syncTimeout, quiet, func(objs *input.Objects) error {
+		if err := groups(ctx, client, cfg, objs); err != nil {
+			return err
+		}
+		return fn(objs)
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", cfg.Host, err)
 	}
 	return nil
 }
 
 // client builds a read-only client from kubectl's flags and checks that
 // the server answers.
-func (g *globalFlags) client() (kubernetes.Interface, string, error) {
+func (g *globalFlags) client() (kubernetes.Interface, *rest.Config, error) {
 	if g.qps <= 0 || g.burst <= 0 {
-		return nil, "", badInput(fmt.Errorf("--kube-client-qps and --kube-client-burst must be > 0, got %v and %d", g.qps, g.burst))
+		return nil, nil, badInput(fmt.Errorf("--kube-client-qps and --kube-client-burst must be > 0, got %v and %d", g.qps, g.burst))
 	}
 	raw, err := g.kube.ToRawKubeConfigLoader().RawConfig()
 	if err != nil {
-		return nil, "", badInput(fmt.Errorf("kubeconfig: %w", err))
+		return nil, nil, badInput(fmt.Errorf("kubeconfig: %w", err))
 	}
 	// Without any configuration client-go falls back to localhost:8080;
 	// say what is missing instead of timing out there.
 	if len(raw.Clusters) == 0 && *g.kube.APIServer == "" && os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
-		return nil, "", badInput(fmt.Errorf("no kubeconfig found: give --kubeconfig, set KUBECONFIG, or run in a pod; or read files with -f"))
+		return nil, nil, badInput(fmt.Errorf("no kubeconfig found: give --kubeconfig, set KUBECONFIG, or run in a pod; or read files with -f"))
 	}
 	cfg, err := g.kube.ToRESTConfig()
 	if err != nil {
-		return nil, "", badInput(fmt.Errorf("kubeconfig: %w", err))
+		return nil, nil, badInput(fmt.Errorf("kubeconfig: %w", err))
 	}
 	cfg.QPS, cfg.Burst = g.qps, g.burst
 	cfg.UserAgent = "draxr"
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, "", badInput(fmt.Errorf("kubeconfig: %w", err))
+		return nil, nil, badInput(fmt.Errorf("kubeconfig: %w", err))
 	}
 	// One request first, so that an unreachable or refusing server fails
 	// at once rather than after the informers' retries.
 	if _, err := client.Discovery().ServerVersion(); err != nil {
-		return nil, "", fmt.Errorf("%s: %w", cfg.Host, err)
+		return nil, nil, fmt.Errorf("%s: %w", cfg.Host, err)
 	}
-	return client, cfg.Host, nil
+	return client, cfg, nil
 }
 
 // namespace is -n when given: the namespace whose pods and claims a
