@@ -37,6 +37,8 @@ type options struct {
 	statusConfigMap         string
 	emitPerNodeGroupMetrics bool
 	leaderElectLeaseName    string
+	// dryRun is --dry-run (shadow mode).
+	dryRun bool
 	leaderElectLeaseTimeout time.Duration
 
 	// Failure model, health and leader election (options_failure.go).
@@ -148,6 +150,10 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.emitPerNodeGroupMetrics, "emit-per-nodegroup-metrics", false,
 		"if true, emit CA's per node group metrics (node_group_min_count, _max_count, _target_count, _healthiness, _backoff_status)")
 	fs.StringVar(&o.leaderElectLeaseName, "leader-elect-resource-name", "draxr-autoscaler", "leader lease name")
+	fs.BoolVar(&o.dryRun, "dry-run", false,
+		"shadow mode: run the whole loop and change nothing (no scale-up, taint, eviction or deletion); publish what it would do "+
+			"in its own status ConfigMap ("+core.DryRunStatusConfigMapName+" unless --status-config-map-name is given), "+
+			"as events on it and in the metrics (draxr_autoscaler_dry_run 1); its lease is "+dryRunLease+" unless --leader-elect-resource-name is given")
 	fs.DurationVar(&o.leaderElectLeaseTimeout, "leader-elect-lease-duration", 15*time.Second, "leader lease duration")
 	o.failureOptions.addFlags(fs)
 	o.scaleDownSafety.addFlags(fs)
@@ -161,6 +167,25 @@ func (o *options) addClusterAPIFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.nodeGroupAutoDiscovery, "node-group-auto-discovery", nil,
 		"clusterapi provider: which MachineDeployments/MachineSets/MachinePools are node groups, "+
 			"<discoverer>:[<key>[=<value>]] e.g. clusterapi:namespace=x,clusterName=y,<label>=<value>; repeatable")
+}
+
+// dryRunLease is a dry run's lease: it runs beside the acting
+// autoscaler, never instead of it.
+const dryRunLease = "draxr-autoscaler-dry-run"
+
+// dryRunDefaults gives a dry run its own status ConfigMap and lease,
+// unless they were named: beside the acting autoscaler it must neither
+// overwrite that one's status nor take its lease.
+func (o *options) dryRunDefaults(fs *pflag.FlagSet) {
+	if !o.dryRun {
+		return
+	}
+	if !fs.Changed("status-config-map-name") {
+		o.statusConfigMap = core.DryRunStatusConfigMapName
+	}
+	if !fs.Changed("leader-elect-resource-name") {
+		o.leaderElectLeaseName = dryRunLease
+	}
 }
 
 // validateCloudProvider checks the provider choice and its flags.

@@ -76,6 +76,7 @@ func NewCommand(exts ...Extension) *cobra.Command {
 			if err := o.validate(); err != nil {
 				return err
 			}
+			o.dryRunDefaults(cmd.Flags())
 			if err := featuregates.Apply(o.featureGates); err != nil {
 				return err
 			}
@@ -155,6 +156,7 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 			DelayAfterAdd:      o.scaleDownDelayAfterAdd,
 			ScaleDownActuation: o.scaleDownSafety.actuation()},
 		Recorder:        recorder,
+		DryRun:          o.dryRun,
 		StatusNamespace: o.namespace, StatusName: statusName,
 		ClusterState:            o.failureOptions.clusterState(),
 		Limits:                  o.limits,

@@ -26,6 +26,7 @@ import (
 	"draxr.dev/draxr/autoscaler/clusterstate"
 	"draxr.dev/draxr/autoscaler/metrics"
 	"draxr.dev/draxr/cloudprovider"
+	"draxr.dev/draxr/cloudprovider/dryrun"
 	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/limits"
@@ -46,6 +47,12 @@ type Config struct {
 	MaxNodesTotal int
 	ScaleDown     ScaleDownConfig
 	Recorder      record.EventRecorder
+	// DryRun (shadow mode) runs the whole loop and changes nothing in the
+	// cluster or the cloud: the provider's changes are recorded, not made
+	// (cloudprovider/dryrun), no node is tainted, drained or deleted, and
+	// events go to the status ConfigMap only, marked "dry run". What it
+	// would have done is in LoopResult, the status and the events.
+	DryRun bool
 	// StatusNamespace/StatusName locate the status ConfigMap ("" skips it).
 	StatusNamespace, StatusName string
 	// ClusterState are the readiness, health and backoff rules; nil takes
@@ -116,6 +123,8 @@ type Autoscaler struct {
 	groupErrorsReported map[string]string
 	// conditions keep the status conditions' transition times.
 	conditions conditionTimes
+	// dryRun records the provider changes a dry run would have made.
+	dryRun *dryrun.Provider
 }
 
 // New returns an autoscaler.
@@ -124,6 +133,7 @@ func New(cfg Config) *Autoscaler {
 		cfg.Now = time.Now
 	}
 	metrics.Register(cfg.EmitPerNodeGroupMetrics)
+	metrics.SetDryRun(cfg.DryRun)
 	cfg.ScaleDown.ScaleDownActuation = withActuationDefaults(cfg.ScaleDown.ScaleDownActuation)
 	cs := ClusterStateConfig{OkTotalUnreadyCount: clusterstate.DefaultOkTotalUnreadyCount,
 		MaxTotalUnreadyPercentage: clusterstate.DefaultMaxTotalUnreadyPercentage}
@@ -140,6 +150,16 @@ func New(cfg Config) *Autoscaler {
 	if statusName == "" {
 		statusName = DefaultStatusConfigMapName
 	}
+	var dryRunProvider *dryrun.Provider
+	statusObject := &v1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Name: statusName, Namespace: cfg.StatusNamespace}}
+	if cfg.DryRun {
+		dryRunProvider = dryrun.Wrap(cfg.Provider)
+		cfg.Provider = dryRunProvider
+		if cfg.Recorder != nil {
+			cfg.Recorder = &dryRunRecorder{EventRecorder: cfg.Recorder, status: statusObject}
+		}
+	}
 	var bypassed []string
 	if cfg.Pods != nil {
 		bypassed = cfg.Pods.BypassedSchedulerNames
@@ -152,10 +172,10 @@ func New(cfg Config) *Autoscaler {
 		Backoff:  backoff.New(cs.InitialBackoff, cs.MaxBackoff, cs.BackoffResetTimeout),
 		Recorder: cfg.Recorder,
 		// CA records cluster-level events on its status ConfigMap.
-		EventObject: &v1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-			ObjectMeta: metav1.ObjectMeta{Name: statusName, Namespace: cfg.StatusNamespace}},
+		EventObject: statusObject,
 	})
 	return &Autoscaler{cfg: cfg, unneededSince: map[string]time.Time{}, sd: newScaleDownState(), clusterState: registry,
+		dryRun: dryRunProvider,
 		conditions: conditionTimes{}, provisionTime: cs.MaxNodeProvisionTime, startupTime: cs.MaxNodeStartupTime}
 }
 
@@ -180,6 +200,10 @@ type LoopResult struct {
 	// GroupErrors are the objects that are not node groups this loop and
 	// why (a bad annotation), by the provider's object ID.
 	GroupErrors map[string]string
+	// DryRun is set in a dry run: ScaleUps and Removed are what the loop
+	// would have done, WouldCall the provider calls it did not make.
+	DryRun    bool     `json:",omitempty"`
+	WouldCall []string `json:",omitempty"`
 }
 
 // RunOnce runs one loop. Errors from the provider are reported and
@@ -235,6 +259,12 @@ func (a *Autoscaler) RunOnce(ctx context.Context) (*LoopResult, error) {
 		scaleDownStart := time.Now()
 		runErr = errors.Join(runErr, a.scaleDown(ctx, st, res))
 		metrics.UpdateDurationFromStart(metrics.FunctionScaleDown, scaleDownStart)
+	}
+	if a.dryRun != nil {
+		res.DryRun = true
+		for _, c := range a.dryRun.Calls() {
+			res.WouldCall = append(res.WouldCall, c.String())
+		}
 	}
 	a.recordLoopMetrics(res)
 	a.writeStatus(ctx, st, res, runErr)

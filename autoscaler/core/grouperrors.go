@@ -7,6 +7,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"draxr.dev/draxr/autoscaler/metrics"
+	"draxr.dev/draxr/cloudprovider"
 )
 
 // EventInvalidNodeGroup is the reason of the Warning event on an object
@@ -28,7 +29,11 @@ type groupErrorSource interface {
 // status ConfigMap lists them from res.GroupErrors. The other groups are
 // planned as usual.
 func (a *Autoscaler) reportGroupErrors(ctx context.Context, res *LoopResult) {
-	src, ok := a.cfg.Provider.(groupErrorSource)
+	var p cloudprovider.Provider = a.cfg.Provider
+	if w, ok := p.(interface{ Unwrap() cloudprovider.Provider }); ok {
+		p = w.Unwrap()
+	}
+	src, ok := p.(groupErrorSource)
 	if !ok {
 		return
 	}

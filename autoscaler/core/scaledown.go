@@ -122,6 +122,9 @@ func (a *Autoscaler) waitForDrains() { a.sd.drains.Wait() }
 // node stays unschedulable for good; with scale-down disabled, deletion
 // candidate taints come off too.
 func (a *Autoscaler) scaleDownHousekeeping(ctx context.Context, st *clusterstate.State) error {
+	if a.cfg.DryRun {
+		return nil // the taints are the acting autoscaler's
+	}
 	nodes, err := a.cfg.Listers.Nodes.List(labels.Everything())
 	if err != nil {
 		return err
@@ -294,6 +297,15 @@ func (a *Autoscaler) scaleDown(ctx context.Context, st *clusterstate.State, res 
 		klog.FromContext(ctx).V(2).Info("Scale-down in cooldown", "flag", cooldown, "due", len(due))
 		return errors.Join(errs...)
 	}
+	if a.cfg.DryRun {
+		// What would be removed, said and recorded; nothing is touched.
+		for _, d := range batch {
+			a.finishRemoval(d.name, true)
+			res.Removed = append(res.Removed, d.name)
+			a.clusterState.Event(v1.EventTypeNormal, EventScaleDown, "Scale-down: would remove node %s (%s)", d.name, removalReason(d.drain, d.unready))
+		}
+		return errors.Join(errs...)
+	}
 
 	// Every node of the batch is tainted before the first eviction, so no
 	// evicted pod is placed on a node about to go.
@@ -426,6 +438,9 @@ func (a *Autoscaler) reportUnremovable(rejections []scaledown.Rejection) {
 // markCandidates puts DeletionCandidateTaint on unneeded nodes and takes
 // it off managed nodes that are no longer unneeded.
 func (a *Autoscaler) markCandidates(ctx context.Context, st *clusterstate.State, unneeded map[string]bool) error {
+	if a.cfg.DryRun {
+		return nil
+	}
 	nodes, err := a.cfg.Listers.Nodes.List(labels.Everything())
 	if err != nil {
 		return err

@@ -63,6 +63,11 @@ func withTaint(n *v1.Node, key string, effect v1.TaintEffect) *v1.Node {
 
 func newSDEnv(t *testing.T, act ScaleDownActuation, objs ...runtime.Object) *sdEnv {
 	t.Helper()
+	return newSDEnvDryRun(t, act, false, objs...)
+}
+
+func newSDEnvDryRun(t *testing.T, act ScaleDownActuation, dryRun bool, objs ...runtime.Object) *sdEnv {
+	t.Helper()
 	ctrl := gomock.NewController(t)
 	client := fake.NewClientset(objs...)
 	// Evictions delete the pod at once, as a pod with no grace period.
@@ -106,7 +111,8 @@ func newSDEnv(t *testing.T, act ScaleDownActuation, objs ...runtime.Object) *sdE
 	}
 	act.Drainability = drainability.DefaultOptions()
 	e := &sdEnv{client: client, group: group, recorder: record.NewFakeRecorder(1000), now: time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)}
-	e.a = New(Config{Client: client, Listers: listers, Provider: provider, Recorder: e.recorder, Now: e.clock,
+	e.a = New(Config{Client: client, Listers: listers, Provider: provider, Recorder: e.recorder, Now: e.clock, DryRun: dryRun,
+		StatusNamespace: "kube-system", StatusName: DryRunStatusConfigMapName,
 		ScaleDown: ScaleDownConfig{Enabled: true, UtilizationThreshold: 0.5, ScaleDownActuation: act}})
 	return e
 }

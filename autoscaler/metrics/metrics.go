@@ -123,6 +123,7 @@ type set struct {
 	devicesTotal   *metrics.GaugeVec
 	extendedHelped *metrics.CounterVec
 	unhelpablePods *metrics.GaugeVec
+	dryRun         *metrics.Gauge
 
 	registerOnce, perGroupOnce sync.Once
 	// mu guards the gauges that are replaced as a whole each loop (Reset
@@ -194,6 +195,8 @@ func newSet() *set {
 			"Pending pods asking for a DRA-backed extended resource that an executed scale-up was for, per resource name.", "resource"),
 		unhelpablePods: gaugeVec(draxrNamespace, "unhelpable_pods",
 			"Pending pods no scale-up can help at the last loop, by the planner's reason code.", "reason"),
+		dryRun: gauge(draxrNamespace, "dry_run",
+			"1 when this autoscaler runs with --dry-run: every other series is what it would have done, nothing was changed."),
 	}
 }
 
@@ -207,7 +210,7 @@ func (s *set) main() []metrics.Registerable {
 		s.functionDuration, s.functionDurationSummary, s.pendingNodeDeletions, s.errorsTotal, s.scaledUpNodes,
 		s.failedScaleUps, s.failedNodeCreations, s.scaledDownNodes, s.evictedPods, s.unneededNodes, s.unremovableNodes,
 		s.scaleDownInCooldown, s.oldUnregisteredRemoved, s.skippedScaleEvents, s.nodeTaints, s.draTemplateMismatch,
-		s.plannedDevices, s.devicesInUse, s.devicesTotal, s.extendedHelped, s.unhelpablePods}
+		s.plannedDevices, s.devicesInUse, s.devicesTotal, s.extendedHelped, s.unhelpablePods, s.dryRun}
 }
 
 func (s *set) perGroup() []metrics.Registerable {
@@ -497,4 +500,13 @@ func b2f(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// SetDryRun marks the metrics as a dry run's (draxr_autoscaler_dry_run).
+func SetDryRun(on bool) {
+	if on {
+		m.dryRun.Set(1)
+	} else {
+		m.dryRun.Set(0)
+	}
 }
