@@ -100,6 +100,9 @@ items:
   metadata: {name: train-%02d, namespace: ml}
   spec:
     containers: [{name: c, image: busybox, resources: {limits: {example.com/gpu: "1"}}}]
+  status:
+    phase: Pending
+    conditions: [{type: PodScheduled, status: "False", reason: Unschedulable}]
 `, i)
 	}
 	return b.String()
