@@ -38,7 +38,7 @@ type options struct {
 	emitPerNodeGroupMetrics bool
 	leaderElectLeaseName    string
 	// dryRun is --dry-run (shadow mode).
-	dryRun bool
+	dryRun                  bool
 	leaderElectLeaseTimeout time.Duration
 
 	// Failure model, health and leader election (options_failure.go).

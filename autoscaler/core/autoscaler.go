@@ -175,7 +175,7 @@ func New(cfg Config) *Autoscaler {
 		EventObject: statusObject,
 	})
 	return &Autoscaler{cfg: cfg, unneededSince: map[string]time.Time{}, sd: newScaleDownState(), clusterState: registry,
-		dryRun: dryRunProvider,
+		dryRun:     dryRunProvider,
 		conditions: conditionTimes{}, provisionTime: cs.MaxNodeProvisionTime, startupTime: cs.MaxNodeStartupTime}
 }
 
@@ -202,8 +202,8 @@ type LoopResult struct {
 	GroupErrors map[string]string
 	// DryRun is set in a dry run: ScaleUps and Removed are what the loop
 	// would have done, WouldCall the provider calls it did not make.
-	DryRun    bool     `json:",omitempty"`
-	WouldCall []string `json:",omitempty"`
+	DryRun    bool
+	WouldCall []string
 }
 
 // RunOnce runs one loop. Errors from the provider are reported and

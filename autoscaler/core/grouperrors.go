@@ -29,7 +29,7 @@ type groupErrorSource interface {
 // status ConfigMap lists them from res.GroupErrors. The other groups are
 // planned as usual.
 func (a *Autoscaler) reportGroupErrors(ctx context.Context, res *LoopResult) {
-	var p cloudprovider.Provider = a.cfg.Provider
+	p := a.cfg.Provider
 	if w, ok := p.(interface{ Unwrap() cloudprovider.Provider }); ok {
 		p = w.Unwrap()
 	}

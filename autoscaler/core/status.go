@@ -161,6 +161,10 @@ type DraxrStatus struct {
 	// UnremovableNodes are scale-down candidates the drain rules keep,
 	// with CA's reason.
 	UnremovableNodes []DraxrUnremovableNode `json:"unremovableNodes,omitempty"`
+	// DryRun marks a dry run's status: the scale-up and removals are what
+	// it would have done, WouldCall the provider calls it did not make.
+	DryRun    bool     `json:"dryRun,omitempty"`
+	WouldCall []string `json:"wouldCall,omitempty"`
 }
 
 // DraxrScaleUp is an executed scale-up.
@@ -354,7 +358,8 @@ func nodeCount(r clusterstate.Readiness, beingDeleted int) NodeCount {
 }
 
 func (a *Autoscaler) draxrStatus(st *clusterstate.State, res *LoopResult, loopErr error, now time.Time) *DraxrStatus {
-	d := &DraxrStatus{Time: now.Format(LastUpdatedFormat), UnschedulablePods: res.Unschedulable, RemovedNodes: res.Removed}
+	d := &DraxrStatus{Time: now.Format(LastUpdatedFormat), UnschedulablePods: res.Unschedulable, RemovedNodes: res.Removed,
+		DryRun: res.DryRun, WouldCall: res.WouldCall}
 	if loopErr != nil {
 		d.LastError = truncate(loopErr.Error(), 2000)
 	}

@@ -77,4 +77,3 @@ func catchPanic(fn func()) (err error) {
 	fn()
 	return nil
 }
-

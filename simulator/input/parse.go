@@ -419,9 +419,15 @@ const (
 	kindInfrastructure            // a Cluster API infrastructure object
 )
 
-// plannerGroups are the API groups whose kinds the planner reads: an
+// plannerGroup says whether the planner reads kinds of an API group: an
 // unknown kind there is a typo ("Pdo" in v1), not a kind to skip.
-var plannerGroups = map[string]bool{"": true, "apps": true, "batch": true, "resource.k8s.io": true, "draxr.dev": true}
+func plannerGroup(group string) bool {
+	switch group {
+	case "", "apps", "batch", "resource.k8s.io", "draxr.dev":
+		return true
+	}
+	return false
+}
 
 // unread says what becomes of an object no handler reads: a kind the
 // planner reads under another apiVersion is rejected (skipping a
@@ -444,7 +450,7 @@ func (p *parser) unread(tm typeMeta) unreadKind {
 		return kindInfrastructure
 	case legacyscheme.Scheme.Recognizes(gv.WithKind(tm.Kind)):
 		return kindSkipped
-	case plannerGroups[gv.Group]:
+	case plannerGroup(gv.Group):
 		return kindRejected
 	}
 	return kindSkipped

@@ -158,7 +158,7 @@ func TestSimulateClusterAPIConfigMapTemplate(t *testing.T) {
       capacity.cluster-autoscaler.kubernetes.io/memory: 128Gi
       draxr.dev/template-resource-slices-configmap: gpu-template
 `), `min-size: "1"`, `min-size: "0"`, 1)
-	dump = strings.Replace(dump, "replicas: 2", "replicas: 0", -1)
+	dump = strings.ReplaceAll(dump, "replicas: 2", "replicas: 0")
 	// No Machines, no nodes: the group is at zero.
 	var kept []string
 	skip := false

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
@@ -89,6 +91,13 @@ func TestDumpPlanIsTheAutoscalersPlan(t *testing.T) {
 	}
 	if want := "IncreaseSize " + cli.NodeGroup + " +1"; len(res.WouldCall) != 1 || res.WouldCall[0] != want {
 		t.Errorf("dry run would call %v, want [%s]", res.WouldCall, want)
+	}
+	cm, err := client.CoreV1().ConfigMaps("kube-system").Get(ctx, core.DryRunStatusConfigMapName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("dry-run status: %v", err)
+	}
+	if d := cm.Data["draxr"]; !strings.Contains(d, `"dryRun": true`) && !strings.Contains(d, "dryRun: true") {
+		t.Errorf("dry-run status not marked dry run:\n%s", d)
 	}
 }
 
