@@ -118,3 +118,14 @@ type InstanceStatus struct {
 	State     InstanceState
 	ErrorInfo *InstanceErrorInfo
 }
+
+// CodeMaxSizeExceeded is the code of an IncreaseSize refused because the
+// group would grow past its max size.
+const CodeMaxSizeExceeded = "MaxSizeExceeded"
+
+// MaxSizeExceeded is every provider's error for IncreaseSize past the
+// group's max size: typed, so the loop (and the conformance suite) can
+// tell it from a cloud failure.
+func MaxSizeExceeded(group string, target, delta, maxSize int) error {
+	return NewError(OtherErrorClass, CodeMaxSizeExceeded, "node group %s: %d + %d nodes exceeds max size %d", group, target, delta, maxSize)
+}

@@ -570,7 +570,7 @@ func (g *group) IncreaseSize(ctx context.Context, delta int) error {
 	}
 	return g.scale(ctx, func(replicas int) (int, error) {
 		if replicas+delta > g.MaxSize() {
-			return 0, fmt.Errorf("node group %s: %d + %d replicas exceeds max size %d", g.Id(), replicas, delta, g.MaxSize())
+			return 0, cloudprovider.MaxSizeExceeded(g.Id(), replicas, delta, g.MaxSize())
 		}
 		return replicas + delta, nil
 	})

@@ -283,7 +283,7 @@ func TestIncreaseSize(t *testing.T) {
 		{name: "from zero", replicas: 0, delta: 3, want: 3},
 		{name: "retries a conflict", replicas: 1, delta: 2, conflicts: 2, want: 3},
 		{name: "to max", replicas: 2, delta: 3, want: 5},
-		{name: "beyond max", replicas: 2, delta: 4, want: 2, wantErr: "2 + 4 replicas exceeds max size 5"},
+		{name: "beyond max", replicas: 2, delta: 4, want: 2, wantErr: "2 + 4 nodes exceeds max size 5"},
 		{name: "not positive", replicas: 2, delta: 0, want: 2, wantErr: "must be positive"},
 	}
 	for _, tc := range tests {

@@ -88,8 +88,7 @@ func (g *group) IncreaseSize(_ context.Context, delta int) error {
 		return fmt.Errorf("node group %s: size increase must be positive, got %d", g.Id(), delta)
 	}
 	if t, err := g.TargetSize(); err == nil && t+delta > g.MaxSize() {
-		return cloudprovider.NewError(cloudprovider.OtherErrorClass, "MaxSizeExceeded",
-			"node group %s: target %d+%d above max size %d", g.Id(), t, delta, g.MaxSize())
+		return cloudprovider.MaxSizeExceeded(g.Id(), t, delta, g.MaxSize())
 	}
 	g.p.record(Call{Group: g.Id(), Op: "IncreaseSize", Delta: delta})
 	return nil

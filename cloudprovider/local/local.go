@@ -205,7 +205,7 @@ func (g *group) IncreaseSize(ctx context.Context, delta int) error {
 	}
 	current := g.names()
 	if len(current)+delta > g.cfg.Spec.MaxSize {
-		return fmt.Errorf("node group %s: %d + %d nodes exceeds max size %d", g.cfg.Name, len(current), delta, g.cfg.Spec.MaxSize)
+		return cloudprovider.MaxSizeExceeded(g.cfg.Name, len(current), delta, g.cfg.Spec.MaxSize)
 	}
 	next := nextIndex(g.cfg.Name, current)
 	names := make([]string, delta)

@@ -253,8 +253,11 @@ func (g *Group) IncreaseSize(_ context.Context, delta int) error {
 		g.calledFail = append(g.calledFail, fmt.Sprintf("IncreaseSize(%d)", delta))
 		return g.faults.IncreaseSizeErr
 	}
-	if delta <= 0 || len(g.instances)+delta > g.cfg.Spec.MaxSize {
-		return fmt.Errorf("node group %s: cannot add %d nodes to %d (max %d)", g.cfg.Name, delta, len(g.instances), g.cfg.Spec.MaxSize)
+	if delta <= 0 {
+		return fmt.Errorf("node group %s: size increase must be positive, got %d", g.cfg.Name, delta)
+	}
+	if len(g.instances)+delta > g.cfg.Spec.MaxSize {
+		return cloudprovider.MaxSizeExceeded(g.cfg.Name, len(g.instances), delta, g.cfg.Spec.MaxSize)
 	}
 	for i := 0; i < delta; i++ {
 		name := fmt.Sprintf("%s-%d", g.cfg.Name, g.next)
