@@ -190,6 +190,9 @@ type LoopResult struct {
 	NoScaleUp []scaleup.NoScaleUp
 	Unneeded  []string
 	Removed   []string
+	// ScaleDown says, of every node of an autoscaled group, what this
+	// loop's scale-down made of it (set when scale-down ran).
+	ScaleDown []scaledown.NodeVerdict
 	// FailedScaleUps are the groups whose IncreaseSize failed this loop
 	// (the plan then fell back to the next group).
 	FailedScaleUps []string

@@ -151,20 +151,22 @@ func (a *Autoscaler) scaleDownHousekeeping(ctx context.Context, st *clusterstate
 	return errors.Join(errs...)
 }
 
-// scaleDown finds nodes whose pods may and can move elsewhere, remembers
-// since when, taints them as candidates, and starts removing those
-// unneeded (or unready) for long enough, never below a group's min.
-func (a *Autoscaler) scaleDown(ctx context.Context, st *clusterstate.State, res *LoopResult) error {
+// findScaleDown finds nodes whose pods may and can move elsewhere,
+// remembers since when, and says of every managed node what scale-down
+// makes of it: removable now (unneeded or unready for long enough, never
+// below a group's min), unneeded but waiting, or kept and why. It changes
+// nothing in the cluster.
+func (a *Autoscaler) findScaleDown(ctx context.Context, st *clusterstate.State) (*scaleDownFindings, error) {
 	start := a.cfg.Now()
 	findStart := time.Now()
 	h, err := a.simulation(ctx, st)
 	if err != nil {
 		metrics.RegisterError(metrics.ErrorInternal)
-		return err
+		return nil, err
 	}
 	pdbs, err := a.pdbs()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	checker := drainability.NewChecker(a.cfg.ScaleDown.Drainability, pdbs, start)
 	opts := a.groupOptions(ctx)
@@ -208,42 +210,52 @@ func (a *Autoscaler) scaleDown(ctx context.Context, st *clusterstate.State, res 
 
 	now := a.cfg.Now()
 	unneeded := map[string]bool{}
-	type dueNode struct {
-		name           string
-		drain, unready bool
-	}
+	f := &scaleDownFindings{now: now, opts: opts}
 	var due []dueNode
+	verdict := func(node, v, code, reason string) {
+		f.verdicts = append(f.verdicts, scaledown.NodeVerdict{Node: node, NodeGroup: st.GroupOf[node], Verdict: v, Code: code, Reason: reason})
+	}
 	for _, r := range removals {
 		g := st.GroupOf[r.Node]
 		if min := a.group(g).MinSize(); size[g]+st.Upcoming[g] <= min {
+			verdict(r.Node, scaledown.Kept, scaledown.NodeGroupMinSizeReached,
+				fmt.Sprintf("unneeded (utilization %.2f), but node group %s is at its min size %d", r.Utilization, g, min))
 			continue
 		}
 		size[g]--
 		unneeded[r.Node] = true
-		res.Unneeded = append(res.Unneeded, r.Node)
+		f.unneeded = append(f.unneeded, r.Node)
 		since, ok := a.unneededSince[r.Node]
 		if !ok {
 			a.unneededSince[r.Node] = now
 			since = now
 		}
-		isDue := now.Sub(since) >= opts(g).ScaleDownUnneededTime
+		wait := opts(g).ScaleDownUnneededTime
+		isDue := now.Sub(since) >= wait
 		if isDue {
 			due = append(due, dueNode{name: r.Node, drain: len(r.Moves) > 0})
+			verdict(r.Node, scaledown.Removable, "", fmt.Sprintf("unneeded (utilization %.2f) for %v, at least --scale-down-unneeded-time %v; %d pods would move",
+				r.Utilization, now.Sub(since).Round(time.Second), wait, len(r.Moves)))
+		} else {
+			verdict(r.Node, scaledown.Unneeded, scaledown.NotUnneededLongEnough, fmt.Sprintf("unneeded (utilization %.2f) for %v; removed once unneeded for --scale-down-unneeded-time %v",
+				r.Utilization, now.Sub(since).Round(time.Second), wait))
 		}
 		klog.FromContext(ctx).V(4).Info("Node unneeded", "node", r.Node, "since", since, "due", isDue, "moves", len(r.Moves))
 	}
 	unready, unreadyRejections, err := a.unreadyDue(st, checker, opts, now)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	rejections = append(rejections, unreadyRejections...)
 	for _, name := range unready {
 		g := st.GroupOf[name]
 		if min := a.group(g).MinSize(); size[g]+st.Upcoming[g] <= min {
+			verdict(name, scaledown.Kept, scaledown.NodeGroupMinSizeReached, fmt.Sprintf("unready, but node group %s is at its min size %d", g, min))
 			continue
 		}
 		size[g]--
 		due = append(due, dueNode{name: name, drain: true, unready: true})
+		verdict(name, scaledown.Removable, "", fmt.Sprintf("unready for at least --scale-down-unready-time %v", opts(g).ScaleDownUnreadyTime))
 	}
 	for node := range a.unneededSince {
 		if !unneeded[node] {
@@ -251,6 +263,27 @@ func (a *Autoscaler) scaleDown(ctx context.Context, st *clusterstate.State, res 
 		}
 	}
 	a.reportUnremovable(rejections)
+	for _, r := range rejections {
+		verdict(r.Node, scaledown.Kept, r.Code, r.Reason)
+	}
+	f.verdicts = append(f.verdicts, a.otherVerdicts(st, f.verdicts)...)
+	sort.Slice(f.verdicts, func(i, j int) bool { return f.verdicts[i].Node < f.verdicts[j].Node })
+	f.due = due
+	f.unneededSet = unneeded
+	return f, nil
+}
+
+// scaleDown acts on what findScaleDown found: taints the unneeded nodes
+// as candidates and removes those due, within the cooldowns and the
+// parallelism limits.
+func (a *Autoscaler) scaleDown(ctx context.Context, st *clusterstate.State, res *LoopResult) error {
+	f, err := a.findScaleDown(ctx, st)
+	if err != nil {
+		return err
+	}
+	res.Unneeded = append(res.Unneeded, f.unneeded...)
+	res.ScaleDown = f.verdicts
+	opts, due, unneeded, now := f.opts, f.due, f.unneededSet, f.now
 
 	var errs []error
 	softTaintStart := time.Now()
@@ -348,6 +381,62 @@ func (a *Autoscaler) scaleDown(ctx context.Context, st *clusterstate.State, res 
 		}(node, group, t.reason, a.clusterState.Labels(group))
 	}
 	return errors.Join(errs...)
+}
+
+// dueNode is a node to remove this loop.
+type dueNode struct {
+	name           string
+	drain, unready bool
+}
+
+// scaleDownFindings are what findScaleDown found.
+type scaleDownFindings struct {
+	now         time.Time
+	opts        func(group string) cloudprovider.NodeGroupOptions
+	due         []dueNode
+	unneeded    []string
+	unneededSet map[string]bool
+	verdicts    []scaledown.NodeVerdict
+}
+
+// otherVerdicts covers the managed nodes the candidate search does not
+// reach: being deleted, or not Ready (not yet unready for long enough).
+func (a *Autoscaler) otherVerdicts(st *clusterstate.State, have []scaledown.NodeVerdict) []scaledown.NodeVerdict {
+	seen := make(map[string]bool, len(have))
+	for _, v := range have {
+		seen[v.Node] = true
+	}
+	var out []scaledown.NodeVerdict
+	for node, g := range st.GroupOf {
+		switch {
+		case seen[node]:
+		case a.sd.isDeleting(node):
+			out = append(out, scaledown.NodeVerdict{Node: node, NodeGroup: g, Verdict: scaledown.Kept, Code: scaledown.CurrentlyBeingDeleted,
+				Reason: "already being removed"})
+		case !st.Ready[node]:
+			out = append(out, scaledown.NodeVerdict{Node: node, NodeGroup: g, Verdict: scaledown.Kept, Code: scaledown.NotUnreadyLongEnough,
+				Reason: "not Ready (or its devices not published), and not unready for --scale-down-unready-time yet"})
+		}
+	}
+	return out
+}
+
+// ExplainScaleDown says, for every node of an autoscaled group, what one
+// loop's scale-down makes of it, with the loop's own code and nothing
+// changed: the planner's answer to "why is this node not removed?".
+func (a *Autoscaler) ExplainScaleDown(ctx context.Context) ([]scaledown.NodeVerdict, error) {
+	if err := a.cfg.Provider.Refresh(ctx); err != nil {
+		return nil, err
+	}
+	st, err := a.clusterState.Update(ctx, a.cfg.Listers, a.cfg.Provider, a.cfg.Now())
+	if err != nil {
+		return nil, err
+	}
+	f, err := a.findScaleDown(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	return f.verdicts, nil
 }
 
 // unreadyDue returns managed nodes unready for their group's scale-down

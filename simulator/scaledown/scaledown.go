@@ -354,3 +354,36 @@ func UtilizationOf(h *harness.Harness, nodeName string, ignore UtilizationIgnore
 	return max(share(requestedCPU, allocatableCPU, ni.Allocatable.MilliCPU),
 		share(requestedMemory, allocatableMemory, ni.Allocatable.Memory)), false
 }
+
+// Verdicts of NodeVerdict: what scale-down makes of a node this loop.
+const (
+	// Removable: it would be removed now.
+	Removable = "Removable"
+	// Unneeded: it may go, once the delay its reason names has passed.
+	Unneeded = "Unneeded"
+	// Kept: a rule keeps it; Code is CA's reason name.
+	Kept = "Kept"
+)
+
+// More of CA's unremovable reason names, for nodes no candidate search
+// reaches.
+const (
+	NotUnneededLongEnough   = "NotUnneededLongEnough"
+	NotUnreadyLongEnough    = "NotUnreadyLongEnough"
+	NodeGroupMinSizeReached = "NodeGroupMinSizeReached"
+	CurrentlyBeingDeleted   = "CurrentlyBeingDeleted"
+)
+
+// NodeVerdict answers "why is this node not removed?" for one node of an
+// autoscaled group.
+type NodeVerdict struct {
+	Node      string `json:"node"`
+	NodeGroup string `json:"nodeGroup"`
+	// Verdict is Removable, Unneeded or Kept.
+	Verdict string `json:"verdict"`
+	// Code is CA's reason name when the node stays (NotUnderutilized,
+	// NotUnneededLongEnough, BlockedByPod, NodeGroupMinSizeReached,
+	// ScaleDownDisabledAnnotation, NoPlaceToMovePods, ...).
+	Code   string `json:"code,omitempty"`
+	Reason string `json:"reason"`
+}
