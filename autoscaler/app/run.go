@@ -252,7 +252,7 @@ func newProvider(o *options, cfg *rest.Config, client kubernetes.Interface, laun
 		return nil, err
 	}
 	p, err := local.New(local.Options{Client: providerClient, Groups: objs.NodeGroups,
-		NodeReadyDelay: o.localNodeReadyDelay, SlicesDelay: o.localSlicesDelay, Launcher: launcher})
+		NodeReadyDelay: o.localNodeReadyDelay, SlicesDelay: o.localSlicesDelay, Launcher: launcher, ReadOnly: o.dryRun})
 	if err != nil {
 		return nil, fmt.Errorf("--node-group-config: %w", err)
 	}

@@ -416,6 +416,15 @@ func (a *Autoscaler) otherVerdicts(st *clusterstate.State, have []scaledown.Node
 		case !st.Ready[node]:
 			out = append(out, scaledown.NodeVerdict{Node: node, NodeGroup: g, Verdict: scaledown.Kept, Code: scaledown.NotUnreadyLongEnough,
 				Reason: "not Ready (or its devices not published), and not unready for --scale-down-unready-time yet"})
+		default:
+			// The candidate search leaves out, silently, underutilized
+			// nodes of a group with no room left above its min size.
+			min := 0
+			if ng := a.group(g); ng != nil {
+				min = ng.MinSize()
+			}
+			out = append(out, scaledown.NodeVerdict{Node: node, NodeGroup: g, Verdict: scaledown.Kept, Code: scaledown.NodeGroupMinSizeReached,
+				Reason: fmt.Sprintf("underutilized, but node group %s is at its min size %d", g, min)})
 		}
 	}
 	return out

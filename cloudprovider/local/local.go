@@ -43,6 +43,9 @@ type Options struct {
 	// Launcher, when set, starts real machines instead of creating Node
 	// objects (the delays then come from the machines themselves).
 	Launcher Launcher
+	// ReadOnly: Refresh reads the groups' nodes and moves none of them
+	// along (a dry run, or the planner over a dump).
+	ReadOnly bool
 }
 
 // Launcher starts and stops machines that register their own Node: tests
@@ -141,6 +144,9 @@ func (p *Provider) Refresh(ctx context.Context) error {
 	p.mu.Lock()
 	p.nodes = byGroup
 	p.mu.Unlock()
+	if p.opts.ReadOnly {
+		return nil
+	}
 	for _, g := range p.groups {
 		for _, n := range byGroup[g.cfg.Name] {
 			advance := g.advance
@@ -394,9 +400,14 @@ func (g *group) liveSlices() []resourceapi.ResourceSliceSpec {
 		}
 		var specs []resourceapi.ResourceSliceSpec
 		for _, s := range list.Items {
-			specs = append(specs, s.Spec)
+			// Checked here too: a server (or fake) may ignore the selector.
+			if s.Spec.NodeName != nil && *s.Spec.NodeName == n.Name {
+				specs = append(specs, s.Spec)
+			}
 		}
-		return specs
+		if len(specs) > 0 {
+			return specs
+		}
 	}
 	return nil
 }

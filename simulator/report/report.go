@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"draxr.dev/draxr/simulator/capacity"
+	"draxr.dev/draxr/simulator/scaledown"
 	"draxr.dev/draxr/simulator/scaleup"
 )
 
@@ -26,6 +27,9 @@ type SimulateOutput struct {
 	// FeatureGates are the gates set with --feature-gates: the plan holds
 	// for a scheduler running with them.
 	FeatureGates map[string]bool `json:"featureGates,omitempty"`
+	// ScaleDown (draxr simulate --scale-down) says of every node of an
+	// autoscaled group what draxr-autoscaler's scale-down makes of it.
+	ScaleDown []scaledown.NodeVerdict `json:"scaleDown,omitempty"`
 }
 
 // Write prints v in a machine format, or calls table for "table".
@@ -96,6 +100,18 @@ func PlanTable(w io.Writer, out SimulateOutput) error {
 		fmt.Fprintln(tw, "POD\tREASON")
 		for _, n := range p.NoScaleUp {
 			fmt.Fprintf(tw, "%s\t%s\n", n.Pod, n.Reason)
+		}
+	}
+	if out.ScaleDown != nil {
+		fmt.Fprintln(tw)
+		fmt.Fprintln(tw, "SCALE-DOWN")
+		fmt.Fprintln(tw, "NODE\tNODE GROUP\tVERDICT\tREASON")
+		for _, v := range out.ScaleDown {
+			reason := v.Reason
+			if v.Code != "" {
+				reason = v.Code + ": " + reason
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", v.Node, v.NodeGroup, v.Verdict, reason)
 		}
 	}
 	if len(out.FeatureGates) > 0 {

@@ -3,12 +3,14 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"draxr.dev/draxr/simulator/report"
+	"draxr.dev/draxr/simulator/scaledown"
 	"draxr.dev/draxr/simulator/scaleup"
 )
 
@@ -200,5 +202,47 @@ func TestSimulateClusterAPIConfigMapTemplate(t *testing.T) {
 	code, _, errOut = draxr(t, "simulate", "-f", writeFile(t, "nocm.yaml", noCM))
 	if code != 2 || !strings.Contains(errOut, "MachineDeployment/default/gpu is not a node group") || !strings.Contains(errOut, "gpu-template") {
 		t.Errorf("exit %d, stderr %s; want 2 naming the group and its ConfigMap", code, errOut)
+	}
+}
+
+// `draxr simulate --scale-down` says why each node of an autoscaled group
+// stays, with the autoscaler's own scale-down: of two idle members of a
+// group of min 1, one is unneeded (and waits --scale-down-unneeded-time),
+// the other is kept by the min size.
+func TestSimulateScaleDownVerdicts(t *testing.T) {
+	path := writeFile(t, "dump.yaml", capiDump(0, ""))
+	for _, tc := range []struct {
+		unneededTime string
+		want         string
+	}{
+		{"10m", scaledown.Unneeded + "/" + scaledown.NotUnneededLongEnough},
+		{"0s", scaledown.Removable + "/"},
+	} {
+		code, out, errOut := draxr(t, "simulate", "-f", path, "--scale-down", "--scale-down-unneeded-time", tc.unneededTime, "-o", "json")
+		if code != 0 {
+			t.Fatalf("exit %d, stderr: %s", code, errOut)
+		}
+		var plan report.SimulateOutput
+		if err := json.Unmarshal([]byte(out), &plan); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, v := range plan.ScaleDown {
+			if v.NodeGroup != "MachineDeployment/default/gpu" || v.Reason == "" {
+				t.Errorf("verdict %+v: want the group's and a reason", v)
+			}
+			got = append(got, v.Verdict+"/"+v.Code)
+		}
+		slices.Sort(got)
+		want := []string{scaledown.Kept + "/" + scaledown.NodeGroupMinSizeReached, tc.want}
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("--scale-down-unneeded-time %s: verdicts %v, want %v", tc.unneededTime, got, want)
+		}
+	}
+	// The table says it too.
+	code, out, _ := draxr(t, "simulate", "-f", path, "--scale-down")
+	if code != 0 || !strings.Contains(out, "SCALE-DOWN") || !strings.Contains(out, "NodeGroupMinSizeReached: underutilized, but node group MachineDeployment/default/gpu is at its min size 1") {
+		t.Errorf("exit %d, table:\n%s", code, out)
 	}
 }

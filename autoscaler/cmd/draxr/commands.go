@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"draxr.dev/draxr/cloudprovider/clusterapi"
 	"draxr.dev/draxr/simulator/capacity"
 	"draxr.dev/draxr/simulator/dynres"
 	"draxr.dev/draxr/simulator/examples"
@@ -33,6 +34,17 @@ type commonFlags struct {
 	output          string
 	maxPods         int64
 	provider        providerFlags
+	// scaleDown is set by commands that can explain scale-down; explainer
+	// is built by load when it is asked for.
+	scaleDown *scaleDownFlags
+	explainer explainer
+	// liveClients are the clients load read the cluster with.
+	liveClients *liveClients
+}
+
+type liveClients struct {
+	kube kubernetes.Interface
+	dyn  dynamic.Interface
 }
 
 func (c *commonFlags) add(cmd *cobra.Command, g *globalFlags) {
@@ -71,6 +83,12 @@ func (c *commonFlags) load(cmd *cobra.Command) (*input.Objects, error) {
 			return nil, badInput(err)
 		}
 		objs.NodeGroups = append(objs.NodeGroups, groups...)
+		if c.scaleDown != nil && c.scaleDown.enabled && c.liveClients != nil {
+			lc := c.liveClients
+			withCAPI := c.provider.cloudProvider == clusterapi.Name ||
+				c.provider.cloudProvider == "" && servesClusterAPI(lc.kube.Discovery())
+			c.explainer = c.scaleDown.liveExplainer(lc.kube, lc.dyn, &c.provider, groups, withCAPI)
+		}
 		return objs, nil
 	}
 	if len(c.nodeGroupConfig) > 0 {
@@ -86,6 +104,10 @@ func (c *commonFlags) load(cmd *cobra.Command) (*input.Objects, error) {
 	}
 	if err != nil {
 		return nil, badInput(err)
+	}
+	if c.scaleDown != nil && c.scaleDown.enabled {
+		raw := asRead(objs)
+		c.explainer = c.scaleDown.dumpExplainer(raw, raw.NodeGroups)
 	}
 	if err := c.provider.dumpGroups(cmd.Context(), objs); err != nil {
 		return nil, badInput(err)
@@ -104,6 +126,7 @@ func (c *commonFlags) liveGroups(cmd *cobra.Command) groupsFunc {
 		if err != nil {
 			return err
 		}
+		c.liveClients = &liveClients{kube: client, dyn: dyn}
 		return c.provider.liveGroups(ctx, client, dyn, objs, cmd.ErrOrStderr())
 	}
 }
@@ -167,6 +190,8 @@ func newSimulateCommand(g *globalFlags) *cobra.Command {
 	var watch bool
 	var watchQuiet time.Duration
 	var pods scaleup.Flags
+	var sd scaleDownFlags
+	c.scaleDown = &sd
 	cmd := &cobra.Command{
 		Use:   "simulate [-f FILE|DIR]... | --kubeconfig FILE [--node-group-config FILE]...",
 		Short: "Plan which node groups grow for the pending pods, and explain every pod left out",
@@ -205,6 +230,11 @@ func newSimulateCommand(g *globalFlags) *cobra.Command {
 					return nil, err
 				}
 				out := report.SimulateOutput{Plan: res.Plan, ClassErrors: res.ClassErrors, FeatureGates: featureGatesSet(cmd)}
+				if c.explainer != nil {
+					if out.ScaleDown, err = c.explainer(cmd.Context()); err != nil {
+						return nil, fmt.Errorf("scale-down: %w", err)
+					}
+				}
 				var buf bytes.Buffer
 				err = report.Write(&buf, c.output, out, func(w ioWriter) error { return report.PlanTable(w, out) })
 				return buf.Bytes(), err
@@ -220,6 +250,9 @@ func newSimulateCommand(g *globalFlags) *cobra.Command {
 				}
 				_, err = cmd.OutOrStdout().Write(out)
 				return err
+			}
+			if sd.enabled {
+				return badInput(fmt.Errorf("--scale-down answers for one reading of the cluster; leave out --watch"))
 			}
 			// --watch prints a plan when it differs from the last one.
 			var last []byte
@@ -246,6 +279,7 @@ func newSimulateCommand(g *globalFlags) *cobra.Command {
 	cmd.Flags().IntVar(&maxNodesTotal, "max-nodes-total", 0, "cap on all nodes in the cluster, 0 for none")
 	limitFlags.AddFlags(cmd.Flags())
 	pods.AddFlags(cmd.Flags())
+	sd.add(cmd.Flags())
 	return cmd
 }
 

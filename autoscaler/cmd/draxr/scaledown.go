@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
+
+	"draxr.dev/draxr/autoscaler/clusterstate"
+	"draxr.dev/draxr/autoscaler/core"
+	"draxr.dev/draxr/cloudprovider"
+	"draxr.dev/draxr/cloudprovider/clusterapi"
+	"draxr.dev/draxr/cloudprovider/local"
+	"draxr.dev/draxr/simulator/drainability"
+	"draxr.dev/draxr/simulator/expander"
+	"draxr.dev/draxr/simulator/input"
+	"draxr.dev/draxr/simulator/nodegroup"
+	"draxr.dev/draxr/simulator/scaledown"
+)
+
+// scaleDownFlags are the scale-down flags of draxr-autoscaler that the
+// "why is this node not removed?" answer depends on, with CA's defaults.
+type scaleDownFlags struct {
+	enabled              bool
+	unneededTime         time.Duration
+	unreadyTime          time.Duration
+	utilizationThreshold float64
+	gpuThreshold         float64
+}
+
+func (f *scaleDownFlags) add(fs *pflag.FlagSet) {
+	fs.BoolVar(&f.enabled, "scale-down", false,
+		"also say, for every node of an autoscaled group, what draxr-autoscaler's scale-down makes of it: removable now, "+
+			"unneeded but waiting (NotUnneededLongEnough), or kept and by which rule (CA's reason names)")
+	fs.DurationVar(&f.unneededTime, "scale-down-unneeded-time", 10*time.Minute, "with --scale-down: how long a node must be unneeded before it is removed")
+	fs.DurationVar(&f.unreadyTime, "scale-down-unready-time", 20*time.Minute, "with --scale-down: how long an unready node waits before it is removed")
+	fs.Float64Var(&f.utilizationThreshold, "scale-down-utilization-threshold", 0.5, "with --scale-down: nodes used below this share may be removed")
+	fs.Float64Var(&f.gpuThreshold, "scale-down-gpu-utilization-threshold", 0.5, "with --scale-down: the same for nodes that publish DRA devices")
+}
+
+// explainer answers for the objects read; nil when there is nothing to
+// answer for.
+type explainer func(ctx context.Context) ([]scaledown.NodeVerdict, error)
+
+// explain runs the autoscaler's own scale-down over client, in dry run
+// (nothing is written), with the groups of provider.
+func (f *scaleDownFlags) explain(ctx context.Context, client kubernetes.Interface, provider cloudprovider.Provider) ([]scaledown.NodeVerdict, error) {
+	factory := informers.NewSharedInformerFactory(client, 0)
+	listers := clusterstate.NewListers(factory)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	factory.Start(ctx.Done())
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return nil, fmt.Errorf("scale-down: %v not synced", typ)
+		}
+	}
+	exp, err := expander.New("least-waste", nil, 1)
+	if err != nil {
+		return nil, err
+	}
+	gpu := f.gpuThreshold
+	a := core.New(core.Config{Client: client, Listers: listers, Provider: provider, Expander: exp, DryRun: true,
+		Recorder: &record.FakeRecorder{},
+		ScaleDown: core.ScaleDownConfig{Enabled: true, UnneededTime: f.unneededTime,
+			UtilizationThreshold: f.utilizationThreshold, GpuUtilizationThreshold: &gpu,
+			ScaleDownActuation: core.ScaleDownActuation{Drainability: drainability.DefaultOptions(), UnreadyTime: f.unreadyTime}}})
+	return a.ExplainScaleDown(ctx)
+}
+
+// dumpExplainer answers for a dump: the autoscaler runs over an in-memory
+// API server holding the dump's objects, with the local provider (read
+// only) for its NodeGroups and the clusterapi provider for its Cluster
+// API groups. objs must be the objects as read, before planning added
+// groups to them.
+func (f *scaleDownFlags) dumpExplainer(objs *input.Objects, groups []*nodegroup.NodeGroup) explainer {
+	return func(ctx context.Context) ([]scaledown.NodeVerdict, error) {
+		var kube []runtime.Object
+		add := func(o runtime.Object) { kube = append(kube, o) }
+		for _, o := range objs.Nodes {
+			add(o)
+		}
+		for _, o := range objs.RunningPods {
+			add(o)
+		}
+		for _, o := range objs.ResourceSlices {
+			add(o)
+		}
+		for _, o := range objs.DeviceClasses {
+			add(o)
+		}
+		for _, o := range objs.ResourceClaims {
+			add(o)
+		}
+		for _, o := range objs.ResourceClaimTemplates {
+			add(o)
+		}
+		for _, o := range objs.DeviceTaintRules {
+			add(o)
+		}
+		for _, o := range objs.DaemonSets {
+			add(o)
+		}
+		for _, o := range objs.ConfigMaps {
+			add(o)
+		}
+		client := fake.NewClientset(kube...)
+		providers := []cloudprovider.Provider{}
+		lp, err := local.New(local.Options{Client: client, Groups: groups, ReadOnly: true})
+		if err != nil {
+			return nil, err
+		}
+		providers = append(providers, lp)
+		if hasScalable(objs) {
+			src, err := clusterapi.DumpSource(objs)
+			if err != nil {
+				return nil, err
+			}
+			cp, err := clusterapi.New(clusterapi.Options{Dynamic: src.Dynamic, Kube: client, Mapper: src.Mapper,
+				TemplateCacheExpiry: clusterapi.DefaultTemplateCacheExpiry})
+			if err != nil {
+				return nil, err
+			}
+			providers = append(providers, cp)
+		}
+		return f.explain(ctx, client, cloudprovider.Join(providers...))
+	}
+}
+
+// liveExplainer answers for the live cluster itself, read only.
+func (f *scaleDownFlags) liveExplainer(client kubernetes.Interface, dyn dynamic.Interface, p *providerFlags,
+	groups []*nodegroup.NodeGroup, withClusterAPI bool) explainer {
+	return func(ctx context.Context) ([]scaledown.NodeVerdict, error) {
+		lp, err := local.New(local.Options{Client: client, Groups: groups, ReadOnly: true})
+		if err != nil {
+			return nil, err
+		}
+		providers := []cloudprovider.Provider{lp}
+		if withClusterAPI {
+			cp, err := clusterapi.New(clusterapi.Options{Dynamic: dyn, Kube: client, AutoDiscovery: p.autoDiscovery,
+				TemplateCacheExpiry: clusterapi.DefaultTemplateCacheExpiry})
+			if err != nil {
+				return nil, err
+			}
+			providers = append(providers, cp)
+		}
+		return f.explain(ctx, client, cloudprovider.Join(providers...))
+	}
+}
+
+// asRead keeps what was read before planning adds groups, members'
+// labels and stand-in nodes to objs.
+func asRead(objs *input.Objects) *input.Objects {
+	c := *objs
+	c.Nodes = slices.Clone(objs.Nodes)
+	c.ResourceSlices = slices.Clone(objs.ResourceSlices)
+	c.NodeGroups = slices.Clone(objs.NodeGroups)
+	return &c
+}
