@@ -418,3 +418,35 @@ func TestPlainManifestsUpToDate(t *testing.T) {
 		}
 	}
 }
+
+// extraArgs dry-run: true (shadow mode) gives the autoscaler its own
+// status ConfigMap and lease, and the RBAC to write exactly those, so it
+// runs beside an acting autoscaler without touching its status or lease.
+func TestAutoscalerDryRun(t *testing.T) {
+	group := map[string]any{"apiVersion": "draxr.dev/v1alpha1", "kind": "NodeGroup", "metadata": map[string]any{"name": "gpu"},
+		"spec": map[string]any{"minSize": 0, "maxSize": 3}}
+	docs := render(t, map[string]any{"autoscaler": map[string]any{"nodeGroups": []any{group},
+		"extraArgs": map[string]any{"dry-run": true}}})
+	_, args := container(t, mustFind(t, docs, "Deployment", "draxr-autoscaler"))
+	for _, want := range []string{"--dry-run=true", "--status-config-map-name=draxr-autoscaler-dry-run-status",
+		"--leader-elect-resource-name=draxr-autoscaler-dry-run"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("args lack %s: %v", want, args)
+		}
+	}
+	if err := app.NewCommand().Flags().Parse(args); err != nil {
+		t.Fatalf("draxr-autoscaler rejects the chart's args: %v", err)
+	}
+	var role []rbacv1.PolicyRule
+	for _, d := range docs {
+		if d.Kind() == "Role" {
+			role = append(role, rules(t, d.Object)...)
+		}
+	}
+	if !grants(role, "", "configmaps", "draxr-autoscaler-dry-run-status", "update") || grants(role, "", "configmaps", "cluster-autoscaler-status", "update") {
+		t.Errorf("dry run: the Role must let it update its own status ConfigMap only: %+v", role)
+	}
+	if !grants(role, "coordination.k8s.io", "leases", "draxr-autoscaler-dry-run", "update") || grants(role, "coordination.k8s.io", "leases", "draxr-autoscaler", "update") {
+		t.Errorf("dry run: the Role must let it hold its own lease only: %+v", role)
+	}
+}

@@ -55,10 +55,15 @@ app.kubernetes.io/instance: {{ .ctx.Release.Name }}
 {{/* The autoscaler's status ConfigMap and lease names: flags and Role agree. */}}
 {{- define "draxr.autoscaler.statusConfigMap" -}}
 {{- $v := index .Values.autoscaler.extraArgs "status-config-map-name" -}}
-{{- if kindIs "invalid" $v -}}cluster-autoscaler-status{{- else -}}{{ $v }}{{- end -}}
+{{- if not (kindIs "invalid" $v) -}}{{ $v }}
+{{- else if index .Values.autoscaler.extraArgs "dry-run" -}}draxr-autoscaler-dry-run-status
+{{- else -}}cluster-autoscaler-status{{- end -}}
 {{- end -}}
 {{- define "draxr.autoscaler.leaseName" -}}
-{{- index .Values.autoscaler.extraArgs "leader-elect-resource-name" | default "draxr-autoscaler" -}}
+{{- $v := index .Values.autoscaler.extraArgs "leader-elect-resource-name" -}}
+{{- if $v -}}{{ $v }}
+{{- else if index .Values.autoscaler.extraArgs "dry-run" -}}draxr-autoscaler-dry-run
+{{- else -}}draxr-autoscaler{{- end -}}
 {{- end -}}
 {{- define "draxr.autoscaler.port" -}}
 {{- $addr := index .Values.autoscaler.extraArgs "address" | default ":8085" | toString -}}
