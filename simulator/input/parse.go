@@ -446,7 +446,9 @@ func (p *parser) unread(tm typeMeta) unreadKind {
 		}
 	}
 	switch {
-	case gv.Group == capi.InfrastructureGroup:
+	case gv.Group == capi.InfrastructureGroup || strings.HasPrefix(gv.Group, "infrastructure."):
+		// Providers name their own groups (infrastructure.cluster.x-k8s.io
+		// by convention, not always).
 		return kindInfrastructure
 	case legacyscheme.Scheme.Recognizes(gv.WithKind(tm.Kind)):
 		return kindSkipped

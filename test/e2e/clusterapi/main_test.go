@@ -73,7 +73,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(bins)
-	if out, err := goCmd("build", "-o", bins+"/", "./scheduler/cmd/draxr-scheduler", "./autoscaler/cmd/draxr-autoscaler").CombinedOutput(); err != nil {
+	if out, err := goCmd("build", "-o", bins+"/", "./scheduler/cmd/draxr-scheduler", "./autoscaler/cmd/draxr-autoscaler", "./autoscaler/cmd/draxr").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "clusterapi e2e: build draxr binaries: %v\n%s", err, out)
 		return 1
 	}
