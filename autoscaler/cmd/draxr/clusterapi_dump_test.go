@@ -185,21 +185,14 @@ func TestSimulateClusterAPIConfigMapTemplate(t *testing.T) {
       - driver: gpu.example.com
         devices: [{name: g0}, {name: g1}, {name: g2}, {name: g3}, {name: g4}, {name: g5}, {name: g6}, {name: g7}]
 `
-	code, out, errOut := draxr(t, "simulate", "-f", writeFile(t, "dump.yaml", dump), "-o", "json")
-	if code != 0 {
-		t.Fatalf("exit %d, stderr: %s", code, errOut)
-	}
-	var plan report.SimulateOutput
-	if err := json.Unmarshal([]byte(out), &plan); err != nil {
-		t.Fatal(err)
-	}
+	plan := simulatePlan(t, "-f", writeFile(t, "dump.yaml", dump))
 	if len(plan.ScaleUps) != 1 || plan.ScaleUps[0].NewNodes != 3 || len(plan.ScaleUps[0].Pods) != 20 {
 		t.Fatalf("scale-ups = %+v, want +3 nodes for 20 one-GPU pods on 8-GPU nodes", plan.ScaleUps)
 	}
 
 	// Without the ConfigMap the group cannot be read: exit 2 naming it.
 	noCM := dump[:strings.Index(dump, "- apiVersion: v1\n  kind: ConfigMap")]
-	code, _, errOut = draxr(t, "simulate", "-f", writeFile(t, "nocm.yaml", noCM))
+	code, _, errOut := draxr(t, "simulate", "-f", writeFile(t, "nocm.yaml", noCM))
 	if code != 2 || !strings.Contains(errOut, "MachineDeployment/default/gpu is not a node group") || !strings.Contains(errOut, "gpu-template") {
 		t.Errorf("exit %d, stderr %s; want 2 naming the group and its ConfigMap", code, errOut)
 	}
@@ -218,14 +211,7 @@ func TestSimulateScaleDownVerdicts(t *testing.T) {
 		{"10m", scaledown.Unneeded + "/" + scaledown.NotUnneededLongEnough},
 		{"0s", scaledown.Removable + "/"},
 	} {
-		code, out, errOut := draxr(t, "simulate", "-f", path, "--scale-down", "--scale-down-unneeded-time", tc.unneededTime, "-o", "json")
-		if code != 0 {
-			t.Fatalf("exit %d, stderr: %s", code, errOut)
-		}
-		var plan report.SimulateOutput
-		if err := json.Unmarshal([]byte(out), &plan); err != nil {
-			t.Fatal(err)
-		}
+		plan := simulatePlan(t, "-f", path, "--scale-down", "--scale-down-unneeded-time", tc.unneededTime)
 		var got []string
 		for _, v := range plan.ScaleDown {
 			if v.NodeGroup != "MachineDeployment/default/gpu" || v.Reason == "" {

@@ -1,12 +1,18 @@
 package main
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
-
-	"draxr.dev/draxr/simulator/report"
 )
+
+// gpuClassDoc maps example.com/gpu to the devices of gpu.example.com.
+const gpuClassDoc = `apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu.example.com}
+spec:
+  extendedResourceName: example.com/gpu
+  selectors: [{cel: {expression: device.driver == "gpu.example.com"}}]
+`
 
 const capiGroups = `apiVersion: cluster.x-k8s.io/v1beta2
 kind: MachineDeployment
@@ -33,13 +39,7 @@ metadata:
   ownerReferences: [{apiVersion: cluster.x-k8s.io/v1beta2, kind: MachineDeployment, name: gpus, uid: "1"}]
 spec: {clusterName: c1, replicas: 0}
 ---
-apiVersion: resource.k8s.io/v1
-kind: DeviceClass
-metadata: {name: gpu.example.com}
-spec:
-  extendedResourceName: example.com/gpu
-  selectors: [{cel: {expression: device.driver == "gpu.example.com"}}]
----
+` + gpuClassDoc + `---
 apiVersion: apps/v1
 kind: Deployment
 metadata: {name: train, namespace: ml}
@@ -58,14 +58,7 @@ spec:
 // A MachineDeployment with draxr's template slices is a node group for
 // the planner: 20 one-GPU pods on 8-GPU nodes from zero need exactly 3.
 func TestSimulateClusterAPIGroups(t *testing.T) {
-	code, out, errOut := draxr(t, "simulate", "-f", writeFile(t, "capi.yaml", capiGroups), "-o", "json")
-	if code != 0 {
-		t.Fatalf("exit %d, stderr: %s", code, errOut)
-	}
-	var plan report.SimulateOutput
-	if err := json.Unmarshal([]byte(out), &plan); err != nil {
-		t.Fatal(err)
-	}
+	plan := simulatePlan(t, "-f", writeFile(t, "capi.yaml", capiGroups))
 	if len(plan.ScaleUps) != 1 || plan.ScaleUps[0].NodeGroup != "MachineDeployment/fleet/gpus" || plan.ScaleUps[0].NewNodes != 3 || len(plan.ScaleUps[0].Pods) != 20 {
 		t.Fatalf("scale-up = %+v, want MachineDeployment/fleet/gpus +3 nodes for 20 pods", plan.ScaleUps)
 	}

@@ -3,19 +3,21 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
 
 	"draxr.dev/draxr/autoscaler/clusterstate"
 	"draxr.dev/draxr/autoscaler/core"
+	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/cloudprovider/clusterapi"
+	"draxr.dev/draxr/cloudprovider/local"
 	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/input"
 	"draxr.dev/draxr/simulator/report"
@@ -28,14 +30,7 @@ import (
 // group, the same number of nodes, for the same pods.
 func TestDumpPlanIsTheAutoscalersPlan(t *testing.T) {
 	path := writeFile(t, "dump.yaml", capiDump(30, ""))
-	code, out, errOut := draxr(t, "simulate", "-f", path, "-o", "json")
-	if code != 0 {
-		t.Fatalf("exit %d, stderr: %s", code, errOut)
-	}
-	var plan report.SimulateOutput
-	if err := json.Unmarshal([]byte(out), &plan); err != nil {
-		t.Fatal(err)
-	}
+	plan := simulatePlan(t, "-f", path)
 
 	objs, err := input.LoadPaths([]string{path})
 	if err != nil {
@@ -45,41 +40,14 @@ func TestDumpPlanIsTheAutoscalersPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var kube []runtime.Object
-	for _, n := range objs.Nodes {
-		kube = append(kube, n)
-	}
-	for _, s := range objs.ResourceSlices {
-		kube = append(kube, s)
-	}
-	for _, c := range objs.DeviceClasses {
-		kube = append(kube, c)
-	}
-	for _, p := range objs.PendingPods {
-		kube = append(kube, p)
-	}
-	client := fake.NewClientset(kube...)
+	client := fake.NewClientset(apiObjects(objs)...)
 	provider, err := clusterapi.New(clusterapi.Options{Dynamic: src.Dynamic, Kube: client, Mapper: src.Mapper,
 		TemplateCacheExpiry: clusterapi.DefaultTemplateCacheExpiry})
 	if err != nil {
 		t.Fatal(err)
 	}
-	factory := informers.NewSharedInformerFactory(client, 0)
-	listers := clusterstate.NewListers(factory)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	factory.Start(ctx.Done())
-	factory.WaitForCacheSync(ctx.Done())
-	exp, err := expander.New("least-waste", nil, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := core.New(core.Config{Client: client, Listers: listers, Provider: provider, Expander: exp, DryRun: true,
-		Recorder: record.NewFakeRecorder(1000), StatusNamespace: "kube-system", StatusName: core.DryRunStatusConfigMapName})
-	res, err := a.RunOnce(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runOnceDryRun(t, client, provider)
+	ctx := context.Background()
 
 	if len(plan.ScaleUps) != 1 || res.ScaleUp == nil {
 		t.Fatalf("simulate: %v; autoscaler: %v; want one scale-up each", plan.ScaleUps, res.ScaleUp)
@@ -108,4 +76,109 @@ func podNames(refs []scaleup.PodRef) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// The same for draxr's NodeGroups and the local provider.
+func TestDumpPlanIsTheAutoscalersPlanLocal(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`apiVersion: draxr.dev/v1alpha1
+kind: NodeGroup
+metadata: {name: gpu}
+spec:
+  minSize: 0
+  maxSize: 5
+  template:
+    status: {capacity: {cpu: "32", memory: 128Gi, pods: "110"}}
+  resourceSlices:
+  - driver: gpu.example.com
+    devices: [{name: g0}, {name: g1}, {name: g2}, {name: g3}, {name: g4}, {name: g5}, {name: g6}, {name: g7}]
+---
+` + gpuClassDoc + `---
+apiVersion: v1
+kind: Node
+metadata:
+  name: gpu-0
+  labels: {draxr.dev/node-group: gpu, kubernetes.io/hostname: gpu-0}
+status:
+  capacity: {cpu: "32", memory: 128Gi, pods: "110"}
+  allocatable: {cpu: "32", memory: 128Gi, pods: "110"}
+  conditions: [{type: Ready, status: "True", lastTransitionTime: "2026-01-01T00:00:00Z"}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: gpu-0-gpu}
+spec:
+  driver: gpu.example.com
+  nodeName: gpu-0
+  pool: {name: gpu-0, resourceSliceCount: 1}
+  devices: [{name: g0}, {name: g1}, {name: g2}, {name: g3}, {name: g4}, {name: g5}, {name: g6}, {name: g7}]
+`)
+	for i := range 30 {
+		fmt.Fprintf(&b, `---
+apiVersion: v1
+kind: Pod
+metadata: {name: train-%02d, namespace: ml}
+spec:
+  containers: [{name: c, image: busybox, resources: {limits: {example.com/gpu: "1"}}}]
+status:
+  phase: Pending
+  conditions: [{type: PodScheduled, status: "False", reason: Unschedulable}]
+`, i)
+	}
+	path := writeFile(t, "dump.yaml", b.String())
+	plan := simulatePlan(t, "-f", path)
+	objs, err := input.LoadPaths([]string{path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := fake.NewClientset(apiObjects(objs)...)
+	provider, err := local.New(local.Options{Client: client, Groups: objs.NodeGroups, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := runOnceDryRun(t, client, provider)
+	if len(plan.ScaleUps) != 1 || res.ScaleUp == nil {
+		t.Fatalf("simulate: %v; autoscaler: %v; want one scale-up each", plan.ScaleUps, res.ScaleUp)
+	}
+	cli, loop := plan.ScaleUps[0], *res.ScaleUp
+	if cli.NodeGroup != "gpu" || cli.NewNodes != 3 || cli.NodeGroup != loop.NodeGroup || cli.NewNodes != loop.NewNodes ||
+		!slices.Equal(podNames(cli.Pods), podNames(loop.Pods)) {
+		t.Errorf("simulate plans %s +%d for %d pods, the autoscaler %s +%d for %d; want gpu +3 (8 of 30 pods on gpu-0) from both",
+			cli.NodeGroup, cli.NewNodes, len(cli.Pods), loop.NodeGroup, loop.NewNodes, len(loop.Pods))
+	}
+}
+
+func runOnceDryRun(t *testing.T, client *fake.Clientset, provider cloudprovider.Provider) *core.LoopResult {
+	t.Helper()
+	factory := informers.NewSharedInformerFactory(client, 0)
+	listers := clusterstate.NewListers(factory)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	exp, err := expander.New("least-waste", nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := core.New(core.Config{Client: client, Listers: listers, Provider: provider, Expander: exp, DryRun: true,
+		Recorder: record.NewFakeRecorder(1000), StatusNamespace: "kube-system", StatusName: core.DryRunStatusConfigMapName})
+	res, err := a.RunOnce(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// simulatePlan runs draxr simulate -o json with args and decodes its plan.
+func simulatePlan(t *testing.T, args ...string) report.SimulateOutput {
+	t.Helper()
+	code, out, errOut := draxr(t, append([]string{"simulate", "-o", "json"}, args...)...)
+	if code != 0 {
+		t.Fatalf("draxr simulate %v: exit %d, stderr: %s", args, code, errOut)
+	}
+	var plan report.SimulateOutput
+	if err := json.Unmarshal([]byte(out), &plan); err != nil {
+		t.Fatal(err)
+	}
+	return plan
 }

@@ -83,36 +83,7 @@ func (f *scaleDownFlags) explain(ctx context.Context, client kubernetes.Interfac
 // groups to them.
 func (f *scaleDownFlags) dumpExplainer(objs *input.Objects, groups []*nodegroup.NodeGroup) explainer {
 	return func(ctx context.Context) ([]scaledown.NodeVerdict, error) {
-		var kube []runtime.Object
-		add := func(o runtime.Object) { kube = append(kube, o) }
-		for _, o := range objs.Nodes {
-			add(o)
-		}
-		for _, o := range objs.RunningPods {
-			add(o)
-		}
-		for _, o := range objs.ResourceSlices {
-			add(o)
-		}
-		for _, o := range objs.DeviceClasses {
-			add(o)
-		}
-		for _, o := range objs.ResourceClaims {
-			add(o)
-		}
-		for _, o := range objs.ResourceClaimTemplates {
-			add(o)
-		}
-		for _, o := range objs.DeviceTaintRules {
-			add(o)
-		}
-		for _, o := range objs.DaemonSets {
-			add(o)
-		}
-		for _, o := range objs.ConfigMaps {
-			add(o)
-		}
-		client := fake.NewClientset(kube...)
+		client := fake.NewClientset(apiObjects(objs)...)
 		providers := []cloudprovider.Provider{}
 		lp, err := local.New(local.Options{Client: client, Groups: groups, ReadOnly: true})
 		if err != nil {
@@ -133,6 +104,28 @@ func (f *scaleDownFlags) dumpExplainer(objs *input.Objects, groups []*nodegroup.
 		}
 		return f.explain(ctx, client, cloudprovider.Join(providers...))
 	}
+}
+
+// apiObjects are the objects read that an API server would hold, for an
+// in-memory one.
+func apiObjects(objs *input.Objects) []runtime.Object {
+	out := appendObjects(nil, objs.Nodes)
+	out = appendObjects(out, objs.RunningPods)
+	out = appendObjects(out, objs.PendingPods)
+	out = appendObjects(out, objs.ResourceSlices)
+	out = appendObjects(out, objs.DeviceClasses)
+	out = appendObjects(out, objs.ResourceClaims)
+	out = appendObjects(out, objs.ResourceClaimTemplates)
+	out = appendObjects(out, objs.DeviceTaintRules)
+	out = appendObjects(out, objs.DaemonSets)
+	return appendObjects(out, objs.ConfigMaps)
+}
+
+func appendObjects[T runtime.Object](out []runtime.Object, list []T) []runtime.Object {
+	for _, o := range list {
+		out = append(out, o)
+	}
+	return out
 }
 
 // liveExplainer answers for the live cluster itself, read only.
