@@ -3,12 +3,12 @@ package cloudprovider
 import (
 	"time"
 
-	"draxr.dev/draxr/simulator/nodegroup/capi"
+	"draxr.dev/draxr/simulator/nodegroup"
 )
 
 // WithOverrides returns d with each option o sets replaced: a group's
 // cluster.x-k8s.io/autoscaling-options-* annotations over the flags.
-func (d NodeGroupOptions) WithOverrides(o capi.Options) NodeGroupOptions {
+func (d NodeGroupOptions) WithOverrides(o nodegroup.Options) NodeGroupOptions {
 	set := func(to *float64, from *float64) {
 		if from != nil {
 			*to = *from

@@ -21,7 +21,6 @@ import (
 	"draxr.dev/draxr/cloudprovider"
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/nodegroup"
-	"draxr.dev/draxr/simulator/nodegroup/capi"
 	"draxr.dev/draxr/simulator/taints"
 	"draxr.dev/draxr/test/fakeprovider"
 )
@@ -379,9 +378,9 @@ func TestGroupProvisionAndStartupTimes(t *testing.T) {
 		wantEvent  string
 	}{
 		{name: "provision time", faults: fakeprovider.Faults{NeverRegister: true},
-			annotation: capi.AutoscalingOptionsPrefix + capi.OptMaxNodeProvisionTime, wantEvent: "failed to register within"},
+			annotation: nodegroup.AutoscalingOptionsPrefix + nodegroup.OptMaxNodeProvisionTime, wantEvent: "failed to register within"},
 		{name: "startup time", faults: fakeprovider.Faults{NeverReady: true},
-			annotation: capi.AutoscalingOptionsPrefix + capi.OptMaxNodeStartupTime, wantEvent: "did not become Ready within 2m0s"},
+			annotation: nodegroup.AutoscalingOptionsPrefix + nodegroup.OptMaxNodeStartupTime, wantEvent: "did not become Ready within 2m0s"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -22,14 +22,14 @@ import (
 	"draxr.dev/draxr/cloudprovider/mocks"
 	"draxr.dev/draxr/simulator/drainability"
 	fx "draxr.dev/draxr/simulator/fixtures"
-	"draxr.dev/draxr/simulator/nodegroup/capi"
+	"draxr.dev/draxr/simulator/nodegroup"
 )
 
 // newTwoGroupsEnv is sdEnv with two mocked groups: nodes named "fast-*"
 // belong to "fast", whose GetOptions applies fast's overrides, nodes named
 // "slow-*" to "slow", which has none; "other-*" nodes to no group. Only
 // fast may delete nodes: a DeleteNodes call on slow fails the test.
-func newTwoGroupsEnv(t *testing.T, sd ScaleDownConfig, fast capi.Options, objs ...runtime.Object) *sdEnv {
+func newTwoGroupsEnv(t *testing.T, sd ScaleDownConfig, fast nodegroup.Options, objs ...runtime.Object) *sdEnv {
 	t.Helper()
 	ctrl := gomock.NewController(t)
 	client := fake.NewClientset(objs...)
@@ -47,7 +47,7 @@ func newTwoGroupsEnv(t *testing.T, sd ScaleDownConfig, fast capi.Options, objs .
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
 
-	group := func(name string, overrides capi.Options) *mocks.MockNodeGroup {
+	group := func(name string, overrides nodegroup.Options) *mocks.MockNodeGroup {
 		g := mocks.NewMockNodeGroup(ctrl)
 		g.EXPECT().Id().Return(name).AnyTimes()
 		g.EXPECT().MinSize().Return(0).AnyTimes()
@@ -61,7 +61,7 @@ func newTwoGroupsEnv(t *testing.T, sd ScaleDownConfig, fast capi.Options, objs .
 		}).AnyTimes()
 		return g
 	}
-	fastGroup, slowGroup := group("fast", fast), group("slow", capi.Options{})
+	fastGroup, slowGroup := group("fast", fast), group("slow", nodegroup.Options{})
 	provider := mocks.NewMockProvider(ctrl)
 	provider.EXPECT().NodeGroups().Return([]cloudprovider.NodeGroup{fastGroup, slowGroup}).AnyTimes()
 	provider.EXPECT().Refresh(gomock.Any()).Return(nil).AnyTimes()
@@ -94,7 +94,7 @@ func removed(res *LoopResult) string {
 // group's, under the flag's 10m, stays.
 func TestGroupUnneededTime(t *testing.T) {
 	e := newTwoGroupsEnv(t, ScaleDownConfig{UnneededTime: 10 * time.Minute, UtilizationThreshold: 0.5},
-		capi.Options{ScaleDownUnneededTime: ptr.To(time.Second)}, cpuNode("fast-a"), cpuNode("slow-a"))
+		nodegroup.Options{ScaleDownUnneededTime: ptr.To(time.Second)}, cpuNode("fast-a"), cpuNode("slow-a"))
 	e.deleteNodeObjects(1)
 	if res := e.loop(t); len(res.Removed) != 0 || len(res.Unneeded) != 2 {
 		t.Fatalf("first loop: removed %v, unneeded %v; want none removed, both unneeded", res.Removed, res.Unneeded)
@@ -121,7 +121,7 @@ func TestGroupUnneededTime(t *testing.T) {
 // underutilized, in the group on the flag's 0.5.
 func TestGroupUtilizationThreshold(t *testing.T) {
 	e := newTwoGroupsEnv(t, ScaleDownConfig{UtilizationThreshold: 0.5},
-		capi.Options{ScaleDownUtilizationThreshold: ptr.To(0.9)},
+		nodegroup.Options{ScaleDownUtilizationThreshold: ptr.To(0.9)},
 		cpuNode("fast-a"), cpuNode("slow-a"), cpuNode("other-spare"),
 		rsPod("p-fast", "fast-a", 4800), rsPod("p-slow", "slow-a", 4800))
 	e.deleteNodeObjects(1)
@@ -140,7 +140,7 @@ func TestGroupUtilizationThreshold(t *testing.T) {
 // goes.
 func TestGroupGpuUtilizationThreshold(t *testing.T) {
 	e := newTwoGroupsEnv(t, ScaleDownConfig{UtilizationThreshold: 0.5},
-		capi.Options{ScaleDownGpuUtilizationThreshold: ptr.To(0.0)},
+		nodegroup.Options{ScaleDownGpuUtilizationThreshold: ptr.To(0.0)},
 		cpuNode("fast-gpu"), fx.GPUSlice("fast-gpu", 8), cpuNode("fast-cpu"))
 	e.deleteNodeObjects(1)
 	if got := removed(e.loop(t)); got != "fast-cpu" {
@@ -160,7 +160,7 @@ func TestGroupUnreadyTime(t *testing.T) {
 	}
 	sd := ScaleDownConfig{UtilizationThreshold: 0.5}
 	sd.UnreadyTime = 20 * time.Minute
-	e := newTwoGroupsEnv(t, sd, capi.Options{ScaleDownUnreadyTime: ptr.To(time.Minute)},
+	e := newTwoGroupsEnv(t, sd, nodegroup.Options{ScaleDownUnreadyTime: ptr.To(time.Minute)},
 		cpuNode("fast-keep"), rsPod("big-fast", "fast-keep", 7000), cpuNode("slow-keep"), rsPod("big-slow", "slow-keep", 7000),
 		unready("fast-dead"), unready("slow-dead"))
 	e.deleteNodeObjects(1)

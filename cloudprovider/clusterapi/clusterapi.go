@@ -542,7 +542,7 @@ func (g *group) MinSize() int { return g.built.Planning.Spec.MinSize }
 func (g *group) MaxSize() int { return g.built.Planning.Spec.MaxSize }
 
 // Options are the group's autoscaling-options-* overrides.
-func (g *group) Options() capi.Options { return g.built.Options }
+func (g *group) Options() nodegroup.Options { return g.built.Options }
 
 // GetOptions is defaults with the group's autoscaling-options-* overrides.
 func (g *group) GetOptions(defaults cloudprovider.NodeGroupOptions) (*cloudprovider.NodeGroupOptions, error) {

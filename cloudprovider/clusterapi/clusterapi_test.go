@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"draxr.dev/draxr/cloudprovider"
+	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/nodegroup/capi"
 )
 
@@ -578,9 +579,9 @@ func resourceQ(s string) *resource.Quantity { q := resource.MustParse(s); return
 func TestGetOptions(t *testing.T) {
 	f := newFake(t, []runtime.Object{
 		scalable(capi.MachineDeployment, "ns", "tuned", 1, bounds(0, 5, capi.TemplateSlicesAnnotation, gpuSlices,
-			capi.AutoscalingOptionsPrefix+capi.OptScaleDownUnneededTime, "1m",
-			capi.AutoscalingOptionsPrefix+capi.OptScaleDownGpuUtilizationThreshold, "0.25",
-			capi.AutoscalingOptionsPrefix+capi.OptMaxNodeProvisionTime, "3m"), nil, ""),
+			nodegroup.AutoscalingOptionsPrefix+nodegroup.OptScaleDownUnneededTime, "1m",
+			nodegroup.AutoscalingOptionsPrefix+nodegroup.OptScaleDownGpuUtilizationThreshold, "0.25",
+			nodegroup.AutoscalingOptionsPrefix+nodegroup.OptMaxNodeProvisionTime, "3m"), nil, ""),
 		scalable(capi.MachineDeployment, "ns", "plain", 1, bounds(0, 5, capi.TemplateSlicesAnnotation, gpuSlices), nil, ""),
 	})
 	p := f.provider(t)

@@ -10,12 +10,11 @@ import (
 	"draxr.dev/draxr/cloudprovider/providertest"
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/nodegroup"
-	"draxr.dev/draxr/simulator/nodegroup/capi"
 )
 
 func conformanceGroups() []*nodegroup.NodeGroup {
 	gpu := &nodegroup.NodeGroup{ObjectMeta: metav1.ObjectMeta{Name: "gpu",
-		Annotations: map[string]string{capi.AutoscalingOptionsPrefix + capi.OptScaleDownUnneededTime: "5m"}},
+		Annotations: map[string]string{nodegroup.AutoscalingOptionsPrefix + nodegroup.OptScaleDownUnneededTime: "5m"}},
 		Spec: nodegroup.Spec{MinSize: 1, MaxSize: 3, Template: *fx.Node("t", 32, 128, nil)}}
 	gpu.Spec.ResourceSlices = append(gpu.Spec.ResourceSlices, fx.GPUSlice("x", 8).Spec)
 	plain := &nodegroup.NodeGroup{ObjectMeta: metav1.ObjectMeta{Name: "plain"},

@@ -27,7 +27,6 @@ import (
 
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/simulator/nodegroup"
-	"draxr.dev/draxr/simulator/nodegroup/capi"
 )
 
 // ProviderIDPrefix starts every provider ID this provider assigns.
@@ -91,11 +90,11 @@ func New(opts Options) (*Provider, error) {
 			}
 			grp.readyDelay = d
 		}
-		o, err := (capi.Resource{Kind: "NodeGroup", Name: g.Name, Annotations: g.Annotations}).Options()
+		o, err := nodegroup.ParseOptions(g.Annotations)
 		if err != nil {
-			var ae *capi.AnnotationError
-			if errors.As(err, &ae) {
-				return nil, fmt.Errorf("NodeGroup %s: metadata.annotations[%s]: %w", g.Name, ae.Annotation, ae.Err)
+			var oe *nodegroup.OptionError
+			if errors.As(err, &oe) {
+				return nil, fmt.Errorf("NodeGroup %s: metadata.annotations[%s]: %w", g.Name, oe.Annotation, oe.Err)
 			}
 			return nil, fmt.Errorf("NodeGroup %s: %w", g.Name, err)
 		}
@@ -173,7 +172,7 @@ type group struct {
 	// readyDelay is NodeReadyDelayAnnotation's duration, when set.
 	readyDelay time.Duration
 	// options are the group's autoscaling-options-* annotations.
-	options capi.Options
+	options nodegroup.Options
 }
 
 // GetOptions is defaults with the group's overrides: the Cluster API

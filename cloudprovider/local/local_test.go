@@ -18,7 +18,6 @@ import (
 	"draxr.dev/draxr/cloudprovider"
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/nodegroup"
-	"draxr.dev/draxr/simulator/nodegroup/capi"
 )
 
 func gpuGroup(min, max int) *nodegroup.NodeGroup {
@@ -244,12 +243,12 @@ func TestIncreaseSizeInBulk(t *testing.T) {
 // annotations on its NodeGroups too; a bad one names the group and field.
 func TestGetOptions(t *testing.T) {
 	g := gpuGroup(0, 3)
-	g.Annotations = map[string]string{capi.AutoscalingOptionsPrefix + capi.OptScaleDownUnreadyTime: "soon"}
+	g.Annotations = map[string]string{nodegroup.AutoscalingOptionsPrefix + nodegroup.OptScaleDownUnreadyTime: "soon"}
 	if _, err := New(Options{Client: fake.NewClientset(), Groups: []*nodegroup.NodeGroup{g}}); err == nil ||
 		!strings.Contains(err.Error(), "NodeGroup gpu: metadata.annotations[cluster.x-k8s.io/autoscaling-options-scaledownunreadytime]") {
 		t.Fatalf("New with a bad annotation = %v, want an error naming the group and field", err)
 	}
-	g.Annotations[capi.AutoscalingOptionsPrefix+capi.OptScaleDownUnreadyTime] = "90s"
+	g.Annotations[nodegroup.AutoscalingOptionsPrefix+nodegroup.OptScaleDownUnreadyTime] = "90s"
 	p := mustNew(t, Options{Client: fake.NewClientset(), Groups: []*nodegroup.NodeGroup{g}})
 	defaults := cloudprovider.NodeGroupOptions{ScaleDownUnneededTime: 10 * time.Minute, ScaleDownUnreadyTime: 20 * time.Minute}
 	o, err := cloudprovider.OptionsOf(p.NodeGroups()[0], defaults)

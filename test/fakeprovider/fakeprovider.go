@@ -27,7 +27,6 @@ import (
 
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/simulator/nodegroup"
-	"draxr.dev/draxr/simulator/nodegroup/capi"
 )
 
 // ProviderIDPrefix starts every provider ID of this provider.
@@ -362,7 +361,7 @@ func (g *Group) Nodes() ([]cloudprovider.Instance, error) {
 // NodeGroup's cluster.x-k8s.io/autoscaling-options-* annotations, as the
 // local provider reads them; a bad one is the error.
 func (g *Group) GetOptions(defaults cloudprovider.NodeGroupOptions) (*cloudprovider.NodeGroupOptions, error) {
-	o, err := (capi.Resource{Kind: "NodeGroup", Name: g.cfg.Name, Annotations: g.cfg.Annotations}).Options()
+	o, err := nodegroup.ParseOptions(g.cfg.Annotations)
 	if err != nil {
 		return nil, err
 	}

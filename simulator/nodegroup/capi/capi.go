@@ -8,11 +8,11 @@
 package capi
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -48,11 +48,10 @@ func Versions() []string { return []string{"v1beta2", "v1beta1"} }
 
 // Annotations and labels CA's clusterapi provider reads or writes.
 const (
-	MinSizeAnnotation        = Group + "/cluster-api-autoscaler-node-group-min-size"
-	MaxSizeAnnotation        = Group + "/cluster-api-autoscaler-node-group-max-size"
-	DeleteMachineAnnotation  = Group + "/delete-machine"
-	AutoscalingOptionsPrefix = Group + "/autoscaling-options-"
-	ClusterNameLabel         = Group + "/cluster-name"
+	MinSizeAnnotation       = Group + "/cluster-api-autoscaler-node-group-min-size"
+	MaxSizeAnnotation       = Group + "/cluster-api-autoscaler-node-group-max-size"
+	DeleteMachineAnnotation = Group + "/delete-machine"
+	ClusterNameLabel        = Group + "/cluster-name"
 
 	CapacityPrefix            = "capacity.cluster-autoscaler.kubernetes.io/"
 	CPUAnnotation             = CapacityPrefix + "cpu"
@@ -75,27 +74,6 @@ const (
 	TemplateSlicesConfigMapAnnotation = "draxr.dev/template-resource-slices-configmap"
 	TemplateSlicesKey                 = "resourceSlices"
 )
-
-// Autoscaling option keys (CA's config.Default*Key names).
-const (
-	OptScaleDownUtilizationThreshold    = "scaledownutilizationthreshold"
-	OptScaleDownGpuUtilizationThreshold = "scaledowngpuutilizationthreshold"
-	OptScaleDownUnneededTime            = "scaledownunneededtime"
-	OptScaleDownUnreadyTime             = "scaledownunreadytime"
-	OptMaxNodeProvisionTime             = "maxnodeprovisiontime"
-	OptMaxNodeStartupTime               = "maxnodestartuptime"
-)
-
-// Options are a group's overrides of the autoscaler's flags; nil means
-// the flag's value applies.
-type Options struct {
-	ScaleDownUtilizationThreshold    *float64
-	ScaleDownGpuUtilizationThreshold *float64
-	ScaleDownUnneededTime            *time.Duration
-	ScaleDownUnreadyTime             *time.Duration
-	MaxNodeProvisionTime             *time.Duration
-	MaxNodeStartupTime               *time.Duration
-}
 
 // Resource is the part of a scalable resource the autoscaler reads.
 type Resource struct {
@@ -254,45 +232,13 @@ func (r Resource) Bounds() (minSize, maxSize int, err error) {
 
 // Options parses the cluster.x-k8s.io/autoscaling-options-* annotations.
 // Unknown keys are ignored, as CA ignores them.
-func (r Resource) Options() (Options, error) {
-	var o Options
-	float := func(key string, into **float64) error {
-		v, ok := r.Annotations[AutoscalingOptionsPrefix+key]
-		if !ok {
-			return nil
-		}
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || f < 0 || f > 1 {
-			return r.annotationErr(AutoscalingOptionsPrefix+key, fmt.Errorf("%q is not a number within [0, 1]", v))
-		}
-		*into = &f
-		return nil
+func (r Resource) Options() (nodegroup.Options, error) {
+	o, err := nodegroup.ParseOptions(r.Annotations)
+	var oe *nodegroup.OptionError
+	if errors.As(err, &oe) {
+		return o, r.annotationErr(oe.Annotation, oe.Err)
 	}
-	duration := func(key string, into **time.Duration) error {
-		v, ok := r.Annotations[AutoscalingOptionsPrefix+key]
-		if !ok {
-			return nil
-		}
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 {
-			return r.annotationErr(AutoscalingOptionsPrefix+key, fmt.Errorf("%q is not a non-negative duration (e.g. 10m)", v))
-		}
-		*into = &d
-		return nil
-	}
-	for _, err := range []error{
-		float(OptScaleDownUtilizationThreshold, &o.ScaleDownUtilizationThreshold),
-		float(OptScaleDownGpuUtilizationThreshold, &o.ScaleDownGpuUtilizationThreshold),
-		duration(OptScaleDownUnneededTime, &o.ScaleDownUnneededTime),
-		duration(OptScaleDownUnreadyTime, &o.ScaleDownUnreadyTime),
-		duration(OptMaxNodeProvisionTime, &o.MaxNodeProvisionTime),
-		duration(OptMaxNodeStartupTime, &o.MaxNodeStartupTime),
-	} {
-		if err != nil {
-			return Options{}, err
-		}
-	}
-	return o, nil
+	return o, err
 }
 
 // CanScaleFromZero is CA's rule: cpu and memory capacity are known, from
@@ -560,7 +506,7 @@ func ParseSliceSpecs(data []byte) ([]resourceapi.ResourceSliceSpec, error) {
 // NodeGroup is a scalable resource as the planner sees it.
 type NodeGroup struct {
 	Resource
-	Options Options
+	Options nodegroup.Options
 	// Planning holds the bounds, template node and template slices.
 	Planning *nodegroup.NodeGroup
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 
+	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/taints"
 )
 
@@ -150,7 +151,7 @@ func TestBuild(t *testing.T) {
 		{name: "bad maxPods", res: md(0, withSize("0", "3", map[string]string{MaxPodsAnnotation: "1.5"})), wantErr: "annotation " + MaxPodsAnnotation},
 		{name: "bad label", res: md(0, withSize("0", "3", map[string]string{LabelsAnnotation: "novalue"})), wantErr: "annotation " + LabelsAnnotation + `: "novalue" is not key=value`},
 		{name: "bad taint effect", res: md(0, withSize("0", "3", map[string]string{TaintsAnnotation: "a=b:Never"})), wantErr: "annotation " + TaintsAnnotation},
-		{name: "bad option", res: md(0, withSize("0", "3", map[string]string{AutoscalingOptionsPrefix + OptScaleDownUnneededTime: "ten"})), wantErr: "annotation " + AutoscalingOptionsPrefix + "scaledownunneededtime"},
+		{name: "bad option", res: md(0, withSize("0", "3", map[string]string{nodegroup.AutoscalingOptionsPrefix + nodegroup.OptScaleDownUnneededTime: "ten"})), wantErr: "annotation " + nodegroup.AutoscalingOptionsPrefix + "scaledownunneededtime"},
 		{name: "slices not YAML", res: md(0, withSize("0", "3", map[string]string{TemplateSlicesAnnotation: "- driver: [x"})), wantErr: "annotation " + TemplateSlicesAnnotation + ": not a list of ResourceSliceSpecs"},
 		{name: "slices with unknown field", res: md(0, withSize("0", "3", map[string]string{TemplateSlicesAnnotation: "- driver: d\n  devicez: []"})), wantErr: `unknown field "devicez"`},
 		{name: "slices with nodeName", res: md(0, withSize("0", "3", map[string]string{TemplateSlicesAnnotation: "- {driver: d, nodeName: n, devices: [{name: a}]}"})), wantErr: "nodeName and pool are filled in per node"},
@@ -221,10 +222,10 @@ func TestBuild(t *testing.T) {
 
 func TestOptions(t *testing.T) {
 	r := md(0, map[string]string{
-		AutoscalingOptionsPrefix + OptScaleDownUtilizationThreshold: "0.3",
-		AutoscalingOptionsPrefix + OptScaleDownUnneededTime:         "5m",
-		AutoscalingOptionsPrefix + OptMaxNodeProvisionTime:          "20m",
-		AutoscalingOptionsPrefix + "unknown":                        "ignored",
+		nodegroup.AutoscalingOptionsPrefix + nodegroup.OptScaleDownUtilizationThreshold: "0.3",
+		nodegroup.AutoscalingOptionsPrefix + nodegroup.OptScaleDownUnneededTime:         "5m",
+		nodegroup.AutoscalingOptionsPrefix + nodegroup.OptMaxNodeProvisionTime:          "20m",
+		nodegroup.AutoscalingOptionsPrefix + "unknown":                                  "ignored",
 	})
 	o, err := r.Options()
 	if err != nil {
@@ -242,7 +243,7 @@ func TestOptions(t *testing.T) {
 	if o.ScaleDownUnreadyTime != nil || o.MaxNodeStartupTime != nil || o.ScaleDownGpuUtilizationThreshold != nil {
 		t.Errorf("unset options must stay nil: %+v", o)
 	}
-	if _, err := md(0, map[string]string{AutoscalingOptionsPrefix + OptScaleDownUtilizationThreshold: "1.5"}).Options(); err == nil {
+	if _, err := md(0, map[string]string{nodegroup.AutoscalingOptionsPrefix + nodegroup.OptScaleDownUtilizationThreshold: "1.5"}).Options(); err == nil {
 		t.Error("threshold 1.5 accepted")
 	}
 }
