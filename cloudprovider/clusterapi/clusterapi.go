@@ -59,10 +59,10 @@ type Options struct {
 	// through Kube.
 	Mapper meta.RESTMapper
 	Now    func() time.Time
-	// Taints says which taints of a live node its group's template leaves
+	// Taints says which taints of a member node its group's template leaves
 	// out (--startup-taint, --status-taint).
 	Taints taints.Config
-	// TemplateCacheExpiry is how long a template copied from a live node
+	// TemplateCacheExpiry is how long a template copied from a member node
 	// serves its group once no node is fit to copy
 	// (--node-info-cache-expire-time, DefaultTemplateCacheExpiry); 0
 	// keeps no copy.
@@ -118,9 +118,9 @@ type Provider struct {
 	copied map[string]copiedTemplate
 }
 
-// copiedTemplate is a live node's template and when it was copied.
+// copiedTemplate is a member node's template and when it was copied.
 type copiedTemplate struct {
-	live   *capi.Live
+	node   *capi.NodeCopy
 	copied time.Time
 }
 
@@ -318,7 +318,7 @@ func objectRef(u *unstructured.Unstructured) *v1.ObjectReference {
 // infraStatus reads the group's infrastructure template's scale-from-zero
 // status (CAPI's opt-in status.capacity, status.nodeInfo). A template that
 // cannot be read only leaves the hints out, as in CA: the annotations or
-// a live node may still describe the group; the reason is logged.
+// a member node may still describe the group; the reason is logged.
 func (p *Provider) infraStatus(ctx context.Context, res capi.Resource) capi.InfraStatus {
 	ref := res.InfraRef
 	if ref == nil {
@@ -362,8 +362,8 @@ func (p *Provider) list(ctx context.Context, kind, ns string) ([]unstructured.Un
 	return list.Items, nil
 }
 
-// build reads the group with its ConfigMap and, when liveTemplate finds
-// one, a live node and its slices as the template.
+// build reads the group with its ConfigMap and, when nodeToCopy finds
+// one, a member node and its slices as the template.
 func (p *Provider) build(ctx context.Context, res capi.Resource, instances []MachineInstance, nodes map[string]*v1.Node) (*capi.NodeGroup, error) {
 	var cmData map[string]string
 	if ns, name, ok, err := res.ConfigMapRef(); err != nil {
@@ -379,33 +379,33 @@ func (p *Provider) build(ctx context.Context, res capi.Resource, instances []Mac
 			cmData = map[string]string{}
 		}
 	}
-	live, err := p.liveTemplate(ctx, res, instances, nodes)
+	copyOf, err := p.nodeToCopy(ctx, res, instances, nodes)
 	if err != nil {
 		return nil, err
 	}
-	return capi.Build(res, cmData, live)
+	return capi.Build(res, cmData, copyOf)
 }
 
-// liveTemplate is the live node a group's template is copied from, in
+// nodeToCopy is the member node a group's template is copied from, in
 // CA's order: a node fit to copy now; else the last one copied, until
 // --node-info-cache-expire-time; else, when the annotations and the
 // infrastructure template describe no node either, any node of the
 // group, however unready (logged: its devices may not be published yet).
-func (p *Provider) liveTemplate(ctx context.Context, res capi.Resource, instances []MachineInstance, nodes map[string]*v1.Node) (*capi.Live, error) {
+func (p *Provider) nodeToCopy(ctx context.Context, res capi.Resource, instances []MachineInstance, nodes map[string]*v1.Node) (*capi.NodeCopy, error) {
 	now := p.opts.Now()
 	for _, in := range instances {
 		if n := nodes[in.ProviderID]; n != nil && goodTemplate(n, p.opts.Taints, now) {
-			live, err := p.live(ctx, res, n)
+			copyOf, err := p.copyNode(ctx, res, n)
 			if err != nil {
 				return nil, err
 			}
-			p.copied[res.ID()] = copiedTemplate{live: live, copied: now}
-			return live, nil
+			p.copied[res.ID()] = copiedTemplate{node: copyOf, copied: now}
+			return copyOf, nil
 		}
 	}
 	if c, ok := p.copied[res.ID()]; ok {
 		if now.Sub(c.copied) < p.opts.TemplateCacheExpiry {
-			return c.live, nil
+			return c.node, nil
 		}
 		delete(p.copied, res.ID())
 	}
@@ -416,14 +416,14 @@ func (p *Provider) liveTemplate(ctx context.Context, res capi.Resource, instance
 		if n := nodes[in.ProviderID]; n != nil {
 			klog.FromContext(ctx).Info("Template copied from a node not fit to copy (unready, new, held back or unschedulable): no other node and no scale-from-zero annotations",
 				"object", res.ID(), "node", n.Name)
-			return p.live(ctx, res, n)
+			return p.copyNode(ctx, res, n)
 		}
 	}
 	return nil, nil
 }
 
-// live is node n with its ResourceSlices.
-func (p *Provider) live(ctx context.Context, res capi.Resource, n *v1.Node) (*capi.Live, error) {
+// copyNode is node n with its ResourceSlices, as a template copies them.
+func (p *Provider) copyNode(ctx context.Context, res capi.Resource, n *v1.Node) (*capi.NodeCopy, error) {
 	slices, err := p.opts.Kube.ResourceV1().ResourceSlices().List(ctx,
 		metav1.ListOptions{FieldSelector: resourceapi.ResourceSliceSelectorNodeName + "=" + n.Name})
 	if err != nil {
@@ -435,7 +435,7 @@ func (p *Provider) live(ctx context.Context, res capi.Resource, n *v1.Node) (*ca
 			ptrs = append(ptrs, s)
 		}
 	}
-	return &capi.Live{Node: n, Slices: capi.SliceSpecs(ptrs), Taints: p.opts.Taints}, nil
+	return &capi.NodeCopy{Node: n, Slices: capi.SliceSpecs(ptrs), Taints: p.opts.Taints}, nil
 }
 
 // goodTemplate says whether a new node of the group will look like n, as

@@ -381,7 +381,7 @@ func (g *group) Nodes() ([]cloudprovider.Instance, error) {
 func (g *group) TemplateNodeInfo() (*v1.Node, []*resourceapi.ResourceSlice, error) {
 	cfg := g.cfg
 	if len(cfg.Spec.ResourceSlices) == 0 {
-		if specs := g.liveSlices(); len(specs) > 0 {
+		if specs := g.memberSlices(); len(specs) > 0 {
 			cfg = cfg.DeepCopy()
 			cfg.Spec.ResourceSlices = specs
 		}
@@ -390,7 +390,7 @@ func (g *group) TemplateNodeInfo() (*v1.Node, []*resourceapi.ResourceSlice, erro
 	return node, slices, nil
 }
 
-func (g *group) liveSlices() []resourceapi.ResourceSliceSpec {
+func (g *group) memberSlices() []resourceapi.ResourceSliceSpec {
 	for _, n := range g.p.groupNodes(g.cfg.Name) {
 		list, err := g.p.opts.Client.ResourceV1().ResourceSlices().List(context.Background(),
 			metav1.ListOptions{FieldSelector: resourceapi.ResourceSliceSelectorNodeName + "=" + n.Name})

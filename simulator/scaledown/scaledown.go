@@ -163,7 +163,7 @@ func Find(h *harness.Harness, opts Options) ([]Removal, []Rejection) {
 				continue
 			}
 		}
-		moves, err := drain(h, c.name, removed, full, opts)
+		moves, err := simulateDrain(h, c.name, removed, full, opts)
 		if err != nil {
 			r := Rejection{Node: c.name, Code: NoPlaceToMovePods, Reason: err.Error()}
 			if b, ok := err.(*drainability.Blocked); ok {
@@ -182,10 +182,11 @@ func Find(h *harness.Harness, opts Options) ([]Removal, []Rejection) {
 	return out, rejected
 }
 
-// drain moves every pod off the node onto nodes that stay, or changes
+// simulateDrain moves, in the snapshot, every pod off the node onto nodes
+// that stay, or changes
 // nothing and says which pod could not move (a *drainability.Blocked when
 // CA's rules keep the node).
-func drain(h *harness.Harness, nodeName string, removed map[string]bool, full map[string]map[string]bool, opts Options) (map[string]string, error) {
+func simulateDrain(h *harness.Harness, nodeName string, removed map[string]bool, full map[string]map[string]bool, opts Options) (map[string]string, error) {
 	snap := h.Snapshot()
 	var targets []string
 	for _, n := range snap.NodeNames() {

@@ -517,7 +517,7 @@ type NodeGroup struct {
 // data of the ConfigMap r references, if any. When live is set (a ready
 // node of the group and its slices), it is the template instead of the
 // annotations.
-func Build(r Resource, configMapData map[string]string, live *Live) (*NodeGroup, error) {
+func Build(r Resource, configMapData map[string]string, live *NodeCopy) (*NodeGroup, error) {
 	if !IsScalableKind(r.Kind) || r.Kind == MachineSet && r.OwnedByMachineDeployment {
 		return nil, nil
 	}
@@ -564,8 +564,9 @@ func Build(r Resource, configMapData map[string]string, live *Live) (*NodeGroup,
 	return &NodeGroup{Resource: r, Options: opts, Planning: g}, nil
 }
 
-// Live is a ready node of the group and the specs of its slices.
-type Live struct {
+// NodeCopy is a member node a group's template is copied from, with the
+// specs of its slices.
+type NodeCopy struct {
 	Node   *v1.Node
 	Slices []resourceapi.ResourceSliceSpec
 	// Taints says which of the node's taints a new node will not have

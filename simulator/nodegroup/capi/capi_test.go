@@ -53,7 +53,7 @@ func TestBuild(t *testing.T) {
 		name      string
 		res       Resource
 		configMap map[string]string
-		live      *Live
+		live      *NodeCopy
 		// wantNil: not a node group, as CA decides.
 		wantNil    bool
 		wantErr    string // substring; names object and annotation
@@ -108,7 +108,7 @@ func TestBuild(t *testing.T) {
 		{
 			name: "a ready node's slices are copied instead of the annotation's",
 			res:  md(1, withSize("0", "2", map[string]string{TemplateSlicesAnnotation: eightGPUs})),
-			live: &Live{
+			live: &NodeCopy{
 				Node: &v1.Node{Status: v1.NodeStatus{Capacity: v1.ResourceList{"cpu": resource.MustParse("16")}}},
 				Slices: SliceSpecs([]*resourceapi.ResourceSlice{{Spec: resourceapi.ResourceSliceSpec{Driver: "gpu.example.com", NodeName: ptr.To("n1"),
 					Pool: resourceapi.ResourcePool{Name: "n1"}, Devices: []resourceapi.Device{{Name: "a"}, {Name: "b"}, {Name: "c"}}}}}),
@@ -120,7 +120,7 @@ func TestBuild(t *testing.T) {
 		{
 			name: "a ready node's copy leaves out CA's, condition, startup and status taints, the flags' too",
 			res:  md(1, withSize("0", "2", nil)),
-			live: &Live{
+			live: &NodeCopy{
 				Node: &v1.Node{Spec: v1.NodeSpec{Taints: []v1.Taint{
 					{Key: "gpu", Value: "true", Effect: v1.TaintEffectNoSchedule},
 					{Key: "DeletionCandidateOfClusterAutoscaler", Effect: v1.TaintEffectPreferNoSchedule},

@@ -1,0 +1,293 @@
+// Scale-down decisions: which managed nodes may go, since when, and why
+// the others stay (the verdicts draxr simulate --scale-down prints),
+// with nothing changed in the cluster.
+
+package core
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"draxr.dev/draxr/autoscaler/clusterstate"
+	"draxr.dev/draxr/autoscaler/metrics"
+	"draxr.dev/draxr/cloudprovider"
+	"draxr.dev/draxr/simulator/drainability"
+	"draxr.dev/draxr/simulator/scaledown"
+)
+
+// findScaleDown finds nodes whose pods may and can move elsewhere,
+// remembers since when, and says of every managed node what scale-down
+// makes of it: removable now (unneeded or unready for long enough, never
+// below a group's min), unneeded but waiting, or kept and why. It changes
+// nothing in the cluster.
+func (a *Autoscaler) findScaleDown(ctx context.Context, st *clusterstate.State) (*scaleDownFindings, error) {
+	start := a.cfg.Now()
+	findStart := time.Now()
+	h, err := a.simulation(ctx, st)
+	if err != nil {
+		metrics.RegisterError(metrics.ErrorInternal)
+		return nil, err
+	}
+	pdbs, err := a.pdbs()
+	if err != nil {
+		return nil, err
+	}
+	checker := drainability.NewChecker(a.cfg.ScaleDown.Drainability, pdbs, start)
+	opts := a.groupOptions(ctx)
+	// Keep within min sizes, counting nodes being removed already.
+	size := map[string]int{}
+	for node, g := range st.GroupOf {
+		if st.Ready[node] && !a.sd.isDeleting(node) {
+			size[g]++
+		}
+	}
+	groupRoom := map[string]int{}
+	for g, n := range size {
+		if ng := a.group(g); ng != nil {
+			groupRoom[g] = n + st.Upcoming[g] - ng.MinSize()
+		}
+	}
+	removals, rejections := scaledown.Find(h, scaledown.Options{
+		UtilizationThreshold: a.cfg.ScaleDown.UtilizationThreshold,
+		// Each group's own threshold; the GPU one for nodes with devices.
+		ThresholdFor: func(n *v1.Node, devices bool) float64 {
+			o := opts(st.GroupOf[n.Name])
+			if devices {
+				return o.ScaleDownGpuUtilizationThreshold
+			}
+			return o.ScaleDownUtilizationThreshold
+		},
+		MayRemove: func(n *v1.Node) bool {
+			return st.Ready[n.Name] && st.GroupOf[n.Name] != "" && !a.sd.isDeleting(n.Name)
+		},
+		MayReceive:   func(n *v1.Node) bool { return st.Ready[n.Name] && !a.sd.isDeleting(n.Name) },
+		Drainability: checker,
+		Limits:       a.cfg.Limits.Limits,
+		Uncounted:    func(n *v1.Node) bool { return a.sd.isDeleting(n.Name) },
+		GroupRoom:    groupRoom,
+		GroupOf:      func(node string) string { return st.GroupOf[node] },
+
+		ExpendablePodsPriorityCutoff: a.expendableCutoff(),
+		Ignore:                       a.cfg.ScaleDown.UtilizationIgnores,
+	})
+	metrics.UpdateDurationFromStart(metrics.FunctionFindUnneeded, findStart)
+
+	now := a.cfg.Now()
+	unneeded := map[string]bool{}
+	f := &scaleDownFindings{now: now, opts: opts}
+	var due []dueNode
+	verdict := func(node, v, code, reason string) {
+		f.verdicts = append(f.verdicts, scaledown.NodeVerdict{Node: node, NodeGroup: st.GroupOf[node], Verdict: v, Code: code, Reason: reason})
+	}
+	for _, r := range removals {
+		g := st.GroupOf[r.Node]
+		if min := a.group(g).MinSize(); size[g]+st.Upcoming[g] <= min {
+			verdict(r.Node, scaledown.Kept, scaledown.NodeGroupMinSizeReached,
+				fmt.Sprintf("unneeded (utilization %.2f), but node group %s is at its min size %d", r.Utilization, g, min))
+			continue
+		}
+		size[g]--
+		unneeded[r.Node] = true
+		f.unneeded = append(f.unneeded, r.Node)
+		since, ok := a.unneededSince[r.Node]
+		if !ok {
+			a.unneededSince[r.Node] = now
+			since = now
+		}
+		wait := opts(g).ScaleDownUnneededTime
+		isDue := now.Sub(since) >= wait
+		if isDue {
+			due = append(due, dueNode{name: r.Node, drain: len(r.Moves) > 0})
+			verdict(r.Node, scaledown.Removable, "", fmt.Sprintf("unneeded (utilization %.2f) for %v, at least --scale-down-unneeded-time %v; %d pods would move",
+				r.Utilization, now.Sub(since).Round(time.Second), wait, len(r.Moves)))
+		} else {
+			verdict(r.Node, scaledown.Unneeded, scaledown.NotUnneededLongEnough, fmt.Sprintf("unneeded (utilization %.2f) for %v; removed once unneeded for --scale-down-unneeded-time %v",
+				r.Utilization, now.Sub(since).Round(time.Second), wait))
+		}
+		klog.FromContext(ctx).V(4).Info("Node unneeded", "node", r.Node, "since", since, "due", isDue, "moves", len(r.Moves))
+	}
+	unready, unreadyRejections, err := a.unreadyDue(st, checker, opts, now)
+	if err != nil {
+		return nil, err
+	}
+	rejections = append(rejections, unreadyRejections...)
+	for _, name := range unready {
+		g := st.GroupOf[name]
+		if min := a.group(g).MinSize(); size[g]+st.Upcoming[g] <= min {
+			verdict(name, scaledown.Kept, scaledown.NodeGroupMinSizeReached, fmt.Sprintf("unready, but node group %s is at its min size %d", g, min))
+			continue
+		}
+		size[g]--
+		due = append(due, dueNode{name: name, drain: true, unready: true})
+		verdict(name, scaledown.Removable, "", fmt.Sprintf("unready for at least --scale-down-unready-time %v", opts(g).ScaleDownUnreadyTime))
+	}
+	for node := range a.unneededSince {
+		if !unneeded[node] {
+			delete(a.unneededSince, node)
+		}
+	}
+	a.reportUnremovable(rejections)
+	for _, r := range rejections {
+		verdict(r.Node, scaledown.Kept, r.Code, r.Reason)
+	}
+	f.verdicts = append(f.verdicts, a.otherVerdicts(st, f.verdicts)...)
+	sort.Slice(f.verdicts, func(i, j int) bool { return f.verdicts[i].Node < f.verdicts[j].Node })
+	f.due = due
+	f.unneededSet = unneeded
+	return f, nil
+}
+
+// dueNode is a node to remove this loop.
+type dueNode struct {
+	name           string
+	drain, unready bool
+}
+
+// scaleDownFindings are what findScaleDown found.
+type scaleDownFindings struct {
+	now         time.Time
+	opts        func(group string) cloudprovider.NodeGroupOptions
+	due         []dueNode
+	unneeded    []string
+	unneededSet map[string]bool
+	verdicts    []scaledown.NodeVerdict
+}
+
+// otherVerdicts covers the managed nodes the candidate search does not
+// reach: being deleted, or not Ready (not yet unready for long enough).
+func (a *Autoscaler) otherVerdicts(st *clusterstate.State, have []scaledown.NodeVerdict) []scaledown.NodeVerdict {
+	seen := make(map[string]bool, len(have))
+	for _, v := range have {
+		seen[v.Node] = true
+	}
+	var out []scaledown.NodeVerdict
+	for node, g := range st.GroupOf {
+		switch {
+		case seen[node]:
+		case a.sd.isDeleting(node):
+			out = append(out, scaledown.NodeVerdict{Node: node, NodeGroup: g, Verdict: scaledown.Kept, Code: scaledown.CurrentlyBeingDeleted,
+				Reason: "already being removed"})
+		case !st.Ready[node]:
+			out = append(out, scaledown.NodeVerdict{Node: node, NodeGroup: g, Verdict: scaledown.Kept, Code: scaledown.NotUnreadyLongEnough,
+				Reason: "not Ready (or its devices not published), and not unready for --scale-down-unready-time yet"})
+		default:
+			// The candidate search leaves out, silently, underutilized
+			// nodes of a group with no room left above its min size.
+			min := 0
+			if ng := a.group(g); ng != nil {
+				min = ng.MinSize()
+			}
+			out = append(out, scaledown.NodeVerdict{Node: node, NodeGroup: g, Verdict: scaledown.Kept, Code: scaledown.NodeGroupMinSizeReached,
+				Reason: fmt.Sprintf("underutilized, but node group %s is at its min size %d", g, min)})
+		}
+	}
+	return out
+}
+
+// ExplainScaleDown says, for every node of an autoscaled group, what one
+// loop's scale-down makes of it, with the loop's own code and nothing
+// changed: the planner's answer to "why is this node not removed?".
+func (a *Autoscaler) ExplainScaleDown(ctx context.Context) ([]scaledown.NodeVerdict, error) {
+	if err := a.cfg.Provider.Refresh(ctx); err != nil {
+		return nil, err
+	}
+	st, err := a.clusterState.Update(ctx, a.cfg.Listers, a.cfg.Provider, a.cfg.Now())
+	if err != nil {
+		return nil, err
+	}
+	f, err := a.findScaleDown(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	return f.verdicts, nil
+}
+
+// unreadyDue returns managed nodes unready for their group's scale-down
+// unready time (CA removes those whatever their use), and those of them
+// the drain rules keep. Nodes that never became Ready are left to the
+// start-up timeouts.
+func (a *Autoscaler) unreadyDue(st *clusterstate.State, checker *drainability.Checker,
+	opts func(group string) cloudprovider.NodeGroupOptions, now time.Time) ([]string, []scaledown.Rejection, error) {
+	var due []string
+	var kept []scaledown.Rejection
+	for name := range st.GroupOf {
+		if st.Ready[name] || a.sd.isDeleting(name) {
+			continue
+		}
+		node, err := a.cfg.Listers.Nodes.Get(name)
+		if err != nil {
+			continue
+		}
+		since, ok := unreadySince(node)
+		if !ok || now.Sub(since) < opts(st.GroupOf[name]).ScaleDownUnreadyTime {
+			continue
+		}
+		pods, err := a.podsOn(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		if d := checker.Node(node, pods); d.Blocked != nil {
+			kept = append(kept, scaledown.Rejection{Node: name, Code: string(d.Blocked.Reason), Reason: d.Blocked.String(), Blocked: d.Blocked})
+			continue
+		}
+		due = append(due, name)
+	}
+	sort.Strings(due)
+	return due, kept, nil
+}
+
+// unreadySince is when a node that had been running became unready; a
+// node whose readiness last changed within two minutes of its creation is
+// still starting (as CA tells them apart).
+func unreadySince(n *v1.Node) (time.Time, bool) {
+	for _, c := range n.Status.Conditions {
+		if c.Type != v1.NodeReady {
+			continue
+		}
+		if c.Status == v1.ConditionTrue || c.LastTransitionTime.Sub(n.CreationTimestamp.Time) < nodeStartingGraceTime {
+			return time.Time{}, false
+		}
+		return c.LastTransitionTime.Time, true
+	}
+	return time.Time{}, false
+}
+
+// reportUnremovable keeps the kept candidates for the status ConfigMap
+// and emits NoScaleDown on a node when its reason changes.
+func (a *Autoscaler) reportUnremovable(rejections []scaledown.Rejection) {
+	var kept []scaledown.Rejection
+	current := map[string]bool{}
+	for _, r := range rejections {
+		if r.Code == scaledown.NotUnderutilized {
+			continue
+		}
+		kept = append(kept, r)
+		current[r.Node] = true
+		if a.sd.noScaleDown[r.Node] == r.Reason {
+			continue
+		}
+		a.sd.noScaleDown[r.Node] = r.Reason
+		if node, err := a.cfg.Listers.Nodes.Get(r.Node); err == nil {
+			a.cfg.Recorder.Eventf(node, v1.EventTypeNormal, EventNoScaleDown, "node cannot be removed: %s", r.Reason)
+		}
+	}
+	for node := range a.sd.noScaleDown {
+		if !current[node] {
+			delete(a.sd.noScaleDown, node)
+		}
+	}
+	sort.Slice(kept, func(i, j int) bool { return kept[i].Node < kept[j].Node })
+	byReason := map[string]int{}
+	for _, r := range kept {
+		byReason[r.Code]++
+	}
+	metrics.UpdateUnremovableNodesCount(byReason)
+	a.sd.mu.Lock()
+	a.sd.unremovable = kept
+	a.sd.mu.Unlock()
+}
