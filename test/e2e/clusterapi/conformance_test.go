@@ -41,7 +41,7 @@ func TestProviderContract(t *testing.T) {
 		gpu := machineDeployment(ns, "gpu", map[string]string{
 			capi.MinSizeAnnotation: "1", capi.MaxSizeAnnotation: "3",
 			capi.CPUAnnotation: "8", capi.MemoryAnnotation: "32Gi",
-			capi.TemplateSlicesAnnotation: string(slicesJSON),
+			capi.TemplateSlicesAnnotation:                                           string(slicesJSON),
 			nodegroup.AutoscalingOptionsPrefix + nodegroup.OptScaleDownUnneededTime: "5m",
 		})
 		gpu.Object["spec"].(map[string]any)["replicas"] = int64(1)
@@ -84,4 +84,3 @@ func TestProviderContract(t *testing.T) {
 			Plain: capi.MachineDeployment + "/" + ns + "/plain", Member: m, Settle: p.Refresh}
 	})
 }
-
