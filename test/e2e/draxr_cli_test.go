@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,8 +15,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/yaml"
 
+	"draxr.dev/draxr/autoscaler/clusterstate"
+	"draxr.dev/draxr/autoscaler/core"
+	"draxr.dev/draxr/cloudprovider/local"
+	"draxr.dev/draxr/simulator/expander"
+	"draxr.dev/draxr/simulator/input"
 	"draxr.dev/draxr/simulator/report"
 )
 
@@ -91,6 +99,17 @@ spec:
 	// Three 4-GPU pods on 8-GPU nodes: two new nodes.
 	if !regexp.MustCompile(`"nodeGroup": "cli-gpu",\s+"newNodes": 2`).MatchString(fromCluster) {
 		t.Errorf("plan does not grow cli-gpu by 2:\n%s", fromCluster)
+	}
+	// The third reading of the same cluster: one draxr-autoscaler loop, in
+	// dry run, with the local provider's NodeGroups from the same file.
+	var plan report.SimulateOutput
+	if err := json.Unmarshal([]byte(fromCluster), &plan); err != nil {
+		t.Fatal(err)
+	}
+	if loop := dryRunLoop(t, e, groups); len(plan.ScaleUps) == 0 || loop.ScaleUp == nil ||
+		loop.ScaleUp.NodeGroup != plan.ScaleUps[0].NodeGroup || loop.ScaleUp.NewNodes != plan.ScaleUps[0].NewNodes ||
+		len(loop.ScaleUp.Pods) != len(plan.ScaleUps[0].Pods) {
+		t.Errorf("the autoscaler's loop scales up %+v; simulate planned %+v", loop.ScaleUp, plan.ScaleUps)
 	}
 
 	// --watch prints the plan, then a new one when two more pods come.
@@ -240,4 +259,35 @@ func mustNoErr(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// dryRunLoop runs one draxr-autoscaler loop over the control plane in dry
+// run, with the NodeGroups in groupsFile.
+func dryRunLoop(t *testing.T, e *env, groupsFile string) *core.LoopResult {
+	t.Helper()
+	objs, err := input.LoadPaths([]string{groupsFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	provider, err := local.New(local.Options{Client: cp.Client, Groups: objs.NodeGroups, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory := informers.NewSharedInformerFactory(cp.Client, 0)
+	listers := clusterstate.NewListers(factory)
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	exp, err := expander.New("least-waste", nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := core.New(core.Config{Client: cp.Client, Listers: listers, Provider: provider, Expander: exp, DryRun: true,
+		Recorder: &record.FakeRecorder{}})
+	res, err := a.RunOnce(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
