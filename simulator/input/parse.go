@@ -17,8 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
-
-	"draxr.dev/draxr/simulator/nodegroup/capi"
 )
 
 // MaxFileSize caps one input file. A cluster dump of a few thousand nodes
@@ -446,9 +444,9 @@ func (p *parser) unread(tm typeMeta) unreadKind {
 		}
 	}
 	switch {
-	case gv.Group == capi.InfrastructureGroup || strings.HasPrefix(gv.Group, "infrastructure."):
-		// Providers name their own groups (infrastructure.cluster.x-k8s.io
-		// by convention, not always).
+	case strings.HasPrefix(gv.Group, "infrastructure."):
+		// Providers name their own groups: infrastructure.cluster.x-k8s.io
+		// by convention, not always.
 		return kindInfrastructure
 	case legacyscheme.Scheme.Recognizes(gv.WithKind(tm.Kind)):
 		return kindSkipped

@@ -44,7 +44,9 @@ type commonFlags struct {
 
 type liveClients struct {
 	kube kubernetes.Interface
-	dyn  dynamic.Interface
+	// capi is how the clusterapi provider reads the cluster, nil when it
+	// does not.
+	capi *clusterapi.Source
 }
 
 func (c *commonFlags) add(cmd *cobra.Command, g *globalFlags) {
@@ -84,10 +86,7 @@ func (c *commonFlags) load(cmd *cobra.Command) (*input.Objects, error) {
 		}
 		objs.NodeGroups = append(objs.NodeGroups, groups...)
 		if c.scaleDown != nil && c.scaleDown.enabled && c.liveClients != nil {
-			lc := c.liveClients
-			withCAPI := c.provider.cloudProvider == clusterapi.Name ||
-				c.provider.cloudProvider == "" && servesClusterAPI(lc.kube.Discovery())
-			c.explainer = c.scaleDown.liveExplainer(lc.kube, lc.dyn, &c.provider, groups, withCAPI)
+			c.explainer = c.scaleDown.liveExplainer(c.liveClients.kube, c.liveClients.capi, &c.provider, groups)
 		}
 		return objs, nil
 	}
@@ -107,7 +106,7 @@ func (c *commonFlags) load(cmd *cobra.Command) (*input.Objects, error) {
 	}
 	if c.scaleDown != nil && c.scaleDown.enabled {
 		raw := asRead(objs)
-		c.explainer = c.scaleDown.dumpExplainer(raw, raw.NodeGroups)
+		c.explainer = c.scaleDown.dumpExplainer(raw, raw.NodeGroups, &c.provider)
 	}
 	if err := c.provider.dumpGroups(cmd.Context(), objs); err != nil {
 		return nil, badInput(err)
@@ -126,8 +125,8 @@ func (c *commonFlags) liveGroups(cmd *cobra.Command) groupsFunc {
 		if err != nil {
 			return err
 		}
-		c.liveClients = &liveClients{kube: client, dyn: dyn}
-		return c.provider.liveGroups(ctx, client, dyn, objs, cmd.ErrOrStderr())
+		c.liveClients = &liveClients{kube: client, capi: c.provider.liveSource(client, dyn)}
+		return c.provider.liveGroups(ctx, c.liveClients.capi, objs, cmd.ErrOrStderr())
 	}
 }
 

@@ -78,28 +78,39 @@ func (f *providerFlags) dumpGroups(ctx context.Context, objs *input.Objects) err
 	return nil
 }
 
-// liveGroups does the same over the cluster when it serves Cluster API
-// (or --cloud-provider=clusterapi says it must); as in the autoscaler, a
-// group the provider refuses is left out with a warning.
-func (f *providerFlags) liveGroups(ctx context.Context, client kubernetes.Interface, dyn dynamic.Interface, objs *input.Objects, stderr io.Writer) error {
-	if f.cloudProvider == providerLocal {
+// liveSource is the cluster as the clusterapi provider reads it, nil
+// when its groups are not to be read: --cloud-provider=local, or left
+// empty and the cluster serves no Cluster API.
+func (f *providerFlags) liveSource(client kubernetes.Interface, dyn dynamic.Interface) *clusterapi.Source {
+	if f.cloudProvider == providerLocal || f.cloudProvider == "" && !servesClusterAPI(client.Discovery()) {
 		return nil
 	}
-	if f.cloudProvider == "" && !servesClusterAPI(client.Discovery()) {
-		return nil
-	}
-	src := clusterapi.Source{Dynamic: dyn, Kube: client,
+	return &clusterapi.Source{Dynamic: dyn, Kube: client,
 		Mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(client.Discovery()))}
-	warnings, err := f.clusterAPIGroups(ctx, src, objs)
+}
+
+// liveGroups does the same over the cluster (src from liveSource); as in
+// the autoscaler, a group the provider refuses is left out with a warning.
+func (f *providerFlags) liveGroups(ctx context.Context, src *clusterapi.Source, objs *input.Objects, stderr io.Writer) error {
+	if src == nil {
+		return nil
+	}
+	warnings, err := f.clusterAPIGroups(ctx, *src, objs)
 	for _, w := range warnings {
 		fmt.Fprintf(stderr, "warning: %v\n", w)
 	}
 	return err
 }
 
-func (f *providerFlags) clusterAPIGroups(ctx context.Context, src clusterapi.Source, objs *input.Objects) ([]error, error) {
-	p, err := clusterapi.New(clusterapi.Options{Dynamic: src.Dynamic, Kube: src.Kube, Mapper: src.Mapper,
+// newClusterAPI is the clusterapi provider as draxr-autoscaler builds it
+// from these flags, reading src.
+func (f *providerFlags) newClusterAPI(src clusterapi.Source) (*clusterapi.Provider, error) {
+	return clusterapi.New(clusterapi.Options{Dynamic: src.Dynamic, Kube: src.Kube, Mapper: src.Mapper,
 		AutoDiscovery: f.autoDiscovery, TemplateCacheExpiry: clusterapi.DefaultTemplateCacheExpiry})
+}
+
+func (f *providerFlags) clusterAPIGroups(ctx context.Context, src clusterapi.Source, objs *input.Objects) ([]error, error) {
+	p, err := f.newClusterAPI(src)
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
@@ -51,8 +50,23 @@ func (f *scaleDownFlags) add(fs *pflag.FlagSet) {
 type explainer func(ctx context.Context) ([]scaledown.NodeVerdict, error)
 
 // explain runs the autoscaler's own scale-down over client, in dry run
-// (nothing is written), with the groups of provider.
-func (f *scaleDownFlags) explain(ctx context.Context, client kubernetes.Interface, provider cloudprovider.Provider) ([]scaledown.NodeVerdict, error) {
+// (nothing is written), with the local provider (read only) for groups
+// and the clusterapi provider over capiSource when it is set.
+func (f *scaleDownFlags) explain(ctx context.Context, client kubernetes.Interface, groups []*nodegroup.NodeGroup,
+	capiSource *clusterapi.Source, p *providerFlags) ([]scaledown.NodeVerdict, error) {
+	lp, err := local.New(local.Options{Client: client, Groups: groups, ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	providers := []cloudprovider.Provider{lp}
+	if capiSource != nil {
+		cp, err := p.newClusterAPI(*capiSource)
+		if err != nil {
+			return nil, err
+		}
+		providers = append(providers, cp)
+	}
+	provider := cloudprovider.Join(providers...)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	listers := clusterstate.NewListers(factory)
 	ctx, cancel := context.WithCancel(ctx)
@@ -81,28 +95,28 @@ func (f *scaleDownFlags) explain(ctx context.Context, client kubernetes.Interfac
 // only) for its NodeGroups and the clusterapi provider for its Cluster
 // API groups. objs must be the objects as read, before planning added
 // groups to them.
-func (f *scaleDownFlags) dumpExplainer(objs *input.Objects, groups []*nodegroup.NodeGroup) explainer {
+func (f *scaleDownFlags) dumpExplainer(objs *input.Objects, groups []*nodegroup.NodeGroup, p *providerFlags) explainer {
 	return func(ctx context.Context) ([]scaledown.NodeVerdict, error) {
 		client := fake.NewClientset(apiObjects(objs)...)
-		providers := []cloudprovider.Provider{}
-		lp, err := local.New(local.Options{Client: client, Groups: groups, ReadOnly: true})
-		if err != nil {
-			return nil, err
-		}
-		providers = append(providers, lp)
-		if hasScalable(objs) {
+		var capiSource *clusterapi.Source
+		if hasScalable(objs) && p.cloudProvider != providerLocal {
 			src, err := clusterapi.DumpSource(objs)
 			if err != nil {
 				return nil, err
 			}
-			cp, err := clusterapi.New(clusterapi.Options{Dynamic: src.Dynamic, Kube: client, Mapper: src.Mapper,
-				TemplateCacheExpiry: clusterapi.DefaultTemplateCacheExpiry})
-			if err != nil {
-				return nil, err
-			}
-			providers = append(providers, cp)
+			src.Kube = client // one API server for the loop and the provider
+			capiSource = &src
 		}
-		return f.explain(ctx, client, cloudprovider.Join(providers...))
+		return f.explain(ctx, client, groups, capiSource, p)
+	}
+}
+
+// liveExplainer answers for the live cluster itself, read only; capi is
+// nil when its Cluster API groups are not read.
+func (f *scaleDownFlags) liveExplainer(client kubernetes.Interface, capi *clusterapi.Source, p *providerFlags,
+	groups []*nodegroup.NodeGroup) explainer {
+	return func(ctx context.Context) ([]scaledown.NodeVerdict, error) {
+		return f.explain(ctx, client, groups, capi, p)
 	}
 }
 
@@ -126,27 +140,6 @@ func appendObjects[T runtime.Object](out []runtime.Object, list []T) []runtime.O
 		out = append(out, o)
 	}
 	return out
-}
-
-// liveExplainer answers for the live cluster itself, read only.
-func (f *scaleDownFlags) liveExplainer(client kubernetes.Interface, dyn dynamic.Interface, p *providerFlags,
-	groups []*nodegroup.NodeGroup, withClusterAPI bool) explainer {
-	return func(ctx context.Context) ([]scaledown.NodeVerdict, error) {
-		lp, err := local.New(local.Options{Client: client, Groups: groups, ReadOnly: true})
-		if err != nil {
-			return nil, err
-		}
-		providers := []cloudprovider.Provider{lp}
-		if withClusterAPI {
-			cp, err := clusterapi.New(clusterapi.Options{Dynamic: dyn, Kube: client, AutoDiscovery: p.autoDiscovery,
-				TemplateCacheExpiry: clusterapi.DefaultTemplateCacheExpiry})
-			if err != nil {
-				return nil, err
-			}
-			providers = append(providers, cp)
-		}
-		return f.explain(ctx, client, cloudprovider.Join(providers...))
-	}
 }
 
 // asRead keeps what was read before planning adds groups, members'

@@ -36,9 +36,6 @@ const (
 	MachineSet        = "MachineSet"
 	MachinePool       = "MachinePool"
 	Machine           = "Machine"
-	// InfrastructureGroup is the group of infrastructure providers'
-	// kinds (machine templates with their scale-from-zero status).
-	InfrastructureGroup = "infrastructure.cluster.x-k8s.io"
 )
 
 // Versions are the versions of Cluster API's kinds a dump may hold: CAPI
