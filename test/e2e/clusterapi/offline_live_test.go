@@ -24,6 +24,7 @@ import (
 	cpclusterapi "draxr.dev/draxr/cloudprovider/clusterapi"
 	"draxr.dev/draxr/simulator/nodegroup/capi"
 	"draxr.dev/draxr/simulator/report"
+	"draxr.dev/draxr/simulator/scaledown"
 	"draxr.dev/draxr/test/clusterapi/infra"
 )
 
@@ -84,13 +85,22 @@ func TestOfflineIsLive(t *testing.T) {
 	discovery := "--node-group-auto-discovery=clusterapi:namespace=" + ns + ",clusterName=" + clusterName
 	group := capi.MachineDeployment + "/" + ns + "/gpu"
 
-	live := simulate(t, "--kubeconfig="+cp.AdminKubeconfig, "-n", ns, discovery)
+	live := simulate(t, "--kubeconfig="+cp.AdminKubeconfig, "-n", ns, discovery, "--scale-down")
 	dump := simulate(t, "-f", writeDump(ctx, t, dyn, ns), "-n", ns, discovery)
 	for name, plan := range map[string]*report.SimulateOutput{"live": live, "dump": dump} {
 		if len(plan.ScaleUps) != 1 || plan.ScaleUps[0].NodeGroup != group || plan.ScaleUps[0].NewNodes != 1 ||
 			len(plan.ScaleUps[0].Pods) != 8 || len(plan.NoScaleUp) != 6 {
 			t.Errorf("%s plan: %+v, %d pods without a scale-up, %d placed on existing nodes, groups %+v; want %s +1 for 8 pods, 6 left (max 3)", name, plan.ScaleUps, len(plan.NoScaleUp), len(plan.ExistingNodes), plan.Groups, group)
 		}
+	}
+	// Both members run 8 one-GPU pods: scale-down keeps them, and says so.
+	for _, v := range live.ScaleDown {
+		if v.NodeGroup != group || v.Verdict != scaledown.Kept || v.Code != scaledown.NotUnderutilized {
+			t.Errorf("scale-down verdict %+v, want %s kept as NotUnderutilized", v, group)
+		}
+	}
+	if len(live.ScaleDown) != 2 {
+		t.Errorf("scale-down verdicts %+v, want one for each of the 2 members", live.ScaleDown)
 	}
 	if len(live.ScaleUps) == 1 && len(dump.ScaleUps) == 1 && !slices.Equal(podRefs(live), podRefs(dump)) {
 		t.Errorf("live plan helps %v, dump plan %v", podRefs(live), podRefs(dump))
