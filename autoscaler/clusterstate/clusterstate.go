@@ -5,11 +5,9 @@ package clusterstate
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -115,12 +113,6 @@ func (st *State) ScaleUpEligible() []*nodegroup.NodeGroup {
 		}
 	}
 	return out
-}
-
-// Build reads the listers and the provider with no readiness limits and no
-// backoff: the loop uses a Registry, which keeps state across loops.
-func Build(l Listers, provider cloudprovider.Provider) (*State, error) {
-	return NewRegistry(RegistryConfig{}).Update(context.Background(), l, provider, time.Now())
 }
 
 func (st *State) addPods(l Listers, bypassed []string) error {

@@ -92,7 +92,7 @@ func TestBuildCountsUpcomingNodes(t *testing.T) {
 	}
 	l := syncedListers(t, objs...)
 
-	st, err := Build(l, fakeProvider{groups: []cloudprovider.NodeGroup{fakeGroup{g: g, target: 5}}})
+	st, err := build(l, fakeProvider{groups: []cloudprovider.NodeGroup{fakeGroup{g: g, target: 5}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestPodsBeingBoundAreNotUnschedulable(t *testing.T) {
 	unreserved := fx.Claim("unreserved", "gpu.example.com", 1)
 
 	l := syncedListers(t, withXRClaim, withClaim, reserved, lagging, xrClaim, notYours, unreserved, pending("waiting", true, false))
-	st, err := Build(l, fakeProvider{})
+	st, err := build(l, fakeProvider{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestBypassedSchedulersPodsCountUntried(t *testing.T) {
 		{[]string{"volcano"}, "marked volcano-new"},
 		{[]string{"volcano", v1.DefaultSchedulerName}, "default-new marked volcano-new"},
 	} {
-		st, err := NewRegistry(RegistryConfig{BypassedSchedulerNames: tc.bypassed}).Update(context.Background(), l, fakeProvider{}, time.Now())
+		st, err := readState(NewRegistry(RegistryConfig{BypassedSchedulerNames: tc.bypassed}), l, fakeProvider{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -238,7 +238,7 @@ func TestClaimsReadOnceForBindingAndSnapshot(t *testing.T) {
 	l := syncedListers(t, p)
 	claims := &growingClaims{later: claim}
 	l.Claims = claims
-	st, err := Build(l, fakeProvider{})
+	st, err := build(l, fakeProvider{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,4 +263,20 @@ func syncedListers(t *testing.T, objs ...runtime.Object) Listers {
 	f.Start(ctx.Done())
 	f.WaitForCacheSync(ctx.Done())
 	return l
+}
+
+// build reads the listers and the provider with no readiness limits and
+// no backoff, as one loop would with nothing to give up on.
+func build(l Listers, provider cloudprovider.Provider) (*State, error) {
+	return readState(NewRegistry(RegistryConfig{}), l, provider)
+}
+
+// readState is one loop's state with the registry's actions not applied:
+// these tests plant nothing that needs one.
+func readState(r *Registry, l Listers, provider cloudprovider.Provider) (*State, error) {
+	as, err := r.Assess(l, provider, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	return r.State(as)
 }

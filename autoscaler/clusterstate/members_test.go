@@ -48,7 +48,7 @@ func TestMembersKnownByProviderIDCountTowardMaxSize(t *testing.T) {
 	for i := range 30 {
 		objs = append(objs, pending(fmt.Sprintf("p-%02d", i), true, false))
 	}
-	st, err := Build(syncedListers(t, objs...), byProviderID{fakeGroup{g: g, target: 2}})
+	st, err := build(syncedListers(t, objs...), byProviderID{fakeGroup{g: g, target: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package clusterstate
 
 import (
-	"context"
 	"fmt"
 	"sort"
 	"time"
@@ -122,7 +121,7 @@ func (r *Registry) Labels(group string) metrics.GroupLabels { return r.labels[gr
 // returns when the backoff ends.
 func (r *Registry) RegisterFailedScaleUp(group string, err error, now time.Time) time.Time {
 	r.event(v1.EventTypeWarning, EventFailedToScaleUpGroup, "Scale-up failed for group %s: %v", group, err)
-	return r.backoff(group, backoff.Reason{Class: cloudprovider.ClassOf(err), Code: cloudprovider.CodeOf(err), Message: err.Error()}, now)
+	return r.BackOff(group, backoff.Reason{Class: cloudprovider.ClassOf(err), Code: cloudprovider.CodeOf(err), Message: err.Error()}, now)
 }
 
 // BackoffStatus says whether group is backed off at now.
@@ -133,7 +132,9 @@ func (r *Registry) BackoffStatus(group string, now time.Time) backoff.Status {
 	return r.cfg.Backoff.Status(group, now)
 }
 
-func (r *Registry) backoff(group string, reason backoff.Reason, now time.Time) time.Time {
+// BackOff keeps group out of scale-up for reason and returns when the
+// backoff ends.
+func (r *Registry) BackOff(group string, reason backoff.Reason, now time.Time) time.Time {
 	metrics.RegisterFailedScaleUp(reason.Code, r.labels[group])
 	if r.cfg.Backoff == nil {
 		return now
@@ -152,17 +153,46 @@ func (r *Registry) event(typ, reason, format string, args ...any) {
 	}
 }
 
-// Update reads the listers and the provider, gives up on nodes that
-// failed to come up (so their pods are planned again on other groups this
-// very loop), and returns the loop's state. A provider error about one
-// node or group is recorded in State.Errors; only the listers failing
-// stops it.
-func (r *Registry) Update(ctx context.Context, l Listers, provider cloudprovider.Provider, now time.Time) (*State, error) {
+// Assessment is the registry's reading of one loop: what it recommends
+// about nodes that did not come up (Actions, for the loop to apply), and
+// what State needs to build the loop's state once they are applied.
+type Assessment struct {
+	Actions []Action
+
+	st         *State
+	groups     []*groupAssessment
+	listers    Listers
+	registered int
+	now        time.Time
+}
+
+// groupAssessment is one group's reading; its actions are
+// Actions[first:end].
+type groupAssessment struct {
+	ng         cloudprovider.NodeGroup
+	g          *nodegroup.NodeGroup // nil when the group cannot be planned
+	nodes      []*v1.Node
+	states     map[string]nodeState
+	slicesOf   map[string]int
+	namePrefix string
+	target     int // as it will be if the actions succeed
+	first, end int
+	rd         Readiness
+}
+
+// Assess reads the listers and the provider and classifies every group's
+// nodes and instances. It writes nothing to the cloud: what should be
+// done about instances in error, nodes that never turned Ready and
+// scale-ups that timed out comes back as Actions. A provider error about
+// one node or group is recorded in the state's Errors; only the listers
+// failing stops it.
+func (r *Registry) Assess(l Listers, provider cloudprovider.Provider, now time.Time) (*Assessment, error) {
 	if r.cfg.Backoff != nil {
 		r.cfg.Backoff.RemoveStale(now)
 	}
 	st := &State{Objects: &input.Objects{}, Upcoming: map[string]int{}, Ready: map[string]bool{}, GroupOf: map[string]string{},
 		GroupReadiness: map[string]Readiness{}, GroupHealthy: map[string]bool{}, NotForScaleUp: map[string]string{}, Healthy: true}
+	as := &Assessment{st: st, listers: l, now: now}
 	all := labels.Everything()
 	slices, err := l.Slices.List(all)
 	if err != nil {
@@ -181,7 +211,6 @@ func (r *Registry) Update(ctx context.Context, l Listers, provider cloudprovider
 	}
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
 	nodesOf := map[string][]*v1.Node{}
-	registered := 0
 	for _, n := range nodes {
 		ng, err := provider.NodeGroupForNode(n)
 		if err != nil {
@@ -189,7 +218,7 @@ func (r *Registry) Update(ctx context.Context, l Listers, provider cloudprovider
 			st.Errors = append(st.Errors, fmt.Errorf("node %s: node group: %w", n.Name, err))
 			continue
 		}
-		registered++
+		as.registered++
 		if ng == nil {
 			if isReady(n, r.cfg.Taints) {
 				st.Objects.Nodes = append(st.Objects.Nodes, n)
@@ -211,14 +240,7 @@ func (r *Registry) Update(ctx context.Context, l Listers, provider cloudprovider
 	prefixes := nodegroup.NodeNamePrefixes(ids)
 	for _, ng := range groups {
 		live[ng.Id()] = true
-		rd := r.updateGroup(ctx, st, ng, nodesOf[ng.Id()], slicesOf, prefixes[ng.Id()], now)
-		st.GroupReadiness[ng.Id()] = rd
-		st.Readiness.Ready += rd.Ready
-		st.Readiness.Unready += rd.Unready
-		st.Readiness.ResourceUnready += rd.ResourceUnready
-		st.Readiness.NotStarted += rd.NotStarted
-		st.Readiness.Unregistered += rd.Unregistered
-		st.Readiness.LongUnregistered += rd.LongUnregistered
+		r.assessGroup(as, ng, nodesOf[ng.Id()], slicesOf, prefixes[ng.Id()])
 	}
 	for g := range r.scaleUps {
 		if !live[g] {
@@ -230,11 +252,30 @@ func (r *Registry) Update(ctx context.Context, l Listers, provider cloudprovider
 			delete(r.labels, g)
 		}
 	}
-	st.Healthy = r.healthy(st.Readiness.Unready, registered)
-	if err := st.addPods(l, r.cfg.BypassedSchedulerNames); err != nil {
+	return as, nil
+}
+
+// State is the loop's state after as's actions: what an applied action
+// gave up on is left out, a failed one is in Errors, and one not applied
+// (an explanation, not a loop) changed nothing.
+func (r *Registry) State(as *Assessment) (*State, error) {
+	st := as.st
+	for _, ga := range as.groups {
+		rd := r.finishGroup(as, ga)
+		id := ga.ng.Id()
+		st.GroupReadiness[id] = rd
+		st.Readiness.Ready += rd.Ready
+		st.Readiness.Unready += rd.Unready
+		st.Readiness.ResourceUnready += rd.ResourceUnready
+		st.Readiness.NotStarted += rd.NotStarted
+		st.Readiness.Unregistered += rd.Unregistered
+		st.Readiness.LongUnregistered += rd.LongUnregistered
+	}
+	st.Healthy = r.healthy(st.Readiness.Unready, as.registered)
+	if err := st.addPods(as.listers, r.cfg.BypassedSchedulerNames); err != nil {
 		return nil, err
 	}
-	return st, st.addDRA(l)
+	return st, st.addDRA(as.listers)
 }
 
 // healthy is CA's rule: too many unready nodes, by count and by share.
@@ -293,13 +334,19 @@ func (r *Registry) nodeState(n *v1.Node, devicesPublished bool, maxStartup time.
 	return nodeNotStarted
 }
 
-// updateGroup gives up on the group's instances and nodes that failed to
-// come up, adds the group's nodes to the snapshot and returns its
-// readiness.
-func (r *Registry) updateGroup(ctx context.Context, st *State, ng cloudprovider.NodeGroup, nodes []*v1.Node,
-	slicesOf map[string]int, namePrefix string, now time.Time) Readiness {
-	id := ng.Id()
-	var rd Readiness
+// assessGroup classifies the group's nodes and instances and appends the
+// actions for those that failed to come up. Decisions further down assume
+// the earlier actions succeed (a node being deleted is not waited for);
+// finishGroup counts what really happened.
+func (r *Registry) assessGroup(as *Assessment, ng cloudprovider.NodeGroup, nodes []*v1.Node, slicesOf map[string]int, namePrefix string) {
+	st, now, id := as.st, as.now, ng.Id()
+	ga := &groupAssessment{ng: ng, nodes: nodes, slicesOf: slicesOf, namePrefix: namePrefix, first: len(as.Actions)}
+	as.groups = append(as.groups, ga)
+	defer func() { ga.end = len(as.Actions) }()
+	recommend := func(a Action) {
+		a.Group = ng
+		as.Actions = append(as.Actions, a)
+	}
 	g, err := PlanningGroup(ng)
 	if err != nil {
 		st.Errors = append(st.Errors, err)
@@ -308,6 +355,7 @@ func (r *Registry) updateGroup(ctx context.Context, st *State, ng cloudprovider.
 		st.Groups = append(st.Groups, g)
 		r.labels[id] = MetricLabels(g)
 	}
+	ga.g = g
 	fail := func(err error) { st.Errors = append(st.Errors, fmt.Errorf("node group %s: %w", id, err)) }
 	opts, err := r.groupOptions(ng)
 	if err != nil {
@@ -316,11 +364,11 @@ func (r *Registry) updateGroup(ctx context.Context, st *State, ng cloudprovider.
 
 	byProviderID := map[string]bool{}
 	byName := map[string]bool{}
-	states := map[string]nodeState{}
+	ga.states = map[string]nodeState{}
 	for _, n := range nodes {
 		byProviderID[n.Spec.ProviderID] = n.Spec.ProviderID != ""
 		byName[n.Name] = true
-		states[n.Name] = r.nodeState(n, g == nil || len(g.Spec.ResourceSlices) == 0 || slicesOf[n.Name] > 0, opts.MaxNodeStartupTime, now)
+		ga.states[n.Name] = r.nodeState(n, g == nil || len(g.Spec.ResourceSlices) == 0 || slicesOf[n.Name] > 0, opts.MaxNodeStartupTime, now)
 	}
 	instances, err := ng.Nodes()
 	if err != nil {
@@ -349,39 +397,55 @@ func (r *Registry) updateGroup(ctx context.Context, st *State, ng cloudprovider.
 			delete(since, pid)
 		}
 	}
-	gone := map[string]bool{} // node names and provider IDs given up
+	planned := map[string]bool{} // node names and provider IDs the actions give up
+	deleted := 0                 // of the target size, by DeleteNodes
+	giveUpNodes := func(kind ActionKind, ns []*v1.Node, what string) {
+		var todo []*v1.Node
+		var keys []string
+		for _, n := range ns {
+			if !planned[n.Name] {
+				todo = append(todo, n)
+				keys = append(keys, n.Name)
+				planned[n.Name] = true
+			}
+		}
+		if len(todo) == 0 {
+			return
+		}
+		deleted += len(todo)
+		recommend(Action{Kind: kind, Nodes: todo, What: fmt.Sprintf(what, names(todo)), givesUp: keys, reported: keys})
+	}
 
 	// Instances the provider reports in error: delete them, back off.
 	if len(failed) > 0 {
 		info := failed[0].Status.ErrorInfo
 		metrics.RegisterFailedNodeCreations(info.ErrorCode, len(failed))
-		r.event(v1.EventTypeWarning, EventScaleUpFailed, "Failed adding %d nodes to group %s due to %s.%s - %s",
-			len(failed), id, info.ErrorClass, info.ErrorCode, info.ErrorMessage)
-		r.backoff(id, backoff.Reason{Class: info.ErrorClass, Code: info.ErrorCode, Message: info.ErrorMessage}, now)
+		recommend(emit(v1.EventTypeWarning, EventScaleUpFailed, fmt.Sprintf("Failed adding %d nodes to group %s due to %s.%s - %s",
+			len(failed), id, info.ErrorClass, info.ErrorCode, info.ErrorMessage)))
+		recommend(Action{Kind: BackOff, Reason: backoff.Reason{Class: info.ErrorClass, Code: info.ErrorCode, Message: info.ErrorMessage}})
 		delete(r.scaleUps, id) // failed, not in flight: a later empty group is no success
-		if err := ng.DeleteNodes(ctx, stubNodes(id, failed)); err != nil {
-			fail(fmt.Errorf("delete %d failed instances: %w", len(failed), err))
-		} else {
-			for _, in := range failed {
-				gone[in.ProviderID] = true
-				st.GivenUp = append(st.GivenUp, in.ProviderID)
-			}
+		pids := providerIDs(failed)
+		for _, pid := range pids {
+			planned[pid] = true
 		}
+		deleted += len(failed)
+		recommend(Action{Kind: DeleteFailedInstances, Nodes: stubNodes(id, failed),
+			What: fmt.Sprintf("delete %d failed instances", len(failed)), givesUp: pids, reported: pids})
 	}
 
 	// Registered, NotReady since, for longer than --max-node-startup-time.
 	var startupTimedOut []*v1.Node
 	for _, n := range nodes {
-		if states[n.Name] == nodeStartupTimedOut {
+		if ga.states[n.Name] == nodeStartupTimedOut {
 			startupTimedOut = append(startupTimedOut, n)
 		}
 	}
 	if len(startupTimedOut) > 0 {
-		r.event(v1.EventTypeWarning, EventScaleUpTimedOut, "Nodes %v of group %s did not become Ready within %v (max node startup time)",
-			names(startupTimedOut), id, opts.MaxNodeStartupTime)
-		r.backoff(id, backoff.Reason{Class: cloudprovider.OtherErrorClass, Code: CodeTimeout,
-			Message: fmt.Sprintf("nodes did not become Ready within %v", opts.MaxNodeStartupTime)}, now)
-		r.giveUpNodes(ctx, st, ng, startupTimedOut, gone, fail)
+		recommend(emit(v1.EventTypeWarning, EventScaleUpTimedOut, fmt.Sprintf("Nodes %v of group %s did not become Ready within %v (max node startup time)",
+			names(startupTimedOut), id, opts.MaxNodeStartupTime)))
+		recommend(Action{Kind: BackOff, Reason: backoff.Reason{Class: cloudprovider.OtherErrorClass, Code: CodeTimeout,
+			Message: fmt.Sprintf("nodes did not become Ready within %v", opts.MaxNodeStartupTime)}})
+		giveUpNodes(DeleteNotStarted, startupTimedOut, "delete nodes %v that did not come up")
 		delete(r.scaleUps, id)
 	}
 
@@ -391,43 +455,43 @@ func (r *Registry) updateGroup(ctx context.Context, st *State, ng cloudprovider.
 		fail(fmt.Errorf("target size: %w", targetErr))
 		st.NotForScaleUp[id] = fmt.Sprintf("target size: %v", targetErr)
 	}
+	target = max(0, target-deleted) // DeleteNodes takes the deleted off the target
 	registeredLeft := 0
 	var notStarted []*v1.Node
 	for _, n := range nodes {
-		if gone[n.Name] {
+		if planned[n.Name] {
 			continue
 		}
 		registeredLeft++
-		if states[n.Name] == nodeNotStarted {
+		if ga.states[n.Name] == nodeNotStarted {
 			notStarted = append(notStarted, n)
 		}
 	}
 	unregisteredCount := max(0, target-registeredLeft)
 	if req := r.scaleUps[id]; req != nil && targetErr == nil {
 		switch {
-		case unregisteredCount == 0 && len(notStarted) == 0 && len(gone) == 0:
+		case unregisteredCount == 0 && len(notStarted) == 0 && len(planned) == 0:
 			delete(r.scaleUps, id)
 			if r.cfg.Backoff != nil {
 				r.cfg.Backoff.Remove(id)
 			}
 		case opts.MaxNodeProvisionTime > 0 && now.After(req.last.Add(opts.MaxNodeProvisionTime)):
 			delete(r.scaleUps, id)
-			r.event(v1.EventTypeWarning, EventScaleUpTimedOut, "Nodes added to group %s failed to register within %v",
-				id, now.Sub(req.at).Round(time.Second))
-			r.backoff(id, backoff.Reason{Class: cloudprovider.OtherErrorClass, Code: CodeTimeout,
-				Message: fmt.Sprintf("scale-up timed out after %v", opts.MaxNodeProvisionTime)}, now)
-			r.giveUpNodes(ctx, st, ng, notStarted, gone, fail)
+			recommend(emit(v1.EventTypeWarning, EventScaleUpTimedOut, fmt.Sprintf("Nodes added to group %s failed to register within %v",
+				id, now.Sub(req.at).Round(time.Second))))
+			recommend(Action{Kind: BackOff, Reason: backoff.Reason{Class: cloudprovider.OtherErrorClass, Code: CodeTimeout,
+				Message: fmt.Sprintf("scale-up timed out after %v", opts.MaxNodeProvisionTime)}})
+			giveUpNodes(DeleteNotStarted, notStarted, "delete nodes %v that did not come up")
 			if unregisteredCount > 0 {
-				if err := ng.DecreaseTargetSize(ctx, -unregisteredCount); err != nil {
-					r.event(v1.EventTypeWarning, EventFailedToRevertScaleUp, "Failed to revert scale-up of group %s by %d: %v",
-						id, unregisteredCount, err)
-					fail(fmt.Errorf("decrease target size by %d: %w", unregisteredCount, err))
-				} else {
-					for _, in := range unregistered {
-						gone[in.ProviderID] = true
-					}
-					st.GivenUp = append(st.GivenUp, fmt.Sprintf("%d unregistered of %s", unregisteredCount, id))
+				pids := providerIDs(unregistered)
+				for _, pid := range pids {
+					planned[pid] = true
 				}
+				recommend(Action{Kind: RevertScaleUp, Delta: -unregisteredCount,
+					What: fmt.Sprintf("decrease target size by %d", unregisteredCount),
+					OnFailure: &Event{Type: v1.EventTypeWarning, Reason: EventFailedToRevertScaleUp,
+						Message: fmt.Sprintf("Failed to revert scale-up of group %s by %d", id, unregisteredCount)},
+					givesUp: pids, reported: []string{fmt.Sprintf("%d unregistered of %s", unregisteredCount, id)}})
 			}
 		}
 	}
@@ -435,7 +499,7 @@ func (r *Registry) updateGroup(ctx context.Context, st *State, ng cloudprovider.
 	// Instances unregistered for longer than the max node provision time.
 	var long []cloudprovider.Instance
 	for _, in := range unregistered {
-		if gone[in.ProviderID] {
+		if planned[in.ProviderID] {
 			continue
 		}
 		first, ok := since[in.ProviderID]
@@ -447,35 +511,61 @@ func (r *Registry) updateGroup(ctx context.Context, st *State, ng cloudprovider.
 			long = append(long, in)
 		}
 	}
-	rd.LongUnregistered = len(long)
+	ga.rd.LongUnregistered = len(long)
 	if len(long) > 0 && targetErr == nil {
 		if target-len(long) < ng.MinSize() {
 			fail(fmt.Errorf("%d long-unregistered instances kept: deleting them would go below min size %d", len(long), ng.MinSize()))
-		} else if err := ng.DeleteNodes(ctx, stubNodes(id, long)); err != nil {
-			r.event(v1.EventTypeWarning, EventDeleteUnregisteredFailed, "Failed to remove unregistered nodes %v of group %s: %v",
-				providerIDs(long), id, err)
-			fail(fmt.Errorf("delete unregistered instances: %w", err))
 		} else {
-			r.event(v1.EventTypeNormal, EventDeleteUnregistered, "Removed unregistered nodes %v of group %s", providerIDs(long), id)
-			metrics.RegisterOldUnregisteredNodesRemoved(len(long))
-			for _, in := range long {
-				gone[in.ProviderID] = true
-				delete(since, in.ProviderID)
-				st.GivenUp = append(st.GivenUp, in.ProviderID)
-			}
+			pids := providerIDs(long)
+			recommend(Action{Kind: DeleteLongUnregistered, Nodes: stubNodes(id, long), What: "delete unregistered instances",
+				OnSuccess: &Event{Type: v1.EventTypeNormal, Reason: EventDeleteUnregistered,
+					Message: fmt.Sprintf("Removed unregistered nodes %v of group %s", pids, id)},
+				OnFailure: &Event{Type: v1.EventTypeWarning, Reason: EventDeleteUnregisteredFailed,
+					Message: fmt.Sprintf("Failed to remove unregistered nodes %v of group %s", pids, id)},
+				givesUp: pids, reported: pids})
+		}
+	}
+	ga.target = target
+}
+
+// finishGroup counts what the group's applied actions gave up on, adds
+// the group's remaining nodes to the snapshot and returns its readiness.
+func (r *Registry) finishGroup(as *Assessment, ga *groupAssessment) Readiness {
+	st, id, g, rd := as.st, ga.ng.Id(), ga.g, ga.rd
+	gone := map[string]bool{}
+	since := r.unregisteredSince[id]
+	for i := ga.first; i < ga.end; i++ {
+		a := &as.Actions[i]
+		if !a.IsCloudCall() || !a.Applied {
+			continue
+		}
+		if a.Err != nil {
+			st.Errors = append(st.Errors, fmt.Errorf("node group %s: %s: %w", id, a.What, a.Err))
+			continue
+		}
+		for _, k := range a.givesUp {
+			gone[k] = true
+			delete(since, k)
+		}
+		st.GivenUp = append(st.GivenUp, a.reported...)
+		if a.Kind == DeleteLongUnregistered {
+			metrics.RegisterOldUnregisteredNodesRemoved(len(a.Nodes))
 		}
 	}
 
 	// What is left goes into the snapshot.
-	if t, err := ng.TargetSize(); err == nil {
+	target := ga.target
+	if t, err := ga.ng.TargetSize(); err == nil {
 		target = t
 	}
-	for _, n := range nodes {
+	registeredLeft := 0
+	for _, n := range ga.nodes {
 		if gone[n.Name] {
 			continue
 		}
+		registeredLeft++
 		st.GroupOf[n.Name] = id
-		switch states[n.Name] {
+		switch ga.states[n.Name] {
 		case nodeReady:
 			rd.Ready++
 			st.Objects.Nodes = append(st.Objects.Nodes, AsMember(n, id))
@@ -489,7 +579,7 @@ func (r *Registry) updateGroup(ctx context.Context, st *State, ng cloudprovider.
 			// be, devices included, under its own name.
 			tmpl, tmplSlices := g.NewNode(n.Name)
 			st.Objects.Nodes = append(st.Objects.Nodes, tmpl)
-			if slicesOf[n.Name] == 0 {
+			if ga.slicesOf[n.Name] == 0 {
 				st.Objects.ResourceSlices = append(st.Objects.ResourceSlices, tmplSlices...)
 			}
 			st.Upcoming[id]++
@@ -502,7 +592,7 @@ func (r *Registry) updateGroup(ctx context.Context, st *State, ng cloudprovider.
 	}
 	rd.Unregistered = max(0, target-registeredLeft)
 	if g != nil {
-		nodes, slices := UpcomingNodes(g, namePrefix, registeredLeft, target)
+		nodes, slices := UpcomingNodes(g, ga.namePrefix, registeredLeft, target)
 		st.Objects.Nodes = append(st.Objects.Nodes, nodes...)
 		st.Objects.ResourceSlices = append(st.Objects.ResourceSlices, slices...)
 		st.Upcoming[id] += len(nodes)
@@ -510,7 +600,7 @@ func (r *Registry) updateGroup(ctx context.Context, st *State, ng cloudprovider.
 
 	total := rd.Ready + rd.Unready + rd.NotStarted
 	st.GroupHealthy[id] = r.healthy(rd.Unready, total)
-	if bs := r.BackoffStatus(id, now); bs.BackedOff {
+	if bs := r.BackoffStatus(id, as.now); bs.BackedOff {
 		st.NotForScaleUp[id] = fmt.Sprintf("in backoff after failed scale-up until %s (%s: %s)",
 			bs.Until.UTC().Format(time.RFC3339), bs.Reason.Code, bs.Reason.Message)
 	} else if !st.GroupHealthy[id] {
@@ -550,28 +640,6 @@ func AsMember(n *v1.Node, group string) *v1.Node {
 	}
 	c.Labels[nodegroup.GroupLabel] = group
 	return &c
-}
-
-// giveUpNodes deletes registered nodes that did not come up.
-func (r *Registry) giveUpNodes(ctx context.Context, st *State, ng cloudprovider.NodeGroup, nodes []*v1.Node,
-	gone map[string]bool, fail func(error)) {
-	var todo []*v1.Node
-	for _, n := range nodes {
-		if !gone[n.Name] {
-			todo = append(todo, n)
-		}
-	}
-	if len(todo) == 0 {
-		return
-	}
-	if err := ng.DeleteNodes(ctx, todo); err != nil {
-		fail(fmt.Errorf("delete nodes %v that did not come up: %w", names(todo), err))
-		return
-	}
-	for _, n := range todo {
-		gone[n.Name] = true
-		st.GivenUp = append(st.GivenUp, n.Name)
-	}
 }
 
 // stubNodes stands unregistered instances in for Nodes, as CA does, so

@@ -1,8 +1,10 @@
 package clusterstate_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -18,6 +20,7 @@ import (
 
 	"draxr.dev/draxr/autoscaler/backoff"
 	"draxr.dev/draxr/autoscaler/clusterstate"
+	"draxr.dev/draxr/autoscaler/core"
 	"draxr.dev/draxr/cloudprovider"
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/nodegroup"
@@ -92,9 +95,14 @@ func (e *env) waitSynced() {
 
 func (e *env) update() *clusterstate.State {
 	e.t.Helper()
-	st, err := e.registry.Update(e.ctx, e.listers, e.provider, e.now)
+	as, err := e.registry.Assess(e.listers, e.provider, e.now)
 	if err != nil {
-		e.t.Fatalf("Update: %v", err)
+		e.t.Fatalf("Assess: %v", err)
+	}
+	core.ApplyClusterActions(e.ctx, e.registry, as.Actions, e.now)
+	st, err := e.registry.State(as)
+	if err != nil {
+		e.t.Fatalf("State: %v", err)
 	}
 	return st
 }
@@ -494,6 +502,99 @@ func TestRegistryNodesHeldBackAreStillComing(t *testing.T) {
 			}
 			if got := g.Deleted(); len(got) != 0 {
 				t.Errorf("deleted %v: a Ready node held back by %s was given up", got, tc.name)
+			}
+		})
+	}
+}
+
+// The registry only reads: what it makes of nodes that did not come up is
+// a list of actions, and until the loop applies them the cloud is
+// untouched, no event is recorded and the snapshot still counts the
+// nodes.
+func TestRegistryRecommendsAndDoesNotAct(t *testing.T) {
+	tests := []struct {
+		name      string
+		faults    fakeprovider.Faults
+		noRequest bool
+		after     time.Duration
+		want      []string // Kind, and what it acts on
+	}{
+		{name: "never registers", faults: fakeprovider.Faults{NeverRegister: true}, after: 16 * time.Minute,
+			want: []string{"Emit ScaleUpTimedOut", "BackOff timeout", "RevertScaleUp -2"}},
+		{name: "never Ready", faults: fakeprovider.Faults{NeverReady: true}, after: 16 * time.Minute,
+			want: []string{"Emit ScaleUpTimedOut", "BackOff timeout", "DeleteNotStarted [gpu-0 gpu-1]"}},
+		{name: "instances in error", faults: fakeprovider.Faults{InstanceError: &cloudprovider.InstanceErrorInfo{
+			ErrorClass: cloudprovider.OutOfResourcesErrorClass, ErrorCode: "QUOTA_EXCEEDED", ErrorMessage: "GPU quota exhausted"}},
+			after: 0,
+			want:  []string{"Emit ScaleUpFailed", "BackOff QUOTA_EXCEEDED", "DeleteFailedInstances [fake:///gpu/gpu-0 fake:///gpu/gpu-1]"}},
+		{name: "long unregistered", faults: fakeprovider.Faults{NeverRegister: true}, noRequest: true, after: 16 * time.Minute,
+			want: []string{"DeleteLongUnregistered [fake:///gpu/gpu-0 fake:///gpu/gpu-1]"}},
+		{name: "within the limits", faults: fakeprovider.Faults{NeverRegister: true}, after: 10 * time.Minute},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			g := e.provider.AddGroup(gpuGroup("gpu", 10), tc.faults)
+			if tc.noRequest {
+				if err := g.IncreaseSize(e.ctx, 2); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				e.scaleUp(g, 2)
+			}
+			if tc.after > 0 { // the timers start at the first loop
+				e.at(0)
+				e.update()
+			}
+			e.at(tc.after)
+			as, err := e.registry.Assess(e.listers, e.provider, e.now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, a := range as.Actions {
+				if a.Group.Id() != "gpu" {
+					t.Errorf("action %s for group %s, want gpu", a.Kind, a.Group.Id())
+				}
+				switch a.Kind {
+				case clusterstate.Emit:
+					got = append(got, "Emit "+a.Event.Reason)
+				case clusterstate.BackOff:
+					got = append(got, "BackOff "+a.Reason.Code)
+				case clusterstate.RevertScaleUp:
+					got = append(got, fmt.Sprintf("RevertScaleUp %d", a.Delta))
+				default:
+					var ids []string
+					for _, n := range a.Nodes {
+						ids = append(ids, cmp.Or(n.Spec.ProviderID, n.Name))
+					}
+					if a.Kind == clusterstate.DeleteNotStarted {
+						ids = ids[:0]
+						for _, n := range a.Nodes {
+							ids = append(ids, n.Name)
+						}
+					}
+					got = append(got, fmt.Sprintf("%s %v", a.Kind, ids))
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("actions %q, want %q", got, tc.want)
+			}
+			st, err := e.registry.State(as)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d, dec := g.Deleted(), g.Decreases(); len(d) != 0 || len(dec) != 0 {
+				t.Errorf("assessing deleted %v and decreased %v; the registry must not act", d, dec)
+			}
+			if evs := e.events(); len(evs) != 0 {
+				t.Errorf("assessing recorded %v; events are the loop's to record", evs)
+			}
+			if e.registry.BackoffStatus("gpu", e.now).BackedOff {
+				t.Error("assessing backed the group off")
+			}
+			if len(st.GivenUp) != 0 || st.Upcoming["gpu"] != 2 {
+				t.Errorf("state without the actions: given up %v, upcoming %d; want nothing given up, 2 upcoming", st.GivenUp, st.Upcoming["gpu"])
 			}
 		})
 	}

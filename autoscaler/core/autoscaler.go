@@ -209,6 +209,21 @@ type LoopResult struct {
 	WouldCall []string
 }
 
+// readClusterState reads the loop's state; with act, the cluster state's
+// recommendations (delete what did not come up, give back a timed-out
+// scale-up, back off) are applied first, so the state counts their
+// outcome. Without, nothing is written anywhere.
+func (a *Autoscaler) readClusterState(ctx context.Context, act bool) (*clusterstate.State, error) {
+	as, err := a.clusterState.Assess(a.cfg.Listers, a.cfg.Provider, a.cfg.Now())
+	if err != nil {
+		return nil, err
+	}
+	if act {
+		ApplyClusterActions(ctx, a.clusterState, as.Actions, a.cfg.Now())
+	}
+	return a.clusterState.State(as)
+}
+
 // RunOnce runs one loop. Errors from the provider are reported and
 // returned; the caller keeps looping.
 func (a *Autoscaler) RunOnce(ctx context.Context) (*LoopResult, error) {
@@ -225,7 +240,7 @@ func (a *Autoscaler) RunOnce(ctx context.Context) (*LoopResult, error) {
 		return nil, err
 	}
 	updateStart := time.Now()
-	st, err := a.clusterState.Update(ctx, a.cfg.Listers, a.cfg.Provider, a.cfg.Now())
+	st, err := a.readClusterState(ctx, true)
 	metrics.UpdateDurationFromStart(metrics.FunctionUpdateState, updateStart)
 	if err != nil {
 		metrics.RegisterError(metrics.ErrorAPICall)

@@ -196,7 +196,7 @@ func (a *Autoscaler) ExplainScaleDown(ctx context.Context) ([]scaledown.NodeVerd
 	if err := a.cfg.Provider.Refresh(ctx); err != nil {
 		return nil, err
 	}
-	st, err := a.clusterState.Update(ctx, a.cfg.Listers, a.cfg.Provider, a.cfg.Now())
+	st, err := a.readClusterState(ctx, false)
 	if err != nil {
 		return nil, err
 	}
