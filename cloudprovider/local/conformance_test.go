@@ -22,21 +22,34 @@ func conformanceGroups() []*nodegroup.NodeGroup {
 	return []*nodegroup.NodeGroup{gpu, plain}
 }
 
+// The contract holds for both kinds of local groups: Node objects made by
+// the provider, and machines a Launcher starts (the only kind with
+// unregistered capacity, so the only one DecreaseTargetSize applies to).
 func TestProviderContract(t *testing.T) {
-	providertest.Run(t, func(t *testing.T) *providertest.Env {
-		ctx := context.Background()
-		client := fake.NewClientset(member("gpu", "gpu-0"))
-		p, err := New(Options{Client: client, Groups: conformanceGroups()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := p.Refresh(ctx); err != nil {
-			t.Fatal(err)
-		}
-		m, err := client.CoreV1().Nodes().Get(ctx, "gpu-0", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &providertest.Env{Provider: p, Group: "gpu", Plain: "plain", Member: m, Settle: p.Refresh}
-	})
+	for _, tc := range []struct {
+		name     string
+		launcher func() Launcher
+	}{
+		{name: "node objects", launcher: func() Launcher { return nil }},
+		{name: "launched machines", launcher: func() Launcher { return &fakeLauncher{} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			providertest.Run(t, func(t *testing.T) *providertest.Env {
+				ctx := context.Background()
+				client := fake.NewClientset(member("gpu", "gpu-0"))
+				p, err := New(Options{Client: client, Groups: conformanceGroups(), Launcher: tc.launcher()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := p.Refresh(ctx); err != nil {
+					t.Fatal(err)
+				}
+				m, err := client.CoreV1().Nodes().Get(ctx, "gpu-0", metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return &providertest.Env{Provider: p, Group: "gpu", Plain: "plain", Member: m, Settle: p.Refresh}
+			})
+		})
+	}
 }

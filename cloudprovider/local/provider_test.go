@@ -252,8 +252,14 @@ func (l *fakeLauncher) Start(_ context.Context, g *nodegroup.NodeGroup, name, pr
 	return nil
 }
 func (l *fakeLauncher) Launched(group string) []string { return l.started[group] }
+
+// Stop stops the machine: it is no longer launched, as with the real
+// launcher.
 func (l *fakeLauncher) Stop(_ context.Context, node string) error {
 	l.stopped = append(l.stopped, node)
+	for g, names := range l.started {
+		l.started[g] = slices.DeleteFunc(names, func(n string) bool { return n == node })
+	}
 	return nil
 }
 

@@ -158,6 +158,36 @@ func rows() []row {
 				t.Errorf("target = %d, want 1", got)
 			}
 		}},
+		{"DecreaseTargetSize gives back an unregistered instance", func(ctx context.Context, t *testing.T, e *Env) {
+			g := group(t, e, e.Group)
+			if err := g.IncreaseSize(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.Settle(ctx); err != nil {
+				t.Fatal(err)
+			}
+			in, err := group(t, e, e.Group).Nodes()
+			if err != nil {
+				t.Fatal(err)
+			}
+			creating := 0
+			for _, i := range in {
+				if i.ProviderID != e.Member.Spec.ProviderID && (i.Status == nil || i.Status.State == cloudprovider.InstanceCreating) {
+					creating++
+				}
+			}
+			if creating == 0 {
+				// New nodes register at once (Node objects made by the
+				// provider): there is never unregistered capacity.
+				return
+			}
+			if err := group(t, e, e.Group).DecreaseTargetSize(ctx, -1); err != nil {
+				t.Fatalf("DecreaseTargetSize(-1) with %d unregistered instance(s): %v", creating, err)
+			}
+			if got := target(ctx, t, e, e.Group); got != 1 {
+				t.Errorf("target = %d after giving the unregistered instance back, want 1", got)
+			}
+		}},
 		{"NodeGroupForNode", func(_ context.Context, t *testing.T, e *Env) {
 			if g, err := e.Provider.NodeGroupForNode(e.Member); err != nil || g == nil || g.Id() != e.Group {
 				t.Errorf("member: %v, %v; want group %s", g, err, e.Group)

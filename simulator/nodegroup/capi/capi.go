@@ -511,10 +511,10 @@ type NodeGroup struct {
 // Build reads r as a node group; nil (and no error) when CA would not
 // make it one: a MachineSet owned by a MachineDeployment, max size 0, or
 // 0 replicas without a scale-from-zero template. configMapData is the
-// data of the ConfigMap r references, if any. When live is set (a ready
+// data of the ConfigMap r references, if any. When member is set (a ready
 // node of the group and its slices), it is the template instead of the
 // annotations.
-func Build(r Resource, configMapData map[string]string, live *NodeCopy) (*NodeGroup, error) {
+func Build(r Resource, configMapData map[string]string, member *NodeCopy) (*NodeGroup, error) {
 	if !IsScalableKind(r.Kind) || r.Kind == MachineSet && r.OwnedByMachineDeployment {
 		return nil, nil
 	}
@@ -539,10 +539,10 @@ func Build(r Resource, configMapData map[string]string, live *NodeCopy) (*NodeGr
 	if err != nil {
 		return nil, err
 	}
-	if live != nil && live.Node != nil {
-		node = sanitize(live.Node, r.NodeNamePrefix(), live.Taints)
-		if len(live.Slices) > 0 {
-			slices = live.Slices
+	if member != nil && member.Node != nil {
+		node = sanitize(member.Node, r.NodeNamePrefix(), member.Taints)
+		if len(member.Slices) > 0 {
+			slices = member.Slices
 		}
 	}
 	if node == nil {
