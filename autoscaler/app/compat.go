@@ -48,8 +48,6 @@ func compatTable() []compatEntry {
 	)
 	return []compatEntry{
 		{"cluster-name", warn, "", "names the cluster to cloud providers that need it (" + gce + "); draxr's providers do not"},
-		{"cloud-config", reject, "", "draxr's providers take no cloud config file: the local provider reads --node-group-config, and the clusterapi provider's management cluster is the --kubeconfig cluster"},
-		{"clusterapi-cloud-config-authoritative", reject, "false", "needs --cloud-config, which is not supported"},
 		{"enforce-node-group-min-size", reject, "false", "draxr does not scale a group up to its minimum size without pending pods"},
 		{"scale-down-unready-enabled", reject, "true", "draxr always removes nodes unready for --scale-down-unready-time"},
 		{"scale-down-delay-type-local", reject, "false", "draxr applies --scale-down-delay-after-* cluster-wide"},

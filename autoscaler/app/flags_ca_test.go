@@ -126,7 +126,6 @@ func TestCompatFlagsWarnOrReject(t *testing.T) {
 		{args: []string{"--scale-up-from-zero=false"}, err: "--scale-up-from-zero=false is not supported by draxr-autoscaler: draxr always scales up when no node is ready"},
 		{args: []string{"--unready-nodes-scope=autoscaled"}, err: "--unready-nodes-scope=autoscaled is not supported"},
 		{args: []string{"--leader-elect-resource-namespace=other"}, warnings: []string{"--leader-elect-resource-namespace has no effect in draxr-autoscaler: ignored, as in CA: the lease lives in --namespace"}},
-		{args: []string{"--nodes=1:3:a", "--cloud-config=c.conf"}, err: "--cloud-config=c.conf is not supported"},
 		// The Cluster Autoscaler chart's logging flags.
 		{args: []string{"--logtostderr=true", "--stderrthreshold=info", "--v=4"}, warnings: []string{
 			"--logtostderr has no effect in draxr-autoscaler: draxr-autoscaler logs every message to stderr",

@@ -29,6 +29,11 @@ type options struct {
 	nodeGroupConfig         []string
 	schedulerConfig         string
 	cloudProvider           string
+	// cloudConfig (--cloud-config) is the clusterapi provider's management
+	// cluster kubeconfig; cloudConfigAuthoritative keeps an empty one from
+	// falling back to --kubeconfig (in-cluster instead), as in CA.
+	cloudConfig              string
+	cloudConfigAuthoritative bool
 	localNodeReadyDelay     time.Duration
 	localSlicesDelay        time.Duration
 	address                 string
@@ -141,6 +146,10 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.nodeGroupConfig, "node-group-config", nil, "file or folder of NodeGroup objects (draxr.dev/v1alpha1), repeatable")
 	fs.StringVar(&o.schedulerConfig, "scheduler-config", "", "the scheduler's KubeSchedulerConfiguration, so simulations place pods as it does")
 	fs.StringVar(&o.cloudProvider, "cloud-provider", "local", "cloud provider: local (nodes as API objects, for tests and demos) or clusterapi")
+	fs.StringVar(&o.cloudConfig, "cloud-config", "", "clusterapi: kubeconfig of the management cluster (its Cluster API objects) when it is not the --kubeconfig cluster; "+
+		"without it, the --kubeconfig cluster (or in-cluster, with --clusterapi-cloud-config-authoritative)")
+	fs.BoolVar(&o.cloudConfigAuthoritative, "clusterapi-cloud-config-authoritative", false,
+		"clusterapi: an empty --cloud-config means the in-cluster configuration for the management cluster, never --kubeconfig")
 	fs.DurationVar(&o.localNodeReadyDelay, "local-node-ready-delay", 5*time.Second, "local provider: time until a new node is Ready")
 	fs.DurationVar(&o.localSlicesDelay, "local-slices-delay", 3*time.Second, "local provider: time from Ready until the node's ResourceSlices are published")
 	fs.StringVar(&o.address, "address", ":8085", "address for /metrics and /health-check (also /healthz)")
@@ -194,6 +203,9 @@ func (o *options) validateCloudProvider() error {
 	case "local":
 		if len(o.nodeGroupConfig) == 0 {
 			return fmt.Errorf("--node-group-config is required: the local provider's NodeGroup objects")
+		}
+		if o.cloudConfig != "" || o.cloudConfigAuthoritative {
+			return fmt.Errorf("--cloud-config and --clusterapi-cloud-config-authoritative need --cloud-provider=%s; the local provider reads --node-group-config", clusterapi.Name)
 		}
 		if len(o.nodeGroupAutoDiscovery) > 0 {
 			return fmt.Errorf("--node-group-auto-discovery needs --cloud-provider=%s", clusterapi.Name)

@@ -1,11 +1,17 @@
 package app
 
 import (
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"draxr.dev/draxr/simulator/taints"
 )
@@ -27,6 +33,9 @@ func TestFlagValidation(t *testing.T) {
 		{[]string{"--cloud-provider=clusterapi", "--node-group-auto-discovery=clusterapi:namespace"}, `invalid key=value pair "namespace"`},
 		{[]string{"--cloud-provider=clusterapi", "--node-group-config=g.yaml"}, "--node-group-config is for the local provider"},
 		{[]string{"--node-group-config=g.yaml", "--node-group-auto-discovery=clusterapi:"}, "--node-group-auto-discovery needs --cloud-provider=clusterapi"},
+		{[]string{"--cloud-provider=clusterapi", "--cloud-config=mgmt.kubeconfig", "--kubeconfig=workload.kubeconfig"}, ""},
+		{[]string{"--cloud-provider=clusterapi", "--clusterapi-cloud-config-authoritative", "--kubeconfig=workload.kubeconfig"}, ""},
+		{[]string{"--node-group-config=g.yaml", "--cloud-config=mgmt.kubeconfig"}, "--cloud-config and --clusterapi-cloud-config-authoritative need --cloud-provider=clusterapi"},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -75,5 +84,63 @@ func TestTaintFlags(t *testing.T) {
 	}
 	if err := o.validate(); err == nil || !strings.Contains(err.Error(), "--status-taint: an empty taint key") {
 		t.Errorf("validate() = %v, want the empty --status-taint key named", err)
+	}
+}
+
+// The management cluster is chosen as CA chooses it, for each of the
+// topologies its clusterapi docs list.
+func TestManagementCluster(t *testing.T) {
+	dir := t.TempDir()
+	mgmt := filepath.Join(dir, "mgmt.kubeconfig")
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["m"] = &clientcmdapi.Cluster{Server: "https://management.example:6443"}
+	cfg.AuthInfos["m"] = &clientcmdapi.AuthInfo{Token: "t"}
+	cfg.Contexts["m"] = &clientcmdapi.Context{Cluster: "m", AuthInfo: "m"}
+	cfg.CurrentContext = "m"
+	if err := clientcmd.WriteToFile(*cfg, mgmt); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	t.Setenv("KUBERNETES_SERVICE_PORT", "")
+	workloadCfg := &rest.Config{Host: "https://workload.example:6443"}
+	workload := kubefake.NewClientset()
+	tests := []struct {
+		name     string
+		args     []string
+		wantHost string
+		wantErr  string
+	}{
+		{name: "one cluster", args: nil, wantHost: workloadCfg.Host},
+		{name: "management by --cloud-config, workload by --kubeconfig or in-cluster", args: []string{"--cloud-config=" + mgmt}, wantHost: "https://management.example:6443"},
+		{name: "authoritative --cloud-config", args: []string{"--cloud-config=" + mgmt, "--clusterapi-cloud-config-authoritative"}, wantHost: "https://management.example:6443"},
+		{name: "management in-cluster, workload by --kubeconfig", args: []string{"--clusterapi-cloud-config-authoritative"},
+			wantErr: "management cluster (in-cluster, --clusterapi-cloud-config-authoritative without --cloud-config)"},
+		{name: "missing file", args: []string{"--cloud-config=" + filepath.Join(dir, "nope")}, wantErr: "management cluster (--cloud-config=" + filepath.Join(dir, "nope")},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := &options{}
+			fs := pflag.NewFlagSet("draxr-autoscaler", pflag.ContinueOnError)
+			o.addFlags(fs)
+			if err := fs.Parse(append([]string{"--cloud-provider=clusterapi"}, tc.args...)); err != nil {
+				t.Fatal(err)
+			}
+			got, client, err := managementCluster(o, workloadCfg, workload)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Host != tc.wantHost {
+				t.Errorf("management cluster %s, want %s", got.Host, tc.wantHost)
+			}
+			if same := client == kubernetes.Interface(workload); same != (tc.wantHost == workloadCfg.Host) {
+				t.Errorf("management client is the workload's: %v", same)
+			}
+		})
 	}
 }

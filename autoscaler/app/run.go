@@ -260,15 +260,42 @@ func newProvider(o *options, cfg *rest.Config, client kubernetes.Interface, laun
 }
 
 // newClusterAPIProvider: node groups are the management cluster's
-// MachineDeployments, MachineSets and MachinePools (the cluster the
-// autoscaler runs against, as CA's default single-cluster topology).
+// MachineDeployments, MachineSets and MachinePools; cfg and client reach
+// the workload cluster (nodes, pods, the lease and status).
 func newClusterAPIProvider(o *options, cfg *rest.Config, client kubernetes.Interface) (cloudprovider.Provider, error) {
-	dyn, err := dynamic.NewForConfig(cfg)
+	mgmtCfg, mgmtClient, err := managementCluster(o, cfg, client)
 	if err != nil {
 		return nil, err
 	}
-	return clusterapi.New(clusterapi.Options{Dynamic: dyn, Kube: client, AutoDiscovery: o.nodeGroupAutoDiscovery, Taints: o.caOptions.taints(),
-		TemplateCacheExpiry: o.caOptions.nodeInfoCacheExpireTime})
+	dyn, err := dynamic.NewForConfig(mgmtCfg)
+	if err != nil {
+		return nil, err
+	}
+	return clusterapi.New(clusterapi.Options{Dynamic: dyn, Kube: mgmtClient, Workload: client, AutoDiscovery: o.nodeGroupAutoDiscovery,
+		Taints: o.caOptions.taints(), TemplateCacheExpiry: o.caOptions.nodeInfoCacheExpireTime})
+}
+
+// managementCluster is where the Cluster API objects live, chosen as CA
+// chooses it: --cloud-config; else, unless
+// --clusterapi-cloud-config-authoritative, the --kubeconfig (workload)
+// cluster itself; else the in-cluster configuration. CA's topologies
+// follow: one cluster, a management cluster reached by --cloud-config
+// while the autoscaler runs in the workload cluster, and the autoscaler
+// in the management cluster reaching the workload by --kubeconfig.
+func managementCluster(o *options, workloadCfg *rest.Config, workload kubernetes.Interface) (*rest.Config, kubernetes.Interface, error) {
+	if o.cloudConfig == "" && !o.cloudConfigAuthoritative {
+		return workloadCfg, workload, nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.cloudConfig)
+	if err != nil {
+		if o.cloudConfig == "" {
+			return nil, nil, fmt.Errorf("management cluster (in-cluster, --clusterapi-cloud-config-authoritative without --cloud-config): %w", err)
+		}
+		return nil, nil, fmt.Errorf("management cluster (--cloud-config=%s): %w", o.cloudConfig, err)
+	}
+	o.caOptions.restConfig(cfg)
+	client, err := kubernetes.NewForConfig(cfg)
+	return cfg, client, err
 }
 
 // errLostLease ends the process when another replica took the lease

@@ -51,8 +51,14 @@ func GVR(kind string) schema.GroupVersionResource {
 
 // Options configure the provider.
 type Options struct {
+	// Dynamic and Kube reach the management cluster: the Cluster API
+	// objects, infrastructure templates and template ConfigMaps.
 	Dynamic dynamic.Interface
 	Kube    kubernetes.Interface
+	// Workload reaches the cluster the machines join (their Nodes and
+	// ResourceSlices); nil when it is the management cluster, as in CA's
+	// single-cluster topology.
+	Workload kubernetes.Interface
 	// AutoDiscovery are --node-group-auto-discovery values.
 	AutoDiscovery []string
 	// Mapper resolves infrastructure template kinds; nil discovers them
@@ -138,6 +144,9 @@ func New(opts Options) (*Provider, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.Workload == nil {
+		opts.Workload = opts.Kube
+	}
 	if opts.Mapper == nil {
 		opts.Mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(opts.Kube.Discovery()))
 	}
@@ -200,7 +209,7 @@ func (p *Provider) Refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	nodes, err := p.opts.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	nodes, err := p.opts.Workload.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("clusterapi provider: list nodes: %w", err)
 	}
@@ -424,7 +433,7 @@ func (p *Provider) nodeToCopy(ctx context.Context, res capi.Resource, instances 
 
 // copyNode is node n with its ResourceSlices, as a template copies them.
 func (p *Provider) copyNode(ctx context.Context, res capi.Resource, n *v1.Node) (*capi.NodeCopy, error) {
-	slices, err := p.opts.Kube.ResourceV1().ResourceSlices().List(ctx,
+	slices, err := p.opts.Workload.ResourceV1().ResourceSlices().List(ctx,
 		metav1.ListOptions{FieldSelector: resourceapi.ResourceSliceSelectorNodeName + "=" + n.Name})
 	if err != nil {
 		return nil, fmt.Errorf("%s: slices of node %s: %w", res, n.Name, err)
@@ -540,9 +549,6 @@ type group struct {
 func (g *group) Id() string   { return g.res.ID() }
 func (g *group) MinSize() int { return g.built.Planning.Spec.MinSize }
 func (g *group) MaxSize() int { return g.built.Planning.Spec.MaxSize }
-
-// Options are the group's autoscaling-options-* overrides.
-func (g *group) Options() nodegroup.Options { return g.built.Options }
 
 // GetOptions is defaults with the group's autoscaling-options-* overrides.
 func (g *group) GetOptions(defaults cloudprovider.NodeGroupOptions) (*cloudprovider.NodeGroupOptions, error) {
