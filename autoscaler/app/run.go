@@ -66,17 +66,13 @@ func NewCommand(exts ...Extension) *cobra.Command {
 		// an error, not ignored.
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			warnings, err := compat.check()
+			warnings, err := o.check(compat, cmd.Flags())
 			if err != nil {
 				return err
 			}
 			for _, w := range warnings {
 				klog.Warning(w + " (see docs/flags.md)")
 			}
-			if err := o.validate(); err != nil {
-				return err
-			}
-			o.dryRunDefaults(cmd.Flags())
 			if err := featuregates.Apply(o.featureGates); err != nil {
 				return err
 			}
@@ -108,6 +104,21 @@ func NewCommand(exts ...Extension) *cobra.Command {
 	}
 	cmd.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 	return cmd
+}
+
+// check takes the parsed flags: the Cluster Autoscaler flags draxr lacks
+// (warnings, or an error), validation, and the defaults that depend on
+// other flags.
+func (o *options) check(compat *compatFlags, fs *pflag.FlagSet) ([]string, error) {
+	warnings, err := compat.check()
+	if err != nil {
+		return nil, err
+	}
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	o.dryRunDefaults(fs)
+	return warnings, nil
 }
 
 // addAllFlags registers every flag draxr-autoscaler implements on fs,

@@ -49,6 +49,17 @@ type Spec struct {
 // Name is the image's (and the binary's) name.
 func (s Spec) Name() string { return filepath.Base(s.Binary) }
 
+// Aliases are other names the binary answers to in the image, symbolic
+// links at the root: draxr-autoscaler's image runs under the Cluster
+// Autoscaler chart's command, ./cluster-autoscaler from the working
+// directory /, so that switching is one image value.
+func (s Spec) Aliases() []string {
+	if s.Name() == "draxr-autoscaler" {
+		return []string{"cluster-autoscaler"}
+	}
+	return nil
+}
+
 // Ref is the image's reference, Registry/Name:Version.
 func (s Spec) Ref() string { return s.Registry + "/" + s.Name() + ":" + s.Version }
 
@@ -68,7 +79,7 @@ func Build(s Spec) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	layerTar, err := layerTar(s.Name(), bin)
+	layerTar, err := layerTar(s.Name(), bin, s.Aliases())
 	if err != nil {
 		return nil, fmt.Errorf("image %s: %w", s.Name(), err)
 	}
@@ -102,8 +113,8 @@ func Build(s Spec) (v1.Image, error) {
 }
 
 // layerTar is the single layer: /tmp (some libraries write temporary
-// files) and the binary.
-func layerTar(name string, bin []byte) ([]byte, error) {
+// files), the binary and its aliases.
+func layerTar(name string, bin []byte, aliases []string) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	epoch := time.Unix(0, 0)
@@ -115,6 +126,11 @@ func layerTar(name string, bin []byte) ([]byte, error) {
 	}
 	if _, err := tw.Write(bin); err != nil {
 		return nil, err
+	}
+	for _, a := range aliases {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: a, Linkname: name, Mode: 0o777, ModTime: epoch, Format: tar.FormatPAX}); err != nil {
+			return nil, err
+		}
 	}
 	if err := tw.Close(); err != nil {
 		return nil, err
@@ -212,9 +228,11 @@ type File struct {
 	Mode     int64
 	UID, GID int
 	Data     []byte
+	// Link is a symbolic link's target.
+	Link string
 }
 
-// Files reads every regular file and directory of the image's layers,
+// Files reads every regular file, directory and symbolic link of the image's layers,
 // keyed by path without a leading slash (directories with a trailing one,
 // Data nil); later layers win.
 func Files(img v1.Image) (map[string]File, error) {
@@ -238,7 +256,7 @@ func Files(img v1.Image) (map[string]File, error) {
 				rc.Close()
 				return nil, fmt.Errorf("layer %d: %w", i, err)
 			}
-			f := File{Mode: h.Mode, UID: h.Uid, GID: h.Gid}
+			f := File{Mode: h.Mode, UID: h.Uid, GID: h.Gid, Link: h.Linkname}
 			if h.Typeflag == tar.TypeReg {
 				if f.Data, err = io.ReadAll(tr); err != nil {
 					rc.Close()

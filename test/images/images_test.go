@@ -63,6 +63,13 @@ func checkImage(t *testing.T, img v1.Image, s Spec) {
 	if local, err := os.ReadFile(s.Binary); err == nil && string(local) != string(bin.Data) {
 		t.Errorf("%s: the image's binary differs from %s", s.Name(), s.Binary)
 	}
+	// Another chart's command for the same binary (CA's ./cluster-autoscaler
+	// from the working directory) finds it.
+	for _, a := range s.Aliases() {
+		if f, ok := files[a]; !ok || f.Link != s.Name() || c.WorkingDir != "/" {
+			t.Errorf("%s: ./%s from working directory %q is %+v, want a link to %s", s.Name(), a, c.WorkingDir, f.Link, s.Name())
+		}
+	}
 }
 
 // checkWritten reads every image back from the OCI layout and from its
@@ -131,6 +138,24 @@ func TestBuildStatic(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkWritten(t, out, []Spec{s})
+	// The autoscaler's image also answers to the Cluster Autoscaler's
+	// command.
+	ca := Spec{Binary: filepath.Join(dir, "bin", "draxr-autoscaler"), Registry: "registry.example", Version: "1.2.3", Source: "https://example.org/src"}
+	if err := os.Rename(bin, ca.Binary); err != nil {
+		t.Fatal(err)
+	}
+	caImg, err := Build(ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := Files(caImg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := files["cluster-autoscaler"]; f.Link != "draxr-autoscaler" {
+		t.Errorf("draxr-autoscaler image: /cluster-autoscaler is %+v, want a link to draxr-autoscaler", f)
+	}
+	checkImage(t, caImg, ca)
 	if _, err := FromLayout(filepath.Join(out, "oci"), "registry.example/other:1.2.3"); err == nil || !strings.Contains(err.Error(), "no image registry.example/other:1.2.3") {
 		t.Errorf("missing image: err = %v", err)
 	}
