@@ -34,14 +34,14 @@ type options struct {
 	// falling back to --kubeconfig (in-cluster instead), as in CA.
 	cloudConfig              string
 	cloudConfigAuthoritative bool
-	localNodeReadyDelay     time.Duration
-	localSlicesDelay        time.Duration
-	address                 string
-	leaderElect             bool
-	namespace               string
-	statusConfigMap         string
-	emitPerNodeGroupMetrics bool
-	leaderElectLeaseName    string
+	localNodeReadyDelay      time.Duration
+	localSlicesDelay         time.Duration
+	address                  string
+	leaderElect              bool
+	namespace                string
+	statusConfigMap          string
+	emitPerNodeGroupMetrics  bool
+	leaderElectLeaseName     string
 	// dryRun is --dry-run (shadow mode).
 	dryRun                  bool
 	leaderElectLeaseTimeout time.Duration

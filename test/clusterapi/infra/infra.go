@@ -106,9 +106,23 @@ func WithStartupTaint(tmpl *unstructured.Unstructured, key string, hold time.Dur
 
 // Reconciler provisions InfraMachines.
 type Reconciler struct {
-	Client     client.Client
+	Client client.Client
+	// Kube is the workload cluster the machines join; WorkloadOf, when
+	// set and it knows the InfraMachine's namespace, names another one
+	// (a management cluster serving several workload clusters).
 	Kube       kubernetes.Interface
+	WorkloadOf func(namespace string) kubernetes.Interface
 	ReadyDelay time.Duration
+}
+
+// workload is the cluster m's node joins.
+func (r *Reconciler) workload(m *unstructured.Unstructured) kubernetes.Interface {
+	if r.WorkloadOf != nil {
+		if k := r.WorkloadOf(m.GetNamespace()); k != nil {
+			return k
+		}
+	}
+	return r.Kube
 }
 
 // SetupWithManager watches InfraMachines.
@@ -127,13 +141,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	nodeName := nodeNameOf(m)
+	kube := r.workload(m)
 	if m.GetDeletionTimestamp() != nil {
-		err := r.Kube.ResourceV1().ResourceSlices().DeleteCollection(ctx, metav1.DeleteOptions{},
+		err := kube.ResourceV1().ResourceSlices().DeleteCollection(ctx, metav1.DeleteOptions{},
 			metav1.ListOptions{FieldSelector: resourceapi.ResourceSliceSelectorNodeName + "=" + nodeName})
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		if err := r.Kube.CoreV1().Nodes().Delete(ctx, nodeName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if err := kube.CoreV1().Nodes().Delete(ctx, nodeName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return ctrl.Result{}, err
 		}
 		controllerutil.RemoveFinalizer(m, finalizer)
@@ -151,7 +166,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 	}
-	node, err := r.Kube.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+	node, err := kube.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		node, err = r.createNode(ctx, m, nodeName)
 	}
@@ -167,13 +182,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		node.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady",
 			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-		if node, err = r.Kube.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		if node, err = kube.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
 	// The API server taints new nodes not-ready; no node lifecycle
 	// controller runs in the test control plane to lift it.
-	if err := r.liftNotReadyTaint(ctx, node); err != nil {
+	if err := r.liftNotReadyTaint(ctx, kube, node); err != nil {
 		return ctrl.Result{}, err
 	}
 	requeue, err := r.liftStartupTaint(ctx, m, nodeName)
@@ -204,7 +219,7 @@ func (r *Reconciler) liftStartupTaint(ctx context.Context, m *unstructured.Unstr
 	if err != nil {
 		return 0, fmt.Errorf("%s: spec.startupTaintHold: %w", m.GetName(), err)
 	}
-	node, err := r.Kube.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+	node, err := r.workload(m).CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 	if err != nil {
 		return 0, err
 	}
@@ -227,7 +242,7 @@ func (r *Reconciler) liftStartupTaint(ctx context.Context, m *unstructured.Unstr
 		return 0, nil
 	}
 	node.Spec.Taints = kept
-	_, err = r.Kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
+	_, err = r.workload(m).CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
 	return 0, err
 }
 
@@ -249,14 +264,14 @@ func (r *Reconciler) createNode(ctx context.Context, m *unstructured.Unstructure
 	if key, _, _ := unstructured.NestedString(m.Object, "spec", "startupTaint"); key != "" {
 		node.Spec.Taints = []v1.Taint{{Key: key, Effect: v1.TaintEffectNoSchedule}}
 	}
-	created, err := r.Kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	created, err := r.workload(m).CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	if err != nil {
 		return nil, err
 	}
 	created.Status.Capacity, created.Status.Allocatable = capacity, capacity
 	created.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionFalse, Reason: "Provisioning",
 		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-	return r.Kube.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	return r.workload(m).CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
 }
 
 func (r *Reconciler) publishSlices(ctx context.Context, m *unstructured.Unstructured, nodeName string) error {
@@ -277,14 +292,14 @@ func (r *Reconciler) publishSlices(ctx context.Context, m *unstructured.Unstruct
 		s.NodeName = ptr.To(nodeName)
 		s.Pool = resourceapi.ResourcePool{Name: nodeName, Generation: 1, ResourceSliceCount: perDriver[s.Driver]}
 		slice := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", nodeName, i)}, Spec: s}
-		if _, err := r.Kube.ResourceV1().ResourceSlices().Create(ctx, slice, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		if _, err := r.workload(m).ResourceV1().ResourceSlices().Create(ctx, slice, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
 	}
 	return nil
 }
 
-func (r *Reconciler) liftNotReadyTaint(ctx context.Context, node *v1.Node) error {
+func (r *Reconciler) liftNotReadyTaint(ctx context.Context, kube kubernetes.Interface, node *v1.Node) error {
 	kept := node.Spec.Taints[:0]
 	for _, t := range node.Spec.Taints {
 		if t.Key != v1.TaintNodeNotReady {
@@ -295,7 +310,7 @@ func (r *Reconciler) liftNotReadyTaint(ctx context.Context, node *v1.Node) error
 		return nil
 	}
 	node.Spec.Taints = kept
-	_, err := r.Kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
+	_, err := kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
 	return err
 }
 

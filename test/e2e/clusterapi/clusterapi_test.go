@@ -168,12 +168,19 @@ func TestScaleFromZeroAndBack(t *testing.T) {
 
 func setupCluster(ctx context.Context, t *testing.T, dyn dynamic.Interface, ns string) {
 	t.Helper()
+	setupClusterOf(ctx, t, dyn, ns, cp.AdminKubeconfig)
+}
+
+// setupClusterOf makes namespace ns's Cluster, whose workload cluster is
+// the one workloadKubeconfig reaches.
+func setupClusterOf(ctx context.Context, t *testing.T, dyn dynamic.Interface, ns, workloadKubeconfig string) {
+	t.Helper()
 	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// The Cluster's kubeconfig secret lets CAPI's ClusterCache reach the
-	// "workload cluster", which is this same API server.
-	kubeconfig, err := os.ReadFile(cp.AdminKubeconfig)
+	// workload cluster (for most tests this same API server).
+	kubeconfig, err := os.ReadFile(workloadKubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,19 +298,7 @@ func machineNames(ctx context.Context, t *testing.T, dyn dynamic.Interface, ns s
 	return out
 }
 
-func boundPods(ctx context.Context, ns string) (int, error) {
-	pods, err := cp.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return 0, err
-	}
-	bound := 0
-	for _, p := range pods.Items {
-		if p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
-			bound++
-		}
-	}
-	return bound, nil
-}
+func boundPods(ctx context.Context, ns string) (int, error) { return boundIn(ctx, cp.Client, ns) }
 
 func countProviderNodes(nodes []v1.Node) int {
 	n := 0

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/klog/v2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -45,6 +47,13 @@ var (
 	cp   *controlplane.ControlPlane
 	root string
 	bins string
+	// cpBin holds etcd, kube-apiserver and kube-controller-manager, for
+	// tests that start a second (workload) control plane.
+	cpBin string
+	// workloads are the workload clusters of namespaces whose Cluster is
+	// not this control plane: the test infrastructure provider creates
+	// their machines' Nodes there.
+	workloads sync.Map // namespace -> kubernetes.Interface
 
 	// Tallies for the summary line.
 	podsBound, machinesCreated, machinesRemoved atomic.Int64
@@ -64,6 +73,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	binDir, err := controlPlaneDir()
+	cpBin = binDir
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "clusterapi e2e: control plane:", err)
 		return 1
@@ -219,7 +229,13 @@ func startCAPI(ctx context.Context) error {
 		RemoteConditionsGracePeriod: 5 * time.Minute}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 4}); err != nil {
 		return fmt.Errorf("Machine reconciler: %w", err)
 	}
-	if err := (&infra.Reconciler{Client: mgr.GetClient(), Kube: cp.Client, ReadyDelay: 2 * time.Second}).SetupWithManager(mgr); err != nil {
+	workloadOf := func(ns string) kubernetes.Interface {
+		if k, ok := workloads.Load(ns); ok {
+			return k.(kubernetes.Interface)
+		}
+		return nil
+	}
+	if err := (&infra.Reconciler{Client: mgr.GetClient(), Kube: cp.Client, WorkloadOf: workloadOf, ReadyDelay: 2 * time.Second}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("test infrastructure provider: %w", err)
 	}
 	go func() {
