@@ -60,13 +60,13 @@ type ClaimLister interface {
 // ask, not by name: pods whose fresh claims ask the same are alike, as
 // pods asking the same extended resources are. Job operators create a
 // claim per pod, so keyed by name no two such pods would share a verdict
-// and each would be tried on every new node. A claim is the pod's own when
-// no other of pods references it, it is unallocated, unreserved and has no
-// status, and, when generated from a template, it is owned by the pod
-// (a template not yet generated counts by the template's spec). Other
-// claims keep their name in the key: a claim shared with other pods is
-// allocated once for all of them. pods are all the pending pods whose
-// claims may be shared; other pods' claims keep their names.
+// and each would be tried on every new node. A claim is the pod's own and
+// fresh when no other pod in pods references it, it has no status (not
+// allocated, not reserved) and is not being deleted, and, when generated
+// from a template, it is owned by the pod; a template not generated yet
+// counts by the template's spec. Other claims keep their name in the key:
+// a shared claim is allocated once for all its pods. pods are all the
+// pending pods; the claims of a pod not among them keep their names.
 func NewKinds(claims ClaimLister, pods []*v1.Pod) *Kinds {
 	k := &Kinds{claims: claims, users: map[string]string{}}
 	for _, pod := range pods {
