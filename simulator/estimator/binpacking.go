@@ -190,7 +190,7 @@ func (r *run) place(pods []*v1.Pod, i, maxNodes int) (int, error) {
 			r.record(pod, c.name)
 			return 1, nil
 		}
-		if r.fill.runOf(pods[i:], kind, m.n, r.kindOf) {
+		if r.fill.runOf(pods[i:], kind, m.n, r.kindOf, r.kinds.OwnsNamedClaims) {
 			if r.b.replicate(r.g, m, pods[i:i+m.n], r.res) {
 				r.simulated = append(r.simulated, r.res.NewNodes[len(r.res.NewNodes)-1])
 				r.cursor[kind] = len(r.simulated) // the copy is as full as its source
@@ -446,12 +446,12 @@ func (f *fillMemo) full(snap *snapshot.Snapshot, node, kind string) {
 
 // runOf reports whether the next n pods are all of the kind and may be
 // replicated.
-func (f *fillMemo) runOf(pods []*v1.Pod, kind string, n int, kindOf func(*v1.Pod) string) bool {
+func (f *fillMemo) runOf(pods []*v1.Pod, kind string, n int, kindOf func(*v1.Pod) string, ownNamed func(*v1.Pod) bool) bool {
 	if len(pods) < n || f.noReplicate[kind] {
 		return false
 	}
 	for _, p := range pods[:n] {
-		if kindOf(p) != kind || !harness.Replicable(p) {
+		if kindOf(p) != kind || !harness.Replicable(p, ownNamed(p)) {
 			return false
 		}
 	}

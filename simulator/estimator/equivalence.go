@@ -3,25 +3,32 @@ package estimator
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"hash/fnv"
 	"io"
+	"reflect"
 	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/dynamic-resource-allocation/resourceclaim"
 	"k8s.io/utils/ptr"
 )
 
 // EquivalenceKey groups pods the scheduler treats alike: same controller
 // and same scheduling-relevant spec. Pods with no controller are their own
 // group unless their specs are identical. Identical pods share verdicts
-// ("an empty node rejects it", "this node is full for it").
+// ("an empty node rejects it", "this node is full for it"). Claims are
+// told apart by name: without the claims, a claim's name is all that
+// says two pods ask the same.
 func EquivalenceKey(pod *v1.Pod) string {
-	return equivalenceKey(pod, ownerUID(pod), specHash(pod))
+	h, _ := specHash(pod, nil)
+	return equivalenceKey(pod, ownerUID(pod), h)
 }
 
 func equivalenceKey(pod *v1.Pod, owner string, hash uint64) string {
@@ -29,12 +36,60 @@ func equivalenceKey(pod *v1.Pod, owner string, hash uint64) string {
 }
 
 // Kinds memoizes EquivalenceKey per pod object; a planner computes each
-// pod's key once however many node groups it tries.
-type Kinds struct{ m map[*v1.Pod]*podKeys }
+// pod's key once however many node groups it tries. The zero value tells
+// claims apart by name; NewKinds, by what they ask.
+type Kinds struct {
+	m map[*v1.Pod]*podKeys
+	// claims looks up the claims and templates pods reference; nil: none.
+	claims ClaimLister
+	// users maps namespace/name of each claim the pods given to NewKinds
+	// reference to the one pod (namespace/name) that does, "" when several
+	// do.
+	users map[string]string
+}
+
+// ClaimLister looks up ResourceClaims and ResourceClaimTemplates (nil when
+// absent); *snapshot.Snapshot is one. Prepare reads it from several
+// goroutines.
+type ClaimLister interface {
+	ResourceClaim(namespace, name string) *resourceapi.ResourceClaim
+	ResourceClaimTemplate(namespace, name string) *resourceapi.ResourceClaimTemplate
+}
+
+// NewKinds returns Kinds under which a pod's own claims count by what they
+// ask, not by name: pods whose fresh claims ask the same are alike, as
+// pods asking the same extended resources are. Job operators create a
+// claim per pod, so keyed by name no two such pods would share a verdict
+// and each would be tried on every new node. A claim is the pod's own and
+// fresh when no other pod in pods references it, it has no status (not
+// allocated, not reserved) and is not being deleted, and, when generated
+// from a template, it is owned by the pod; a template not generated yet
+// counts by the template's spec. Other claims keep their name in the key:
+// a shared claim is allocated once for all its pods. pods are all the
+// pending pods; the claims of a pod not among them keep their names.
+func NewKinds(claims ClaimLister, pods []*v1.Pod) *Kinds {
+	k := &Kinds{claims: claims, users: map[string]string{}}
+	for _, pod := range pods {
+		for i := range pod.Spec.ResourceClaims {
+			name, _, err := resourceclaim.Name(pod, &pod.Spec.ResourceClaims[i])
+			if err != nil || name == nil {
+				continue
+			}
+			key, user := pod.Namespace+"/"+*name, pod.Namespace+"/"+pod.Name
+			if u, ok := k.users[key]; ok && u != user {
+				user = ""
+			}
+			k.users[key] = user
+		}
+	}
+	return k
+}
 
 type podKeys struct {
 	of, alike string // "" until asked for
 	hash      uint64
+	// ownNamed: every claim the pod names (resourceClaimName) is its own.
+	ownNamed bool
 }
 
 func (k *Kinds) keys(pod *v1.Pod) *podKeys {
@@ -44,9 +99,53 @@ func (k *Kinds) keys(pod *v1.Pod) *podKeys {
 	if k.m == nil {
 		k.m = map[*v1.Pod]*podKeys{}
 	}
-	e := &podKeys{hash: specHash(pod)}
+	e := &podKeys{}
+	e.hash, e.ownNamed = specHash(pod, k.ownClaimSpec)
 	k.m[pod] = e
 	return e
+}
+
+// OwnsNamedClaims reports whether every claim the pod references by name
+// is its own (see NewKinds): such a pod's placement may be copied to
+// another node as a pod with a generated claim may.
+func (k *Kinds) OwnsNamedClaims(pod *v1.Pod) bool { return k.keys(pod).ownNamed }
+
+// ownClaimSpec returns what the pod's claim asks (JSON of its spec, which
+// encoding/json writes in field order, map keys sorted) when the claim is
+// the pod's own and fresh, else nil.
+func (k *Kinds) ownClaimSpec(pod *v1.Pod, rc *v1.PodResourceClaim) []byte {
+	if k.claims == nil {
+		return nil
+	}
+	name, mustCheckOwner, err := resourceclaim.Name(pod, rc)
+	if errors.Is(err, resourceclaim.ErrClaimNotFound) {
+		// The resourceclaim controller (the harness, in a plan) makes
+		// the pod a claim of its own from the template.
+		t := k.claims.ResourceClaimTemplate(pod.Namespace, ptr.Deref(rc.ResourceClaimTemplateName, ""))
+		if t == nil {
+			return nil
+		}
+		return specJSON(&t.Spec.Spec)
+	}
+	if err != nil || name == nil || k.users[pod.Namespace+"/"+*name] != pod.Namespace+"/"+pod.Name {
+		return nil
+	}
+	c := k.claims.ResourceClaim(pod.Namespace, *name)
+	if c == nil || c.DeletionTimestamp != nil || !reflect.ValueOf(c.Status).IsZero() {
+		return nil
+	}
+	if mustCheckOwner && resourceclaim.IsForPod(pod, c, false) != nil {
+		return nil
+	}
+	return specJSON(&c.Spec)
+}
+
+func specJSON(spec *resourceapi.ResourceClaimSpec) []byte {
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // Prepare computes the keys of pods not seen yet on every core, so that
@@ -72,7 +171,7 @@ func (k *Kinds) Prepare(pods []*v1.Pod) {
 	keys := make([]podKeys, len(todo))
 	workqueue.ParallelizeUntil(context.Background(), runtime.GOMAXPROCS(0), len(todo), func(i int) {
 		pod, e := todo[i], &keys[i]
-		e.hash = specHash(pod)
+		e.hash, e.ownNamed = specHash(pod, k.ownClaimSpec)
 		e.of = equivalenceKey(pod, ownerUID(pod), e.hash)
 		if readsLabels(pod) {
 			e.alike = e.of
@@ -133,7 +232,10 @@ func readsLabels(pod *v1.Pod) bool {
 
 // specHash covers what scheduling reads: requests, claims, selectors,
 // affinity, tolerations, topology spread, priority and scheduler name.
-func specHash(pod *v1.Pod) uint64 {
+// ownSpec, when not nil, gives what a claim of the pod's own asks (nil for
+// other claims, which count by name); ownNamed is whether every claim the
+// pod names is its own.
+func specHash(pod *v1.Pod, ownSpec func(*v1.Pod, *v1.PodResourceClaim) []byte) (hash uint64, ownNamed bool) {
 	h := fnv.New64a()
 	// Writes the bytes fmt.Fprint wrote for the same strings (no spaces
 	// between string operands), without its reflection.
@@ -160,9 +262,26 @@ func specHash(pod *v1.Pod) uint64 {
 			pod.Spec.TopologySpreadConstraints, pod.Spec.Resources})
 		_, _ = h.Write(b)
 	}
-	for _, rc := range pod.Spec.ResourceClaims {
-		// Claims from the same template are alike; named claims are not.
+	ownNamed = true
+	for i := range pod.Spec.ResourceClaims {
+		rc := &pod.Spec.ResourceClaims[i]
+		if ownSpec != nil {
+			if spec := ownSpec(pod, rc); spec != nil {
+				w("rc", rc.Name, "|spec|")
+				_, _ = h.Write(spec)
+				continue
+			}
+		}
+		ownNamed = ownNamed && rc.ResourceClaimName == nil
+		// Claims from the same template are alike; other claims by name.
 		w("rc", rc.Name, "|", ptr.Deref(rc.ResourceClaimTemplateName, ""), "|", ptr.Deref(rc.ResourceClaimName, ""))
+		if ownSpec != nil && rc.ResourceClaimTemplateName != nil {
+			// Known claims: a generated claim that is not the pod's own
+			// and fresh (allocated, say) keeps its identity too.
+			if name, _, err := resourceclaim.Name(pod, rc); err == nil && name != nil {
+				w("|", *name)
+			}
+		}
 	}
 	// Only volumes that bind cluster-wide matter; others (the projected
 	// ServiceAccount token volume has a random name per pod) do not.
@@ -174,7 +293,7 @@ func specHash(pod *v1.Pod) uint64 {
 			w("ephemeral", vol.Name)
 		}
 	}
-	return h.Sum64()
+	return h.Sum64(), ownNamed
 }
 
 func sortedList(rl v1.ResourceList) string {

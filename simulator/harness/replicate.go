@@ -72,7 +72,11 @@ func (h *Harness) replicateOne(srcNode string, src *v1.Pod, dstNode string, pod 
 			return fmt.Errorf("replicate pod %s: claim %d has no name", podKey(placed), i)
 		}
 		srcClaim, stored := h.snap.ResourceClaim(src.Namespace, *srcName), h.snap.ResourceClaim(placed.Namespace, *name)
-		if srcClaim == nil || stored == nil || !ownedBy(stored, placed) {
+		// A named claim is the pod's own by the caller's word; one that is
+		// allocated or reserved already is plainly not.
+		named := placed.Spec.ResourceClaims[i].ResourceClaimName != nil && stored != nil &&
+			stored.Status.Allocation == nil && len(stored.Status.ReservedFor) == 0
+		if srcClaim == nil || stored == nil || !ownedBy(stored, placed) && !named {
 			return fmt.Errorf("replicate pod %s: claim %s is not its own", podKey(placed), *name)
 		}
 		alloc, err := moveAllocation(srcClaim.Status.Allocation, srcNode, dstNode, placed.Namespace+"/"+*name)
@@ -91,8 +95,10 @@ func (h *Harness) replicateOne(srcNode string, src *v1.Pod, dstNode string, pod 
 // Replicable reports whether a pod's placement depends only on its own
 // node, so that Replicate may copy it: no inter-pod (anti-)affinity or
 // topology spreading, no claim shared with other pods, no volumes that
-// bind cluster-wide.
-func Replicable(pod *v1.Pod) bool {
+// bind cluster-wide. ownNamed says the claims the pod references by name
+// (resourceClaimName) are its own, which only the caller, seeing all
+// pending pods, can tell; otherwise they may be shared.
+func Replicable(pod *v1.Pod, ownNamed bool) bool {
 	if a := pod.Spec.Affinity; a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil) {
 		return false
 	}
@@ -100,7 +106,7 @@ func Replicable(pod *v1.Pod) bool {
 		return false
 	}
 	for _, c := range pod.Spec.ResourceClaims {
-		if c.ResourceClaimName != nil {
+		if c.ResourceClaimName != nil && !ownNamed {
 			return false
 		}
 	}

@@ -95,3 +95,44 @@ func devicesOn(h *Harness, node string) []string {
 	}
 	return out
 }
+
+// A pod naming a claim of its own is replicated onto that claim; a named
+// claim already allocated (held elsewhere) is not taken over, and nothing
+// is placed.
+func TestReplicateNamedClaims(t *testing.T) {
+	for _, allocatedFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("allocated=%v", allocatedFirst), func(t *testing.T) {
+			h := cluster(t, 3, 8)
+			var src, run []*v1.Pod
+			for i := 0; i < 2; i++ {
+				h.snap.SetResourceClaim(fx.Claim(fmt.Sprintf("src-%d", i), gpuClass, 1))
+				h.snap.SetResourceClaim(fx.Claim(fmt.Sprintf("run-%d", i), gpuClass, 1))
+				src = append(src, mustPlace(t, h, fx.WithClaim(fx.Pod(fmt.Sprintf("s%d", i), 100, nil), "gpu", fmt.Sprintf("src-%d", i)), "node-0"))
+				run = append(run, fx.WithClaim(fx.Pod(fmt.Sprintf("r%d", i), 100, nil), "gpu", fmt.Sprintf("run-%d", i)))
+			}
+			if allocatedFirst {
+				mustPlace(t, h, fx.WithClaim(fx.Pod("holder", 100, nil), "gpu", "run-1"), "node-2")
+			}
+			err := h.Replicate("node-0", src, "node-1", run)
+			if allocatedFirst {
+				if err == nil || len(podsOn(h, "node-1")) != 0 {
+					t.Fatalf("replicated onto a claim held on node-2: err %v, node-1 holds %v", err, podsOn(h, "node-1"))
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, p := range run {
+				c := h.snap.ResourceClaim("default", fmt.Sprintf("run-%d", i))
+				srcClaim := h.snap.ResourceClaim("default", fmt.Sprintf("src-%d", i))
+				if got, want := fmt.Sprint(deviceNames(c)), strings.ReplaceAll(fmt.Sprint(deviceNames(srcClaim)), "/node-0/", "/node-1/"); got != want {
+					t.Errorf("pod %s: its claim holds %s, want %s", p.Name, got, want)
+				}
+				if len(c.Status.ReservedFor) != 1 || c.Status.ReservedFor[0].UID != p.UID {
+					t.Errorf("pod %s: its claim is reserved for %+v", p.Name, c.Status.ReservedFor)
+				}
+			}
+		})
+	}
+}

@@ -35,22 +35,82 @@ func oneGPUTemplate() *resourceapi.ResourceClaimTemplate {
 	}
 }
 
+// ownClaimPods makes n unowned pods as job operators write them: each
+// references its own pre-created one-GPU ResourceClaim by name
+// (resourceClaimName). claims adds those claims to a snapshot.
+func ownClaimPods(prefix string, n int, milliCPU int64) (pods []*v1.Pod, claims func(*snapshot.Snapshot)) {
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("%s-%d", prefix, i)
+		pods = append(pods, fx.WithClaim(fx.Pod(name, milliCPU, nil), "gpu", name+"-gpu"))
+	}
+	return pods, func(snap *snapshot.Snapshot) {
+		for _, p := range pods {
+			snap.SetResourceClaim(fx.Claim(*p.Spec.ResourceClaims[0].ResourceClaimName, "gpu.example.com", 1))
+		}
+	}
+}
+
+// generatedClaimPods makes n unowned pods whose claim comes from the
+// "one-gpu" template and was already generated, as the resourceclaim
+// controller leaves them: a claim per pod, owned by it, named in
+// status.resourceClaimStatuses.
+func generatedClaimPods(prefix string, n int, milliCPU int64) (pods []*v1.Pod, claims func(*snapshot.Snapshot)) {
+	for i := 0; i < n; i++ {
+		p := fx.WithTemplateClaim(fx.Pod(fmt.Sprintf("%s-%d", prefix, i), milliCPU, nil), "gpu", "one-gpu")
+		p.Status.ResourceClaimStatuses = []v1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: ptr.To(p.Name + "-gpu-x7k2q")}}
+		pods = append(pods, p)
+	}
+	return pods, func(snap *snapshot.Snapshot) {
+		for _, p := range pods {
+			c := fx.Claim(*p.Status.ResourceClaimStatuses[0].ResourceClaimName, "gpu.example.com", 1)
+			c.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: p.Name, UID: p.UID, Controller: ptr.To(true)}}
+			c.Annotations = map[string]string{"resource.kubernetes.io/pod-claim-name": "gpu"}
+			snap.SetResourceClaim(c)
+		}
+	}
+}
+
+// unownedXRPods are the same pods as ownClaimPods asking example.com/gpu
+// instead: what claim pods should cost.
+func unownedXRPods(prefix string, n int, milliCPU int64) []*v1.Pod {
+	pods := make([]*v1.Pod, n)
+	for i := range pods {
+		pods[i] = fx.Pod(fmt.Sprintf("%s-%d", prefix, i), milliCPU, fx.GPUs(fx.GPUResource, 1))
+	}
+	return pods
+}
+
 type benchCase struct {
-	name      string
-	groups    func() []*nodegroup.NodeGroup
-	pods      func() []*v1.Pod
+	name   string
+	groups func() []*nodegroup.NodeGroup
+	pods   func() []*v1.Pod
+	// setup adds what the pods reference (claims) to each fresh snapshot.
+	setup     func(*snapshot.Snapshot)
 	wantNodes int
 }
 
+func withSetup(name string, groups func() []*nodegroup.NodeGroup, pods []*v1.Pod, setup func(*snapshot.Snapshot), wantNodes int) benchCase {
+	return benchCase{name: name, groups: groups, pods: func() []*v1.Pod { return pods }, setup: setup, wantNodes: wantNodes}
+}
+
 func BenchmarkScaleUpPlan(b *testing.B) {
+	gpuGroup := func() []*nodegroup.NodeGroup { return []*nodegroup.NodeGroup{draGroup("gpu", 8, 10000)} }
+	ownPods, ownClaims := ownClaimPods("job", 4000, 100)
+	genPods, genClaims := generatedClaimPods("gen", 4000, 100)
 	cases := []benchCase{
+		// The Cluster Autoscaler's DRA scale-up shape: 4,000 pending pods,
+		// each with its own one-device claim, onto 8-device nodes: 500 new
+		// nodes. xr-4000 is the same pods asking an extended resource.
+		{"xr-4000", gpuGroup, func() []*v1.Pod { return unownedXRPods("xr", 4000, 100) }, nil, 500},
+		withSetup("own-claims-4000", gpuGroup, ownPods, ownClaims, 500),
+		withSetup("generated-claims-4000", gpuGroup, genPods, genClaims, 500),
 		{"xr-5000", func() []*nodegroup.NodeGroup { return []*nodegroup.NodeGroup{draGroup("gpu", 8, 10000)} },
-			func() []*v1.Pod { return replicas("xr", 5000, 100, fx.GPUs(fx.GPUResource, 1)) }, 625},
+			func() []*v1.Pod { return replicas("xr", 5000, 100, fx.GPUs(fx.GPUResource, 1)) }, nil, 625},
 		{"claim-5000", func() []*nodegroup.NodeGroup { return []*nodegroup.NodeGroup{draGroup("gpu", 8, 10000)} },
-			func() []*v1.Pod { return claimPods("claim", 5000, 100) }, 625},
+			func() []*v1.Pod { return claimPods("claim", 5000, 100) }, nil, 625},
 		{"deviceplugin-5000", func() []*nodegroup.NodeGroup { return []*nodegroup.NodeGroup{devicePluginGroup("gpu", 8, 10000)} },
-			func() []*v1.Pod { return replicas("dp", 5000, 100, fx.GPUs(fx.GPUResource, 1)) }, 625},
-		{"mixed-30000", mixedGroups, mixedPods, mixedWantNodes},
+			func() []*v1.Pod { return replicas("dp", 5000, 100, fx.GPUs(fx.GPUResource, 1)) }, nil, 625},
+		{"mixed-30000", mixedGroups, mixedPods, nil, mixedWantNodes},
 	}
 	for _, bc := range cases {
 		b.Run(bc.name, func(b *testing.B) {
@@ -61,6 +121,9 @@ func BenchmarkScaleUpPlan(b *testing.B) {
 				b.StopTimer()
 				snap := snapshot.New()
 				snap.SetResourceClaimTemplate(oneGPUTemplate())
+				if bc.setup != nil {
+					bc.setup(snap)
+				}
 				p := newPlanner(b, snap, bc.groups()...)
 				b.StartTimer()
 				plan, err := p.Plan(pods)

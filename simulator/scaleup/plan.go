@@ -108,6 +108,9 @@ func (p *Planner) Plan(pending []*v1.Pod) (*Plan, error) {
 	groups := append([]*nodegroup.NodeGroup(nil), p.Groups...)
 	sort.Slice(groups, func(i, j int) bool { return groups[i].Name < groups[j].Name })
 	st := newState(p, groups)
+	// Pods count their own claims by what they ask; all pending pods are
+	// given, so that a claim any two of them share keeps its name.
+	st.kinds = estimator.NewKinds(p.Harness.Snapshot(), pending)
 
 	plan := &Plan{ScaleUps: []ScaleUp{}, ExistingNodes: []Placement{}, NoScaleUp: []NoScaleUp{}}
 	pending = p.setAsideUntried(pending, plan)

@@ -61,7 +61,6 @@ func newState(p *Planner, groups []*nodegroup.NodeGroup) *state {
 		planned:      map[string]int{},
 		template:     map[string][]dynres.Entry{},
 		rejects:      map[string]map[string]*harness.FitError{},
-		kinds:        &estimator.Kinds{},
 		held:         map[string]map[string]bool{},
 		signature:    map[string]string{},
 		takenIndexes: map[string][]int{},

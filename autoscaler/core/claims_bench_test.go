@@ -1,0 +1,135 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
+
+	"draxr.dev/draxr/autoscaler/clusterstate"
+	"draxr.dev/draxr/simulator/expander"
+	fx "draxr.dev/draxr/simulator/fixtures"
+)
+
+// BenchmarkRunOnceOwnClaims is the Cluster Autoscaler's DRA scale-up
+// shape: 500 8-GPU nodes full of pods that each hold an allocated claim
+// of their own, and 4,000 pending pods each referencing a pre-created
+// one-GPU claim of its own (as job operators write them), or one the
+// resourceclaim controller generated from a template (owned by the pod,
+// named in its status). They need 4,000 / 8 = 500 new nodes. The same
+// cluster with pods asking example.com/gpu instead is what claim pods
+// should cost.
+func BenchmarkRunOnceOwnClaims(b *testing.B) {
+	const nodes, pending, wantNodes = 500, 4000, 500
+	variants := []struct {
+		name string
+		objs func() []k8sruntime.Object
+	}{
+		{"named-claims", func() []k8sruntime.Object { return ownClaimObjects(nodes, pending, false) }},
+		{"generated-claims", func() []k8sruntime.Object { return ownClaimObjects(nodes, pending, true) }},
+		{"extended-resource", func() []k8sruntime.Object { return fleetObjects(fleetShape{gpuNodes: nodes, pending: pending}) }},
+	}
+	for _, v := range variants {
+		b.Run(fmt.Sprintf("%s-%d-nodes-%d-pending", v.name, nodes, pending), func(b *testing.B) {
+			ctx, cancel := context.WithCancel(context.Background())
+			client := fake.NewClientset(v.objs()...)
+			factory := informers.NewSharedInformerFactory(client, 0)
+			listers := clusterstate.NewListers(factory)
+			factory.Start(ctx.Done())
+			factory.WaitForCacheSync(ctx.Done())
+			defer func() { cancel(); factory.Shutdown() }()
+			provider, requested := benchProvider(b, 1000)
+			exp, err := expander.New("least-waste", nil, 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			var cpu time.Duration
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				a := New(Config{Client: client, Listers: listers, Provider: provider, Expander: exp,
+					Recorder: &record.FakeRecorder{}, StatusNamespace: "kube-system"})
+				*requested = nil
+				runtime.GC()
+				cpuBefore := processCPU()
+				b.StartTimer()
+				res, err := a.RunOnce(ctx)
+				b.StopTimer()
+				cpu += processCPU() - cpuBefore
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(*requested) != 1 || (*requested)[0] != wantNodes || res.Unschedulable != pending {
+					b.Fatalf("IncreaseSize calls %v for %d unschedulable pods; want one call for %d nodes, %d pods",
+						*requested, res.Unschedulable, wantNodes, pending)
+				}
+				b.StartTimer()
+			}
+			b.ReportMetric(float64((*requested)[0]), "nodes")
+			// CPU time says what a loop costs on a shared machine, where
+			// wall time does not.
+			b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
+		})
+	}
+}
+
+// processCPU is the CPU time (user and system) the process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// ownClaimObjects builds the nodes, their running pods with allocated
+// claims, and the pending pods with fresh claims of their own.
+func ownClaimObjects(nodes, pending int, generated bool) []k8sruntime.Object {
+	objs := []k8sruntime.Object{fx.Class("gpu.example.com", fx.Driver, "", fx.Epoch),
+		fx.ClaimTemplate("one-gpu", "gpu.example.com", 1)}
+	for n := 0; n < nodes; n++ {
+		node := fmt.Sprintf("gpu-node-%d", n)
+		objs = append(objs, fx.Node(node, 64, 256, nil), fx.GPUSlice(node, 8))
+		for d := 0; d < 8; d++ {
+			pod := fx.WithClaim(fx.Pod(fmt.Sprintf("%s-job-%d", node, d), 100, nil), "gpu", fmt.Sprintf("%s-job-%d-gpu", node, d))
+			pod.Spec.NodeName = node
+			pod.Status.Phase = v1.PodRunning
+			pod.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionTrue}}
+			claim := fx.Claim(*pod.Spec.ResourceClaims[0].ResourceClaimName, "gpu.example.com", 1)
+			claim.Finalizers = []string{resourceapi.Finalizer}
+			claim.Status = resourceapi.ResourceClaimStatus{
+				Allocation: &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{{
+					Request: "devices", Driver: fx.Driver, Pool: node, Device: fmt.Sprintf("gpu-%d", d)}}}},
+				ReservedFor: []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: pod.Name, UID: pod.UID}},
+			}
+			objs = append(objs, pod, claim)
+		}
+	}
+	for i := 0; i < pending; i++ {
+		name := fmt.Sprintf("job-%d", i)
+		var pod *v1.Pod
+		claim := fx.Claim(name+"-gpu", "gpu.example.com", 1)
+		if generated {
+			pod = fx.WithTemplateClaim(fx.Pod(name, 100, nil), "gpu", "one-gpu")
+			pod.Status.ResourceClaimStatuses = []v1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: ptr.To(claim.Name)}}
+			claim.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID, Controller: ptr.To(true)}}
+		} else {
+			pod = fx.WithClaim(fx.Pod(name, 100, nil), "gpu", claim.Name)
+		}
+		pod.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: v1.PodReasonUnschedulable}}
+		objs = append(objs, pod, claim)
+	}
+	return objs
+}
