@@ -122,6 +122,9 @@ type Provider struct {
 	// to copy, for loops where none is (its nodes are all unready, new
 	// or gone): CA's node info cache. Only Refresh uses it.
 	copied map[string]copiedTemplate
+	// served are the Cluster API resources at the version the management
+	// cluster serves, by kind, once found.
+	served map[string]schema.GroupVersionResource
 }
 
 // copiedTemplate is a member node's template and when it was copied.
@@ -151,7 +154,7 @@ func New(opts Options) (*Provider, error) {
 		opts.Mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(opts.Kube.Discovery()))
 	}
 	return &Provider{opts: opts, discovery: specs, byProviderID: map[string]*group{}, errs: map[string]error{},
-		copied: map[string]copiedTemplate{}}, nil
+		copied: map[string]copiedTemplate{}, served: map[string]schema.GroupVersionResource{}}, nil
 }
 
 // NodeGroups implements cloudprovider.Provider.
@@ -276,7 +279,7 @@ func (p *Provider) Refresh(ctx context.Context) error {
 			continue // its MachineDeployment is the group
 		}
 		res.Infra = p.infraStatus(ctx, res)
-		g := &group{p: p, res: res, gvr: GVR(res.Kind)}
+		g := &group{p: p, res: res, gvr: p.resource(res.Kind)}
 		g.instances = p.instances(machinesOf[res.ID()], nodeByProviderID)
 		if res.Kind == capi.MachinePool && len(g.instances) == 0 {
 			// A MachinePool whose provider keeps no Machine objects lists
@@ -355,20 +358,43 @@ func (p *Provider) infraStatus(ctx context.Context, res capi.Resource) capi.Infr
 	return st
 }
 
+// resource is kind's resource at the version the management cluster
+// serves (found by list): v1beta2 (Cluster API 1.11 and later) or, on
+// older management clusters, v1beta1. What the provider reads and writes
+// (replicas, the scale subresource, annotations, providerIDs,
+// nodeRef.name, the infrastructure reference in either shape) is the same
+// in both.
+func (p *Provider) resource(kind string) schema.GroupVersionResource {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if gvr, ok := p.served[kind]; ok {
+		return gvr
+	}
+	return GVR(kind)
+}
+
 // list returns all objects of kind; a kind whose CRD is not installed
 // (MachinePool is optional in CAPI) has none.
 func (p *Provider) list(ctx context.Context, kind, ns string) ([]unstructured.Unstructured, error) {
-	list, err := p.opts.Dynamic.Resource(GVR(kind)).Namespace(ns).List(ctx, metav1.ListOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
+	for _, version := range capi.Versions() {
+		gvr := GVR(kind)
+		gvr.Version = version
+		list, err := p.opts.Dynamic.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
+		if apierrors.IsNotFound(err) {
+			continue // not served at this version (or at all)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("clusterapi provider: list %ss: %w", kind, err)
+		}
+		p.mu.Lock()
+		p.served[kind] = gvr
+		p.mu.Unlock()
+		for i := range list.Items {
+			list.Items[i].SetKind(kind) // lists may leave items' kind empty
+		}
+		return list.Items, nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("clusterapi provider: list %ss: %w", kind, err)
-	}
-	for i := range list.Items {
-		list.Items[i].SetKind(kind) // lists may leave items' kind empty
-	}
-	return list.Items, nil
+	return nil, nil
 }
 
 // build reads the group with its ConfigMap and, when nodeToCopy finds
@@ -697,7 +723,7 @@ func (g *group) unmark(ctx context.Context, machines []string) {
 // time as value as CA writes it.
 func (g *group) markMachine(ctx context.Context, key string, mark bool) error {
 	ns, name, _ := strings.Cut(key, "/")
-	client := g.p.opts.Dynamic.Resource(GVR(capi.Machine)).Namespace(ns)
+	client := g.p.opts.Dynamic.Resource(g.p.resource(capi.Machine)).Namespace(ns)
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		m, err := client.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {

@@ -814,3 +814,105 @@ func template(t *testing.T, p *Provider) string {
 	cpu := n.Status.Allocatable["cpu"]
 	return fmt.Sprintf("%d devices, %s CPUs", devices, cpu.String())
 }
+
+// A management cluster of Cluster API 1.10 or older serves only v1beta1:
+// the provider reads and scales its objects there, v1beta1 shapes and
+// all (an infrastructureRef with apiVersion, a Machine's nodeRef).
+func TestServedV1beta1Only(t *testing.T) {
+	v1beta1 := schema.GroupVersion{Group: capi.Group, Version: "v1beta1"}
+	asV1beta1 := func(u *unstructured.Unstructured) *unstructured.Unstructured {
+		u.SetAPIVersion(v1beta1.String())
+		return u
+	}
+	md := asV1beta1(scalable(capi.MachineDeployment, "ns", "gpu", 1, map[string]string{capi.MinSizeAnnotation: "0", capi.MaxSizeAnnotation: "4"}, nil, ""))
+	_ = unstructured.SetNestedStringMap(md.Object, map[string]string{"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
+		"kind": "FooMachineTemplate", "name": "big", "namespace": "ns"}, "spec", "template", "spec", "infrastructureRef")
+	ms := asV1beta1(scalable(capi.MachineSet, "ns", "gpu-abc", 1, nil, nil, "gpu"))
+	m := asV1beta1(machine("ns", "gpu-abc-1", capi.MachineSet, "gpu-abc", "fake:///gpu-0", "Running", false))
+	_ = unstructured.SetNestedStringMap(m.Object, map[string]string{"apiVersion": "v1", "kind": "Node", "name": "gpu-0"}, "status", "nodeRef")
+	tmpl := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1", "kind": "FooMachineTemplate",
+		"metadata": map[string]any{"name": "big", "namespace": "ns"},
+		"status":   map[string]any{"capacity": map[string]any{"cpu": "32", "memory": "128Gi"}},
+	}}
+	lists := map[schema.GroupVersionResource]string{}
+	infraGV := schema.GroupVersion{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta1"}
+	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{infraGV})
+	for _, k := range []string{capi.MachineDeployment, capi.MachineSet, capi.MachinePool, capi.Machine} {
+		lists[v1beta1.WithResource(strings.ToLower(k)+"s")] = k + "List"
+		lists[GVR(k)] = k + "List"
+	}
+	mapper.Add(infraGV.WithKind("FooMachineTemplate"), meta.RESTScopeNamespace)
+	f := &fakeCluster{dyn: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), lists, md, ms, m, tmpl),
+		// The node not listed: the template comes from the infrastructure
+		// template, not a copy of the member.
+		kube: kubefake.NewClientset()}
+	// Not served at v1beta2, as an API server without the version says.
+	f.dyn.PrependReactor("*", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if gvr := a.GetResource(); gvr.Group == capi.Group && gvr.Version == capi.Version {
+			return true, nil, apierrors.NewNotFound(gvr.GroupResource(), "")
+		}
+		return false, nil, nil
+	})
+	f.dyn.PrependReactor("get", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "scale" {
+			return false, nil, nil
+		}
+		obj, err := f.dyn.Tracker().Get(a.GetResource(), a.GetNamespace(), a.(clienttesting.GetAction).GetName())
+		if err != nil {
+			return true, nil, err
+		}
+		u := obj.(*unstructured.Unstructured)
+		r, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
+		return true, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "autoscaling/v1", "kind": "Scale",
+			"metadata": map[string]any{"name": u.GetName(), "namespace": u.GetNamespace(), "resourceVersion": u.GetResourceVersion()},
+			"spec":     map[string]any{"replicas": r}}}, nil
+	})
+	f.dyn.PrependReactor("update", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "scale" {
+			return false, nil, nil
+		}
+		s := a.(clienttesting.UpdateAction).GetObject().(*unstructured.Unstructured)
+		obj, err := f.dyn.Tracker().Get(a.GetResource(), a.GetNamespace(), s.GetName())
+		if err != nil {
+			return true, nil, err
+		}
+		u := obj.(*unstructured.Unstructured).DeepCopy()
+		r, _, _ := unstructured.NestedInt64(s.Object, "spec", "replicas")
+		_ = unstructured.SetNestedField(u.Object, r, "spec", "replicas")
+		return true, s, f.dyn.Tracker().Update(a.GetResource(), u, a.GetNamespace())
+	})
+	p, err := New(Options{Dynamic: f.dyn, Kube: f.kube, Mapper: mapper})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := p.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	groups := p.NodeGroups()
+	if got := ids(groups); strings.Join(got, ",") != "MachineDeployment/ns/gpu" {
+		t.Fatalf("groups %v (errors %v), want the v1beta1 MachineDeployment", got, p.errs)
+	}
+	g, err := p.NodeGroupForNode(node("gpu-0", "fake:///gpu-0", false))
+	if err != nil || g == nil || g.Id() != "MachineDeployment/ns/gpu" {
+		t.Errorf("the v1beta1 Machine's node: group %v, %v", g, err)
+	}
+	tn, _, err := groups[0].TemplateNodeInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tn.Status.Capacity.Cpu().Value() != 32 {
+		t.Errorf("template from the v1beta1 infrastructureRef: cpu %v, want 32", tn.Status.Capacity.Cpu())
+	}
+	if err := groups[0].IncreaseSize(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	u, err := f.dyn.Resource(v1beta1.WithResource("machinedeployments")).Namespace("ns").Get(ctx, "gpu", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas"); r != 3 {
+		t.Errorf("v1beta1 MachineDeployment replicas %d after +2, want 3", r)
+	}
+}

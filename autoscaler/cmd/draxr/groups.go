@@ -140,15 +140,18 @@ func hasScalable(objs *input.Objects) bool {
 }
 
 // servesClusterAPI says whether the cluster serves Cluster API's
-// MachineDeployments (a management cluster, or a self-managed one).
+// MachineDeployments (a management cluster, or a self-managed one), at
+// v1beta2 or, before Cluster API 1.11, v1beta1.
 func servesClusterAPI(d discovery.DiscoveryInterface) bool {
-	res, err := d.ServerResourcesForGroupVersion(capi.APIVersion)
-	if err != nil {
-		return false
-	}
-	for _, r := range res.APIResources {
-		if strings.EqualFold(r.Kind, capi.MachineDeployment) {
-			return true
+	for _, version := range capi.Versions() {
+		res, err := d.ServerResourcesForGroupVersion(capi.Group + "/" + version)
+		if err != nil {
+			continue
+		}
+		for _, r := range res.APIResources {
+			if strings.EqualFold(r.Kind, capi.MachineDeployment) {
+				return true
+			}
 		}
 	}
 	return false
