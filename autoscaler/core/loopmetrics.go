@@ -10,6 +10,7 @@ import (
 
 	"draxr.dev/draxr/autoscaler/clusterstate"
 	"draxr.dev/draxr/autoscaler/metrics"
+	"draxr.dev/draxr/simulator/dynres"
 	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/scaleup"
 	"draxr.dev/draxr/simulator/taints"
@@ -64,25 +65,61 @@ func (a *Autoscaler) recordStateMetrics(st *clusterstate.State) {
 	if err != nil {
 		return
 	}
-	published := map[string]int{}
 	byNode := map[string][]*resourceapi.ResourceSlice{}
 	for _, s := range slices {
-		published[s.Spec.Driver] += len(s.Spec.Devices)
 		if s.Spec.NodeName != nil {
 			byNode[*s.Spec.NodeName] = append(byNode[*s.Spec.NodeName], s)
 		}
 	}
-	inUse := map[string]int{}
-	for _, c := range st.Objects.ResourceClaims {
+	inUse, published := deviceCounts(slices, st.Objects.ResourceClaims)
+	metrics.UpdateDevices(inUse, published)
+	metrics.UpdateDRATemplateMismatch(a.templateMismatch(st, byNode))
+}
+
+// deviceCounts counts devices as hardware: in use per DeviceClass and
+// published per driver. In a pool with shared counters the hardware is
+// the counter set (NVIDIA's DynamicMIG publishes an H100 as the GPU and
+// its MIG placements, all drawing on "gpu-N-counter-set"): it is one
+// device published, and in use once however many of its partitions a
+// class holds. Devices consuming no counters count one each.
+func deviceCounts(slices []*resourceapi.ResourceSlice, claims []*resourceapi.ResourceClaim) (inUse, published map[string]int) {
+	published = map[string]int{}
+	type device struct{ driver, pool, name string }
+	setsOf := map[device][]string{}
+	for _, p := range dynres.Pools(slices, nil) {
+		published[p.Driver] += len(p.Sets)
+		for _, d := range p.Devices {
+			if len(d.ConsumesCounters) == 0 {
+				published[p.Driver]++
+				continue
+			}
+			for _, c := range d.ConsumesCounters {
+				setsOf[device{p.Driver, p.Name, d.Name}] = append(setsOf[device{p.Driver, p.Name, d.Name}], c.CounterSet)
+			}
+		}
+	}
+	inUse = map[string]int{}
+	seen := map[[4]string]bool{}
+	for _, c := range claims {
 		if c.Status.Allocation == nil {
 			continue
 		}
 		for _, res := range c.Status.Allocation.Devices.Results {
-			inUse[classLabel(scaleup.RequestClass(c, res.Request))]++
+			class := classLabel(scaleup.RequestClass(c, res.Request))
+			sets := setsOf[device{res.Driver, res.Pool, res.Device}]
+			if len(sets) == 0 {
+				inUse[class]++
+				continue
+			}
+			for _, set := range sets {
+				if k := [4]string{class, res.Driver, res.Pool, set}; !seen[k] {
+					seen[k] = true
+					inUse[class]++
+				}
+			}
 		}
 	}
-	metrics.UpdateDevices(inUse, published)
-	metrics.UpdateDRATemplateMismatch(a.templateMismatch(st, byNode))
+	return inUse, published
 }
 
 // templateMismatch compares the ResourceSlices of every Ready node of a

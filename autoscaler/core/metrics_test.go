@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -306,5 +307,26 @@ func TestTaintTypes(t *testing.T) {
 	}
 	if got := taintType("node.cilium.io/agent-not-ready", taints.Config{}); got != "other" {
 		t.Errorf("without --startup-taint: %q, want other", got)
+	}
+}
+
+// The device metrics count hardware: a DynamicMIG H100 node publishes 8
+// GPUs (not 152 devices); two MIG partitions on one GPU are one GPU in
+// use; plain devices (Gaudi) count one each.
+func TestDeviceCountsCountHardware(t *testing.T) {
+	gaudi := fx.GaudiSlice("gaudi-a", 8)
+	slices := append(fx.NVIDIADynamicMIG("h100-a", 8), gaudi)
+	claims := []*resourceapi.ResourceClaim{
+		fx.Allocated("two-on-gpu0", "mig.nvidia.com", fx.NVIDIADriver, "h100-a", fx.MIGName(0, "1g.10gb", 0), fx.MIGName(0, "1g.10gb", 1)),
+		fx.Allocated("one-on-gpu2", "mig.nvidia.com", fx.NVIDIADriver, "h100-a", fx.MIGName(2, "3g.40gb", 0)),
+		fx.Allocated("whole", "gpu.nvidia.com", fx.NVIDIADriver, "h100-a", "gpu-1"),
+		fx.Allocated("gaudis", "gaudi.intel.com", "gaudi.intel.com", "gaudi-a", gaudi.Spec.Devices[0].Name, gaudi.Spec.Devices[1].Name),
+	}
+	inUse, published := deviceCounts(slices, claims)
+	if want := map[string]int{"gpu.nvidia.com": 8, "gaudi.intel.com": 8}; fmt.Sprint(published) != fmt.Sprint(want) {
+		t.Errorf("published %v, want %v", published, want)
+	}
+	if want := map[string]int{"mig.nvidia.com": 2, "gpu.nvidia.com": 1, "gaudi.intel.com": 2}; fmt.Sprint(inUse) != fmt.Sprint(want) {
+		t.Errorf("in use %v, want %v", inUse, want)
 	}
 }

@@ -397,15 +397,16 @@ func (g *group) memberSlices() []resourceapi.ResourceSliceSpec {
 		if err != nil || len(list.Items) == 0 {
 			continue
 		}
-		var specs []resourceapi.ResourceSliceSpec
-		for _, s := range list.Items {
+		var own []*resourceapi.ResourceSlice
+		for i := range list.Items {
 			// Checked here too: a server (or fake) may ignore the selector.
-			if s.Spec.NodeName != nil && *s.Spec.NodeName == n.Name {
-				specs = append(specs, s.Spec)
+			if s := &list.Items[i]; s.Spec.NodeName != nil && *s.Spec.NodeName == n.Name {
+				own = append(own, s)
 			}
 		}
-		if len(specs) > 0 {
-			return specs
+		if len(own) > 0 {
+			// Without this node's device taints and unhealthy marks.
+			return nodegroup.CopySliceSpecs(own)
 		}
 	}
 	return nil

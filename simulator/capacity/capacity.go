@@ -2,6 +2,12 @@
 // (explicit and implicit), how many devices the cluster has, how many are
 // allocated (extended-resource claims included) and how many are free,
 // broken down by node and node group.
+//
+// Where a class's devices share counters (partitionable devices: NVIDIA's
+// DynamicMIG publishes per GPU the whole GPU and every MIG placement),
+// the hardware is counted, not the devices: a whole device per counter
+// set, free when none of its counters is consumed; per partition profile,
+// at most how many fit; and the counters themselves.
 package capacity
 
 import (
@@ -17,9 +23,14 @@ import (
 type Report struct {
 	Classes   []Row `json:"deviceClasses"`
 	Resources []Row `json:"extendedResources"`
+	// Counters total the shared counters of partitioned pools, per driver
+	// and counter.
+	Counters []dynres.CounterUsage `json:"counters,omitempty"`
 }
 
-// Row totals one class or one resource name.
+// Row totals one class or one resource name. Total, Allocated and Free
+// count whole devices: a counter set where the class's devices share
+// counters, else a device.
 type Row struct {
 	Name      string        `json:"name"`
 	Source    dynres.Source `json:"source,omitempty"`
@@ -27,8 +38,11 @@ type Row struct {
 	Total     int64         `json:"total"`
 	Allocated int64         `json:"allocated"`
 	Free      int64         `json:"free"`
-	Nodes     []Part        `json:"nodes"`
-	Groups    []Part        `json:"nodeGroups"`
+	// Partitions are, per profile of the class's partitions, at most how
+	// many fit on the hardware (total) and on what is left (free).
+	Partitions []dynres.Partition `json:"partitions,omitempty"`
+	Nodes      []Part             `json:"nodes"`
+	Groups     []Part             `json:"nodeGroups"`
 }
 
 // Part is one node's or one node group's share of a row.
@@ -43,11 +57,13 @@ type Part struct {
 func Compute(snap *snapshot.Snapshot, m *dynres.Matcher) *Report {
 	classRows := map[string]*Row{}
 	resRows := map[string]*Row{}
+	var pools []*dynres.Pool
 	for _, nodeName := range snap.NodeNames() {
 		group := nodegroup.Group(snap.NodeInfo(nodeName).Node())
 		if group == "" {
 			group = "(none)"
 		}
+		pools = append(pools, dynres.PoolsForNode(snap, nodeName)...)
 		for _, e := range m.ForNode(snap, nodeName) {
 			key := string(e.Resource) + "|" + string(e.Source)
 			add(resRows, key, Row{Name: string(e.Resource), Source: e.Source, Class: e.Class}, nodeName, group, e)
@@ -58,7 +74,7 @@ func Compute(snap *snapshot.Snapshot, m *dynres.Matcher) *Report {
 			}
 		}
 	}
-	return &Report{Classes: sorted(classRows), Resources: sorted(resRows)}
+	return &Report{Classes: sorted(classRows), Resources: sorted(resRows), Counters: dynres.Counters(pools)}
 }
 
 func add(rows map[string]*Row, key string, proto Row, node, group string, e dynres.Entry) {
@@ -67,20 +83,43 @@ func add(rows map[string]*Row, key string, proto Row, node, group string, e dynr
 		r = &proto
 		rows[key] = r
 	}
-	used := e.Offered - e.Free
-	r.Total += e.Offered
+	total, free := e.Units()
+	used := total - free
+	r.Total += total
 	r.Allocated += used
-	r.Free += e.Free
-	r.Nodes = append(r.Nodes, Part{Name: node, Total: e.Offered, Allocated: used, Free: e.Free})
+	r.Free += free
+	if e.Hardware != nil {
+		r.Partitions = addPartitions(r.Partitions, e.Hardware.Partitions)
+	}
+	r.Nodes = append(r.Nodes, Part{Name: node, Total: total, Allocated: used, Free: free})
 	for i := range r.Groups {
 		if r.Groups[i].Name == group {
-			r.Groups[i].Total += e.Offered
+			r.Groups[i].Total += total
 			r.Groups[i].Allocated += used
-			r.Groups[i].Free += e.Free
+			r.Groups[i].Free += free
 			return
 		}
 	}
-	r.Groups = append(r.Groups, Part{Name: group, Total: e.Offered, Allocated: used, Free: e.Free})
+	r.Groups = append(r.Groups, Part{Name: group, Total: total, Allocated: used, Free: free})
+}
+
+func addPartitions(to, from []dynres.Partition) []dynres.Partition {
+	for _, p := range from {
+		found := false
+		for i := range to {
+			if to[i].Profile == p.Profile {
+				to[i].Total += p.Total
+				to[i].Free += p.Free
+				found = true
+				break
+			}
+		}
+		if !found {
+			to = append(to, p)
+		}
+	}
+	sort.Slice(to, func(i, j int) bool { return to[i].Profile < to[j].Profile })
+	return to
 }
 
 func sorted(rows map[string]*Row) []Row {

@@ -40,6 +40,10 @@ const (
 	CheckDeviceClassSelectorFail = "device-class-selector-error"
 	CheckStockScheduler          = "stock-kube-scheduler"
 	CheckTaintRuleWholeGroup     = "device-taint-rule-covers-group"
+	CheckDeviceCounters          = "device-counters-invalid"
+	CheckClassMatchesNothing     = "device-class-matches-no-device"
+	CheckClassMissing            = "device-class-missing"
+	CheckGroupDevicesDiffer      = "node-group-devices-differ"
 )
 
 // MaxDevicesPerClaim is the allocator's limit on one claim
@@ -95,6 +99,10 @@ func Check(objs *input.Objects) []Finding {
 	d.staleClaims()
 	d.stockScheduler()
 	d.taintRulesCoverGroups()
+	d.counters()
+	d.classesMatchNothing()
+	d.missingClasses()
+	d.groupDevicesDiffer()
 	sort.SliceStable(d.findings, func(i, j int) bool {
 		a, b := d.findings[i], d.findings[j]
 		if a.Check != b.Check {

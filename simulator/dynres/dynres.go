@@ -15,7 +15,6 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/dynamic-resource-allocation/cel"
-	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/kubernetes/pkg/features"
 
 	"draxr.dev/draxr/simulator/snapshot"
@@ -35,7 +34,13 @@ type Entry struct {
 	Source   Source          `json:"source"`
 	Class    string          `json:"deviceClass,omitempty"`
 	Offered  int64           `json:"offered"`
-	Free     int64           `json:"free"`
+	// Free counts the offered devices a claim could get now: not
+	// allocated, and in a partitioned pool with their counters still
+	// free (a GPU one of whose MIG partitions is taken is not).
+	Free int64 `json:"free"`
+	// Hardware, set when the class's devices share counters, counts the
+	// hardware they partition (see Units).
+	Hardware *Hardware `json:"hardware,omitempty"`
 }
 
 func (e Entry) String() string {
@@ -123,20 +128,25 @@ func (m *Matcher) ForNode(snap *snapshot.Snapshot, nodeName string) []Entry {
 		used := ni.Requested.ScalarResources[name]
 		out = append(out, Entry{Resource: name, Source: DevicePlugin, Offered: q.Value(), Free: q.Value() - used})
 	}
-	slices := snap.SlicesForNode(nodeName)
-	allocated := snap.AllocatedDeviceIDs()
+	pools := PoolsForNode(snap, nodeName)
+	left := make([]remaining, len(pools))
+	for i, p := range pools {
+		left[i] = p.remaining(false)
+	}
 	classList, _ := snap.Classes().List()
 	for _, class := range classList {
 		var offered, free int64
-		for _, slice := range slices {
-			for i := range slice.Spec.Devices {
-				dev := &slice.Spec.Devices[i]
-				ok, err := m.Matches(class, slice.Spec.Driver, dev)
-				if err != nil || !ok {
+		matches := func(driver string, d *resourceapi.Device) bool {
+			ok, err := m.Matches(class, driver, d)
+			return err == nil && ok
+		}
+		for i, p := range pools {
+			for _, d := range p.Devices {
+				if !matches(p.Driver, d.Device) {
 					continue
 				}
 				offered++
-				if !allocated.Has(structured.MakeDeviceID(slice.Spec.Driver, slice.Spec.Pool.Name, dev.Name)) {
+				if !d.Allocated && left[i].fits(d.Device) {
 					free++
 				}
 			}
@@ -144,11 +154,12 @@ func (m *Matcher) ForNode(snap *snapshot.Snapshot, nodeName string) []Entry {
 		if offered == 0 {
 			continue
 		}
+		hw := hardware(pools, matches)
 		for _, rName := range snap.Classes().ResourceNames(class.Name) {
 			if q, ok := alloc[rName]; ok && !q.IsZero() {
 				continue // the device plugin path wins on this node
 			}
-			out = append(out, Entry{Resource: rName, Source: DRA, Class: class.Name, Offered: offered, Free: free})
+			out = append(out, Entry{Resource: rName, Source: DRA, Class: class.Name, Offered: offered, Free: free, Hardware: hw})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {

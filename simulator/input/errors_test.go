@@ -78,6 +78,16 @@ kind: NodeGroup
 metadata: {name: g}
 spec: {minSize: 0, maxSize: 1, template: {}, resourceSlices: [{driver: gpu.example.com, sharedCounters: [{name: mem, counters: {memory: {value: 80Gi}}}], devices: [{name: gpu-0}]}]}
 `, []string{"bad.yaml: document 1: NodeGroup g: spec.resourceSlices[0]"}},
+		{"NodeGroup device consuming a misspelt counter set", `apiVersion: draxr.dev/v1alpha1
+kind: NodeGroup
+metadata: {name: g}
+spec: {minSize: 0, maxSize: 1, template: {}, resourceSlices: [{driver: gpu.example.com, sharedCounters: [{name: gpu-0-counter-set, counters: {memory: {value: 80Gi}}}]}, {driver: gpu.example.com, devices: [{name: gpu-0, consumesCounters: [{counterSet: gpu-0-countr-set, counters: {memory: {value: 80Gi}}}]}]}]}
+`, []string{`bad.yaml: document 1: NodeGroup g: spec.resourceSlices[1].devices[0].consumesCounters[0].counterSet: Invalid value: device gpu-0 consumes counter set "gpu-0-countr-set", which no slice of its pool declares in spec.sharedCounters (declared: gpu-0-counter-set); name a declared counter set`}},
+		{"NodeGroup device consuming more than its counter set", `apiVersion: draxr.dev/v1alpha1
+kind: NodeGroup
+metadata: {name: g}
+spec: {minSize: 0, maxSize: 1, template: {}, resourceSlices: [{driver: gpu.example.com, sharedCounters: [{name: gpu-0-counter-set, counters: {memory: {value: 80Gi}}}]}, {driver: gpu.example.com, devices: [{name: gpu-0, consumesCounters: [{counterSet: gpu-0-counter-set, counters: {memory: {value: 96Gi}}}]}]}]}
+`, []string{`NodeGroup g: spec.resourceSlices[1].devices[0].consumesCounters[0].counters[memory]: Invalid value: device gpu-0 consumes 96Gi of counter memory in counter set gpu-0-counter-set, which holds 80Gi: it can never be allocated`}},
 		{"NodeGroup slice for all nodes", `apiVersion: draxr.dev/v1alpha1
 kind: NodeGroup
 metadata: {name: g}

@@ -9,7 +9,9 @@
 // it: a device plugin's allocatable (nvidia.com/gpu: 8) or the devices of
 // its ResourceSlices that a DeviceClass maps to that name, through the
 // class's spec.extendedResourceName or its implicit name
-// deviceclass.resource.kubernetes.io/<class> (KEP-5004).
+// deviceclass.resource.kubernetes.io/<class> (KEP-5004). Where those
+// devices share counters (partitionable devices), a GPU is a counter set:
+// the whole devices, not every partition published.
 package limits
 
 import (
@@ -135,7 +137,9 @@ func (l Limits) Of(node *v1.Node, extended []dynres.Entry) Amounts {
 	a := Amounts{Cores: capacity(node, v1.ResourceCPU), Memory: capacity(node, v1.ResourceMemory)}
 	for _, g := range l.GPUs {
 		if e, ok := dynres.Lookup(extended, g.Type); ok {
-			a[string(g.Type)] = e.Offered
+			// Hardware, not devices: a DynamicMIG H100 publishes the GPU and
+			// its MIG placements, all one GPU.
+			a[string(g.Type)], _ = e.Units()
 		} else {
 			a[string(g.Type)] = 0
 		}

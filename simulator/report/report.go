@@ -154,6 +154,25 @@ func CapacityTable(w io.Writer, r *capacity.Report) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\n", row.Name, src, row.Total, row.Allocated, row.Free, parts(row.Nodes))
 	}
+	// Partitioned hardware only: what whole devices do not say.
+	header := true
+	for _, row := range r.Classes {
+		for _, p := range row.Partitions {
+			if header {
+				fmt.Fprintln(tw)
+				fmt.Fprintln(tw, "DEVICE CLASS\tPARTITION PROFILE\tAT MOST\tFREE")
+				header = false
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", row.Name, p.Profile, p.Total, p.Free)
+		}
+	}
+	if len(r.Counters) > 0 {
+		fmt.Fprintln(tw)
+		fmt.Fprintln(tw, "DRIVER\tCOUNTER\tTOTAL\tCONSUMED\tFREE")
+		for _, c := range r.Counters {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Driver, c.Counter, c.Total.String(), c.Consumed.String(), c.Free.String())
+		}
+	}
 	return tw.Flush()
 }
 

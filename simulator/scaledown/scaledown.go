@@ -12,7 +12,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/dynamic-resource-allocation/structured"
 
 	"draxr.dev/draxr/simulator/drainability"
 	"draxr.dev/draxr/simulator/dynres"
@@ -316,20 +315,37 @@ func leavesWithNode(pod *v1.Pod) bool {
 // it has any (an idle GPU node is idle whatever its CPU), else the larger
 // of requested CPU and memory over allocatable, without the pods ignore
 // names on either side; and whether it was measured on devices.
+//
+// Devices of pools without shared counters count as allocated over
+// published, all such pools together. A pool with shared counters counts
+// by its counters, as CA does since kubernetes/autoscaler#8559: counting
+// its devices would read eight H100s all taken whole as 8 of the 160
+// devices NVIDIA's DynamicMIG publishes, 5%, and drain a full node. The
+// node's utilization is the highest of these.
 func UtilizationOf(h *harness.Harness, nodeName string, ignore UtilizationIgnores) (float64, bool) {
 	snap := h.Snapshot()
-	allocated := snap.AllocatedDeviceIDs()
 	var devices, used int
-	for _, s := range snap.SlicesForNode(nodeName) {
-		for _, d := range s.Spec.Devices {
+	var util float64
+	measured := false
+	for _, p := range dynres.PoolsForNode(snap, nodeName) {
+		if p.Partitioned() {
+			if u, ok := p.Utilization(); ok {
+				util, measured = max(util, u), true
+			}
+			continue
+		}
+		for _, d := range p.Devices {
 			devices++
-			if allocated.Has(structured.MakeDeviceID(s.Spec.Driver, s.Spec.Pool.Name, d.Name)) {
+			if d.Allocated {
 				used++
 			}
 		}
 	}
 	if devices > 0 {
-		return float64(used) / float64(devices), true
+		util, measured = max(util, float64(used)/float64(devices)), true
+	}
+	if measured {
+		return util, true
 	}
 	ni := snap.NodeInfo(nodeName)
 	requestedCPU, requestedMemory := ni.Requested.MilliCPU, ni.Requested.Memory

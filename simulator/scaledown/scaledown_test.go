@@ -3,12 +3,14 @@ package scaledown
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -330,5 +332,76 @@ func TestUtilizationIgnores(t *testing.T) {
 				t.Fatalf("removals %+v, rejections %+v; want small removable: %v", removals, rejections, tc.removable)
 			}
 		})
+	}
+}
+
+// migCluster builds DynamicMIG H100 nodes (8 GPUs each); each node takes
+// pods of whole GPUs and pods of one 1g.10gb partition.
+func migCluster(t *testing.T, nodes map[string][2]int) *harness.Harness {
+	t.Helper()
+	snap := snapshot.New()
+	for _, c := range fx.NVIDIAClasses() {
+		snap.SetDeviceClass(c)
+	}
+	snap.SetResourceClaimTemplate(fx.ClaimTemplate("whole-gpu", "gpu.nvidia.com", 1))
+	small := fx.ClaimTemplate("mig-1g", "mig.nvidia.com", 1)
+	small.Spec.Spec.Devices.Requests[0].Exactly.Selectors = []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+		Expression: `device.attributes["gpu.nvidia.com"].profile == "1g.10gb"`}}}
+	snap.SetResourceClaimTemplate(small)
+	h, err := harness.New(context.Background(), snap, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, 0, len(nodes))
+	for name := range nodes {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if err := snap.AddNode(fx.H100Node(name)); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range fx.NVIDIADynamicMIG(name, 8) {
+			if err := snap.AddResourceSlice(s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range nodes[name][0] {
+			pod := fx.WithTemplateClaim(fx.Pod(fmt.Sprintf("%s-whole-%d", name, i), 100, nil), "gpu", "whole-gpu")
+			if _, ferr := h.Place(pod, name); ferr != nil {
+				t.Fatal(ferr)
+			}
+		}
+		for i := range nodes[name][1] {
+			pod := fx.WithTemplateClaim(fx.Pod(fmt.Sprintf("%s-mig-%d", name, i), 100, nil), "gpu", "mig-1g")
+			if _, ferr := h.Place(pod, name); ferr != nil {
+				t.Fatal(ferr)
+			}
+		}
+	}
+	return h
+}
+
+// On DynamicMIG nodes utilization is read from the counters: all 8 GPUs
+// taken whole is 100% (not 8 of 160 devices), 4 of 8 is 50%, one 1g.10gb
+// partition is an eighth of the memory slices. Only the light node goes,
+// its partition moving to the half-used node.
+func TestFindCountsPartitionedGPUsByCounters(t *testing.T) {
+	h := migCluster(t, map[string][2]int{"full": {8, 0}, "half": {4, 0}, "light": {0, 1}})
+	for node, want := range map[string]float64{"full": 1, "half": 0.5, "light": 0.125} {
+		if u, devices := UtilizationOf(h, node, UtilizationIgnores{}); u != want || !devices {
+			t.Errorf("%s: utilization %.3f (on devices: %t), want %.3f on devices", node, u, devices, want)
+		}
+	}
+	removals, rejections := Find(h, Options{UtilizationThreshold: 0.5})
+	if len(removals) != 1 || removals[0].Node != "light" || removals[0].Moves["default/light-mig-0"] != "half" {
+		t.Errorf("removals %+v, want light with its pod moving to half", removals)
+	}
+	got := map[string]string{}
+	for _, r := range rejections {
+		got[r.Node] = r.Code + ": " + r.Reason
+	}
+	if got["full"] != "NotUnderutilized: utilization 1.00 is not below 0.50" {
+		t.Errorf("full node: %q, want NotUnderutilized at 1.00", got["full"])
 	}
 }

@@ -10,7 +10,6 @@ package capi
 import (
 	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -594,28 +593,8 @@ func sanitize(n *v1.Node, prefix string, tc taints.Config) *v1.Node {
 }
 
 // SliceSpecs returns the specs of a live node's slices as a new node's
-// template, ordered by driver then name so a copied template does not
-// depend on list order. Device taints are dropped: they are that node's
-// health (NVIDIA's driver taints a GPU with an XID error), and a template
-// that kept them would make every new node a device short. Attributes are
-// kept as they are, serials and bus IDs included, since selectors may
-// read them.
+// template: nodegroup.CopySliceSpecs, which says what it leaves out (device
+// taints, unhealthy marks) and why.
 func SliceSpecs(slices []*resourceapi.ResourceSlice) []resourceapi.ResourceSliceSpec {
-	sorted := append([]*resourceapi.ResourceSlice(nil), slices...)
-	sort.Slice(sorted, func(i, j int) bool {
-		if sorted[i].Spec.Driver != sorted[j].Spec.Driver {
-			return sorted[i].Spec.Driver < sorted[j].Spec.Driver
-		}
-		return sorted[i].Name < sorted[j].Name
-	})
-	out := make([]resourceapi.ResourceSliceSpec, 0, len(sorted))
-	for _, s := range sorted {
-		spec := s.Spec.DeepCopy()
-		spec.NodeName, spec.Pool = nil, resourceapi.ResourcePool{}
-		for i := range spec.Devices {
-			spec.Devices[i].Taints = nil
-		}
-		out = append(out, *spec)
-	}
-	return out
+	return nodegroup.CopySliceSpecs(slices)
 }
