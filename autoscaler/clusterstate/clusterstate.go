@@ -20,6 +20,7 @@ import (
 
 	"draxr.dev/draxr/autoscaler/metrics"
 	"draxr.dev/draxr/cloudprovider"
+	"draxr.dev/draxr/simulator/dynres"
 	"draxr.dev/draxr/simulator/input"
 	"draxr.dev/draxr/simulator/live"
 	"draxr.dev/draxr/simulator/nodegroup"
@@ -190,7 +191,22 @@ func (st *State) addDRA(l Listers) error {
 	return nil
 }
 
-// PlanningGroup is the provider's group as the planner reads it.
+// TemplateError is a group template whose ResourceSlices no allocator
+// would use: the group is left out of scale-up until it is fixed.
+type TemplateError struct {
+	Group    string
+	Problems []string
+}
+
+func (e *TemplateError) Error() string {
+	return fmt.Sprintf("node group %s: template ResourceSlices: %s", e.Group, strings.Join(e.Problems, "; "))
+}
+
+// PlanningGroup is the provider's group as the planner reads it. A
+// template whose devices consume counters their pool does not declare
+// (or more than it holds) is a *TemplateError: the allocator would
+// refuse every new node's pool, and each pod would be told "invalid
+// resource pools" instead of what to fix.
 func PlanningGroup(ng cloudprovider.NodeGroup) (*nodegroup.NodeGroup, error) {
 	node, slices, err := ng.TemplateNodeInfo()
 	if err != nil {
@@ -202,6 +218,13 @@ func PlanningGroup(ng cloudprovider.NodeGroup) (*nodegroup.NodeGroup, error) {
 	g.Spec.Template = *node
 	for _, s := range slices {
 		g.Spec.ResourceSlices = append(g.Spec.ResourceSlices, s.Spec)
+	}
+	if problems := dynres.TemplateCounterProblems(g.Spec.ResourceSlices); len(problems) > 0 {
+		e := &TemplateError{Group: ng.Id()}
+		for _, p := range problems {
+			e.Problems = append(e.Problems, fmt.Sprintf("resourceSlices[%d].%s: %s (fix: %s)", p.Slice, p.Field, p.Message, p.Fix))
+		}
+		return nil, e
 	}
 	return g, nil
 }

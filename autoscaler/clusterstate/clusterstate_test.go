@@ -280,3 +280,55 @@ func readState(r *Registry, l Listers, provider cloudprovider.Provider) (*State,
 	}
 	return r.State(as)
 }
+
+// A group whose template ResourceSlices consume counters their pool does
+// not declare is left out of scale-up with what to fix, and said once in
+// a Warning event; the other groups are planned.
+func TestBrokenTemplateSlicesLeaveTheGroupOut(t *testing.T) {
+	good := &nodegroup.NodeGroup{ObjectMeta: metav1.ObjectMeta{Name: "good"}, Spec: nodegroup.Spec{MaxSize: 3, Template: *fx.Node("t", 8, 32, nil)}}
+	bad := &nodegroup.NodeGroup{ObjectMeta: metav1.ObjectMeta{Name: "bad"}, Spec: nodegroup.Spec{MaxSize: 3, Template: *fx.Node("t", 8, 32, nil)}}
+	for _, s := range fx.NVIDIADynamicMIG("t", 1) {
+		bad.Spec.ResourceSlices = append(bad.Spec.ResourceSlices, s.Spec)
+	}
+	misspelt := false
+	for i := range bad.Spec.ResourceSlices {
+		for j := range bad.Spec.ResourceSlices[i].Devices {
+			for k := range bad.Spec.ResourceSlices[i].Devices[j].ConsumesCounters {
+				bad.Spec.ResourceSlices[i].Devices[j].ConsumesCounters[k].CounterSet = "gpu-0-counter-sett"
+				misspelt = true
+			}
+		}
+	}
+	if !misspelt {
+		t.Fatal("the DynamicMIG fixture has no counter consumption to misspell")
+	}
+	l := syncedListers(t)
+	r := NewRegistry(RegistryConfig{})
+	provider := fakeProvider{groups: []cloudprovider.NodeGroup{fakeGroup{g: good}, fakeGroup{g: bad}}}
+	for loop := 0; loop < 2; loop++ {
+		as, err := r.Assess(l, provider, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var events []Action
+		for _, a := range as.Actions {
+			if a.Kind == Emit && a.Event.Reason == EventInvalidTemplate {
+				events = append(events, a)
+			}
+		}
+		st, err := r.State(as)
+		if err != nil {
+			t.Fatal(err)
+		}
+		why := st.NotForScaleUp["bad"]
+		if !strings.Contains(why, `consumes counter set "gpu-0-counter-sett"`) || !strings.Contains(why, "fix:") {
+			t.Errorf("loop %d: bad group not for scale-up because %q, want the misspelt counter set and a fix", loop, why)
+		}
+		if eligible := st.ScaleUpEligible(); len(eligible) != 1 || eligible[0].Name != "good" {
+			t.Errorf("loop %d: eligible groups %v, want only good", loop, eligible)
+		}
+		if want := 1 - loop; len(events) != want {
+			t.Errorf("loop %d: %d InvalidNodeGroupTemplate events, want %d (once per problem)", loop, len(events), want)
+		}
+	}
+}

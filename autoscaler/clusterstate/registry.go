@@ -1,6 +1,7 @@
 package clusterstate
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -43,6 +44,9 @@ const (
 	EventDeleteUnregistered       = "DeleteUnregistered"
 	EventDeleteUnregisteredFailed = "DeleteUnregisteredFailed"
 	EventClusterUnhealthy         = "ClusterUnhealthy"
+	// EventInvalidTemplate: a group's template ResourceSlices are broken;
+	// the group is left out of scale-up.
+	EventInvalidTemplate = "InvalidNodeGroupTemplate"
 )
 
 // Backoff error codes, CA's.
@@ -82,6 +86,8 @@ type Registry struct {
 	unregisteredSince map[string]map[string]time.Time // group -> provider ID -> first seen
 	// labels are each group's metric labels, from its last template.
 	labels map[string]metrics.GroupLabels
+	// templateErrs are the groups' template problems already reported.
+	templateErrs map[string]string
 }
 
 type scaleUpRequest struct {
@@ -95,7 +101,7 @@ type scaleUpRequest struct {
 // NewRegistry returns an empty registry.
 func NewRegistry(cfg RegistryConfig) *Registry {
 	return &Registry{cfg: cfg, scaleUps: map[string]*scaleUpRequest{}, unregisteredSince: map[string]map[string]time.Time{},
-		labels: map[string]metrics.GroupLabels{}}
+		labels: map[string]metrics.GroupLabels{}, templateErrs: map[string]string{}}
 }
 
 // RegisterScaleUp records that group was asked for delta more nodes: they
@@ -252,6 +258,11 @@ func (r *Registry) Assess(l Listers, provider cloudprovider.Provider, now time.T
 			delete(r.labels, g)
 		}
 	}
+	for g := range r.templateErrs {
+		if !live[g] {
+			delete(r.templateErrs, g)
+		}
+	}
 	return as, nil
 }
 
@@ -351,7 +362,14 @@ func (r *Registry) assessGroup(as *Assessment, ng cloudprovider.NodeGroup, nodes
 	if err != nil {
 		st.Errors = append(st.Errors, err)
 		st.NotForScaleUp[id] = err.Error()
+		if te := (*TemplateError)(nil); errors.As(err, &te) {
+			if r.templateErrs[id] != err.Error() { // once per problem, not every loop
+				recommend(emit(v1.EventTypeWarning, EventInvalidTemplate, err.Error()))
+			}
+			r.templateErrs[id] = err.Error()
+		}
 	} else {
+		delete(r.templateErrs, id)
 		st.Groups = append(st.Groups, g)
 		r.labels[id] = MetricLabels(g)
 	}

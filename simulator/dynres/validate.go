@@ -80,3 +80,30 @@ func list(names []string) string {
 	}
 	return strings.Join(names, ", ")
 }
+
+// TemplateCounterProblems checks a node group template's slice specs: on a
+// new node each driver publishes one pool, so the specs are checked per
+// driver, and each problem's Slice indexes specs.
+func TemplateCounterProblems(specs []resourceapi.ResourceSliceSpec) []CounterProblem {
+	byDriver := map[string][]int{}
+	var drivers []string
+	for i, spec := range specs {
+		if byDriver[spec.Driver] == nil {
+			drivers = append(drivers, spec.Driver)
+		}
+		byDriver[spec.Driver] = append(byDriver[spec.Driver], i)
+	}
+	var out []CounterProblem
+	for _, driver := range drivers {
+		idx := byDriver[driver]
+		pool := make([]resourceapi.ResourceSliceSpec, len(idx))
+		for k, i := range idx {
+			pool[k] = specs[i]
+		}
+		for _, p := range CounterProblems(pool) {
+			p.Slice = idx[p.Slice]
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -107,28 +107,11 @@ func validateTemplate(g *nodegroup.NodeGroup) field.ErrorList {
 			errs = append(errs, e)
 		}
 	}
-	// Counter sets may be declared in another slice of the pool than the
-	// devices consuming them, so consumption is checked per driver (one
-	// pool per driver on a new node). A bad one makes the allocator refuse
-	// the new node's whole pool, silently; here it is an error.
-	byDriver := map[string][]int{}
-	var drivers []string
-	for i, spec := range g.Spec.ResourceSlices {
-		if byDriver[spec.Driver] == nil {
-			drivers = append(drivers, spec.Driver)
-		}
-		byDriver[spec.Driver] = append(byDriver[spec.Driver], i)
-	}
-	for _, driver := range drivers {
-		idx := byDriver[driver]
-		specs := make([]resourceapi.ResourceSliceSpec, len(idx))
-		for k, i := range idx {
-			specs[k] = g.Spec.ResourceSlices[i]
-		}
-		for _, p := range dynres.CounterProblems(specs) {
-			errs = append(errs, &field.Error{Type: field.ErrorTypeInvalid, Field: fmt.Sprintf("spec.resourceSlices[%d].%s", idx[p.Slice], p.Field),
-				BadValue: field.OmitValueType{}, Detail: p.Message + "; " + p.Fix})
-		}
+	// A bad counter consumption makes the allocator refuse the new node's
+	// whole pool, silently; here it is an error.
+	for _, p := range dynres.TemplateCounterProblems(g.Spec.ResourceSlices) {
+		errs = append(errs, &field.Error{Type: field.ErrorTypeInvalid, Field: fmt.Sprintf("spec.resourceSlices[%d].%s", p.Slice, p.Field),
+			BadValue: field.OmitValueType{}, Detail: p.Message + "; " + p.Fix})
 	}
 	return errs
 }
