@@ -52,7 +52,7 @@ type liveClients struct {
 func (c *commonFlags) add(cmd *cobra.Command, g *globalFlags) {
 	c.global = g
 	cmd.Flags().StringArrayVarP(&c.files, "filename", "f", nil,
-		"file or directory of YAML/JSON objects (repeatable); none: the built-in example, or the cluster with --kubeconfig/--context")
+		"file or directory of YAML/JSON objects (repeatable), - for stdin; none: the built-in example, or the cluster with --kubeconfig/--context")
 	cmd.Flags().StringArrayVar(&c.nodeGroupConfig, "node-group-config", nil,
 		"with a live cluster: file or folder of NodeGroup objects (draxr.dev/v1alpha1), repeatable")
 	cmd.Flags().StringVarP(&c.output, "output", "o", "table", "output format: "+strings.Join(report.Formats(), "|"))
@@ -99,7 +99,7 @@ func (c *commonFlags) load(cmd *cobra.Command) (*input.Objects, error) {
 		fmt.Fprintln(cmd.ErrOrStderr(), "planning the built-in example (no -f, no cluster)")
 		objs, err = opts.Parse(examples.Builtin, examples.BuiltinName)
 	} else {
-		objs, err = opts.LoadPaths(c.files)
+		objs, err = interruptible(cmd.Context(), func() (*input.Objects, error) { return opts.LoadPaths(c.files) })
 	}
 	if err != nil {
 		return nil, badInput(err)
@@ -115,6 +115,29 @@ func (c *commonFlags) load(cmd *cobra.Command) (*input.Objects, error) {
 		fmt.Fprintln(cmd.ErrOrStderr(), s)
 	}
 	return objs, nil
+}
+
+// interruptible returns fn's result, or ctx's error as soon as ctx ends:
+// reading files (a dump of 100,000 pods takes seconds, stdin may never
+// end) cannot be cancelled, and an interrupted command returns at once
+// and ends the process rather than wait for it.
+func interruptible[T any](ctx context.Context, fn func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := fn()
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
 }
 
 // liveGroups adds the groups the configured provider reads from the

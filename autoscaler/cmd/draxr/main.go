@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 	cliflag "k8s.io/component-base/cli/flag"
 
 	"draxr.dev/draxr/scheduler/kubeversion"
@@ -59,11 +60,33 @@ func main() {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(gcPercent)
 	}
-	// Ctrl-C ends `simulate --watch` (and a slow read) cleanly.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := runAs(ctx, filepath.Base(os.Args[0]), os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	notifyInterrupt(cancel)
+	os.Exit(runAs(ctx, filepath.Base(os.Args[0]), os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// notifyInterrupt cancels with an interrupted cause on the first SIGINT or
+// SIGTERM: Ctrl-C ends `simulate --watch`, a slow read or a long plan.
+// signal.NotifyContext's cause does not say which signal as a value, and
+// the exit code does (128+n, as a shell reports a process the signal
+// killed). A second signal gets the default action: it kills at once.
+func notifyInterrupt(cancel context.CancelCauseFunc) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		sig := <-sigs
+		signal.Stop(sigs)
+		if s, ok := sig.(syscall.Signal); ok {
+			cancel(interrupted{s})
+		}
+	}()
+}
+
+// interrupted is the cause of a run's context ended by a signal.
+type interrupted struct{ sig syscall.Signal }
+
+func (e interrupted) Error() string {
+	return fmt.Sprintf("interrupted (%s): stopped before finishing", unix.SignalName(e.sig))
 }
 
 // run executes the command line args (without the program name) and
@@ -81,6 +104,13 @@ func runAs(ctx context.Context, program string, args []string, stdout, stderr io
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	if err := root.ExecuteContext(ctx); err != nil {
+		// Whatever a signal broke off (a read, a plan) says "context
+		// canceled"; say what happened instead.
+		var sig interrupted
+		if errors.As(context.Cause(ctx), &sig) {
+			fmt.Fprintln(stderr, "error:", sig)
+			return 128 + int(sig.sig)
+		}
 		fmt.Fprintln(stderr, "error:", err)
 		var ee *exitError
 		if errors.As(err, &ee) {
