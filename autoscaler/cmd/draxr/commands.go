@@ -251,7 +251,8 @@ func newSimulateCommand(g *globalFlags) *cobra.Command {
 				if err != nil {
 					return nil, err
 				}
-				out := report.SimulateOutput{Plan: res.Plan, ClassErrors: res.ClassErrors, FeatureGates: featureGatesSet(cmd)}
+				out := report.NewSimulateOutput(res.Plan, res.ClassErrors)
+				out.FeatureGates = featureGatesSet(cmd)
 				if c.explainer != nil {
 					if out.ScaleDown, err = c.explainer(cmd.Context()); err != nil {
 						return nil, fmt.Errorf("scale-down: %w", err)
@@ -324,7 +325,7 @@ func newCapacityCommand(g *globalFlags) *cobra.Command {
 				return badInput(err)
 			}
 			r := capacity.Compute(snap, dynres.NewMatcher())
-			return report.Write(cmd.OutOrStdout(), c.output, r, func(w ioWriter) error { return report.CapacityTable(w, r) })
+			return report.Write(cmd.OutOrStdout(), c.output, report.NewCapacityOutput(r), func(w ioWriter) error { return report.CapacityTable(w, r) })
 		},
 	}
 	c.add(cmd, g)

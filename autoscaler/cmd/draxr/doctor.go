@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"draxr.dev/draxr/simulator/doctor"
 	"draxr.dev/draxr/simulator/report"
@@ -14,7 +15,8 @@ import (
 
 // doctorOutput is what `draxr doctor -o json|yaml` prints.
 type doctorOutput struct {
-	Findings []doctor.Finding `json:"findings"`
+	metav1.TypeMeta `json:",inline"`
+	Findings        []doctor.Finding `json:"findings"`
 }
 
 func newDoctorCommand(g *globalFlags) *cobra.Command {
@@ -37,7 +39,7 @@ to migrate), 1 when an error was found (or any finding, with --strict),
 				return err
 			}
 			findings := inNamespace(doctor.Check(objs), g.namespace(cmd))
-			out := doctorOutput{Findings: findings}
+			out := doctorOutput{TypeMeta: report.TypeMeta(report.KindDoctorReport), Findings: findings}
 			if out.Findings == nil {
 				out.Findings = []doctor.Finding{}
 			}
