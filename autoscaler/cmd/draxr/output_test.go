@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -48,5 +50,41 @@ func TestJSONNotHTMLEscaped(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(out), &plan); err != nil || len(plan.ClassErrors) != 1 || !strings.Contains(plan.ClassErrors[0], "<input>") {
 		t.Errorf("deviceClassErrors = %q (%v), want the CEL error quoting <input>", plan.ClassErrors, err)
+	}
+}
+
+// -f - reads stdin, as kubectl's does, for every command that takes -f;
+// an error names it "stdin".
+func TestFilenameDashReadsStdin(t *testing.T) {
+	example, err := os.ReadFile("../../../simulator/examples/builtin.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cmd, kind := range map[string]string{"simulate": "Plan", "capacity": "CapacityReport", "doctor": "DoctorReport"} {
+		t.Run(cmd, func(t *testing.T) {
+			p := draxrProcess(t, cmd, "-f", "-", "-o", "yaml")
+			p.Stdin = bytes.NewReader(example)
+			var stderr bytes.Buffer
+			p.Stderr = &stderr
+			out, err := p.Output()
+			if err != nil {
+				t.Fatalf("%v: %s", err, stderr.String())
+			}
+			if !strings.Contains(string(out), "kind: "+kind+"\n") {
+				t.Errorf("output is not a %s:\n%s", kind, out)
+			}
+			if strings.Contains(stderr.String(), "built-in example") {
+				t.Errorf("planned the built-in example instead of stdin: %s", stderr.String())
+			}
+
+			p = draxrProcess(t, cmd, "-f", "-")
+			p.Stdin = strings.NewReader("apiVersion: v1\nkind: Gadget\nmetadata: {name: x}\n")
+			stderr.Reset()
+			p.Stderr = &stderr
+			err = p.Run()
+			if p.ProcessState.ExitCode() != 2 || !strings.Contains(stderr.String(), "stdin") || !strings.Contains(stderr.String(), `"Gadget"`) {
+				t.Errorf("bad stdin: %v, stderr %q; want exit 2 naming stdin and the kind", err, stderr.String())
+			}
+		})
 	}
 }
