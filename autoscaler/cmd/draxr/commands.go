@@ -217,7 +217,19 @@ func newSimulateCommand(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "simulate [-f FILE|DIR]... | --kubeconfig FILE [--node-group-config FILE]...",
 		Short: "Plan which node groups grow for the pending pods, and explain every pod left out",
-		Args:  cobra.NoArgs,
+		Example: exampleText(g.asPlugin, `
+# Plan a cluster dump for the NodeGroups that may grow
+draxr simulate -f cluster.yaml -f nodegroups.yaml
+
+# Plan from stdin, as JSON, choosing groups by priority, then least waste
+kubectl get nodes,pods,resourceslices,deviceclasses -A -o yaml | draxr simulate -f - -f nodegroups.yaml -o json --expander priority,least-waste --expander-priorities priorities.yaml
+
+# Plan the live cluster again whenever it changes
+draxr simulate --context prod --node-group-config nodegroups.yaml --watch
+
+# Plan the pending pods of namespace ml, and say which nodes scale-down would remove
+draxr simulate -f cluster.yaml -n ml --scale-down`),
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts := offline.Options{MaxNodesTotal: maxNodesTotal, Pods: &pods}
 			if maxNodesTotal < 0 {
@@ -311,7 +323,13 @@ func newCapacityCommand(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "capacity [-f FILE|DIR]... | --kubeconfig FILE",
 		Short: "Show devices per DeviceClass and extended resource name: total, allocated, free",
-		Args:  cobra.NoArgs,
+		Example: exampleText(g.asPlugin, `
+# Devices per DeviceClass and extended resource name in a dump
+draxr capacity -f cluster.yaml
+
+# The same for a kubeconfig context's cluster, as YAML
+draxr capacity --context prod -o yaml`),
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if g.namespace(cmd) != "" {
 				return badInput(fmt.Errorf("-n: capacity counts devices cluster-wide; DeviceClasses and ResourceSlices have no namespace"))

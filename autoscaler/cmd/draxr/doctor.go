@@ -32,6 +32,15 @@ Exit code: 0 when clean or when only warnings were found (findings that
 may break scheduling, such as two classes mapping one name, the KEP's way
 to migrate), 1 when an error was found (or any finding, with --strict),
 2 for bad input.`,
+		Example: exampleText(g.asPlugin, `
+# Check a dump: exit 1 on errors
+draxr doctor -f cluster.yaml
+
+# Check a kubeconfig context's cluster, failing on warnings too (for CI)
+draxr doctor --context prod --strict
+
+# Only the findings about namespace ml, as JSON
+draxr doctor -f cluster.yaml -n ml -o json`),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			objs, err := c.load(cmd)

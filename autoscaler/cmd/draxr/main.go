@@ -129,8 +129,21 @@ func runAs(ctx context.Context, program string, args []string, stdout, stderr io
 func newRootCommand(asPlugin bool) *cobra.Command {
 	g := &globalFlags{asPlugin: asPlugin}
 	root := &cobra.Command{
-		Use:           "draxr",
-		Short:         "Plan cluster scale-ups for pods that ask for DRA-backed extended resources",
+		Use:   "draxr",
+		Short: "Plan cluster scale-ups for pods that ask for DRA-backed extended resources",
+		Example: exampleText(asPlugin, `
+# Plan the built-in example (no cluster needed)
+draxr simulate
+
+# Plan a cluster dump for the NodeGroups that may grow
+kubectl get nodes,pods,resourceslices,deviceclasses,resourceclaims,resourceclaimtemplates -A -o yaml > cluster.yaml
+draxr simulate -f cluster.yaml -f nodegroups.yaml
+
+# Count free devices per DeviceClass in a kubeconfig context's cluster
+draxr capacity --context prod
+
+# Find the pitfalls of DRA-backed extended resources in a dump
+draxr doctor -f cluster.yaml`),
 		Version:       kubeversion.Version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -154,6 +167,24 @@ func newRootCommand(asPlugin bool) *cobra.Command {
 	g.add(root.PersistentFlags())
 	root.AddCommand(newSimulateCommand(g), newCapacityCommand(g), newDoctorCommand(g))
 	return root
+}
+
+// exampleText indents a command's examples as kubectl's are, each command
+// line under the name draxr runs as ("kubectl draxr" as a plugin).
+func exampleText(asPlugin bool, text string) string {
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	for i, l := range lines {
+		if asPlugin {
+			if strings.HasPrefix(l, "draxr ") {
+				l = "kubectl " + l
+			}
+			l = strings.ReplaceAll(l, "| draxr ", "| kubectl draxr ")
+		}
+		if l != "" {
+			lines[i] = "  " + l
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // isUsageError reports cobra's errors for a command line it cannot parse
