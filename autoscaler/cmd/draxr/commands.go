@@ -59,6 +59,8 @@ func (c *commonFlags) add(cmd *cobra.Command, g *globalFlags) {
 	c.provider.add(cmd.Flags())
 	cmd.Flags().Int64Var(&c.maxPods, "max-pods", input.DefaultMaxPods,
 		"most pods all workloads in the input may expand to together (the default keeps a run within about 2 GiB)")
+	completeWith(cmd, "output", fixedValues(report.Formats(), false))
+	markFiles(cmd, "filename", "node-group-config")
 }
 
 func (c *commonFlags) load(cmd *cobra.Command) (*input.Objects, error) {
@@ -315,6 +317,8 @@ draxr simulate -f cluster.yaml -n ml --scale-down`),
 	limitFlags.AddFlags(cmd.Flags())
 	pods.AddFlags(cmd.Flags())
 	sd.add(cmd.Flags())
+	completeWith(cmd, "expander", fixedValues(expander.Names(), true))
+	markFiles(cmd, "scheduler-config", "expander-priorities")
 	return cmd
 }
 

@@ -165,6 +165,7 @@ draxr doctor -f cluster.yaml`),
 		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl draxr"}
 	}
 	g.add(root.PersistentFlags())
+	g.addCompletions(root)
 	root.AddCommand(newSimulateCommand(g), newCapacityCommand(g), newDoctorCommand(g))
 	return root
 }
