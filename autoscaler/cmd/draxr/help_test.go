@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"draxr.dev/draxr/scheduler/kubeversion"
 )
 
 // draxrCommands are draxr's own commands (not cobra's help and
@@ -85,5 +87,14 @@ func checkCommandLine(t *testing.T, asPlugin bool, args []string) {
 	}
 	if err != nil {
 		t.Errorf("example %q: %v", strings.Join(args, " "), err)
+	}
+}
+
+// --version says which Kubernetes release draxr plans for.
+func TestVersion(t *testing.T) {
+	code, out, errOut := draxr(t, "--version")
+	want := "serves Kubernetes " + kubeversion.Minor() + ")\n"
+	if code != 0 || !strings.HasPrefix(out, "draxr ") || !strings.HasSuffix(out, want) {
+		t.Errorf("exit %d, stdout %q, stderr %q; want draxr's name and %q", code, out, errOut, want)
 	}
 }
