@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -38,10 +39,12 @@ func draxrProcess(t *testing.T, args ...string) *exec.Cmd {
 
 // longPlan writes an input whose plan takes many seconds and loads in a
 // fraction of one: pods that are all different (no two share an estimate)
-// and dozens of node groups, each estimated for all of them.
+// and dozens of node groups, each estimated for all of them. Its Service
+// is skipped, and the line that says so marks the end of reading.
 func longPlan(t *testing.T) string {
 	t.Helper()
 	var b strings.Builder
+	b.WriteString("apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: default}\n---\n")
 	for g := range 40 {
 		fmt.Fprintf(&b, `apiVersion: draxr.dev/v1alpha1
 kind: NodeGroup
@@ -65,8 +68,34 @@ spec:
 	return writeFile(t, "long.yaml", b.String())
 }
 
-// Ctrl-C (or a SIGTERM from a supervisor) stops a long plan within a
-// second or two, says so and exits non-zero, with no plan printed.
+// notifyingBuffer is a Buffer that closes seen once it holds mark.
+type notifyingBuffer struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	mark string
+	seen chan struct{}
+}
+
+func (b *notifyingBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, err := b.buf.Write(p)
+	if b.seen != nil && strings.Contains(b.buf.String(), b.mark) {
+		close(b.seen)
+		b.seen = nil
+	}
+	return n, err
+}
+
+func (b *notifyingBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// Ctrl-C (or a SIGTERM from a supervisor) half a second into a long plan
+// stops it within a second or two; draxr says so and exits non-zero, with
+// no plan printed.
 func TestSignalStopsSimulate(t *testing.T) {
 	input := longPlan(t)
 	for _, tt := range []struct {
@@ -79,13 +108,24 @@ func TestSignalStopsSimulate(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cmd := draxrProcess(t, "simulate", "-f", input)
-			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			var stdout bytes.Buffer
+			read := make(chan struct{})
+			stderr := &notifyingBuffer{mark: "skipped 1 objects", seen: read}
+			cmd.Stdout, cmd.Stderr = &stdout, stderr
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
 			done := make(chan error, 1)
 			go func() { done <- cmd.Wait() }()
+			select {
+			case <-read:
+			case err := <-done:
+				t.Fatalf("ended before planning: %v; stderr: %s", err, stderr.String())
+			case <-time.After(time.Minute):
+				_ = cmd.Process.Kill()
+				<-done
+				t.Fatalf("input not read after a minute; stderr: %s", stderr.String())
+			}
 			time.Sleep(500 * time.Millisecond)
 			if err := cmd.Process.Signal(tt.sig); err != nil {
 				t.Fatal(err)
