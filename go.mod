@@ -15,6 +15,7 @@ require (
 	go.etcd.io/etcd/server/v3 v3.7.0
 	go.opentelemetry.io/otel/trace v1.44.0
 	go.uber.org/mock v0.6.0
+	golang.org/x/sys v0.47.0
 	google.golang.org/grpc v1.83.1
 	helm.sh/helm/v3 v3.22.0
 	k8s.io/api v0.37.2
@@ -201,7 +202,6 @@ require (
 	golang.org/x/net v0.58.0 // indirect
 	golang.org/x/oauth2 v0.36.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
-	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/term v0.45.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 	golang.org/x/time v0.15.0 // indirect

@@ -6,6 +6,7 @@
 package estimator
 
 import (
+	"context"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -93,6 +94,13 @@ type BinPacking struct {
 // Estimate mutates the harness's snapshot; callers Fork before and Revert
 // or Commit after.
 func (b *BinPacking) Estimate(g *nodegroup.NodeGroup, pods []*v1.Pod, maxNodes int) (*Result, error) {
+	return b.EstimateContext(context.Background(), g, pods, maxNodes)
+}
+
+// EstimateContext is Estimate that stops with ctx's error once ctx ends,
+// checked before each pod: one estimate of thousands of pods takes
+// seconds, and an interrupted `draxr simulate` must stop within one.
+func (b *BinPacking) EstimateContext(ctx context.Context, g *nodegroup.NodeGroup, pods []*v1.Pod, maxNodes int) (*Result, error) {
 	r := &run{b: b, g: g, snap: b.Harness.Snapshot(), kinds: b.Kinds,
 		res:    &Result{Group: g.Name, Placed: map[types.UID]string{}},
 		cursor: map[string]int{}, rejects: map[string]*harness.FitError{},
@@ -105,6 +113,9 @@ func (b *BinPacking) Estimate(g *nodegroup.NodeGroup, pods []*v1.Pod, maxNodes i
 		r.kindOf = r.kinds.Alike
 	}
 	for i := 0; i < len(pods); i++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		n, err := r.place(pods, i, maxNodes)
 		if err != nil {
 			return nil, err

@@ -265,7 +265,7 @@ func runScenario(t *testing.T, dir string, want expectation) {
 	if err != nil {
 		t.Fatalf("simulate: %v", err)
 	}
-	out := report.SimulateOutput{Plan: res.Plan, ClassErrors: res.ClassErrors}
+	out := report.NewSimulateOutput(res.Plan, res.ClassErrors)
 
 	assertExpectation(t, out, want)
 

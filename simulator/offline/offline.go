@@ -73,7 +73,8 @@ type Result struct {
 	ClassErrors []string
 }
 
-// Simulate plans scale-ups for the pending pods in objs.
+// Simulate plans scale-ups for the pending pods in objs; it stops with
+// ctx's error once ctx ends.
 func Simulate(ctx context.Context, objs *input.Objects, opts Options) (*Result, error) {
 	snap, err := BuildSnapshot(objs)
 	if err != nil {
@@ -95,7 +96,7 @@ func Simulate(ctx context.Context, objs *input.Objects, opts Options) (*Result, 
 	if opts.Pods != nil {
 		opts.Pods.Apply(p)
 	}
-	plan, err := p.Plan(objs.PendingPods)
+	plan, err := p.PlanContext(ctx, objs.PendingPods)
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}

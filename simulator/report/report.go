@@ -10,9 +10,11 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"draxr.dev/draxr/simulator/capacity"
+	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/scaledown"
 	"draxr.dev/draxr/simulator/scaleup"
 )
@@ -20,8 +22,23 @@ import (
 // Formats lists the -o values.
 func Formats() []string { return []string{"table", "json", "yaml"} }
 
+// The kinds -o json|yaml prints. Each output says what it is, as a
+// Kubernetes object does, in draxr's API group (NodeGroup's): a script
+// can tell a plan from a report before it reads either.
+const (
+	KindPlan           = "Plan"
+	KindCapacityReport = "CapacityReport"
+	KindDoctorReport   = "DoctorReport"
+)
+
+// TypeMeta is the apiVersion and kind of an output of that kind.
+func TypeMeta(kind string) metav1.TypeMeta {
+	return metav1.TypeMeta{APIVersion: nodegroup.APIVersion, Kind: kind}
+}
+
 // SimulateOutput is what `draxr simulate -o json|yaml` prints.
 type SimulateOutput struct {
+	metav1.TypeMeta `json:",inline"`
 	*scaleup.Plan
 	ClassErrors []string `json:"deviceClassErrors,omitempty"`
 	// FeatureGates are the gates set with --feature-gates: the plan holds
@@ -32,6 +49,22 @@ type SimulateOutput struct {
 	ScaleDown []scaledown.NodeVerdict `json:"scaleDown,omitempty"`
 }
 
+// NewSimulateOutput is the plan's output, with its apiVersion and kind.
+func NewSimulateOutput(plan *scaleup.Plan, classErrors []string) SimulateOutput {
+	return SimulateOutput{TypeMeta: TypeMeta(KindPlan), Plan: plan, ClassErrors: classErrors}
+}
+
+// CapacityOutput is what `draxr capacity -o json|yaml` prints.
+type CapacityOutput struct {
+	metav1.TypeMeta `json:",inline"`
+	*capacity.Report
+}
+
+// NewCapacityOutput is the report's output, with its apiVersion and kind.
+func NewCapacityOutput(r *capacity.Report) CapacityOutput {
+	return CapacityOutput{TypeMeta: TypeMeta(KindCapacityReport), Report: r}
+}
+
 // Write prints v in a machine format, or calls table for "table".
 func Write(w io.Writer, format string, v any, table func(io.Writer) error) error {
 	switch format {
@@ -40,6 +73,10 @@ func Write(w io.Writer, format string, v any, table func(io.Writer) error) error
 	case "json":
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
+		// Messages quote CEL and selectors ("<input>:1:17", "a && b"):
+		// printed as written, as kubectl does, not as \u003c escapes
+		// meant for HTML pages.
+		enc.SetEscapeHTML(false)
 		return enc.Encode(v)
 	case "yaml":
 		b, err := yaml.Marshal(v)

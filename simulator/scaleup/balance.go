@@ -1,6 +1,7 @@
 package scaleup
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"slices"
@@ -42,10 +43,10 @@ func basicIgnoredLabels() map[string]bool {
 // split across it and the similar groups that take the same pods,
 // smallest group first as CA does, and each group's share is estimated in
 // turn. Planned node counts are updated as each share is committed.
-func (st *state) scaleUpStep(best string, pods []*v1.Pod) ([]*estimator.Result, error) {
+func (st *state) scaleUpStep(ctx context.Context, best string, pods []*v1.Pod) ([]*estimator.Result, error) {
 	similar := st.similarGroups(best, pods)
 	if len(similar) == 0 {
-		res, err := st.finalEstimate(best, pods)
+		res, err := st.finalEstimate(ctx, best, pods)
 		if err != nil {
 			return nil, err
 		}
@@ -54,7 +55,7 @@ func (st *state) scaleUpStep(best string, pods []*v1.Pod) ([]*estimator.Result, 
 	}
 	snap := st.p.Harness.Snapshot()
 	snap.Fork()
-	probe, err := st.finalEstimate(best, pods)
+	probe, err := st.finalEstimate(ctx, best, pods)
 	snap.Revert()
 	if err != nil {
 		return nil, err
@@ -67,7 +68,7 @@ func (st *state) scaleUpStep(best string, pods []*v1.Pod) ([]*estimator.Result, 
 			continue
 		}
 		st.stepCap = map[string]int{g: shares[g]}
-		res, err := st.finalEstimate(g, pods)
+		res, err := st.finalEstimate(ctx, g, pods)
 		st.stepCap = nil
 		if err != nil {
 			return nil, err

@@ -6,6 +6,7 @@
 package scaleup
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sort"
@@ -102,6 +103,13 @@ type Planner struct {
 
 // Plan places the pending pods and returns the plan.
 func (p *Planner) Plan(pending []*v1.Pod) (*Plan, error) {
+	return p.PlanContext(context.Background(), pending)
+}
+
+// PlanContext is Plan that stops with ctx's error once ctx ends: checked
+// per pod placed or explained and per node group estimated, so that a
+// plan of many thousands of pods can be interrupted within a second.
+func (p *Planner) PlanContext(ctx context.Context, pending []*v1.Pod) (*Plan, error) {
 	if p.Matcher == nil {
 		p.Matcher = dynres.NewMatcher()
 	}
@@ -118,17 +126,20 @@ func (p *Planner) Plan(pending []*v1.Pod) (*Plan, error) {
 	// Existing nodes take pods in the scheduler's order, so the plan
 	// predicts what the scheduler will bind; new nodes are packed largest
 	// first, as the Cluster Autoscaler's estimator does.
-	remaining := p.placeOnExisting(SortSchedulerQueue(pending), plan, st.kinds)
+	remaining, err := p.placeOnExisting(ctx, SortSchedulerQueue(pending), plan, st.kinds)
+	if err != nil {
+		return nil, err
+	}
 	remaining = SortLargestFirst(remaining, st.kinds)
 	for loop := 0; len(remaining) > 0; loop++ {
-		best, ok, err := p.bestOption(st, remaining)
+		best, ok, err := p.bestOption(ctx, st, remaining)
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
 			break
 		}
-		step, err := st.scaleUpStep(best.Group, remaining)
+		step, err := st.scaleUpStep(ctx, best.Group, remaining)
 		if err != nil {
 			return nil, err
 		}
@@ -147,6 +158,9 @@ func (p *Planner) Plan(pending []*v1.Pod) (*Plan, error) {
 		}
 	}
 	for _, pod := range remaining {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		plan.NoScaleUp = append(plan.NoScaleUp, st.explain(pod))
 	}
 	plan.Groups = st.describe()
@@ -195,14 +209,17 @@ func schedulerOf(pod *v1.Pod) string {
 
 // placeOnExisting places pods on existing nodes where kube-scheduler would.
 // A kind of pod that fit nowhere is not tried again: nodes only fill up.
-func (p *Planner) placeOnExisting(pods []*v1.Pod, plan *Plan, kinds *estimator.Kinds) []*v1.Pod {
+func (p *Planner) placeOnExisting(ctx context.Context, pods []*v1.Pod, plan *Plan, kinds *estimator.Kinds) ([]*v1.Pod, error) {
 	nodes := p.Harness.Snapshot().NodeNames()
 	if len(nodes) == 0 {
-		return pods
+		return pods, nil
 	}
 	var remaining []*v1.Pod
 	noRoom := map[string]bool{}
 	for _, pod := range pods {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		kind := kinds.Of(pod)
 		if noRoom[kind] {
 			remaining = append(remaining, pod)
@@ -228,12 +245,12 @@ func (p *Planner) placeOnExisting(pods []*v1.Pod, plan *Plan, kinds *estimator.K
 		}
 		plan.ExistingNodes = append(plan.ExistingNodes, newPlacement(p.Harness, pod, node, placed))
 	}
-	return remaining
+	return remaining, nil
 }
 
 // bestOption evaluates every group with room on a fork and asks the
 // expander to choose among those that help at least one pod.
-func (p *Planner) bestOption(st *state, pods []*v1.Pod) (expander.Option, bool, error) {
+func (p *Planner) bestOption(ctx context.Context, st *state, pods []*v1.Pod) (expander.Option, bool, error) {
 	var options []expander.Option
 	// Groups with the same template and the same room give the same answer
 	// but for their name: estimate one of them.
@@ -259,7 +276,7 @@ func (p *Planner) bestOption(st *state, pods []*v1.Pod) (expander.Option, bool, 
 		}
 		snap := p.Harness.Snapshot()
 		snap.Fork()
-		res, err := st.estimate(g.Name, pods, false)
+		res, err := st.estimate(ctx, g.Name, pods, false)
 		if err != nil {
 			snap.Revert()
 			return expander.Option{}, false, err

@@ -1,6 +1,7 @@
 package scaleup
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -168,10 +169,10 @@ func (st *state) binPacking(group string, final bool) *estimator.BinPacking {
 	return est
 }
 
-func (st *state) estimate(group string, pods []*v1.Pod, final bool) (*estimator.Result, error) {
+func (st *state) estimate(ctx context.Context, group string, pods []*v1.Pod, final bool) (*estimator.Result, error) {
 	g := st.byName[group]
 	est := st.binPacking(group, final)
-	res, err := est.Estimate(g, pods, st.stepRoom(g))
+	res, err := est.EstimateContext(ctx, g, pods, st.stepRoom(g))
 	if err != nil {
 		return nil, err
 	}
@@ -273,14 +274,14 @@ func newNodeName(prefix string, k int, taken []int) string {
 // checked by placing the same pods, in the scheduler's queue order, onto
 // that many fresh nodes with scoring, and raised until they all bind
 // (within the group's room).
-func (st *state) finalEstimate(group string, pods []*v1.Pod) (*estimator.Result, error) {
+func (st *state) finalEstimate(ctx context.Context, group string, pods []*v1.Pod) (*estimator.Result, error) {
 	g := st.byName[group]
 	if !partitionable(g) && len(st.template[group]) == 0 {
-		return st.estimate(group, pods, true)
+		return st.estimate(ctx, group, pods, true)
 	}
 	snap := st.p.Harness.Snapshot()
 	snap.Fork()
-	packed, err := st.estimate(group, pods, true)
+	packed, err := st.estimate(ctx, group, pods, true)
 	if err != nil {
 		snap.Revert()
 		return nil, err
@@ -294,6 +295,9 @@ func (st *state) finalEstimate(group string, pods []*v1.Pod) (*estimator.Result,
 	room := st.stepRoom(g)
 	est := st.binPacking(group, true)
 	for n := len(packed.NewNodes); ; n++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		snap.Fork()
 		res, all, err := est.Scored(g, placed, n)
 		if err != nil {

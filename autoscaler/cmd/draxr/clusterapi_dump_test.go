@@ -232,3 +232,19 @@ func TestSimulateScaleDownVerdicts(t *testing.T) {
 		t.Errorf("exit %d, table:\n%s", code, out)
 	}
 }
+
+// A capacity annotation is read as its resource: cpu "8Gi" (memory's
+// unit) is refused as bad input naming the object and the annotation,
+// not planned as a node of 8.6 billion cores.
+func TestCapacityAnnotationInTheWrongUnit(t *testing.T) {
+	dump := writeFile(t, "dump.yaml", capiDump(0, `      capacity.cluster-autoscaler.kubernetes.io/cpu: "8Gi"
+      capacity.cluster-autoscaler.kubernetes.io/memory: "64Gi"
+`))
+	for _, cmd := range []string{"simulate", "capacity", "doctor"} {
+		code, out, errOut := draxr(t, cmd, "-f", dump)
+		want := `MachineDeployment default/gpu: annotation capacity.cluster-autoscaler.kubernetes.io/cpu: "8Gi" is not a number of cores`
+		if code != 2 || !strings.Contains(errOut, want) || out != "" {
+			t.Errorf("%s: exit %d, stderr %q, stdout %q; want exit 2 and %q", cmd, code, errOut, out, want)
+		}
+	}
+}

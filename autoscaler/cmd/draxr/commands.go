@@ -52,13 +52,15 @@ type liveClients struct {
 func (c *commonFlags) add(cmd *cobra.Command, g *globalFlags) {
 	c.global = g
 	cmd.Flags().StringArrayVarP(&c.files, "filename", "f", nil,
-		"file or directory of YAML/JSON objects (repeatable); none: the built-in example, or the cluster with --kubeconfig/--context")
+		"file or directory of YAML/JSON objects (repeatable), - for stdin; none: the built-in example, or the cluster with --kubeconfig/--context")
 	cmd.Flags().StringArrayVar(&c.nodeGroupConfig, "node-group-config", nil,
 		"with a live cluster: file or folder of NodeGroup objects (draxr.dev/v1alpha1), repeatable")
 	cmd.Flags().StringVarP(&c.output, "output", "o", "table", "output format: "+strings.Join(report.Formats(), "|"))
 	c.provider.add(cmd.Flags())
 	cmd.Flags().Int64Var(&c.maxPods, "max-pods", input.DefaultMaxPods,
 		"most pods all workloads in the input may expand to together (the default keeps a run within about 2 GiB)")
+	completeWith(cmd, "output", fixedValues(report.Formats(), false))
+	markFiles(cmd, "filename", "node-group-config")
 }
 
 func (c *commonFlags) load(cmd *cobra.Command) (*input.Objects, error) {
@@ -99,7 +101,7 @@ func (c *commonFlags) load(cmd *cobra.Command) (*input.Objects, error) {
 		fmt.Fprintln(cmd.ErrOrStderr(), "planning the built-in example (no -f, no cluster)")
 		objs, err = opts.Parse(examples.Builtin, examples.BuiltinName)
 	} else {
-		objs, err = opts.LoadPaths(c.files)
+		objs, err = interruptible(cmd.Context(), func() (*input.Objects, error) { return opts.LoadPaths(c.files) })
 	}
 	if err != nil {
 		return nil, badInput(err)
@@ -115,6 +117,29 @@ func (c *commonFlags) load(cmd *cobra.Command) (*input.Objects, error) {
 		fmt.Fprintln(cmd.ErrOrStderr(), s)
 	}
 	return objs, nil
+}
+
+// interruptible returns fn's result, or ctx's error as soon as ctx ends:
+// reading files (a dump of 100,000 pods takes seconds, stdin may never
+// end) cannot be cancelled, and an interrupted command returns at once
+// and ends the process rather than wait for it.
+func interruptible[T any](ctx context.Context, fn func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := fn()
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
 }
 
 // liveGroups adds the groups the configured provider reads from the
@@ -194,7 +219,19 @@ func newSimulateCommand(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "simulate [-f FILE|DIR]... | --kubeconfig FILE [--node-group-config FILE]...",
 		Short: "Plan which node groups grow for the pending pods, and explain every pod left out",
-		Args:  cobra.NoArgs,
+		Example: exampleText(g.asPlugin, `
+# Plan a cluster dump for the NodeGroups that may grow
+draxr simulate -f cluster.yaml -f nodegroups.yaml
+
+# Plan from stdin, as JSON, choosing groups by priority, then least waste
+kubectl get nodes,pods,resourceslices,deviceclasses -A -o yaml | draxr simulate -f - -f nodegroups.yaml -o json --expander priority,least-waste --expander-priorities priorities.yaml
+
+# Plan the live cluster again whenever it changes
+draxr simulate --context prod --node-group-config nodegroups.yaml --watch
+
+# Plan the pending pods of namespace ml, and say which nodes scale-down would remove
+draxr simulate -f cluster.yaml -n ml --scale-down`),
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts := offline.Options{MaxNodesTotal: maxNodesTotal, Pods: &pods}
 			if maxNodesTotal < 0 {
@@ -228,7 +265,8 @@ func newSimulateCommand(g *globalFlags) *cobra.Command {
 				if err != nil {
 					return nil, err
 				}
-				out := report.SimulateOutput{Plan: res.Plan, ClassErrors: res.ClassErrors, FeatureGates: featureGatesSet(cmd)}
+				out := report.NewSimulateOutput(res.Plan, res.ClassErrors)
+				out.FeatureGates = featureGatesSet(cmd)
 				if c.explainer != nil {
 					if out.ScaleDown, err = c.explainer(cmd.Context()); err != nil {
 						return nil, fmt.Errorf("scale-down: %w", err)
@@ -279,6 +317,8 @@ func newSimulateCommand(g *globalFlags) *cobra.Command {
 	limitFlags.AddFlags(cmd.Flags())
 	pods.AddFlags(cmd.Flags())
 	sd.add(cmd.Flags())
+	completeWith(cmd, "expander", fixedValues(expander.Names(), true))
+	markFiles(cmd, "scheduler-config", "expander-priorities")
 	return cmd
 }
 
@@ -287,7 +327,13 @@ func newCapacityCommand(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "capacity [-f FILE|DIR]... | --kubeconfig FILE",
 		Short: "Show devices per DeviceClass and extended resource name: total, allocated, free",
-		Args:  cobra.NoArgs,
+		Example: exampleText(g.asPlugin, `
+# Devices per DeviceClass and extended resource name in a dump
+draxr capacity -f cluster.yaml
+
+# The same for a kubeconfig context's cluster, as YAML
+draxr capacity --context prod -o yaml`),
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if g.namespace(cmd) != "" {
 				return badInput(fmt.Errorf("-n: capacity counts devices cluster-wide; DeviceClasses and ResourceSlices have no namespace"))
@@ -301,7 +347,7 @@ func newCapacityCommand(g *globalFlags) *cobra.Command {
 				return badInput(err)
 			}
 			r := capacity.Compute(snap, dynres.NewMatcher())
-			return report.Write(cmd.OutOrStdout(), c.output, r, func(w ioWriter) error { return report.CapacityTable(w, r) })
+			return report.Write(cmd.OutOrStdout(), c.output, report.NewCapacityOutput(r), func(w ioWriter) error { return report.CapacityTable(w, r) })
 		},
 	}
 	c.add(cmd, g)

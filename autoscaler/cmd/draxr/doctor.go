@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"draxr.dev/draxr/simulator/doctor"
 	"draxr.dev/draxr/simulator/report"
@@ -14,7 +15,8 @@ import (
 
 // doctorOutput is what `draxr doctor -o json|yaml` prints.
 type doctorOutput struct {
-	Findings []doctor.Finding `json:"findings"`
+	metav1.TypeMeta `json:",inline"`
+	Findings        []doctor.Finding `json:"findings"`
 }
 
 func newDoctorCommand(g *globalFlags) *cobra.Command {
@@ -30,6 +32,15 @@ Exit code: 0 when clean or when only warnings were found (findings that
 may break scheduling, such as two classes mapping one name, the KEP's way
 to migrate), 1 when an error was found (or any finding, with --strict),
 2 for bad input.`,
+		Example: exampleText(g.asPlugin, `
+# Check a dump: exit 1 on errors
+draxr doctor -f cluster.yaml
+
+# Check a kubeconfig context's cluster, failing on warnings too (for CI)
+draxr doctor --context prod --strict
+
+# Only the findings about namespace ml, as JSON
+draxr doctor -f cluster.yaml -n ml -o json`),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			objs, err := c.load(cmd)
@@ -37,7 +48,7 @@ to migrate), 1 when an error was found (or any finding, with --strict),
 				return err
 			}
 			findings := inNamespace(doctor.Check(objs), g.namespace(cmd))
-			out := doctorOutput{Findings: findings}
+			out := doctorOutput{TypeMeta: report.TypeMeta(report.KindDoctorReport), Findings: findings}
 			if out.Findings == nil {
 				out.Findings = []doctor.Finding{}
 			}

@@ -105,21 +105,11 @@ func (g *globalFlags) client() (kubernetes.Interface, *rest.Config, error) {
 	if g.qps <= 0 || g.burst <= 0 {
 		return nil, nil, badInput(fmt.Errorf("--kube-client-qps and --kube-client-burst must be > 0, got %v and %d", g.qps, g.burst))
 	}
-	raw, err := g.kube.ToRawKubeConfigLoader().RawConfig()
+	cfg, err := g.restConfig()
 	if err != nil {
-		return nil, nil, badInput(fmt.Errorf("kubeconfig: %w", err))
-	}
-	// Without any configuration client-go falls back to localhost:8080;
-	// say what is missing instead of timing out there.
-	if len(raw.Clusters) == 0 && *g.kube.APIServer == "" && os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
-		return nil, nil, badInput(fmt.Errorf("no kubeconfig found: give --kubeconfig, set KUBECONFIG, or run in a pod; or read files with -f"))
-	}
-	cfg, err := g.kube.ToRESTConfig()
-	if err != nil {
-		return nil, nil, badInput(fmt.Errorf("kubeconfig: %w", err))
+		return nil, nil, badInput(err)
 	}
 	cfg.QPS, cfg.Burst = g.qps, g.burst
-	cfg.UserAgent = "draxr"
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, nil, badInput(fmt.Errorf("kubeconfig: %w", err))
@@ -130,6 +120,25 @@ func (g *globalFlags) client() (kubernetes.Interface, *rest.Config, error) {
 		return nil, nil, fmt.Errorf("%s: %w", cfg.Host, err)
 	}
 	return client, cfg, nil
+}
+
+// restConfig is the client configuration kubectl's flags select.
+func (g *globalFlags) restConfig() (*rest.Config, error) {
+	raw, err := g.kube.ToRawKubeConfigLoader().RawConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	// Without any configuration client-go falls back to localhost:8080;
+	// say what is missing instead of timing out there.
+	if len(raw.Clusters) == 0 && *g.kube.APIServer == "" && os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
+		return nil, fmt.Errorf("no kubeconfig found: give --kubeconfig, set KUBECONFIG, or run in a pod; or read files with -f")
+	}
+	cfg, err := g.kube.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	cfg.UserAgent = "draxr"
+	return cfg, nil
 }
 
 // namespace is -n when given: the namespace whose pods and claims a

@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 	cliflag "k8s.io/component-base/cli/flag"
 
 	"draxr.dev/draxr/scheduler/kubeversion"
@@ -59,11 +60,33 @@ func main() {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(gcPercent)
 	}
-	// Ctrl-C ends `simulate --watch` (and a slow read) cleanly.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := runAs(ctx, filepath.Base(os.Args[0]), os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	notifyInterrupt(cancel)
+	os.Exit(runAs(ctx, filepath.Base(os.Args[0]), os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// notifyInterrupt cancels with an interrupted cause on the first SIGINT or
+// SIGTERM: Ctrl-C ends `simulate --watch`, a slow read or a long plan.
+// signal.NotifyContext's cause does not say which signal as a value, and
+// the exit code does (128+n, as a shell reports a process the signal
+// killed). A second signal gets the default action: it kills at once.
+func notifyInterrupt(cancel context.CancelCauseFunc) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		sig := <-sigs
+		signal.Stop(sigs)
+		if s, ok := sig.(syscall.Signal); ok {
+			cancel(interrupted{s})
+		}
+	}()
+}
+
+// interrupted is the cause of a run's context ended by a signal.
+type interrupted struct{ sig syscall.Signal }
+
+func (e interrupted) Error() string {
+	return fmt.Sprintf("interrupted (%s): stopped before finishing", unix.SignalName(e.sig))
 }
 
 // run executes the command line args (without the program name) and
@@ -81,6 +104,13 @@ func runAs(ctx context.Context, program string, args []string, stdout, stderr io
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	if err := root.ExecuteContext(ctx); err != nil {
+		// Whatever a signal broke off (a read, a plan) says "context
+		// canceled"; say what happened instead.
+		var sig interrupted
+		if errors.As(context.Cause(ctx), &sig) {
+			fmt.Fprintln(stderr, "error:", sig)
+			return 128 + int(sig.sig)
+		}
 		fmt.Fprintln(stderr, "error:", err)
 		var ee *exitError
 		if errors.As(err, &ee) {
@@ -99,8 +129,21 @@ func runAs(ctx context.Context, program string, args []string, stdout, stderr io
 func newRootCommand(asPlugin bool) *cobra.Command {
 	g := &globalFlags{asPlugin: asPlugin}
 	root := &cobra.Command{
-		Use:           "draxr",
-		Short:         "Plan cluster scale-ups for pods that ask for DRA-backed extended resources",
+		Use:   "draxr",
+		Short: "Plan cluster scale-ups for pods that ask for DRA-backed extended resources",
+		Example: exampleText(asPlugin, `
+# Plan the built-in example (no cluster needed)
+draxr simulate
+
+# Plan a cluster dump for the NodeGroups that may grow
+kubectl get nodes,pods,resourceslices,deviceclasses,resourceclaims,resourceclaimtemplates -A -o yaml > cluster.yaml
+draxr simulate -f cluster.yaml -f nodegroups.yaml
+
+# Count free devices per DeviceClass in a kubeconfig context's cluster
+draxr capacity --context prod
+
+# Find the pitfalls of DRA-backed extended resources in a dump
+draxr doctor -f cluster.yaml`),
 		Version:       kubeversion.Version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -122,8 +165,27 @@ func newRootCommand(asPlugin bool) *cobra.Command {
 		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl draxr"}
 	}
 	g.add(root.PersistentFlags())
+	g.addCompletions(root)
 	root.AddCommand(newSimulateCommand(g), newCapacityCommand(g), newDoctorCommand(g))
 	return root
+}
+
+// exampleText indents a command's examples as kubectl's are, each command
+// line under the name draxr runs as ("kubectl draxr" as a plugin).
+func exampleText(asPlugin bool, text string) string {
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	for i, l := range lines {
+		if asPlugin {
+			if strings.HasPrefix(l, "draxr ") {
+				l = "kubectl " + l
+			}
+			l = strings.ReplaceAll(l, "| draxr ", "| kubectl draxr ")
+		}
+		if l != "" {
+			lines[i] = "  " + l
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // isUsageError reports cobra's errors for a command line it cannot parse

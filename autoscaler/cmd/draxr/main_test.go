@@ -225,7 +225,10 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"simulate", "--expander", "priority"}, "--expander-priorities"},
 		{[]string{"simulate", "--max-nodes-total", "-1"}, "--max-nodes-total"},
 		{[]string{"simulate", "--no-such-flag"}, "unknown flag"},
-		{[]string{"simulate", "extra-arg"}, "unknown command"},
+		{[]string{"simulate", "extra-arg"}, `unknown command "extra-arg" for "draxr simulate"`},
+		{[]string{"capacity", "extra-arg"}, `unknown command "extra-arg" for "draxr capacity"`},
+		{[]string{"doctor", "-f", "x.yaml", "extra-arg"}, `unknown command "extra-arg" for "draxr doctor"`},
+		{[]string{"extra-arg"}, `unknown command "extra-arg" for "draxr"`},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

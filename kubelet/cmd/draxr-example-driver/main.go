@@ -65,6 +65,10 @@ func parse(fs *flag.FlagSet, args []string) (options, error) {
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
+	// Flags only: a stray word (a flag that lost its -) is not ignored.
+	if fs.NArg() > 0 {
+		return options{}, fmt.Errorf("unexpected argument %q: only flags are taken", fs.Arg(0))
+	}
 	inv, err := invFlags.Inventory()
 	if err != nil {
 		return options{}, err

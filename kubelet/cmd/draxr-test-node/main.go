@@ -18,6 +18,7 @@ import (
 	"syscall"
 
 	v1 "k8s.io/api/core/v1"
+	basever "k8s.io/component-base/version"
 	"k8s.io/klog/v2"
 
 	"draxr.dev/draxr/kubelet/driver"
@@ -36,6 +37,7 @@ func main() {
 		invFlags   inventory.Flags
 		cdiDir     = flag.String("cdi-dir", "", "in-process driver: CDI spec folder (default <root-dir>/cdi)")
 		cdiClass   = flag.String("cdi-class", "gpu", "in-process driver: CDI class")
+		version    = flag.Bool("version", false, "print the Kubernetes release the kubelet is built from, then exit")
 	)
 	invFlags.AddFlags(flag.CommandLine, "in-process driver: ")
 	flag.StringVar(&opts.NodeName, "name", "", "node name")
@@ -45,8 +47,18 @@ func main() {
 	flag.IntVar(&opts.MaxPods, "max-pods", 110, "pods the node accepts")
 	flag.BoolVar(&opts.Stub, "stub-container-manager", false, "use kubemark's stock stub container manager: no DRA, devices are never prepared")
 	flag.Parse()
+	if *version {
+		// kubelet/ imports nothing of draxr's other folders: the release
+		// component-base is from names the Kubernetes minor.
+		fmt.Printf("draxr-test-node, built on Kubernetes %s\n", basever.DefaultKubeBinaryVersion)
+		return
+	}
 
 	err := func() error {
+		// Flags only: a stray word (a flag that lost its -) is not ignored.
+		if flag.NArg() > 0 {
+			return fmt.Errorf("unexpected argument %q: only flags are taken", flag.Arg(0))
+		}
 		var err error
 		if opts.Labels, err = parseLabels(*labels); err != nil {
 			return err

@@ -120,12 +120,36 @@ func ReadInfraStatus(u *unstructured.Unstructured) (InfraStatus, error) {
 			if err != nil || q.Sign() < 0 {
 				return InfraStatus{}, fmt.Errorf("%s: status.capacity[%s]: %q is not a non-negative quantity", what, name, str)
 			}
+			if err := checkCapacity(v1.ResourceName(name), str, q); err != nil {
+				return InfraStatus{}, fmt.Errorf("%s: status.capacity[%s]: %w", what, name, err)
+			}
 			out.Capacity[v1.ResourceName(name)] = q
 		}
 	}
 	out.Architecture, _, _ = unstructured.NestedString(u.Object, "status", "nodeInfo", "architecture")
 	out.OperatingSystem, _, _ = unstructured.NestedString(u.Object, "status", "nodeInfo", "operatingSystem")
 	return out, nil
+}
+
+// maxCores is the most cores a node's cpu may say: far beyond any machine,
+// so that only a mistake passes it ("8G", cores for bytes).
+const maxCores = 100_000
+
+// checkCapacity refuses a quantity (written as s) that cannot be the
+// resource's: cpu counts cores ("8") or millicores ("7500m"), so a binary
+// suffix ("8Gi", memory's) or more than maxCores is a mistake that would
+// plan nodes of billions of cores. Other resources take any quantity.
+func checkCapacity(name v1.ResourceName, s string, q resource.Quantity) error {
+	if name != v1.ResourceCPU {
+		return nil
+	}
+	if q.Format == resource.BinarySI {
+		return fmt.Errorf("%q is not a number of cores: cpu takes cores (\"8\") or millicores (\"7500m\"), not a binary suffix", s)
+	}
+	if q.Cmp(*resource.NewQuantity(maxCores, resource.DecimalSI)) > 0 {
+		return fmt.Errorf("%q is more than %d cores, more than any node has", s, maxCores)
+	}
+	return nil
 }
 
 // IsScalableKind says whether kind is one of the node-group kinds.
@@ -272,6 +296,9 @@ func (r Resource) TemplateNode() (*v1.Node, error) {
 		}
 		if q.Sign() < 0 {
 			return r.annotationErr(key, fmt.Errorf("%q is negative", v))
+		}
+		if err := checkCapacity(name, v, q); err != nil {
+			return r.annotationErr(key, err)
 		}
 		if !q.IsZero() {
 			capacity[name] = q

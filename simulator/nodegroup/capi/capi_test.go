@@ -148,6 +148,10 @@ func TestBuild(t *testing.T) {
 		{name: "max below min", res: md(0, withSize("4", "3", nil)), wantErr: "annotation " + MaxSizeAnnotation + ": 3 is below the min size 4"},
 		{name: "negative min", res: md(0, withSize("-1", "3", nil)), wantErr: "annotation " + MinSizeAnnotation + ": -1 is negative"},
 		{name: "bad cpu", res: md(0, withSize("0", "3", map[string]string{CPUAnnotation: "eight"})), wantErr: "annotation " + CPUAnnotation + `: "eight" is not a quantity`},
+		{name: "cpu with memory's suffix", res: md(0, withSize("0", "3", map[string]string{CPUAnnotation: "8Gi", MemoryAnnotation: "8Gi"})),
+			wantErr: "MachineDeployment ns/gpus: annotation " + CPUAnnotation + `: "8Gi" is not a number of cores`},
+		{name: "cpu beyond any node", res: md(0, withSize("0", "3", map[string]string{CPUAnnotation: "8G", MemoryAnnotation: "8Gi"})),
+			wantErr: "MachineDeployment ns/gpus: annotation " + CPUAnnotation + `: "8G" is more than 100000 cores`},
 		{name: "bad maxPods", res: md(0, withSize("0", "3", map[string]string{MaxPodsAnnotation: "1.5"})), wantErr: "annotation " + MaxPodsAnnotation},
 		{name: "bad label", res: md(0, withSize("0", "3", map[string]string{LabelsAnnotation: "novalue"})), wantErr: "annotation " + LabelsAnnotation + `: "novalue" is not key=value`},
 		{name: "bad taint effect", res: md(0, withSize("0", "3", map[string]string{TaintsAnnotation: "a=b:Never"})), wantErr: "annotation " + TaintsAnnotation},
@@ -347,6 +351,27 @@ func TestInfraTemplateCapacity(t *testing.T) {
 	_ = unstructured.SetNestedField(bad.Object, "lots", "status", "capacity", "cpu")
 	if _, err := ReadInfraStatus(bad); err == nil || !strings.Contains(err.Error(), "FooMachineTemplate ns/gpus: status.capacity[cpu]") {
 		t.Errorf("bad quantity: error %v, want one naming the template and field", err)
+	}
+	_ = unstructured.SetNestedField(bad.Object, "16Gi", "status", "capacity", "cpu")
+	if _, err := ReadInfraStatus(bad); err == nil || !strings.Contains(err.Error(), `status.capacity[cpu]: "16Gi" is not a number of cores`) {
+		t.Errorf("cpu in bytes: error %v, want one naming the field and value", err)
+	}
+}
+
+// cpu takes cores or millicores, up to any node's; memory any quantity.
+func TestCapacityAnnotationUnits(t *testing.T) {
+	for _, tc := range []struct{ cpu, memory string }{
+		{"7500m", "8Gi"}, {"100000", "8G"}, {"0.5", "8589934592"}, {"1e3", "512Mi"},
+	} {
+		node, err := md(0, withSize("0", "3", map[string]string{CPUAnnotation: tc.cpu, MemoryAnnotation: tc.memory})).TemplateNode()
+		if err != nil || node == nil {
+			t.Errorf("cpu %q, memory %q: node %v, error %v; want a template", tc.cpu, tc.memory, node, err)
+			continue
+		}
+		c := node.Status.Capacity
+		if c.Cpu().Cmp(resource.MustParse(tc.cpu)) != 0 || c.Memory().Cmp(resource.MustParse(tc.memory)) != 0 {
+			t.Errorf("capacity cpu %s memory %s, want %s and %s", c.Cpu(), c.Memory(), tc.cpu, tc.memory)
+		}
 	}
 }
 
