@@ -69,3 +69,83 @@ app.kubernetes.io/instance: {{ .ctx.Release.Name }}
 {{- $addr := index .Values.autoscaler.extraArgs "address" | default ":8085" | toString -}}
 {{- regexFind "[0-9]+$" $addr | default "8085" -}}
 {{- end -}}
+
+{{/* The scheduler's profile name (pods' spec.schedulerName it serves),
+after the checks that keep it from being a second default-scheduler. The
+autoscaler simulates this profile, so with the scheduler off it is
+default-scheduler: the pods kube-scheduler places. */}}
+{{- define "draxr.scheduler.profileName" -}}
+{{- $s := .Values.scheduler -}}
+{{- if not $s.enabled -}}
+{{- if $s.replaceKubeScheduler -}}
+{{- fail "scheduler.replaceKubeScheduler: true with scheduler.enabled: false would leave the cluster without a scheduler once kube-scheduler is stopped; set scheduler.enabled: true" -}}
+{{- end -}}
+default-scheduler
+{{- else if $s.replaceKubeScheduler -}}
+{{- if and $s.schedulerName (ne $s.schedulerName "default-scheduler") -}}
+{{- fail (printf "scheduler.replaceKubeScheduler: true takes over kube-scheduler's pods (default-scheduler), not %q; leave scheduler.schedulerName empty" $s.schedulerName) -}}
+{{- end -}}
+default-scheduler
+{{- else if eq $s.schedulerName "default-scheduler" -}}
+{{- fail "scheduler.schedulerName: default-scheduler is kube-scheduler's name, and two active schedulers would place the same pods; to replace kube-scheduler set scheduler.replaceKubeScheduler: true and stop kube-scheduler (docs/chart.md), or keep a name of its own (empty: draxr-scheduler)" -}}
+{{- else -}}
+{{- $s.schedulerName | default "draxr-scheduler" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The scheduler's leader lease: kube-scheduler's own under the cut-over,
+so that exactly one of the two is active; else one of its own. */}}
+{{- define "draxr.scheduler.leaseNamespace" -}}
+{{- if .Values.scheduler.replaceKubeScheduler -}}kube-system{{- else -}}{{ .Release.Namespace }}{{- end -}}
+{{- end -}}
+{{- define "draxr.scheduler.leaseName" -}}
+{{- if .Values.scheduler.replaceKubeScheduler -}}kube-scheduler{{- else -}}{{ include "draxr.scheduler.name" . }}{{- end -}}
+{{- end -}}
+
+{{/* A PodDisruptionBudget as CA's chart renders it; call with (dict "ctx" $
+"component" "scheduler" "name" NAME "pdb" .Values.scheduler.podDisruptionBudget). */}}
+{{- define "draxr.pdb" -}}
+{{- $pdb := .pdb -}}
+{{- if $pdb }}
+{{- $min := not (kindIs "invalid" $pdb.minAvailable) }}
+{{- $max := not (kindIs "invalid" $pdb.maxUnavailable) }}
+{{- if and $min $max }}
+{{- fail (printf "%s.podDisruptionBudget: set minAvailable or maxUnavailable, not both (maxUnavailable is 1 by default: set it to null)" .component) }}
+{{- end }}
+{{- if or $min $max }}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: {{ .name }}
+  namespace: {{ .ctx.Release.Namespace }}
+  labels:
+    {{- include "draxr.labels" (dict "ctx" .ctx "component" .component) | nindent 4 }}
+spec:
+  selector:
+    matchLabels:
+      {{- include "draxr.selectorLabels" (dict "ctx" .ctx "component" .component) | nindent 6 }}
+  {{- if $min }}
+  minAvailable: {{ $pdb.minAvailable }}
+  {{- else }}
+  maxUnavailable: {{ $pdb.maxUnavailable }}
+  {{- end }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* The autoscaler's cloud provider: autoscaler.cloudProvider, or CA's
+top-level cloudProvider, else clusterapi (draxr's provider for real
+clusters; local is for tests and demos). */}}
+{{- define "draxr.autoscaler.provider" -}}
+{{- $mine := .Values.autoscaler.cloudProvider -}}
+{{- $ca := .Values.cloudProvider -}}
+{{- if and $mine $ca (ne $mine $ca) -}}
+{{- fail (printf "cloudProvider %q (the Cluster Autoscaler chart's name) and autoscaler.cloudProvider %q disagree; set one" $ca $mine) -}}
+{{- end -}}
+{{- $p := $mine | default $ca | default "clusterapi" -}}
+{{- if not (has $p (list "local" "clusterapi")) -}}
+{{- fail (printf "autoscaler.cloudProvider: %q is not a provider draxr has (local, clusterapi)" $p) -}}
+{{- end -}}
+{{- $p -}}
+{{- end -}}
