@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	"draxr.dev/draxr/simulator/harness"
@@ -191,5 +192,30 @@ func TestAutoscalerProviderDefault(t *testing.T) {
 	_, err := Render(Dir(root), "draxr", "kube-system", map[string]any{"autoscaler": map[string]any{"cloudProvider": "local"}})
 	if want := "autoscaler.cloudProvider local needs node groups: set autoscaler.nodeGroups"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("err = %v, want %q", err, want)
+	}
+}
+
+// Scoring weights per resource name come from scheduler.scoring: the
+// scheduler and the autoscaler's simulation load them.
+func TestSchedulerScoring(t *testing.T) {
+	docs := render(t, map[string]any{"scheduler": map[string]any{"scoring": map[string]any{"resources": []any{
+		map[string]any{"name": "cpu", "weight": 2}, map[string]any{"name": "nvidia.com/gpu", "weight": 5},
+	}}}})
+	data, _ := schedulerConfig(t, docs)
+	p, err := harness.ParseProfile([]byte(data), "rendered", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	for _, pc := range p.PluginConfig {
+		if pc.Name == "DraxrNodeResourcesFit" {
+			// draxr's plugin args reach the plugin as JSON.
+			if u, ok := pc.Args.(*runtime.Unknown); ok {
+				got = string(u.Raw)
+			}
+		}
+	}
+	if !strings.Contains(got, `"resources":[{"name":"cpu","weight":2},{"name":"nvidia.com/gpu","weight":5}]`) {
+		t.Errorf("DraxrNodeResourcesFit args = %s, want cpu 2 and nvidia.com/gpu 5 only", got)
 	}
 }
