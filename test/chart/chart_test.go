@@ -216,7 +216,7 @@ func TestAutoscalerLocalDefaults(t *testing.T) {
 func TestAutoscalerClusterAPIRBAC(t *testing.T) {
 	docs := render(t, map[string]any{"autoscaler": map[string]any{"cloudProvider": "clusterapi"}})
 	cr := rules(t, mustFind(t, docs, "ClusterRole", "draxr-autoscaler"))
-	if !grants(cr, "cluster.x-k8s.io", "machinedeployments/scale", "", "update") || !grants(cr, "cluster.x-k8s.io", "machines", "", "patch") {
+	if !grants(cr, "cluster.x-k8s.io", "machinedeployments/scale", "", "update") || !grants(cr, "cluster.x-k8s.io", "machines", "", "update") {
 		t.Errorf("clusterapi provider cannot scale: %+v", cr)
 	}
 	if grants(cr, "", "nodes", "", "create") || grants(cr, "resource.k8s.io", "resourceslices", "", "create") {
@@ -244,7 +244,10 @@ func TestBadValues(t *testing.T) {
 		"provider":    {map[string]any{"autoscaler": map[string]any{"cloudProvider": "aws"}}, `autoscaler.cloudProvider: "aws"`},
 		"owned flag":  {map[string]any{"autoscaler": map[string]any{"extraArgs": map[string]any{"cloud-provider": "local"}}}, "autoscaler.extraArgs.cloud-provider"},
 		"groups+capi": {map[string]any{"autoscaler": map[string]any{"cloudProvider": "clusterapi", "nodeGroupsConfigMap": "x"}}, "autoscaler.nodeGroups"},
-		"kubeconfig":  {map[string]any{"autoscaler": map[string]any{"extraArgs": map[string]any{"kubeconfig": "/k"}}}, "autoscaler.extraArgs.kubeconfig"},
+		"kubeconfig and mode": {map[string]any{"clusterAPIMode": "single-kubeconfig", "autoscaler": map[string]any{"extraArgs": map[string]any{"kubeconfig": "/k"}}},
+			"autoscaler.extraArgs.kubeconfig: the chart sets --kubeconfig from clusterAPIMode single-kubeconfig"},
+		"owned flag source": {map[string]any{"autoscaler": map[string]any{"extraArgs": map[string]any{"namespace": "x"}}},
+			"autoscaler.extraArgs.namespace: the chart sets --namespace from the release's namespace"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Render(Dir(root), "draxr", "kube-system", tc.values)

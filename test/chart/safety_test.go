@@ -53,7 +53,11 @@ func TestSchedulerModes(t *testing.T) {
 			"default-scheduler", "kube-system", "kube-scheduler", "kube-system/kube-scheduler"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			values := map[string]any{"scheduler": tc.values}
+			// A null scheduler value would drop scheduler's defaults.
+			values := map[string]any{"scheduler": map[string]any{}}
+			if tc.values != nil {
+				values["scheduler"] = tc.values
+			}
 			docs := render(t, values)
 			if got := Find(docs, "Deployment", "draxr-scheduler") != nil; got != tc.scheduler {
 				t.Fatalf("scheduler Deployment rendered: %v, want %v", got, tc.scheduler)

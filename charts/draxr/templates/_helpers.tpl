@@ -149,3 +149,63 @@ clusters; local is for tests and demos). */}}
 {{- end -}}
 {{- $p -}}
 {{- end -}}
+
+{{/* CA's clusterAPIMode (WORKLOAD-MANAGEMENT: how each cluster is
+reached), checked; incluster-incluster for the local provider. */}}
+{{- define "draxr.autoscaler.clusterAPIMode" -}}
+{{- $mode := .Values.clusterAPIMode | default "incluster-incluster" -}}
+{{- $modes := list "incluster-incluster" "incluster-kubeconfig" "kubeconfig-incluster" "kubeconfig-kubeconfig" "single-kubeconfig" -}}
+{{- if not (has $mode $modes) -}}
+{{- fail (printf "clusterAPIMode: %q is not one of the Cluster Autoscaler chart's modes (%s)" $mode (join ", " $modes)) -}}
+{{- end -}}
+{{- if and (ne $mode "incluster-incluster") (ne (include "draxr.autoscaler.provider" .) "clusterapi") -}}
+{{- fail (printf "clusterAPIMode: %s needs cloudProvider clusterapi" $mode) -}}
+{{- end -}}
+{{- $mode -}}
+{{- end -}}
+
+{{/* Which clusters the in-cluster identity (the chart's ServiceAccount)
+reaches, and so which RBAC the chart grants there: "workload" (nodes,
+pods, devices, status, lease) and/or "management" (Cluster API objects). */}}
+{{- define "draxr.autoscaler.inCluster" -}}
+{{- $mode := include "draxr.autoscaler.clusterAPIMode" . -}}
+{{- $out := list -}}
+{{- if hasPrefix "incluster-" $mode -}}{{- $out = append $out "workload" -}}{{- end -}}
+{{- if hasSuffix "-incluster" $mode -}}{{- $out = append $out "management" -}}{{- end -}}
+{{- join "," $out -}}
+{{- end -}}
+
+{{/* --node-group-auto-discovery specs: autoscaler.clusterAPI.autoDiscovery,
+then one from CA's autoDiscovery values (clusterName, namespace, labels). */}}
+{{- define "draxr.autoscaler.autoDiscovery" -}}
+{{- $specs := list -}}
+{{- range .Values.autoscaler.clusterAPI.autoDiscovery -}}{{- $specs = append $specs . -}}{{- end -}}
+{{- $ca := .Values.autoDiscovery | default dict -}}
+{{- $parts := list -}}
+{{- with $ca.clusterName -}}{{- $parts = append $parts (printf "clusterName=%s" .) -}}{{- end -}}
+{{- with $ca.namespace -}}{{- $parts = append $parts (printf "namespace=%s" .) -}}{{- end -}}
+{{- range $ca.labels -}}
+{{- range $k, $v := . -}}{{- $parts = append $parts (printf "%s=%s" $k (toString $v)) -}}{{- end -}}
+{{- end -}}
+{{- if $parts -}}
+{{- if ne (include "draxr.autoscaler.provider" .) "clusterapi" -}}
+{{- fail "autoDiscovery (the Cluster Autoscaler chart's values) finds Cluster API node groups: it needs cloudProvider clusterapi" -}}
+{{- end -}}
+{{- $specs = append $specs (printf "clusterapi:%s" (join "," $parts)) -}}
+{{- end -}}
+{{- toJson $specs -}}
+{{- end -}}
+
+{{/* Namespaces whose ConfigMaps the clusterapi provider may read (template
+ResourceSlices named by draxr.dev/template-resource-slices-configmap):
+autoscaler.clusterAPI.configMapNamespaces, else the auto-discovery specs'
+namespace= values. */}}
+{{- define "draxr.autoscaler.configMapNamespaces" -}}
+{{- $ns := .Values.autoscaler.clusterAPI.configMapNamespaces | default list -}}
+{{- if not $ns -}}
+{{- range include "draxr.autoscaler.autoDiscovery" . | fromJsonArray -}}
+{{- with regexFind "namespace=[^,]+" . -}}{{- $ns = append $ns (trimPrefix "namespace=" .) -}}{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- toJson ($ns | uniq) -}}
+{{- end -}}
