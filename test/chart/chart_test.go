@@ -241,7 +241,7 @@ func TestBadValues(t *testing.T) {
 		values map[string]any
 		want   string
 	}{
-		"provider":    {map[string]any{"autoscaler": map[string]any{"cloudProvider": "aws"}}, `autoscaler.cloudProvider: "aws"`},
+		"provider":    {map[string]any{"autoscaler": map[string]any{"cloudProvider": "aws"}}, `at '/autoscaler/cloudProvider': value must be one of '', 'local', 'clusterapi'`},
 		"owned flag":  {map[string]any{"autoscaler": map[string]any{"extraArgs": map[string]any{"cloud-provider": "local"}}}, "autoscaler.extraArgs.cloud-provider"},
 		"groups+capi": {map[string]any{"autoscaler": map[string]any{"cloudProvider": "clusterapi", "nodeGroupsConfigMap": "x"}}, "autoscaler.nodeGroups"},
 		"kubeconfig and mode": {map[string]any{"clusterAPIMode": "single-kubeconfig", "autoscaler": map[string]any{"extraArgs": map[string]any{"kubeconfig": "/k"}}},
