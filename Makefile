@@ -6,7 +6,7 @@ PKGS := ./...
 BENCH_COUNT ?= 6
 BENCH_PKGS ?= ./simulator/... ./autoscaler/...
 
-.PHONY: all build test test-unit test-race lint golangci-lint gofmt-check mocks mocks-check bench fmt vet example controlplane print-controlplane-dir cluster-up cluster-nodes cluster-down e2e-clusterapi fidelity e2e-bulk scheduler-perf images images-check manifests
+.PHONY: all build test test-unit test-race lint golangci-lint gofmt-check mocks mocks-check bench fmt vet example controlplane print-controlplane-dir cluster-up cluster-nodes cluster-down e2e-clusterapi fidelity e2e-bulk scheduler-perf images images-check manifests chart
 
 # Control-plane binaries for end-to-end tests, built from the go.mod
 # versions into an ignored cache folder; rebuilt only when versions change.
@@ -50,6 +50,16 @@ images-check:
 
 manifests:
 	DRAXR_UPDATE_MANIFESTS=1 $(GO) test ./test/chart/ -run TestPlainManifestsUpToDate -count=1
+
+# The chart rendered as helm template would (schema and render-time checks
+# included), to stdout or OUT; VALUES is a comma-separated list of values
+# files, later ones win. NOTES go to stderr.
+VALUES ?=
+OUT ?=
+RELEASE ?= draxr
+NAMESPACE ?= kube-system
+chart:
+	@$(GO) run ./test/chart/cmd/render -f "$(VALUES)" -release $(RELEASE) -namespace $(NAMESPACE) $(if $(OUT),-o $(OUT))
 
 example: build
 	$(BIN)/draxr simulate

@@ -59,20 +59,7 @@ func Render(dir, release, namespace string, values map[string]any) ([]Doc, error
 
 // RenderChart is Render for a loaded chart.
 func RenderChart(ch *chart.Chart, release, namespace string, values map[string]any) ([]Doc, error) {
-	caps, err := Capabilities()
-	if err != nil {
-		return nil, err
-	}
-	if err := chartutil.ProcessDependenciesWithMerge(ch, values); err != nil {
-		return nil, err
-	}
-	vals, err := chartutil.ToRenderValues(ch, values, chartutil.ReleaseOptions{
-		Name: release, Namespace: namespace, Revision: 1, IsInstall: true,
-	}, caps)
-	if err != nil {
-		return nil, err
-	}
-	out, err := engine.Render(ch, vals)
+	out, err := renderFiles(ch, release, namespace, values)
 	if err != nil {
 		return nil, err
 	}
@@ -101,6 +88,39 @@ func RenderChart(ch *chart.Chart, release, namespace string, values map[string]a
 		}
 	}
 	return docs, nil
+}
+
+// Notes renders the chart's NOTES.txt, what helm install prints.
+func Notes(dir, release, namespace string, values map[string]any) (string, error) {
+	ch, err := loader.Load(dir)
+	if err != nil {
+		return "", fmt.Errorf("load chart %s: %w", dir, err)
+	}
+	out, err := renderFiles(ch, release, namespace, values)
+	if err != nil {
+		return "", err
+	}
+	return out[ch.Name()+"/templates/NOTES.txt"], nil
+}
+
+// renderFiles renders every template as helm install does: values
+// coalesced over values.yaml and validated against values.schema.json
+// (ToRenderValues), then the templates, keyed by path.
+func renderFiles(ch *chart.Chart, release, namespace string, values map[string]any) (map[string]string, error) {
+	caps, err := Capabilities()
+	if err != nil {
+		return nil, err
+	}
+	if err := chartutil.ProcessDependenciesWithMerge(ch, values); err != nil {
+		return nil, err
+	}
+	vals, err := chartutil.ToRenderValues(ch, values, chartutil.ReleaseOptions{
+		Name: release, Namespace: namespace, Revision: 1, IsInstall: true,
+	}, caps)
+	if err != nil {
+		return nil, err
+	}
+	return engine.Render(ch, vals)
 }
 
 // Capabilities are Helm's default capabilities for a KubeVersion cluster.

@@ -167,17 +167,18 @@ func TestAutoscalerFlagsFromValues(t *testing.T) {
 	}
 }
 
-// The default values: local provider, the image make images builds (the
-// chart's appVersion), CA's status ConfigMap name and port, a Service for
-// /metrics, node groups from values in a mounted ConfigMap.
-func TestAutoscalerDefaults(t *testing.T) {
+// The local provider with the default values otherwise: the image make
+// images builds (the chart's appVersion), CA's status ConfigMap name and
+// port, a Service for /metrics, node groups from values in a mounted
+// ConfigMap.
+func TestAutoscalerLocalDefaults(t *testing.T) {
 	ch, err := loader.Load(Dir(root))
 	if err != nil {
 		t.Fatal(err)
 	}
 	group := map[string]any{"apiVersion": "draxr.dev/v1alpha1", "kind": "NodeGroup", "metadata": map[string]any{"name": "gpu"},
 		"spec": map[string]any{"minSize": 0, "maxSize": 3}}
-	docs := render(t, map[string]any{"autoscaler": map[string]any{"nodeGroups": []any{group, group}}})
+	docs := render(t, map[string]any{"autoscaler": map[string]any{"cloudProvider": "local", "nodeGroups": []any{group, group}}})
 	image, args := container(t, mustFind(t, docs, "Deployment", "draxr-autoscaler"))
 	if want := "draxr.dev/draxr-autoscaler:" + ch.Metadata.AppVersion; image != want {
 		t.Errorf("image = %s, want %s", image, want)
@@ -215,7 +216,7 @@ func TestAutoscalerDefaults(t *testing.T) {
 func TestAutoscalerClusterAPIRBAC(t *testing.T) {
 	docs := render(t, map[string]any{"autoscaler": map[string]any{"cloudProvider": "clusterapi"}})
 	cr := rules(t, mustFind(t, docs, "ClusterRole", "draxr-autoscaler"))
-	if !grants(cr, "cluster.x-k8s.io", "machinedeployments/scale", "", "update") || !grants(cr, "cluster.x-k8s.io", "machines", "", "patch") {
+	if !grants(cr, "cluster.x-k8s.io", "machinedeployments/scale", "", "update") || !grants(cr, "cluster.x-k8s.io", "machines", "", "update") {
 		t.Errorf("clusterapi provider cannot scale: %+v", cr)
 	}
 	if grants(cr, "", "nodes", "", "create") || grants(cr, "resource.k8s.io", "resourceslices", "", "create") {
@@ -240,10 +241,13 @@ func TestBadValues(t *testing.T) {
 		values map[string]any
 		want   string
 	}{
-		"provider":    {map[string]any{"autoscaler": map[string]any{"cloudProvider": "aws"}}, `autoscaler.cloudProvider: "aws"`},
+		"provider":    {map[string]any{"autoscaler": map[string]any{"cloudProvider": "aws"}}, `at '/autoscaler/cloudProvider': value must be one of '', 'local', 'clusterapi'`},
 		"owned flag":  {map[string]any{"autoscaler": map[string]any{"extraArgs": map[string]any{"cloud-provider": "local"}}}, "autoscaler.extraArgs.cloud-provider"},
 		"groups+capi": {map[string]any{"autoscaler": map[string]any{"cloudProvider": "clusterapi", "nodeGroupsConfigMap": "x"}}, "autoscaler.nodeGroups"},
-		"kubeconfig":  {map[string]any{"autoscaler": map[string]any{"extraArgs": map[string]any{"kubeconfig": "/k"}}}, "autoscaler.extraArgs.kubeconfig"},
+		"kubeconfig and mode": {map[string]any{"clusterAPIMode": "single-kubeconfig", "autoscaler": map[string]any{"extraArgs": map[string]any{"kubeconfig": "/k"}}},
+			"autoscaler.extraArgs.kubeconfig: the chart sets --kubeconfig from clusterAPIMode single-kubeconfig"},
+		"owned flag source": {map[string]any{"autoscaler": map[string]any{"extraArgs": map[string]any{"namespace": "x"}}},
+			"autoscaler.extraArgs.namespace: the chart sets --namespace from the release's namespace"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Render(Dir(root), "draxr", "kube-system", tc.values)
@@ -257,7 +261,7 @@ func TestBadValues(t *testing.T) {
 // The scheduler's ConfigMap is scheduler/deploy/scheduler-config.yaml with
 // the release's lease and scheduler name, and loads as a profile.
 func TestSchedulerConfig(t *testing.T) {
-	docs := render(t, map[string]any{"scheduler": map[string]any{"schedulerName": "draxr-scheduler", "extraArgs": []any{"--v=4"}}})
+	docs := render(t, map[string]any{"scheduler": map[string]any{"enabled": true, "schedulerName": "draxr-scheduler", "extraArgs": []any{"--v=4"}}})
 	cm := mustFind(t, docs, "ConfigMap", "draxr-scheduler-config")
 	data, _, _ := unstructured.NestedString(cm.Object, "data", "scheduler-config.yaml")
 	var got, src map[string]any
@@ -425,7 +429,7 @@ func TestPlainManifestsUpToDate(t *testing.T) {
 func TestAutoscalerDryRun(t *testing.T) {
 	group := map[string]any{"apiVersion": "draxr.dev/v1alpha1", "kind": "NodeGroup", "metadata": map[string]any{"name": "gpu"},
 		"spec": map[string]any{"minSize": 0, "maxSize": 3}}
-	docs := render(t, map[string]any{"autoscaler": map[string]any{"nodeGroups": []any{group},
+	docs := render(t, map[string]any{"autoscaler": map[string]any{"cloudProvider": "local", "nodeGroups": []any{group},
 		"extraArgs": map[string]any{"dry-run": true}}})
 	_, args := container(t, mustFind(t, docs, "Deployment", "draxr-autoscaler"))
 	for _, want := range []string{"--dry-run=true", "--status-config-map-name=draxr-autoscaler-dry-run-status",

@@ -23,15 +23,20 @@ const (
 )
 
 // PlainValues are the values the plain manifests are rendered with: every
-// part on, RBAC for both cloud providers, node groups from a ConfigMap the
+// part on, draxr-scheduler replacing kube-scheduler, the local provider
+// with RBAC for both cloud providers, node groups from a ConfigMap the
 // user writes.
 func PlainValues() map[string]any {
 	return map[string]any{
 		"autoscaler": map[string]any{
+			"cloudProvider":       "local",
 			"rbac":                map[string]any{"allProviders": true},
 			"nodeGroupsConfigMap": "draxr-node-groups",
 			"service":             map[string]any{"enabled": false},
 		},
+		// scheduler/deploy/deployment.yaml replaces kube-scheduler: the
+		// cut-over is explicit, as the chart asks.
+		"scheduler":     map[string]any{"enabled": true, "replaceKubeScheduler": true},
 		"exampleDriver": map[string]any{"enabled": true},
 		"dashboards":    map[string]any{"enabled": false},
 	}
@@ -49,11 +54,11 @@ func plainFiles() []plainFile {
 	rbacKinds := []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
 	return []plainFile{
 		{"autoscaler/deploy/rbac.yaml", "autoscaler", rbacKinds, "draxr-autoscaler's ServiceAccount and RBAC (both cloud providers)"},
-		{"autoscaler/deploy/deployment.yaml", "autoscaler", []string{"Deployment"},
+		{"autoscaler/deploy/deployment.yaml", "autoscaler", []string{"Deployment", "PodDisruptionBudget"},
 			"draxr-autoscaler with the local provider; put your NodeGroup objects in the ConfigMap draxr-node-groups"},
 		{"scheduler/deploy/rbac.yaml", "scheduler", rbacKinds, "draxr-scheduler's ServiceAccount and RBAC"},
-		{"scheduler/deploy/deployment.yaml", "scheduler", []string{"ConfigMap", "Deployment"},
-			"draxr-scheduler replacing kube-scheduler (profile default-scheduler), and its configuration"},
+		{"scheduler/deploy/deployment.yaml", "scheduler", []string{"ConfigMap", "Deployment", "PodDisruptionBudget"},
+			"draxr-scheduler replacing kube-scheduler (profile default-scheduler, kube-scheduler's lease kube-system/kube-scheduler: stop kube-scheduler as docs/chart.md says), and its configuration"},
 		{"kubelet/deploy/rbac.yaml", "example-driver", rbacKinds, "draxr-example-driver's ServiceAccount and RBAC"},
 		{"kubelet/deploy/daemonset.yaml", "example-driver", []string{"ConfigMap", "DaemonSet"},
 			"draxr-example-driver on the nodes labelled draxr.dev/example-driver=true, with its device inventory"},

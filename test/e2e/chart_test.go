@@ -41,8 +41,9 @@ func TestChartAutoscalerRBAC(t *testing.T) {
 	values := map[string]any{
 		"autoscaler": map[string]any{
 			// The test runs the binary itself: the Deployment stays without pods.
-			"replicas":   0,
-			"nodeGroups": groups,
+			"replicas":      0,
+			"cloudProvider": "local",
+			"nodeGroups":    groups,
 			"extraArgs": map[string]any{
 				"scan-interval": "1s", "scale-down-unneeded-time": "2s", "scale-down-delay-after-add": "0s",
 				"local-node-ready-delay": "1s", "local-slices-delay": "1s", "v": 2,

@@ -1,0 +1,296 @@
+package chart
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// A use is one API call draxr-autoscaler makes, and so one grant the
+// chart must make: the verb on group/resource, in the scope where the
+// chart grants it ("cluster": the ClusterRole; "release": the Role in the
+// release's namespace; "templates": the Roles of
+// autoscaler.clusterAPI.configMapNamespaces), justified by call in file.
+type use struct {
+	side                   string // workload (every provider), local, clusterapi
+	scope                  string
+	group, resource, verbs string // verbs space-separated
+	file, call             string
+}
+
+// autoscalerUses is every call behind the autoscaler's RBAC. Informers
+// (a Lister or Informer) need list and watch.
+func autoscalerUses() []use {
+	const (
+		informers = "simulator/live/informers.go"
+		state     = "autoscaler/clusterstate/clusterstate.go"
+		taint     = "autoscaler/core/scaledown_taint.go"
+		drain     = "autoscaler/core/scaledown_drain.go"
+		status    = "autoscaler/core/status.go"
+		run       = "autoscaler/app/run.go"
+		local     = "cloudprovider/local/local.go"
+		lifecycle = "cloudprovider/local/lifecycle.go"
+		capi      = "cloudprovider/clusterapi/clusterapi.go"
+	)
+	return []use{
+		{"workload", "cluster", "", "nodes", "list watch", informers, "f.Core().V1().Nodes().Lister()"},
+		{"workload", "cluster", "", "nodes", "get", taint, ".CoreV1().Nodes().Get(ctx, nodeName"},
+		{"workload", "cluster", "", "nodes", "update", taint, ".CoreV1().Nodes().Update(ctx, node"},
+		{"workload", "cluster", "", "nodes", "list", capi, "p.opts.Workload.CoreV1().Nodes().List(ctx"},
+		{"workload", "cluster", "", "pods", "list watch", informers, "f.Core().V1().Pods().Lister()"},
+		{"workload", "cluster", "", "pods", "get", drain, ".CoreV1().Pods(p.Namespace).Get(ctx, p.Name"},
+		{"workload", "cluster", "", "pods/eviction", "create", drain, ".PolicyV1().Evictions(p.Namespace).Evict(ctx, ev)"},
+		// client-go's event recorder creates events and patches repeats.
+		{"workload", "cluster", "", "events", "create patch", run, "StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events(\"\")})"},
+		{"workload", "cluster", "apps", "daemonsets", "list watch", informers, "f.Apps().V1().DaemonSets().Lister()"},
+		{"workload", "cluster", "apps", "daemonsets", "list watch", state, "f.Apps().V1().DaemonSets().Lister()"},
+		{"workload", "cluster", "policy", "poddisruptionbudgets", "list watch", state, "f.Policy().V1().PodDisruptionBudgets().Lister()"},
+		{"workload", "cluster", "resource.k8s.io", "resourceslices", "list watch", informers, "r.ResourceSlices().Lister()"},
+		{"workload", "cluster", "resource.k8s.io", "resourceslices", "list", capi, "p.opts.Workload.ResourceV1().ResourceSlices().List(ctx"},
+		{"workload", "cluster", "resource.k8s.io", "deviceclasses", "list watch", informers, "r.DeviceClasses().Lister()"},
+		{"workload", "cluster", "resource.k8s.io", "resourceclaims", "list watch", informers, "r.ResourceClaims().Lister()"},
+		{"workload", "cluster", "resource.k8s.io", "resourceclaimtemplates", "list watch", informers, "r.ResourceClaimTemplates().Lister()"},
+		{"workload", "cluster", "resource.k8s.io", "devicetaintrules", "list watch", informers, "r.DeviceTaintRules().Lister()"},
+		// Status ConfigMap (by name; create cannot be) and the leader lease
+		// (client-go's LeaseLock gets, creates and updates it).
+		{"workload", "release", "", "configmaps", "get", status, "c.Get(ctx, a.cfg.StatusName"},
+		{"workload", "release", "", "configmaps", "create", status, "c.Create(ctx, cm"},
+		{"workload", "release", "", "configmaps", "update", status, "c.Update(ctx, cm"},
+		{"workload", "release", "", "configmaps", "delete", status, ".ConfigMaps(a.cfg.StatusNamespace).Delete(ctx, a.cfg.StatusName"},
+		{"workload", "release", "", "configmaps", "list watch", run, "f.Core().V1().ConfigMaps().Lister().ConfigMaps(o.namespace)"},
+		{"workload", "release", "coordination.k8s.io", "leases", "get create update", run, "resourcelock.New(o.resourceLock, o.namespace, o.leaderElectLeaseName"},
+
+		// The local provider makes and removes nodes as API objects.
+		{"local", "cluster", "", "nodes", "create", local, ".CoreV1().Nodes().Create(ctx, node"},
+		{"local", "cluster", "", "nodes", "delete", local, "c.CoreV1().Nodes().Delete(ctx, n.Name"},
+		{"local", "cluster", "", "nodes", "list", local, ".CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: nodegroup.GroupLabel})"},
+		{"local", "cluster", "", "nodes", "update", lifecycle, "c.Update(ctx, updated"},
+		{"local", "cluster", "", "nodes/status", "update", local, ".CoreV1().Nodes().UpdateStatus(ctx, created"},
+		{"local", "cluster", "", "pods", "list", local, "c.CoreV1().Pods(\"\").List(ctx"},
+		{"local", "cluster", "", "pods", "delete", local, "c.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name"},
+		{"local", "cluster", "resource.k8s.io", "resourceslices", "create", lifecycle, ".ResourceV1().ResourceSlices().Create(ctx, s"},
+		{"local", "cluster", "resource.k8s.io", "resourceslices", "deletecollection", local, "c.ResourceV1().ResourceSlices().DeleteCollection(ctx"},
+		{"local", "cluster", "resource.k8s.io", "resourceslices", "list", local, ".ResourceV1().ResourceSlices().List(context.Background()"},
+
+		// The clusterapi provider, in the management cluster.
+		{"clusterapi", "cluster", "cluster.x-k8s.io", "machinedeployments machinesets machinepools machines", "list", capi,
+			"p.opts.Dynamic.Resource(GVR(kind)).Namespace(ns).List(ctx"},
+		{"clusterapi", "cluster", "cluster.x-k8s.io", "machinedeployments/scale machinesets/scale machinepools/scale", "get", capi,
+			`client.Get(ctx, g.res.Name, metav1.GetOptions{}, "scale")`},
+		{"clusterapi", "cluster", "cluster.x-k8s.io", "machinedeployments/scale machinesets/scale machinepools/scale", "update", capi,
+			`client.Update(ctx, s, metav1.UpdateOptions{}, "scale")`},
+		{"clusterapi", "cluster", "cluster.x-k8s.io", "machines", "get", capi, "m, err := client.Get(ctx, name"},
+		{"clusterapi", "cluster", "cluster.x-k8s.io", "machines", "update", capi, "client.Update(ctx, m, metav1.UpdateOptions{})"},
+		{"clusterapi", "cluster", "infrastructure.cluster.x-k8s.io", "*", "get", capi,
+			"p.opts.Dynamic.Resource(mapping.Resource).Namespace(res.Namespace).Get(ctx, ref.Name"},
+		{"clusterapi", "templates", "", "configmaps", "get", capi, "p.opts.Kube.CoreV1().ConfigMaps(ns).Get(ctx, name"},
+	}
+}
+
+// grantKey is one verb on one resource in one scope.
+func grantKey(scope, group, resource, verb string) string {
+	return fmt.Sprintf("%s %s/%s %s", scope, group, resource, verb)
+}
+
+// expand lists a use's grants.
+func (u use) expand() []string {
+	var out []string
+	for _, r := range strings.Fields(u.resource) {
+		for _, v := range strings.Fields(u.verbs) {
+			out = append(out, grantKey(u.scope, u.group, r, v))
+		}
+	}
+	return out
+}
+
+// Every use's call is in its file: a removed or renamed call fails here,
+// and its grant with it.
+func TestRBACUsesAreInTheCode(t *testing.T) {
+	for _, u := range autoscalerUses() {
+		data, err := os.ReadFile(filepath.Join(root, u.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(data), u.call) {
+			t.Errorf("%s no longer calls %s: the grant %v it justifies must go (charts/draxr/templates/autoscaler-rbac.yaml) or the table follow the code",
+				u.file, u.call, u.expand())
+		}
+	}
+}
+
+// typedCall matches a typed client call chained to its resource
+// (c.CoreV1().Pods(ns).Delete(...)); informerCall an informer's Lister or
+// Informer (list and watch).
+var (
+	typedCall    = regexp.MustCompile(`\.(CoreV1|ResourceV1|PolicyV1|AppsV1|CoordinationV1)\(\)\.(\w+)\([^()]*\)\.(\w+)\(`)
+	informerCall = regexp.MustCompile(`\.(\w+)\(\)\.(Lister|Informer)\(\)`)
+)
+
+// The other way: every typed client call and informer in the
+// autoscaler's code is a use of the table (same file, resource and
+// verb), so a new call without its grant fails here.
+func TestRBACCodeCallsAreUses(t *testing.T) {
+	resources := map[string][2]string{ // client method -> group, resource
+		"Nodes": {"", "nodes"}, "Pods": {"", "pods"}, "ConfigMaps": {"", "configmaps"}, "Events": {"", "events"},
+		"Evictions": {"", "pods/eviction"}, "Leases": {"coordination.k8s.io", "leases"},
+		"DaemonSets": {"apps", "daemonsets"}, "PodDisruptionBudgets": {"policy", "poddisruptionbudgets"},
+		"ResourceSlices": {"resource.k8s.io", "resourceslices"}, "DeviceClasses": {"resource.k8s.io", "deviceclasses"},
+		"ResourceClaims": {"resource.k8s.io", "resourceclaims"}, "ResourceClaimTemplates": {"resource.k8s.io", "resourceclaimtemplates"},
+		"DeviceTaintRules": {"resource.k8s.io", "devicetaintrules"},
+	}
+	verbs := map[string]string{"Get": "get", "List": "list", "Watch": "watch", "Create": "create", "Update": "update",
+		"UpdateStatus": "update", "Patch": "patch", "Delete": "delete", "DeleteCollection": "deletecollection", "Evict": "create"}
+	have := map[string]bool{} // file + grant without scope
+	for _, u := range autoscalerUses() {
+		for _, r := range strings.Fields(u.resource) {
+			for _, v := range strings.Fields(u.verbs) {
+				have[u.file+" "+u.group+"/"+r+" "+v] = true
+			}
+		}
+	}
+	var files []string
+	for _, dir := range []string{"autoscaler/app", "autoscaler/core", "autoscaler/clusterstate", "cloudprovider/local", "cloudprovider/clusterapi"} {
+		m, err := filepath.Glob(filepath.Join(root, dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, m...)
+	}
+	// Of simulator/live, the autoscaler uses the informers only.
+	files = append(files, filepath.Join(root, "simulator/live/informers.go"))
+	found := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, f)
+		check := func(method, verb, match string) {
+			r, ok := resources[method]
+			if !ok {
+				t.Errorf("%s: %s: resource %s unknown to this test; add it with its grant", rel, match, method)
+				return
+			}
+			if method == "Nodes" && verb == "update" && strings.Contains(match, "UpdateStatus") {
+				r[1] = "nodes/status"
+			}
+			found++
+			if !have[rel+" "+r[0]+"/"+r[1]+" "+verb] {
+				t.Errorf("%s calls %s (%s %s/%s) and autoscalerUses has no such use: add it, and its grant to the chart", rel, match, verb, r[0], r[1])
+			}
+		}
+		for _, m := range typedCall.FindAllStringSubmatch(string(data), -1) {
+			v, ok := verbs[m[3]]
+			if !ok {
+				continue // not an API call (e.g. a lister's namespace)
+			}
+			check(m[2], v, m[0])
+		}
+		for _, m := range informerCall.FindAllStringSubmatch(string(data), -1) {
+			check(m[1], "list", m[0])
+			check(m[1], "watch", m[0])
+		}
+	}
+	if found < 20 {
+		t.Fatalf("found %d calls: the patterns no longer match the code", found)
+	}
+}
+
+// renderedGrants are the autoscaler's grants as rendered: its
+// ClusterRole, its Role in the release's namespace, and the template
+// ConfigMap Roles (namespaces listed apart).
+func renderedGrants(t *testing.T, docs []Doc) (grants map[string]bool, templateNamespaces []string) {
+	t.Helper()
+	grants = map[string]bool{}
+	for _, d := range docs {
+		if d.Component() != "autoscaler" || (d.Kind() != "ClusterRole" && d.Kind() != "Role") {
+			continue
+		}
+		scope := "cluster"
+		switch {
+		case d.Kind() == "Role" && strings.HasSuffix(d.Name(), "-templates"):
+			scope = "templates"
+			templateNamespaces = append(templateNamespaces, d.Namespace())
+		case d.Kind() == "Role":
+			scope = "release"
+		}
+		for _, r := range rules(t, d.Object) {
+			for _, g := range r.APIGroups {
+				for _, res := range r.Resources {
+					for _, v := range r.Verbs {
+						grants[grantKey(scope, g, res, v)] = true
+					}
+				}
+			}
+		}
+	}
+	sort.Strings(templateNamespaces)
+	return grants, templateNamespaces
+}
+
+// The chart grants, per provider and clusterAPIMode, exactly the uses of
+// the sides the ServiceAccount reaches in its own cluster: nothing no code
+// path uses, nothing a code path uses missing.
+func TestRBACIsTheCodesUses(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		values map[string]any
+		sides  []string
+		tmplNS []string
+	}{
+		{"local", map[string]any{"autoscaler": map[string]any{"cloudProvider": "local", "nodeGroupsConfigMap": "g"}},
+			[]string{"workload", "local"}, nil},
+		{"clusterapi", nil, []string{"workload", "clusterapi"}, nil},
+		{"clusterapi, discovery by namespace", map[string]any{"cloudProvider": "clusterapi", "autoDiscovery": map[string]any{"namespace": "capi-a"},
+			"autoscaler": map[string]any{"clusterAPI": map[string]any{"autoDiscovery": []any{"clusterapi:namespace=capi-b,clusterName=x"}}}},
+			[]string{"workload", "clusterapi"}, []string{"capi-a", "capi-b"}},
+		{"clusterapi, configMapNamespaces", map[string]any{"autoscaler": map[string]any{"clusterAPI": map[string]any{"configMapNamespaces": []any{"t"}}}},
+			[]string{"workload", "clusterapi"}, []string{"t"}},
+		{"incluster-kubeconfig", map[string]any{"clusterAPIMode": "incluster-kubeconfig"}, []string{"workload"}, nil},
+		{"kubeconfig-incluster", map[string]any{"clusterAPIMode": "kubeconfig-incluster", "autoscaler": map[string]any{"clusterAPI": map[string]any{"configMapNamespaces": []any{"t"}}}},
+			[]string{"clusterapi"}, []string{"t"}},
+		{"kubeconfig-kubeconfig", map[string]any{"clusterAPIMode": "kubeconfig-kubeconfig"}, nil, nil},
+		{"single-kubeconfig", map[string]any{"clusterAPIMode": "single-kubeconfig"}, nil, nil},
+		{"plain manifests", PlainValues(), []string{"workload", "local", "clusterapi"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ns := renderedGrants(t, render(t, tc.values))
+			want := map[string]bool{}
+			for _, u := range autoscalerUses() {
+				if slices.Contains(tc.sides, u.side) {
+					for _, g := range u.expand() {
+						want[g] = true
+					}
+				}
+			}
+			if len(tc.tmplNS) == 0 {
+				for g := range want {
+					if strings.HasPrefix(g, "templates ") {
+						delete(want, g)
+					}
+				}
+			}
+			for g := range got {
+				if !want[g] {
+					t.Errorf("the chart grants %s, which no code path uses", g)
+				}
+			}
+			for g := range want {
+				if !got[g] {
+					t.Errorf("the code uses %s, which the chart does not grant", g)
+				}
+			}
+			if !slices.Equal(ns, tc.tmplNS) {
+				t.Errorf("template ConfigMap Roles in %v, want %v", ns, tc.tmplNS)
+			}
+		})
+	}
+}
