@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
 
@@ -54,6 +55,9 @@ func (st *state) groupReason(g *nodegroup.NodeGroup, pod *v1.Pod, kind string) G
 		}
 		if why := st.resourceShortfall(g, pod); why != "" {
 			return reason(InsufficientResource, prefix+why)
+		}
+		if why := st.claimReason(g, pod, kind); why != "" {
+			return reason(PredicatesFailed, prefix+why+" (scheduler: "+pluginReasons(ferr)+")")
 		}
 		return reason(PredicatesFailed, prefix+pluginReasons(ferr))
 	}
@@ -127,4 +131,84 @@ func pluginReasons(ferr *harness.FitError) string {
 		return ferr.Error()
 	}
 	return strings.Join(parts, ", ")
+}
+
+// claimReason names the request or constraint of the pod's claims (its
+// own, or the one the scheduler makes for its DRA-backed extended
+// resources) that an empty node of the group can never satisfy, where the
+// allocator only says it cannot allocate them. Pods of one kind ask
+// alike, so it is worked out once per group and kind.
+func (st *state) claimReason(g *nodegroup.NodeGroup, pod *v1.Pod, kind string) string {
+	if len(g.Spec.ResourceSlices) == 0 {
+		return ""
+	}
+	if why, ok := st.claimWhy[g.Name][kind]; ok {
+		return why
+	}
+	why := st.workOutClaimReason(g, pod)
+	if st.claimWhy[g.Name] == nil {
+		st.claimWhy[g.Name] = map[string]string{}
+	}
+	st.claimWhy[g.Name][kind] = why
+	return why
+}
+
+func (st *state) workOutClaimReason(g *nodegroup.NodeGroup, pod *v1.Pod) string {
+	snap := st.p.Harness.Snapshot()
+	idx := snap.Classes()
+	class := func(name string) *resourceapi.DeviceClass {
+		c, err := idx.Get(name)
+		if err != nil {
+			return nil
+		}
+		return c
+	}
+	for i := range pod.Spec.ResourceClaims {
+		rc := &pod.Spec.ResourceClaims[i]
+		var spec *resourceapi.ResourceClaimSpec
+		switch {
+		case rc.ResourceClaimName != nil:
+			if c := snap.ResourceClaim(pod.Namespace, *rc.ResourceClaimName); c != nil && c.Status.Allocation == nil {
+				spec = &c.Spec
+			}
+		case rc.ResourceClaimTemplateName != nil:
+			if t := snap.ResourceClaimTemplate(pod.Namespace, *rc.ResourceClaimTemplateName); t != nil {
+				spec = &t.Spec.Spec
+			}
+		}
+		if spec == nil {
+			continue
+		}
+		if why := st.p.Matcher.WhyNot(spec, class, g.Spec.ResourceSlices); why != "" {
+			return "claim " + rc.Name + ": " + why
+		}
+	}
+	// The claim the scheduler makes for DRA-backed extended resources:
+	// one request per resource name, as many devices as asked.
+	req := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	names := make([]string, 0, len(req))
+	for n := range req {
+		names = append(names, string(n))
+	}
+	sort.Strings(names)
+	var spec resourceapi.ResourceClaimSpec
+	for _, n := range names {
+		name := v1.ResourceName(n)
+		if !dynres.IsExtended(name) {
+			continue
+		}
+		c := idx.GetDeviceClass(name)
+		if c == nil {
+			continue
+		}
+		q := req[name]
+		spec.Devices.Requests = append(spec.Devices.Requests, resourceapi.DeviceRequest{Name: n, Exactly: &resourceapi.ExactDeviceRequest{
+			DeviceClassName: c.Name, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: q.Value()}})
+	}
+	if len(spec.Devices.Requests) > 0 {
+		if why := st.p.Matcher.WhyNot(&spec, class, g.Spec.ResourceSlices); why != "" {
+			return "extended resources: " + why
+		}
+	}
+	return ""
 }

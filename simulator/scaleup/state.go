@@ -28,7 +28,10 @@ type state struct {
 	// rejects holds, per group and kind of pod, why an empty node of the
 	// group does not take the pod. It does not change between loops.
 	rejects map[string]map[string]*harness.FitError
-	kinds   *estimator.Kinds
+	// claimWhy holds, per group and kind, which request or constraint of
+	// the pod's claims an empty node never satisfies ("" for none).
+	claimWhy map[string]map[string]string
+	kinds    *estimator.Kinds
 	// held marks, per group and kind, pods kept from opening one of the
 	// group's nodes because the node's devices would sit idle.
 	held map[string]map[string]bool
@@ -62,6 +65,7 @@ func newState(p *Planner, groups []*nodegroup.NodeGroup) *state {
 		planned:      map[string]int{},
 		template:     map[string][]dynres.Entry{},
 		rejects:      map[string]map[string]*harness.FitError{},
+		claimWhy:     map[string]map[string]string{},
 		held:         map[string]map[string]bool{},
 		signature:    map[string]string{},
 		takenIndexes: map[string][]int{},
