@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -52,13 +53,7 @@ func TestScaleFromZeroAndBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	setupCluster(ctx, t, dyn, ns)
-	class := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: driver}, Spec: resourceapi.DeviceClassSpec{
-		ExtendedResourceName: ptr.To(string(gpuResource)),
-		Selectors:            []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", driver)}}},
-	}}
-	if _, err := cp.Client.ResourceV1().DeviceClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createGPUClass(ctx, t, cp.Client)
 	tmpl, err := infra.Template(ns, "gpu", eightGPUs(), "8", false)
 	if err != nil {
 		t.Fatal(err)
@@ -75,16 +70,7 @@ func TestScaleFromZeroAndBack(t *testing.T) {
 	}))
 
 	startAutoscaler(t, ns)
-	rs := &appsv1.ReplicaSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: ns},
-		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](20), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "train"}},
-			Template: v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "train"}}, Spec: v1.PodSpec{
-				TerminationGracePeriodSeconds: ptr.To[int64](0),
-				Containers: []v1.Container{{Name: "main", Image: "registry.example/train",
-					Resources: v1.ResourceRequirements{Limits: v1.ResourceList{gpuResource: resource.MustParse("1")}}}},
-			}}},
-	}
-	if _, err := cp.Client.AppsV1().ReplicaSets(ns).Create(ctx, rs, metav1.CreateOptions{}); err != nil {
+	if _, err := cp.Client.AppsV1().ReplicaSets(ns).Create(ctx, trainReplicaSet(ns, 20), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -164,6 +150,31 @@ func TestScaleFromZeroAndBack(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// createGPUClass makes the test driver's DeviceClass, backing gpuResource.
+func createGPUClass(ctx context.Context, t *testing.T, c kubernetes.Interface) {
+	t.Helper()
+	class := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: driver}, Spec: resourceapi.DeviceClassSpec{
+		ExtendedResourceName: ptr.To(string(gpuResource)),
+		Selectors:            []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", driver)}}},
+	}}
+	if _, err := c.ResourceV1().DeviceClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// trainReplicaSet is n pods of one GPU each (gpuResource).
+func trainReplicaSet(namespace string, n int32) *appsv1.ReplicaSet {
+	return &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: namespace},
+		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To(n), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "train"}},
+			Template: v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "train"}}, Spec: v1.PodSpec{
+				TerminationGracePeriodSeconds: ptr.To[int64](0),
+				Containers: []v1.Container{{Name: "main", Image: "registry.example/train",
+					Resources: v1.ResourceRequirements{Limits: v1.ResourceList{gpuResource: resource.MustParse("1")}}}},
+			}}},
+	}
 }
 
 func setupCluster(ctx context.Context, t *testing.T, dyn dynamic.Interface, ns string) {

@@ -8,11 +8,8 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
-	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -74,13 +71,7 @@ func TestSeparateManagementCluster(t *testing.T) {
 	}))
 
 	// Workload cluster: the DeviceClass and the pods.
-	class := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: driver}, Spec: resourceapi.DeviceClassSpec{
-		ExtendedResourceName: ptr.To(string(gpuResource)),
-		Selectors:            []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", driver)}}},
-	}}
-	if _, err := wl.Client.ResourceV1().DeviceClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createGPUClass(ctx, t, wl.Client)
 	if _, err := wl.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: wns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -115,16 +106,7 @@ func TestSeparateManagementCluster(t *testing.T) {
 		p.Stop(10 * time.Second)
 	}()
 
-	rs := &appsv1.ReplicaSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: wns},
-		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](20), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "train"}},
-			Template: v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "train"}}, Spec: v1.PodSpec{
-				TerminationGracePeriodSeconds: ptr.To[int64](0),
-				Containers: []v1.Container{{Name: "main", Image: "registry.example/train",
-					Resources: v1.ResourceRequirements{Limits: v1.ResourceList{gpuResource: resource.MustParse("1")}}}},
-			}}},
-	}
-	if _, err := wl.Client.AppsV1().ReplicaSets(wns).Create(ctx, rs, metav1.CreateOptions{}); err != nil {
+	if _, err := wl.Client.AppsV1().ReplicaSets(wns).Create(ctx, trainReplicaSet(wns, 20), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(ctx, t, 4*time.Minute, "20 pods bound in the workload cluster", func() error {
