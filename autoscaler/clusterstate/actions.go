@@ -77,9 +77,6 @@ func (a *Action) IsCloudCall() bool {
 	return false
 }
 
-// succeeded says whether the action was applied without error.
-func (a *Action) succeeded() bool { return a.Applied && a.Err == nil }
-
 func emit(typ, reason, msg string) Action {
 	return Action{Kind: Emit, Event: Event{Type: typ, Reason: reason, Message: msg}}
 }

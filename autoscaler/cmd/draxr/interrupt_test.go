@@ -123,7 +123,7 @@ func TestSignalStopsSimulate(t *testing.T) {
 				t.Fatalf("ended before planning: %v; stderr: %s", err, stderr.String())
 			case <-time.After(time.Minute):
 				_ = cmd.Process.Kill()
-				<-done
+				t.Logf("killed: %v", <-done)
 				t.Fatalf("input not read after a minute; stderr: %s", stderr.String())
 			}
 			time.Sleep(500 * time.Millisecond)
@@ -136,7 +136,7 @@ func TestSignalStopsSimulate(t *testing.T) {
 			case err = <-done:
 			case <-time.After(10 * time.Second):
 				_ = cmd.Process.Kill()
-				<-done
+				t.Logf("killed: %v", <-done)
 				t.Fatalf("still running 10 s after %s; stderr: %s", tt.name, stderr.String())
 			}
 			if took := time.Since(sent); took > 2*time.Second {
