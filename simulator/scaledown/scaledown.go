@@ -277,6 +277,11 @@ func (d *drainer) drain(nodeName string) (map[string]string, error) {
 	// and after it only if it is kept: a revert frees the room its moved
 	// pods took.
 	learned := map[string]map[int]bool{}
+	// All the node's pods leave before any is placed, as CA simulates a
+	// drain: none of them constrains where the others go, and a claim
+	// they share is freed to move with them.
+	type leaving struct{ pod, pending *v1.Pod }
+	var placeAll []leaving
 	for _, uid := range uids {
 		pod, _, _ := snap.Pod(uid)
 		pending, err := d.h.Remove(uid)
@@ -284,9 +289,12 @@ func (d *drainer) drain(nodeName string) (map[string]string, error) {
 			snap.Revert()
 			return nil, err
 		}
-		if scaleup.IsExpendable(pod, opts.ExpendablePodsPriorityCutoff) {
-			continue
+		if !scaleup.IsExpendable(pod, opts.ExpendablePodsPriorityCutoff) {
+			placeAll = append(placeAll, leaving{pod, pending})
 		}
+	}
+	for _, l := range placeAll {
+		pod, pending := l.pod, l.pending
 		var known *rejecting
 		var seen map[int]bool
 		// A pod's own pod affinity or spread constraints can accept a

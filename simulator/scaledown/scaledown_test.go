@@ -513,3 +513,47 @@ func TestFindRetriesTargetsForPodsWithAffinity(t *testing.T) {
 		t.Errorf("removals %+v (rejections %+v), want c1, c2, c3 removed with moves %v", removals, rejections, want)
 	}
 }
+
+// Two pods sharing a claim leave their node together: the claim is freed
+// and allocated again, once, on the node they both move to.
+func TestFindMovesPodsSharingAClaimTogether(t *testing.T) {
+	snap := snapshot.New()
+	snap.SetDeviceClass(fx.Class("gpu.example.com", fx.Driver, "", fx.Epoch))
+	h, err := harness.New(context.Background(), snap, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, node := range []string{"busy", "light"} {
+		if err := snap.AddNode(fx.Node(node, 64, 256, nil)); err != nil {
+			t.Fatal(err)
+		}
+		if err := snap.AddResourceSlice(fx.GPUSlice(node, 8)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	place := func(pod *v1.Pod, claim, node string) {
+		if snap.ResourceClaim("default", claim) == nil {
+			snap.SetResourceClaim(fx.Claim(claim, "gpu.example.com", 1))
+		}
+		if _, ferr := h.Place(fx.WithClaim(pod, "gpu", claim), node); ferr != nil {
+			t.Fatal(ferr)
+		}
+	}
+	for i := range 6 {
+		place(fx.Pod(fmt.Sprintf("busy-%d", i), 100, nil), fmt.Sprintf("busy-%d-gpu", i), "busy")
+	}
+	place(fx.Pod("a", 100, nil), "shared", "light")
+	place(fx.Pod("b", 100, nil), "shared", "light")
+	removals, rejections := Find(h, Options{UtilizationThreshold: 0.5})
+	if len(removals) != 1 || removals[0].Node != "light" ||
+		!maps.Equal(removals[0].Moves, map[string]string{"default/a": "busy", "default/b": "busy"}) {
+		t.Fatalf("removals %+v (rejections %+v), want light removed, a and b moving to busy", removals, rejections)
+	}
+	claim := snap.ResourceClaim("default", "shared")
+	if a := claim.Status.Allocation; a == nil || len(a.Devices.Results) != 1 || a.Devices.Results[0].Pool != "busy" || len(claim.Status.ReservedFor) != 2 {
+		t.Errorf("shared claim status %+v, want one device of busy reserved for a and b", claim.Status)
+	}
+	if got := snap.AllocatedDeviceIDs().Len(); got != 7 {
+		t.Errorf("allocated devices = %d, want 7", got)
+	}
+}
