@@ -19,6 +19,7 @@ import (
 	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/limits"
 	"draxr.dev/draxr/simulator/scaleup"
+	"draxr.dev/draxr/simulator/snapshot"
 )
 
 // Options bound what may be removed.
@@ -140,12 +141,8 @@ func Find(h *harness.Harness, opts Options) ([]Removal, []Rejection) {
 
 	spare, amounts := minimums(h, opts)
 	groupRoom := maps.Clone(opts.GroupRoom)
-	removed := map[string]bool{}
+	d := newDrainer(h, opts)
 	var out []Removal
-	// Targets only fill up during a Find, so a target that rejected a kind
-	// of pod keeps rejecting it: each kind skips the targets it already
-	// knows are full.
-	full := map[string]map[string]bool{}
 	for _, c := range cands {
 		group := ""
 		if groupRoom != nil && opts.GroupOf != nil {
@@ -162,7 +159,7 @@ func Find(h *harness.Harness, opts Options) ([]Removal, []Rejection) {
 				continue
 			}
 		}
-		moves, err := simulateDrain(h, c.name, removed, full, opts)
+		moves, err := d.drain(c.name)
 		if err != nil {
 			r := Rejection{Node: c.name, Code: NoPlaceToMovePods, Reason: err.Error()}
 			if b, ok := err.(*drainability.Blocked); ok {
@@ -171,7 +168,6 @@ func Find(h *harness.Harness, opts Options) ([]Removal, []Rejection) {
 			rejected = append(rejected, r)
 			continue
 		}
-		removed[c.name] = true
 		if group != "" {
 			groupRoom[group]--
 		}
@@ -181,18 +177,74 @@ func Find(h *harness.Harness, opts Options) ([]Removal, []Rejection) {
 	return out, rejected
 }
 
-// simulateDrain moves, in the snapshot, every pod off the node onto nodes
-// that stay, or changes
-// nothing and says which pod could not move (a *drainability.Blocked when
-// CA's rules keep the node).
-func simulateDrain(h *harness.Harness, nodeName string, removed map[string]bool, full map[string]map[string]bool, opts Options) (map[string]string, error) {
+// drainer simulates draining candidates one after another in one
+// snapshot. Targets only fill up during a Find (pods leave only nodes that
+// go), so a target that rejected a kind of pod keeps rejecting it: pods
+// move as kinds, each kind skipping the targets known to reject it, and
+// are tried on a few targets at a time, since the scheduler's PreFilter
+// and Filter cost grows with the candidates it is given.
+type drainer struct {
+	h    *harness.Harness
+	snap *snapshot.Snapshot
+	opts Options
+	// order is the snapshot's nodes at the start, the order targets are
+	// tried in; gone marks those removed since.
+	order []string
+	pos   map[string]int
+	gone  []bool
+	// receive caches opts.MayReceive per node (-1 not asked, 0 no, 1 yes).
+	receive []int8
+	// kinds keys pods with claims of their own by what the claims ask:
+	// evicted, such a pod's claim is deallocated and allocated again
+	// wherever it lands, as a fresh claim would be.
+	kinds *estimator.Kinds
+	full  map[string]*rejecting
+}
+
+// rejecting is what a kind of pod knows about the targets: which reject
+// it, and the first target in order not known to.
+type rejecting struct {
+	nodes map[int]bool
+	from  int
+}
+
+func newDrainer(h *harness.Harness, opts Options) *drainer {
 	snap := h.Snapshot()
-	var targets []string
-	for _, n := range snap.NodeNames() {
-		if n != nodeName && !removed[n] && (opts.MayReceive == nil || opts.MayReceive(snap.NodeInfo(n).Node())) {
-			targets = append(targets, n)
+	order := snap.NodeNames()
+	var pods []*v1.Pod
+	for _, name := range order {
+		for _, pi := range snap.NodeInfo(name).Pods {
+			pods = append(pods, pi.GetPod())
 		}
 	}
+	pos := make(map[string]int, len(order))
+	receive := make([]int8, len(order))
+	for i, name := range order {
+		pos[name], receive[i] = i, -1
+	}
+	return &drainer{h: h, snap: snap, opts: opts, order: order, pos: pos, gone: make([]bool, len(order)), receive: receive,
+		kinds: estimator.NewKinds(snap, pods), full: map[string]*rejecting{}}
+}
+
+// mayReceive says whether the i-th node may take pods.
+func (d *drainer) mayReceive(i int) bool {
+	if d.gone[i] {
+		return false
+	}
+	if d.receive[i] < 0 {
+		d.receive[i] = 0
+		if d.opts.MayReceive == nil || d.opts.MayReceive(d.snap.NodeInfo(d.order[i]).Node()) {
+			d.receive[i] = 1
+		}
+	}
+	return d.receive[i] == 1
+}
+
+// drain moves, in the snapshot, every pod off the node onto nodes that
+// stay and removes the node, or changes nothing and says which pod could
+// not move (a *drainability.Blocked when CA's rules keep the node).
+func (d *drainer) drain(nodeName string) (map[string]string, error) {
+	snap, opts := d.snap, d.opts
 	ni := snap.NodeInfo(nodeName)
 	var uids []types.UID
 	var checked drainability.NodeDrain
@@ -215,41 +267,53 @@ func simulateDrain(h *harness.Harness, nodeName string, removed map[string]bool,
 			}
 		}
 	}
+	self, ok := d.pos[nodeName]
+	if !ok {
+		return nil, fmt.Errorf("node %s not found in the snapshot", nodeName)
+	}
 	snap.Fork()
 	moves := map[string]string{}
-	// Targets found full count only if this drain is kept: a revert frees
-	// the room its moved pods took.
-	var learned [][2]string
+	// Targets found rejecting a kind count for the rest of this drain,
+	// and after it only if it is kept: a revert frees the room its moved
+	// pods took.
+	learned := map[string]map[int]bool{}
+	// All the node's pods leave before any is placed, as CA simulates a
+	// drain: none of them constrains where the others go, and a claim
+	// they share is freed to move with them.
+	type leaving struct{ pod, pending *v1.Pod }
+	var placeAll []leaving
 	for _, uid := range uids {
 		pod, _, _ := snap.Pod(uid)
-		pending, err := h.Remove(uid)
+		pending, err := d.h.Remove(uid)
 		if err != nil {
 			snap.Revert()
 			return nil, err
 		}
-		if scaleup.IsExpendable(pod, opts.ExpendablePodsPriorityCutoff) {
-			continue
+		if !scaleup.IsExpendable(pod, opts.ExpendablePodsPriorityCutoff) {
+			placeAll = append(placeAll, leaving{pod, pending})
 		}
-		kind := estimator.EquivalenceKey(pending)
-		if full[kind] == nil {
-			full[kind] = map[string]bool{}
-		}
-		var open []string
-		for _, t := range targets {
-			if !full[kind][t] {
-				open = append(open, t)
+	}
+	for _, l := range placeAll {
+		pod, pending := l.pod, l.pending
+		var known *rejecting
+		var seen map[int]bool
+		// A pod's own pod affinity or spread constraints can accept a
+		// target later, once other pods have moved: nothing is learned.
+		if !readsLabels(pending) {
+			kind := d.kinds.Of(pending)
+			if known = d.full[kind]; known == nil {
+				known = &rejecting{nodes: map[int]bool{}}
+				d.full[kind] = known
+			}
+			if seen = learned[kind]; seen == nil {
+				seen = map[int]bool{}
+				learned[kind] = seen
 			}
 		}
-		to, _, ferr := h.PlaceOnAnyNode(pending, open)
+		to, ferr := d.place(pending, self, known, seen)
 		if ferr != nil {
 			snap.Revert()
 			return nil, fmt.Errorf("pod %s/%s fits no other node: %s", pod.Namespace, pod.Name, ferr.Error())
-		}
-		for _, t := range open {
-			if t == to {
-				break
-			}
-			learned = append(learned, [2]string{kind, t})
 		}
 		moves[pod.Namespace+"/"+pod.Name] = to
 	}
@@ -261,10 +325,69 @@ func simulateDrain(h *harness.Harness, nodeName string, removed map[string]bool,
 	if opts.Drainability != nil {
 		opts.Drainability.Commit(checked)
 	}
-	for _, l := range learned {
-		full[l[0]][l[1]] = true
+	d.gone[self] = true
+	for kind, nodes := range learned {
+		known := d.full[kind]
+		maps.Copy(known.nodes, nodes)
+		for known.from < len(d.order) && (d.gone[known.from] || known.nodes[known.from]) {
+			known.from++
+		}
 	}
 	return moves, nil
+}
+
+// place puts a pending pod on the first target, in order, that takes it,
+// skipping the node being drained (self) and those known or seen (this
+// drain) to reject its kind (nil: nothing is known), and records in seen
+// the targets it tried before. It tries a few targets at a time, twice as
+// many each round.
+func (d *drainer) place(pod *v1.Pod, self int, known *rejecting, seen map[int]bool) (string, *harness.FitError) {
+	i := 0
+	if known != nil {
+		i = known.from
+	}
+	all := &harness.FitError{Pod: pod.Namespace + "/" + pod.Name, PerNode: map[string][]harness.Reason{}}
+	idx := make([]int, 0, firstRound)
+	cands := make([]string, 0, firstRound)
+	for round := firstRound; ; round *= 2 {
+		idx, cands = idx[:0], cands[:0]
+		for ; i < len(d.order) && len(cands) < round; i++ {
+			if i == self || !d.mayReceive(i) || known != nil && (known.nodes[i] || seen[i]) {
+				continue
+			}
+			idx, cands = append(idx, i), append(cands, d.order[i])
+		}
+		to, _, ferr := d.h.PlaceOnAnyNode(pod, cands)
+		for j, n := range cands {
+			if n == to {
+				break
+			}
+			if seen != nil {
+				seen[idx[j]] = true
+			}
+		}
+		if ferr == nil {
+			return to, nil
+		}
+		maps.Copy(all.PerNode, ferr.PerNode)
+		if len(ferr.PreFilter) > 0 || i >= len(d.order) {
+			all.PreFilter = ferr.PreFilter
+			return "", all
+		}
+	}
+}
+
+// firstRound is how many targets a pod is tried on at first.
+const firstRound = 8
+
+// readsLabels is true for pods whose own Filter verdicts depend on other
+// pods' labels, which change on a target as pods move there: inter-pod
+// affinity and topology spreading.
+func readsLabels(pod *v1.Pod) bool {
+	if a := pod.Spec.Affinity; a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil) {
+		return true
+	}
+	return len(pod.Spec.TopologySpreadConstraints) > 0
 }
 
 // minimums returns, when a minimum is set, how much of each limited

@@ -3,6 +3,8 @@ package scaledown
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -403,5 +405,155 @@ func TestFindCountsPartitionedGPUsByCounters(t *testing.T) {
 	}
 	if got["full"] != "NotUnderutilized: utilization 1.00 is not below 0.50" {
 		t.Errorf("full node: %q, want NotUnderutilized at 1.00", got["full"])
+	}
+}
+
+// Pods whose claims are their own (named and reserved for the pod alone,
+// or generated from a template and owned by it) move with their claims:
+// 5 nodes of 10 devices running 4 such pods each fit on 2 nodes, so the
+// first 3 go, and every moved pod's own claim is allocated again on the
+// node it moved to, one device each, none shared.
+func TestFindMovesPodsWithClaimsOfTheirOwn(t *testing.T) {
+	for _, generated := range []bool{false, true} {
+		t.Run(fmt.Sprintf("generated=%t", generated), func(t *testing.T) {
+			h := claimCluster(t, 5, generated)
+			removals, rejections := Find(h, Options{UtilizationThreshold: 0.5})
+			var removed []string
+			for _, r := range removals {
+				removed = append(removed, r.Node)
+			}
+			if want := []string{"node-00000", "node-00001", "node-00002"}; !slices.Equal(removed, want) {
+				t.Fatalf("removed %v, want %v; rejections %+v", removed, want, rejections)
+			}
+			kept := map[string]string{}
+			for _, r := range rejections {
+				kept[r.Node] = r.Code
+			}
+			if kept["node-00003"] != NoPlaceToMovePods || kept["node-00004"] != NoPlaceToMovePods {
+				t.Errorf("rejections %+v, want node-00003 and node-00004 kept with NoPlaceToMovePods (the others are full)", rejections)
+			}
+			snap := h.Snapshot()
+			devices := map[string]string{}
+			for _, node := range []string{"node-00003", "node-00004"} {
+				ni := snap.NodeInfo(node)
+				if len(ni.Pods) != 10 {
+					t.Errorf("%s holds %d pods, want 10", node, len(ni.Pods))
+				}
+				for _, pi := range ni.Pods {
+					claims := h.ClaimsOf(pi.GetPod())
+					if len(claims) != 1 || claims[0].Status.Allocation == nil {
+						t.Fatalf("pod %s on %s: claims %v, want its own, allocated", pi.GetPod().Name, node, claims)
+					}
+					res := claims[0].Status.Allocation.Devices.Results
+					if len(res) != 1 || res[0].Pool != node {
+						t.Fatalf("pod %s on %s holds %+v, want one device of its node", pi.GetPod().Name, node, res)
+					}
+					if other, dup := devices[node+"/"+res[0].Device]; dup {
+						t.Errorf("device %s/%s held by %s and %s", node, res[0].Device, other, pi.GetPod().Name)
+					}
+					devices[node+"/"+res[0].Device] = pi.GetPod().Name
+				}
+			}
+			if got := snap.AllocatedDeviceIDs().Len(); got != 20 {
+				t.Errorf("allocated devices = %d, want 20", got)
+			}
+		})
+	}
+}
+
+// A pod with pod affinity can fit a target later, once the pod it needs
+// has moved there, so what a target rejected is not remembered for it:
+// c1's pod (affinity to app=y) cannot go to t1, which has no app=y pod,
+// and takes t2's last room; c2's app=y pod then moves to t1, where c3's
+// pod, alike c1's, now fits.
+func TestFindRetriesTargetsForPodsWithAffinity(t *testing.T) {
+	snap := snapshot.New()
+	h, err := harness.New(context.Background(), snap, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withY := func(p *v1.Pod) *v1.Pod {
+		p.Labels = map[string]string{"app": "y"}
+		return p
+	}
+	needsY := func(p *v1.Pod) *v1.Pod {
+		p.Spec.Affinity = &v1.Affinity{PodAffinity: &v1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "y"}}, TopologyKey: "kubernetes.io/hostname"}}}}
+		return p
+	}
+	for _, node := range []string{"t1", "t2", "c1", "c2", "c3"} {
+		if err := snap.AddNode(fx.Node(node, 4, 64, nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for node, pods := range map[string][]*v1.Pod{
+		"t1": {fx.Pod("t1-filler", 2000, nil)},
+		"t2": {withY(fx.Pod("t2-y", 2000, nil)), fx.Pod("t2-filler", 1000, nil)},
+		"c1": {needsY(fx.Pod("p1", 1000, nil))},
+		"c2": {withY(fx.Pod("y", 1000, nil))},
+		"c3": {needsY(fx.Pod("p2", 1000, nil))},
+	} {
+		for _, p := range pods {
+			p.Spec.NodeName = node
+			if err := snap.AddPod(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	removals, rejections := Find(h, Options{UtilizationThreshold: 0.5,
+		MayRemove: func(n *v1.Node) bool { return strings.HasPrefix(n.Name, "c") }})
+	got := map[string]string{}
+	for _, r := range removals {
+		for pod, to := range r.Moves {
+			got[pod] = to
+		}
+	}
+	want := map[string]string{"default/p1": "t2", "default/y": "t1", "default/p2": "t1"}
+	if len(removals) != 3 || !maps.Equal(got, want) {
+		t.Errorf("removals %+v (rejections %+v), want c1, c2, c3 removed with moves %v", removals, rejections, want)
+	}
+}
+
+// Two pods sharing a claim leave their node together: the claim is freed
+// and allocated again, once, on the node they both move to.
+func TestFindMovesPodsSharingAClaimTogether(t *testing.T) {
+	snap := snapshot.New()
+	snap.SetDeviceClass(fx.Class("gpu.example.com", fx.Driver, "", fx.Epoch))
+	h, err := harness.New(context.Background(), snap, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, node := range []string{"busy", "light"} {
+		if err := snap.AddNode(fx.Node(node, 64, 256, nil)); err != nil {
+			t.Fatal(err)
+		}
+		if err := snap.AddResourceSlice(fx.GPUSlice(node, 8)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	place := func(pod *v1.Pod, claim, node string) {
+		if snap.ResourceClaim("default", claim) == nil {
+			snap.SetResourceClaim(fx.Claim(claim, "gpu.example.com", 1))
+		}
+		if _, ferr := h.Place(fx.WithClaim(pod, "gpu", claim), node); ferr != nil {
+			t.Fatal(ferr)
+		}
+	}
+	for i := range 6 {
+		place(fx.Pod(fmt.Sprintf("busy-%d", i), 100, nil), fmt.Sprintf("busy-%d-gpu", i), "busy")
+	}
+	place(fx.Pod("a", 100, nil), "shared", "light")
+	place(fx.Pod("b", 100, nil), "shared", "light")
+	removals, rejections := Find(h, Options{UtilizationThreshold: 0.5})
+	if len(removals) != 1 || removals[0].Node != "light" ||
+		!maps.Equal(removals[0].Moves, map[string]string{"default/a": "busy", "default/b": "busy"}) {
+		t.Fatalf("removals %+v (rejections %+v), want light removed, a and b moving to busy", removals, rejections)
+	}
+	claim := snap.ResourceClaim("default", "shared")
+	if a := claim.Status.Allocation; a == nil || len(a.Devices.Results) != 1 || a.Devices.Results[0].Pool != "busy" || len(claim.Status.ReservedFor) != 2 {
+		t.Errorf("shared claim status %+v, want one device of busy reserved for a and b", claim.Status)
+	}
+	if got := snap.AllocatedDeviceIDs().Len(); got != 7 {
+		t.Errorf("allocated devices = %d, want 7", got)
 	}
 }

@@ -29,6 +29,20 @@ func (l *nodeLists) invalidateAffinity() {
 	l.affinityValid, l.antiAffValid, l.nonHostAntiAffValid = false, false, false
 }
 
+// drop takes a removed node out of the lists that are valid, in place as
+// a rebuild would be: rebuilding walks every node, once per node a drain
+// simulation removes.
+func (l *nodeLists) drop(ni *framework.NodeInfo) {
+	for _, list := range []struct {
+		nodes *[]fwk.NodeInfo
+		valid bool
+	}{{&l.all, l.allValid}, {&l.affinity, l.affinityValid}, {&l.antiAffinity, l.antiAffValid}, {&l.nonHostAntiAffinity, l.nonHostAntiAffValid}} {
+		if list.valid {
+			*list.nodes = slices.DeleteFunc(*list.nodes, func(x fwk.NodeInfo) bool { return x == fwk.NodeInfo(ni) })
+		}
+	}
+}
+
 // AddNode adds a node with no pods.
 func (s *Snapshot) AddNode(node *v1.Node) error {
 	if _, ok := s.nodes[node.Name]; ok {
@@ -65,7 +79,7 @@ func (s *Snapshot) RemoveNode(name string) error {
 	idx := slices.Index(s.nodeOrder, name)
 	delete(s.nodes, name)
 	s.nodeOrder = slices.Delete(s.nodeOrder, idx, idx+1)
-	s.lists.invalidate()
+	s.lists.drop(ni)
 	s.onUndo(func() {
 		s.nodes[name] = ni
 		s.nodeOrder = slices.Insert(s.nodeOrder, idx, name)
@@ -167,13 +181,20 @@ func (s *Snapshot) RemovePod(uid types.UID) error {
 	}
 	delete(s.podsByUID, uid)
 	s.trackPVCs(ref.pod, -1)
-	s.lists.invalidate()
+	// The node stays in the lists (same NodeInfo); only the affinity
+	// lists can change, as in addPod. Rebuilding all of them walks every
+	// node, once per pod a drain simulation moves.
+	if hasAffinity(ref.pod) {
+		s.lists.invalidateAffinity()
+	}
 	s.onUndo(func() {
 		// Restore in place: undo steps recorded earlier (AddPod) hold ni.
 		*ni = *before
 		s.podsByUID[uid] = ref
 		s.trackPVCs(ref.pod, 1)
-		s.lists.invalidate()
+		if hasAffinity(ref.pod) {
+			s.lists.invalidateAffinity()
+		}
 	})
 	return nil
 }

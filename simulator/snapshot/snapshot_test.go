@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
 
 	fx "draxr.dev/draxr/simulator/fixtures"
 )
@@ -21,6 +22,31 @@ func dump(t *testing.T, s *Snapshot) string {
 	listed, _ := s.NodeInfos().List()
 	if len(listed) != s.NodeCount() {
 		t.Errorf("lister lists %d nodes, snapshot has %d", len(listed), s.NodeCount())
+	}
+	// The cached affinity lists are what a rebuild would list.
+	affinity, _ := s.NodeInfos().HavePodsWithAffinityList()
+	anti, _ := s.NodeInfos().HavePodsWithRequiredAntiAffinityList()
+	var wantAffinity, wantAnti []string
+	for _, name := range s.NodeNames() {
+		if len(s.NodeInfo(name).PodsWithAffinity) > 0 {
+			wantAffinity = append(wantAffinity, name)
+		}
+		if len(s.NodeInfo(name).PodsWithRequiredAntiAffinity) > 0 {
+			wantAnti = append(wantAnti, name)
+		}
+	}
+	for _, l := range []struct {
+		name string
+		got  []fwk.NodeInfo
+		want []string
+	}{{"affinity", affinity, wantAffinity}, {"anti-affinity", anti, wantAnti}} {
+		var got []string
+		for _, ni := range l.got {
+			got = append(got, ni.Node().Name)
+		}
+		if !slices.Equal(got, l.want) {
+			t.Errorf("%s list %v, want %v", l.name, got, l.want)
+		}
 	}
 	for i, name := range s.NodeNames() {
 		ni := s.NodeInfo(name)
@@ -146,6 +172,19 @@ func TestSnapshotForkRevert(t *testing.T) {
 			must(t, s.AddPod(boundPod("y", "node-0", 1)))
 			must(t, s.RemoveNode("node-0"))
 			must(t, s.RemoveNode("node-2"))
+		}},
+		{"pods with affinity, and their node removed with the lists cached", func(t *testing.T, s *Snapshot) {
+			term := []v1.PodAffinityTerm{{TopologyKey: "kubernetes.io/hostname"}}
+			x, y := boundPod("x", "node-1", 0), boundPod("y", "node-0", 0)
+			x.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: term}}
+			y.Spec.Affinity = &v1.Affinity{PodAffinity: &v1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: term}}
+			must(t, s.AddPod(x))
+			must(t, s.AddPod(y))
+			_, _ = s.NodeInfos().List()
+			_, _ = s.NodeInfos().HavePodsWithAffinityList()
+			_, _ = s.NodeInfos().HavePodsWithRequiredAntiAffinityList()
+			must(t, s.RemovePod(fx.Pod("a", 0, nil).UID))
+			must(t, s.RemoveNode("node-0"))
 		}},
 		{"slices", func(t *testing.T, s *Snapshot) {
 			s.RemoveResourceSlice(fx.GPUSlice("node-0", 4).Name)

@@ -1,0 +1,98 @@
+package scaledown
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+
+	fx "draxr.dev/draxr/simulator/fixtures"
+	"draxr.dev/draxr/simulator/harness"
+	"draxr.dev/draxr/simulator/snapshot"
+)
+
+// claimCluster is the Cluster Autoscaler's DRA scale-down shape: nodes of
+// 10 devices, each running 4 pods that hold one device through a claim of
+// their own (pre-created and named by the pod, or generated from a
+// template and owned by the pod), so every node is 40% used and the pods
+// fit on 40% of the nodes: 60% are removable.
+func claimCluster(t testing.TB, nodes int, generated bool) *harness.Harness {
+	t.Helper()
+	snap := snapshot.New()
+	snap.SetDeviceClass(fx.Class("gpu.example.com", fx.Driver, "", fx.Epoch))
+	snap.SetResourceClaimTemplate(fx.ClaimTemplate("one-gpu", "gpu.example.com", 1))
+	h, err := harness.New(context.Background(), snap, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := range nodes {
+		name := fmt.Sprintf("node-%05d", n)
+		if err := snap.AddNode(fx.Node(name, 64, 256, nil)); err != nil {
+			t.Fatal(err)
+		}
+		if err := snap.AddResourceSlice(fx.GPUSlice(name, 10)); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 4 {
+			pod := fx.Pod(fmt.Sprintf("%s-job-%d", name, i), 100, nil)
+			if generated {
+				fx.WithTemplateClaim(pod, "gpu", "one-gpu")
+			} else {
+				claim := fx.Claim(pod.Name+"-gpu", "gpu.example.com", 1)
+				snap.SetResourceClaim(claim)
+				fx.WithClaim(pod, "gpu", claim.Name)
+			}
+			if _, ferr := h.Place(pod, name); ferr != nil {
+				t.Fatal(ferr)
+			}
+		}
+	}
+	return h
+}
+
+// BenchmarkScaleDownClaims finds the removable nodes of claimCluster
+// (800 and 8,000 nodes, CA's size and ten times it): 60% of them.
+func BenchmarkScaleDownClaims(b *testing.B) {
+	for _, nodes := range []int{800, 8000} {
+		for _, generated := range []bool{false, true} {
+			kind := "named-claims"
+			if generated {
+				kind = "generated-claims"
+			}
+			b.Run(fmt.Sprintf("%s-%d-nodes", kind, nodes), func(b *testing.B) {
+				want := nodes * 6 / 10
+				b.ReportAllocs()
+				var cpu time.Duration
+				found := 0
+				for i := 0; i < b.N; i++ {
+					b.StopTimer()
+					h := claimCluster(b, nodes, generated)
+					runtime.GC()
+					before := processCPU()
+					b.StartTimer()
+					removals, _ := Find(h, Options{UtilizationThreshold: 0.5})
+					b.StopTimer()
+					cpu += processCPU() - before
+					found = len(removals)
+					if found != want {
+						b.Fatalf("removable = %d, want %d", found, want)
+					}
+					b.StartTimer()
+				}
+				b.ReportMetric(float64(found), "removable")
+				b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
+			})
+		}
+	}
+}
+
+// processCPU is the CPU time (user and system) the process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
