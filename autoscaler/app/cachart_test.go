@@ -45,6 +45,14 @@ func TestCAChartCommands(t *testing.T) {
 			fs := pflag.NewFlagSet("draxr-autoscaler", pflag.ContinueOnError)
 			o.addAllFlags(fs)
 			compat := addCompatFlags(fs)
+			// The log flags are klog's, global: CA's chart's --v=4 must not
+			// outlive this case.
+			for _, name := range []string{"v", "vmodule"} {
+				if f := fs.Lookup(name); f != nil {
+					old := f.Value.String()
+					t.Cleanup(func() { _ = f.Value.Set(old) })
+				}
+			}
 			if err := fs.Parse(tc.Command[1:]); err != nil {
 				t.Fatalf("parse: %v", err)
 			}
