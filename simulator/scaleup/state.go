@@ -293,9 +293,18 @@ func (st *state) finalEstimate(group string, pods []*v1.Pod) (*estimator.Result,
 	placed := SortSchedulerQueue(packed.PlacedOrder)
 	room := st.stepRoom(g)
 	est := st.binPacking(group, true)
+	// One Spread for every count: what the scheduler chose for a kind of
+	// pod among classes of nodes holds at any count.
+	spread := est.NewSpread(g, placed)
 	for n := len(packed.NewNodes); ; n++ {
 		snap.Fork()
-		res, all, err := est.Scored(g, placed, n)
+		var res *estimator.Result
+		var all bool
+		if st.p.exhaustiveScored {
+			res, all, err = est.Scored(g, placed, n)
+		} else {
+			res, all, err = spread.Place(n)
+		}
 		if err != nil {
 			snap.Revert()
 			return nil, err
