@@ -51,6 +51,8 @@ type state struct {
 	// stepCap caps, for one estimate, how many nodes a group may add (a
 	// balanced group's share).
 	stepCap map[string]int
+	// templates are the new nodes estimates made, shared by all of them.
+	templates *estimator.Templates
 }
 
 func newState(p *Planner, groups []*nodegroup.NodeGroup) *state {
@@ -65,6 +67,7 @@ func newState(p *Planner, groups []*nodegroup.NodeGroup) *state {
 		signature:    map[string]string{},
 		takenIndexes: map[string][]int{},
 		namedMembers: map[string]int{},
+		templates:    &estimator.Templates{},
 	}
 	snap := p.Harness.Snapshot()
 	for _, name := range snap.NodeNames() {
@@ -156,7 +159,7 @@ func (st *state) stepRoom(g *nodegroup.NodeGroup) int {
 
 func (st *state) binPacking(group string, final bool) *estimator.BinPacking {
 	offset := st.current[group] - st.namedMembers[group] + st.planned[group]
-	est := &estimator.BinPacking{Harness: st.p.Harness, CountOnly: !final, Kinds: st.kinds, DaemonSets: st.p.DaemonSets, Namer: func(group string, i int) string {
+	est := &estimator.BinPacking{Harness: st.p.Harness, CountOnly: !final, Kinds: st.kinds, DaemonSets: st.p.DaemonSets, Templates: st.templates, Namer: func(group string, i int) string {
 		return newNodeName(st.namePrefix[group], offset+i, st.takenIndexes[group])
 	}}
 	// A node with devices is not opened for pods that use none while a
