@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -89,6 +90,42 @@ type BinPacking struct {
 	// DaemonSets run their pods on every new node that matches them, as
 	// on a real node: those pods take room before any pending pod.
 	DaemonSets []*appsv1.DaemonSet
+	// Templates, when set, keeps the new nodes made, for estimates that
+	// add them again after a Revert.
+	Templates *Templates
+}
+
+// Templates keeps each new node and its ResourceSlices as the group's
+// NewNode made them, by group and name. Estimates of one plan add the same
+// new nodes again and again (each count the scored check tries, each
+// loop's comparison of groups), and deep-copying a node's devices (208
+// with attributes and counters on a DynamicMIG H100) costs more than
+// placing its pods. The snapshot never changes the objects it is given,
+// so one copy serves every fork that adds the node.
+type Templates struct {
+	m map[[2]string]templateNode
+}
+
+type templateNode struct {
+	node   *v1.Node
+	slices []*resourceapi.ResourceSlice
+}
+
+// newNode is g.NewNode(name), made once per group and name when t is set.
+func (t *Templates) newNode(g *nodegroup.NodeGroup, name string) (*v1.Node, []*resourceapi.ResourceSlice) {
+	if t == nil {
+		return g.NewNode(name)
+	}
+	key := [2]string{g.Name, name}
+	if n, ok := t.m[key]; ok {
+		return n.node, n.slices
+	}
+	node, slices := g.NewNode(name)
+	if t.m == nil {
+		t.m = map[[2]string]templateNode{}
+	}
+	t.m[key] = templateNode{node: node, slices: slices}
+	return node, slices
 }
 
 // Estimate mutates the harness's snapshot; callers Fork before and Revert
@@ -390,7 +427,7 @@ func (b *BinPacking) labelBlind(pods []*v1.Pod) bool {
 // the node is left out, as its controller's pod would stay pending.
 func (b *BinPacking) addNode(g *nodegroup.NodeGroup, name string) error {
 	snap := b.Harness.Snapshot()
-	node, slices := g.NewNode(name)
+	node, slices := b.Templates.newNode(g, name)
 	if err := snap.AddNode(node); err != nil {
 		return fmt.Errorf("node group %s: %w", g.Name, err)
 	}

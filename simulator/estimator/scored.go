@@ -14,7 +14,9 @@ import (
 // allocated), partitions of a device land on different nodes and whole
 // devices run out sooner than tight packing predicts, so only this says
 // whether n nodes are enough. It returns the result and whether every pod
-// was placed; the snapshot keeps what was placed either way.
+// was placed; the snapshot keeps what was placed either way. It scores
+// every pod against every node; Spread gives the same answer at about the
+// cost of packing and falls back to it.
 func (b *BinPacking) Scored(g *nodegroup.NodeGroup, pods []*v1.Pod, n int) (*Result, bool, error) {
 	res := &Result{Group: g.Name, Placed: map[types.UID]string{}}
 	for i := 0; i < n; i++ {

@@ -99,6 +99,11 @@ type Planner struct {
 	// ExpendablePodsPriorityCutoff: pods whose priority is below it get no
 	// scale-up (CA's --expendable-pods-priority-cutoff); nil: none.
 	ExpendablePodsPriorityCutoff *int32
+
+	// exhaustiveScored makes the scored check schedule every pod against
+	// every new node (estimator.BinPacking.Scored), for tests that hold
+	// the faster Spread to its answers.
+	exhaustiveScored bool
 }
 
 // Plan places the pending pods and returns the plan.
@@ -265,7 +270,7 @@ func (p *Planner) bestOption(ctx context.Context, st *state, pods []*v1.Pod) (ex
 			continue
 		}
 		key := fmt.Sprintf("%s/%d", st.signature[g.Name], room)
-		if a, ok := seen[key]; ok && !selectsNodesByName(pods) {
+		if a, ok := seen[key]; ok && !estimator.SelectsNodesByName(pods) {
 			st.copyVerdicts(a.group, g.Name)
 			if a.option.PodCount > 0 {
 				o := a.option
@@ -382,40 +387,4 @@ func RequestClass(c *resourceapi.ResourceClaim, request string) string {
 		}
 	}
 	return ""
-}
-
-// selectsNodesByName reports whether some pod's node selection names a
-// node group or a node: alike groups then differ after all.
-func selectsNodesByName(pods []*v1.Pod) bool {
-	names := func(key string) bool { return key == nodegroup.GroupLabel || key == v1.LabelHostname }
-	for _, p := range pods {
-		for k := range p.Spec.NodeSelector {
-			if names(k) {
-				return true
-			}
-		}
-		a := p.Spec.Affinity
-		if a == nil || a.NodeAffinity == nil {
-			continue
-		}
-		na := a.NodeAffinity
-		var terms []v1.NodeSelectorTerm
-		if na.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-			terms = na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
-		}
-		for _, pt := range na.PreferredDuringSchedulingIgnoredDuringExecution {
-			terms = append(terms, pt.Preference)
-		}
-		for _, t := range terms {
-			for _, r := range t.MatchExpressions {
-				if names(r.Key) {
-					return true
-				}
-			}
-			if len(t.MatchFields) > 0 {
-				return true
-			}
-		}
-	}
-	return false
 }

@@ -55,6 +55,8 @@ type state struct {
 	// stepCap caps, for one estimate, how many nodes a group may add (a
 	// balanced group's share).
 	stepCap map[string]int
+	// templates are the new nodes estimates made, shared by all of them.
+	templates *estimator.Templates
 }
 
 func newState(p *Planner, groups []*nodegroup.NodeGroup) *state {
@@ -70,6 +72,7 @@ func newState(p *Planner, groups []*nodegroup.NodeGroup) *state {
 		signature:    map[string]string{},
 		takenIndexes: map[string][]int{},
 		namedMembers: map[string]int{},
+		templates:    &estimator.Templates{},
 	}
 	snap := p.Harness.Snapshot()
 	for _, name := range snap.NodeNames() {
@@ -161,7 +164,7 @@ func (st *state) stepRoom(g *nodegroup.NodeGroup) int {
 
 func (st *state) binPacking(group string, final bool) *estimator.BinPacking {
 	offset := st.current[group] - st.namedMembers[group] + st.planned[group]
-	est := &estimator.BinPacking{Harness: st.p.Harness, CountOnly: !final, Kinds: st.kinds, DaemonSets: st.p.DaemonSets, Namer: func(group string, i int) string {
+	est := &estimator.BinPacking{Harness: st.p.Harness, CountOnly: !final, Kinds: st.kinds, DaemonSets: st.p.DaemonSets, Templates: st.templates, Namer: func(group string, i int) string {
 		return newNodeName(st.namePrefix[group], offset+i, st.takenIndexes[group])
 	}}
 	// A node with devices is not opened for pods that use none while a
@@ -298,12 +301,21 @@ func (st *state) finalEstimate(ctx context.Context, group string, pods []*v1.Pod
 	placed := SortSchedulerQueue(packed.PlacedOrder)
 	room := st.stepRoom(g)
 	est := st.binPacking(group, true)
+	// One Spread for every count: what the scheduler chose for a kind of
+	// pod among classes of nodes holds at any count.
+	spread := est.NewSpread(g, placed)
 	for n := len(packed.NewNodes); ; n++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		snap.Fork()
-		res, all, err := est.Scored(g, placed, n)
+		var res *estimator.Result
+		var all bool
+		if st.p.exhaustiveScored {
+			res, all, err = est.Scored(g, placed, n)
+		} else {
+			res, all, err = spread.Place(n)
+		}
 		if err != nil {
 			snap.Revert()
 			return nil, err

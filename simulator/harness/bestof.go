@@ -1,0 +1,52 @@
+package harness
+
+import (
+	v1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// BestOf returns the index of the candidate PlaceBest would choose, for
+// candidates the caller knows pass Filter for the pod (it saw the verdict
+// on a node in the same state), without running Filter: PreFilter, then
+// PreScore and Score over the candidates. ok is false when the scores
+// need Filter's own output: the DynamicResources plugin scores a claim's
+// firstAvailable choices from the allocation Filter made on each node,
+// and VolumeBinding scores from the volumes Filter found; the caller then
+// uses PlaceBest. Nothing is changed.
+func (h *Harness) BestOf(pod *v1.Pod, candidates []string) (best int, ok bool) {
+	if len(candidates) == 1 {
+		return 0, true
+	}
+	h.snap.Fork() // template claims generated for PreFilter are not kept
+	defer h.snap.Revert()
+	c, ferr := h.preFilter(pod, candidates)
+	if ferr != nil || !h.scoresWithoutFilter(c.pod) {
+		return 0, false
+	}
+	nodes := make([]fwk.NodeInfo, len(candidates))
+	for i, name := range candidates {
+		if nodes[i] = h.snap.NodeInfo(name); nodes[i] == nil {
+			return 0, false
+		}
+	}
+	return h.best(c, nodes), true
+}
+
+// scoresWithoutFilter reports whether no Score plugin reads what Filter
+// wrote for the pod: it has no claim with firstAvailable requests and no
+// persistent volume claims.
+func (h *Harness) scoresWithoutFilter(pod *v1.Pod) bool {
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
+			return false
+		}
+	}
+	for _, c := range h.ClaimsOf(pod) {
+		for _, r := range c.Spec.Devices.Requests {
+			if len(r.FirstAvailable) > 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
