@@ -79,7 +79,7 @@ func autoscalerUses() []use {
 
 		// The clusterapi provider, in the management cluster.
 		{"clusterapi", "cluster", "cluster.x-k8s.io", "machinedeployments machinesets machinepools machines", "list", capi,
-			"p.opts.Dynamic.Resource(GVR(kind)).Namespace(ns).List(ctx"},
+			"p.opts.Dynamic.Resource(gvr).Namespace(ns).List(ctx"},
 		{"clusterapi", "cluster", "cluster.x-k8s.io", "machinedeployments/scale machinesets/scale machinepools/scale", "get", capi,
 			`client.Get(ctx, g.res.Name, metav1.GetOptions{}, "scale")`},
 		{"clusterapi", "cluster", "cluster.x-k8s.io", "machinedeployments/scale machinesets/scale machinepools/scale", "update", capi,
