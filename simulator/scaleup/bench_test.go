@@ -99,6 +99,8 @@ func BenchmarkScaleUpPlan(b *testing.B) {
 	gpuGroup := func() []*nodegroup.NodeGroup { return []*nodegroup.NodeGroup{draGroup("gpu", 8, 10000)} }
 	ownPods, ownClaims := ownClaimPods("job", 4000, 100)
 	genPods, genClaims := generatedClaimPods("gen", 4000, 100)
+	// Ten times CA's size: 40,000 pods onto 5,000 new nodes.
+	ownPods10x, ownClaims10x := ownClaimPods("job", 40000, 100)
 	cases := []benchCase{
 		// The Cluster Autoscaler's DRA scale-up shape: 4,000 pending pods,
 		// each with its own one-device claim, onto 8-device nodes: 500 new
@@ -106,6 +108,8 @@ func BenchmarkScaleUpPlan(b *testing.B) {
 		{"xr-4000", gpuGroup, func() []*v1.Pod { return unownedXRPods("xr", 4000, 100) }, nil, 500},
 		withSetup("own-claims-4000", gpuGroup, ownPods, ownClaims, 500),
 		withSetup("generated-claims-4000", gpuGroup, genPods, genClaims, 500),
+		withSetup("own-claims-40000", gpuGroup, ownPods10x, ownClaims10x, 5000),
+		{"xr-40000", gpuGroup, func() []*v1.Pod { return unownedXRPods("xr", 40000, 100) }, nil, 5000},
 		{"xr-5000", func() []*nodegroup.NodeGroup { return []*nodegroup.NodeGroup{draGroup("gpu", 8, 10000)} },
 			func() []*v1.Pod { return replicas("xr", 5000, 100, fx.GPUs(fx.GPUResource, 1)) }, nil, 625},
 		{"claim-5000", func() []*nodegroup.NodeGroup { return []*nodegroup.NodeGroup{draGroup("gpu", 8, 10000)} },
