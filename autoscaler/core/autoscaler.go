@@ -348,10 +348,14 @@ func (a *Autoscaler) scaleUpOnce(ctx context.Context, st *clusterstate.State, gr
 	if a.cfg.Pods != nil {
 		a.cfg.Pods.Apply(p)
 	}
-	plan, err := p.Plan(oldEnough(ctx, st.Unschedulable, a.cfg.NewPodScaleUpDelay, a.cfg.Now()))
+	// A plan of many thousands of pods stops when the process is told to
+	// (SIGTERM ends ctx): nothing is asked of the cloud after that.
+	plan, err := p.PlanContext(ctx, oldEnough(ctx, st.Unschedulable, a.cfg.NewPodScaleUpDelay, a.cfg.Now()))
 	metrics.UpdateDurationFromStart(metrics.FunctionEstimate, start)
 	if err != nil {
-		metrics.RegisterError(metrics.ErrorInternal)
+		if ctx.Err() == nil {
+			metrics.RegisterError(metrics.ErrorInternal)
+		}
 		return true, err
 	}
 	a.maxNodesTotalReached(plan.NoScaleUp)

@@ -109,6 +109,19 @@ func TestScaleUpExecutesFirstStep(t *testing.T) {
 	}
 }
 
+// A loop whose context ends (SIGTERM) stops planning and asks the cloud
+// for nothing: IncreaseSize is not expected.
+func TestCancelledLoopAsksNothing(t *testing.T) {
+	a, provider, _, _ := setup(t, unschedulablePods(20)...)
+	provider.EXPECT().Refresh(gomock.Any()).Return(nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res, err := a.RunOnce(ctx)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("RunOnce = %+v, %v; want context.Canceled", res, err)
+	}
+}
+
 // One loop asks the chosen group once for every node the plan gives it,
 // as CA executes its best option's full node count in one loop.
 func TestScaleUpAsksOnceForWholePlan(t *testing.T) {
