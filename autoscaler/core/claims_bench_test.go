@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"syscall"
 	"testing"
 	"time"
 
@@ -63,11 +62,11 @@ func BenchmarkRunOnceOwnClaims(b *testing.B) {
 					Recorder: &record.FakeRecorder{}, StatusNamespace: "kube-system"})
 				*requested = nil
 				runtime.GC()
-				cpuBefore := processCPU()
+				cpuBefore := fx.ProcessCPU()
 				b.StartTimer()
 				res, err := a.RunOnce(ctx)
 				b.StopTimer()
-				cpu += processCPU() - cpuBefore
+				cpu += fx.ProcessCPU() - cpuBefore
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -83,15 +82,6 @@ func BenchmarkRunOnceOwnClaims(b *testing.B) {
 			b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
 		})
 	}
-}
-
-// processCPU is the CPU time (user and system) the process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // ownClaimObjects builds the nodes, their running pods with allocated

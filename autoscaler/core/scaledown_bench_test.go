@@ -57,11 +57,11 @@ func BenchmarkScaleDownDRA(b *testing.B) {
 					a := New(Config{Client: client, Listers: listers, Provider: provider, Recorder: &record.FakeRecorder{},
 						StatusNamespace: "kube-system", ScaleDown: ScaleDownConfig{Enabled: true, UtilizationThreshold: 0.5}})
 					runtime.GC()
-					before := processCPU()
+					before := fx.ProcessCPU()
 					b.StartTimer()
 					verdicts, err := a.ExplainScaleDown(ctx)
 					b.StopTimer()
-					cpu += processCPU() - before
+					cpu += fx.ProcessCPU() - before
 					if err != nil {
 						b.Fatal(err)
 					}

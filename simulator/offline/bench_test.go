@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"syscall"
 	"testing"
 	"time"
 
@@ -56,14 +55,14 @@ func BenchmarkSimulate(b *testing.B) {
 				objs := clusterObjects(shape)
 				runtime.GC()
 				stopPeak := watchHeapPeak()
-				cpuBefore := processCPU()
+				cpuBefore := fx.ProcessCPU()
 				b.StartTimer()
 				res, err := offline.Simulate(context.Background(), objs, offline.Options{})
 				if err != nil {
 					b.Fatal(err)
 				}
 				b.StopTimer()
-				cpu += processCPU() - cpuBefore
+				cpu += fx.ProcessCPU() - cpuBefore
 				peak = max(peak, stopPeak())
 				nodes = 0
 				for _, su := range res.Plan.ScaleUps {
@@ -111,15 +110,6 @@ func watchHeapPeak() func() uint64 {
 		close(done)
 		return <-result
 	}
-}
-
-// processCPU is the CPU time (user and system) the process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func clusterObjects(shape clusterShape) *input.Objects {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"syscall"
 	"testing"
 	"time"
 
@@ -70,11 +69,11 @@ func BenchmarkScaleDownClaims(b *testing.B) {
 					b.StopTimer()
 					h := claimCluster(b, nodes, generated)
 					runtime.GC()
-					before := processCPU()
+					before := fx.ProcessCPU()
 					b.StartTimer()
 					removals, _ := Find(h, Options{UtilizationThreshold: 0.5})
 					b.StopTimer()
-					cpu += processCPU() - before
+					cpu += fx.ProcessCPU() - before
 					found = len(removals)
 					if found != want {
 						b.Fatalf("removable = %d, want %d", found, want)
@@ -86,13 +85,4 @@ func BenchmarkScaleDownClaims(b *testing.B) {
 			})
 		}
 	}
-}
-
-// processCPU is the CPU time (user and system) the process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

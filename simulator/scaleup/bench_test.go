@@ -2,7 +2,6 @@ package scaleup
 
 import (
 	"fmt"
-	"syscall"
 	"testing"
 	"time"
 
@@ -144,9 +143,9 @@ func BenchmarkScaleUpPlan(b *testing.B) {
 				}
 				p := newPlanner(b, snap, bc.groups()...)
 				b.StartTimer()
-				before := processCPU()
+				before := fx.ProcessCPU()
 				plan, err := p.Plan(pods)
-				cpu += processCPU() - before
+				cpu += fx.ProcessCPU() - before
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -165,15 +164,6 @@ func BenchmarkScaleUpPlan(b *testing.B) {
 			b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
 		})
 	}
-}
-
-// processCPU is the CPU time (user and system) the process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func first(n []NoScaleUp) any {
