@@ -79,7 +79,6 @@ func compatTable() []compatEntry {
 		{"min-replica-count", reject, "0", "draxr does not keep pods of small ReplicaSets from being evicted"},
 		{"blocking-system-pod-distruption-timeout", warn, "", "with --skip-nodes-with-system-pods, a kube-system pod without a PodDisruptionBudget always keeps its node; there is no timeout"},
 		{"node-delete-delay-after-taint", warn, "", "draxr deletes a node once its evicted pods are gone"},
-		{"scale-down-simulation-timeout", warn, "", perf},
 		{"force-ds", reject, "false", "draxr does not block a scale-up for DaemonSet pods that would not fit"},
 		{"dynamic-node-delete-delay-after-taint-enabled", warn, "", "draxr deletes a node once its evicted pods are gone"},
 		{"enable-provisioning-requests", reject, "false", provRq},

@@ -71,6 +71,7 @@ type scaleDownSafety struct {
 	scaleDownUnreadyTime              time.Duration
 	maxScaleDownParallelism           int
 	maxDrainParallelism               int
+	scaleDownSimulationTimeout        time.Duration
 }
 
 func (o *scaleDownSafety) addFlags(fs *pflag.FlagSet) {
@@ -89,9 +90,11 @@ func (o *scaleDownSafety) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.scaleDownUnreadyTime, "scale-down-unready-time", 20*time.Minute,
 		"how long a node must be unready before it is removed")
 	fs.IntVar(&o.maxScaleDownParallelism, "max-scale-down-parallelism", 10,
-		"maximum number of nodes (empty or needing a drain) removed at the same time")
+		"maximum number of nodes (empty or needing a drain) removed at the same time; with --scale-down-unneeded-time and --scan-interval it also bounds how many unneeded nodes a loop looks for, as in CA")
 	fs.IntVar(&o.maxDrainParallelism, "max-drain-parallelism", 1,
 		"maximum number of nodes needing a drain removed at the same time")
+	fs.DurationVar(&o.scaleDownSimulationTimeout, "scale-down-simulation-timeout", 30*time.Second,
+		"how long one loop may spend looking for removable nodes; the candidates left are looked at in a later loop")
 }
 
 func (o *scaleDownSafety) validate() error {
@@ -108,6 +111,8 @@ func (o *scaleDownSafety) validate() error {
 		return fmt.Errorf("--max-scale-down-parallelism must be >= 1, got %d", o.maxScaleDownParallelism)
 	case o.maxDrainParallelism < 1:
 		return fmt.Errorf("--max-drain-parallelism must be >= 1, got %d", o.maxDrainParallelism)
+	case o.scaleDownSimulationTimeout <= 0:
+		return fmt.Errorf("--scale-down-simulation-timeout must be positive, got %s", o.scaleDownSimulationTimeout)
 	}
 	return nil
 }

@@ -23,6 +23,7 @@ func TestScaleDownSafetyFlagDefaults(t *testing.T) {
 		"skip-nodes-with-local-storage": "true", "skip-nodes-with-system-pods": "true", "skip-nodes-with-custom-controller-pods": "true",
 		"max-graceful-termination-sec": "600", "scale-down-delay-after-delete": "0s", "scale-down-delay-after-failure": "3m0s",
 		"scale-down-unready-time": "20m0s", "max-scale-down-parallelism": "10", "max-drain-parallelism": "1",
+		"scale-down-simulation-timeout": "30s",
 	}
 	for name, def := range want {
 		f := fs.Lookup(name)
@@ -53,6 +54,7 @@ func TestScaleDownSafetyFlagValidation(t *testing.T) {
 		{"--scale-down-unready-time=-1s", "--scale-down-unready-time must be >= 0"},
 		{"--max-scale-down-parallelism=0", "--max-scale-down-parallelism must be >= 1"},
 		{"--max-drain-parallelism=0", "--max-drain-parallelism must be >= 1"},
+		{"--scale-down-simulation-timeout=0s", "--scale-down-simulation-timeout must be positive"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.arg, func(t *testing.T) {

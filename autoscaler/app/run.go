@@ -165,6 +165,7 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 			UtilizationThreshold: o.scaleDownUtilization, GpuUtilizationThreshold: &o.scaleDownGpuUtilization,
 			UtilizationIgnores: o.utilizationIgnores,
 			DelayAfterAdd:      o.scaleDownDelayAfterAdd,
+			SimulationTimeout:  o.scaleDownSimulationTimeout, ScanInterval: o.scanInterval,
 			ScaleDownActuation: o.scaleDownSafety.actuation()},
 		Recorder:        recorder,
 		DryRun:          o.dryRun,

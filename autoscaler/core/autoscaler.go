@@ -106,6 +106,12 @@ type ScaleDownConfig struct {
 	// CPU and memory utilization.
 	UtilizationIgnores scaledown.UtilizationIgnores
 	DelayAfterAdd      time.Duration
+	// SimulationTimeout bounds one loop's search for removable nodes
+	// (--scale-down-simulation-timeout, CA's 30s when zero); ScanInterval
+	// is the loop's period (10s when zero), which with
+	// MaxScaleDownParallelism and UnneededTime bounds how many unneeded
+	// nodes are worth finding (unneededLimit).
+	SimulationTimeout, ScanInterval time.Duration
 	ScaleDownActuation
 }
 

@@ -5,6 +5,7 @@
 package core
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sort"
@@ -74,6 +75,7 @@ func (a *Autoscaler) findScaleDown(ctx context.Context, st *clusterstate.State) 
 
 		ExpendablePodsPriorityCutoff: a.expendableCutoff(),
 		Ignore:                       a.cfg.ScaleDown.UtilizationIgnores,
+		Stop:                         a.earlyStop(findStart),
 	})
 	metrics.UpdateDurationFromStart(metrics.FunctionFindUnneeded, findStart)
 
@@ -140,6 +142,32 @@ func (a *Autoscaler) findScaleDown(ctx context.Context, st *clusterstate.State) 
 	f.due = due
 	f.unneededSet = unneeded
 	return f, nil
+}
+
+// earlyStop is CA's bound on one search for removable nodes. A loop
+// starts at most MaxScaleDownParallelism removals, so beyond the nodes
+// already unneeded, another such number is worth finding, plus as many
+// again in case some stop being unneeded. Nodes are removed only after
+// the unneeded time, which spans UnneededTime/ScanInterval loops: more
+// than that many loops' worth of removals cannot be acted on in time.
+func (a *Autoscaler) earlyStop(start time.Time) scaledown.EarlyStop {
+	sd := a.cfg.ScaleDown
+	n := sd.MaxScaleDownParallelism
+	interval := cmp.Or(sd.ScanInterval, 10*time.Second)
+	loops := int(max(sd.UnneededTime, interval) / interval)
+	limit := min(len(a.unneededSince)+2*n, n*loops+n)
+	timeout := cmp.Or(sd.SimulationTimeout, 30*time.Second)
+	previously := make(map[string]bool, len(a.unneededSince))
+	for node := range a.unneededSince {
+		previously[node] = true
+	}
+	return scaledown.EarlyStop{
+		MaxUnneeded: limit,
+		Reason: fmt.Sprintf("not simulated this loop: %d nodes found unneeded already, as many as --max-scale-down-parallelism %d lets the next loops remove",
+			limit, n),
+		Expired:    func() bool { return time.Since(start) > timeout },
+		Previously: previously,
+	}
 }
 
 // dueNode is a node to remove this loop.
@@ -263,7 +291,7 @@ func (a *Autoscaler) reportUnremovable(rejections []scaledown.Rejection) {
 	var kept []scaledown.Rejection
 	current := map[string]bool{}
 	for _, r := range rejections {
-		if r.Code == scaledown.NotUnderutilized {
+		if r.Code == scaledown.NotUnderutilized || r.Code == scaledown.NotEvaluated {
 			continue
 		}
 		kept = append(kept, r)

@@ -28,6 +28,7 @@ import (
 	"draxr.dev/draxr/cloudprovider/mocks"
 	"draxr.dev/draxr/simulator/drainability"
 	fx "draxr.dev/draxr/simulator/fixtures"
+	"draxr.dev/draxr/simulator/scaledown"
 )
 
 // sdEnv is a fake API server with CPU nodes of one mocked group "cpu"
@@ -459,5 +460,78 @@ func TestIgnoreDaemonSetsUtilization(t *testing.T) {
 				t.Fatalf("unneeded %v: want light unneeded %v", res.Unneeded, ignore)
 			}
 		})
+	}
+}
+
+// As CA's planner, a loop looks for no more unneeded nodes than the next
+// loops can remove: the ones found last loop plus twice
+// --max-scale-down-parallelism. The others are kept with that reason (no
+// NoScaleDown event: nothing keeps them), and last loop's unneeded nodes
+// are looked at first, so their unneeded time keeps running.
+func TestScaleDownStopsEarlyAsCA(t *testing.T) {
+	objs := []runtime.Object{cpuNode("keep"), rsPod("big", "keep", 5000)}
+	for _, n := range []string{"light-a", "light-b", "light-c", "light-d", "light-e"} {
+		objs = append(objs, cpuNode(n), rsPod("p-"+n, n, 500))
+	}
+	e := newSDEnv(t, ScaleDownActuation{MaxScaleDownParallelism: 1}, objs...)
+	e.a.cfg.ScaleDown.UnneededTime = 10 * time.Minute
+	explain := func() (unneeded, notEvaluated []string) {
+		t.Helper()
+		verdicts, err := e.a.ExplainScaleDown(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range verdicts {
+			switch {
+			case v.Verdict == scaledown.Unneeded:
+				unneeded = append(unneeded, v.Node)
+			case v.Code == scaledown.NotEvaluated:
+				if !strings.Contains(v.Reason, "--max-scale-down-parallelism 1") {
+					t.Errorf("%s: reason %q does not name the flag", v.Node, v.Reason)
+				}
+				notEvaluated = append(notEvaluated, v.Node)
+			}
+		}
+		return unneeded, notEvaluated
+	}
+	unneeded, skipped := explain()
+	if len(unneeded) != 2 || len(skipped) != 3 {
+		t.Fatalf("first loop: unneeded %v, not evaluated %v; want 2 and 3", unneeded, skipped)
+	}
+	first := map[string]time.Time{}
+	for _, n := range unneeded {
+		first[n] = e.a.unneededSince[n]
+	}
+	e.advance(10 * time.Second)
+	unneeded, skipped = explain()
+	if len(unneeded) != 4 || len(skipped) != 1 {
+		t.Fatalf("second loop: unneeded %v, not evaluated %v; want 4 and 1", unneeded, skipped)
+	}
+	for n, since := range first {
+		if got, ok := e.a.unneededSince[n]; !ok || !got.Equal(since) {
+			t.Errorf("%s: unneeded since %v, want %v kept from the first loop", n, got, since)
+		}
+	}
+	for _, ev := range events(e.recorder) {
+		if strings.Contains(ev, EventNoScaleDown) {
+			t.Errorf("event %q for a node only left unevaluated", ev)
+		}
+	}
+}
+
+// --scale-down-simulation-timeout ends the search: the candidates left
+// are kept with that reason.
+func TestScaleDownSimulationTimeout(t *testing.T) {
+	e := newSDEnv(t, ScaleDownActuation{}, cpuNode("keep"), rsPod("big", "keep", 5000),
+		cpuNode("light-a"), rsPod("a", "light-a", 500), cpuNode("light-b"), rsPod("b", "light-b", 500))
+	e.a.cfg.ScaleDown.SimulationTimeout = time.Nanosecond
+	verdicts, err := e.a.ExplainScaleDown(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range verdicts {
+		if strings.HasPrefix(v.Node, "light-") && (v.Code != scaledown.NotEvaluated || !strings.Contains(v.Reason, "--scale-down-simulation-timeout")) {
+			t.Errorf("%s: %s %s %q, want kept, not evaluated for the timeout", v.Node, v.Verdict, v.Code, v.Reason)
+		}
 	}
 }

@@ -64,6 +64,26 @@ type Options struct {
 	// Ignore leaves pods out of a node's CPU and memory utilization
 	// (--ignore-daemonsets-utilization, --ignore-mirror-pods-utilization).
 	Ignore UtilizationIgnores
+	// Stop ends the search early, as CA's planner does; the zero value
+	// evaluates every candidate.
+	Stop EarlyStop
+}
+
+// EarlyStop bounds one search as CA's scale-down planner does: once
+// enough nodes are found unneeded for the removals a loop can start,
+// simulating more is wasted, and a slow simulation must not hold up the
+// loop. Candidates found unneeded in the previous loop go first, so
+// those stay tracked across loops.
+type EarlyStop struct {
+	// MaxUnneeded: stop once this many removable nodes are found (0: no
+	// bound). Reason says why, for the nodes left unevaluated.
+	MaxUnneeded int
+	Reason      string
+	// Expired, when set, is asked before each candidate: true ends the
+	// search (--scale-down-simulation-timeout).
+	Expired func() bool
+	// Previously are last loop's unneeded nodes.
+	Previously map[string]bool
 }
 
 // UtilizationIgnores say which pods a node's CPU and memory utilization
@@ -83,6 +103,10 @@ const (
 	NotUnderutilized             = "NotUnderutilized"
 	NoPlaceToMovePods            = "NoPlaceToMovePods"
 	MinimalResourceLimitExceeded = "MinimalResourceLimitExceeded"
+	// NotEvaluated: the search stopped early (EarlyStop) before this
+	// candidate; it is evaluated again next loop. draxr's code: CA leaves
+	// such nodes out of its status.
+	NotEvaluated = "NotEvaluated"
 )
 
 // Removal is a node that can go, and where its pods would move.
@@ -137,13 +161,25 @@ func Find(h *harness.Harness, opts Options) ([]Removal, []Rejection) {
 		}
 		cands = append(cands, candidate{name, u})
 	}
-	sort.SliceStable(cands, func(i, j int) bool { return cands[i].util < cands[j].util })
+	prev := opts.Stop.Previously
+	sort.SliceStable(cands, func(i, j int) bool {
+		if pi, pj := prev[cands[i].name], prev[cands[j].name]; pi != pj {
+			return pi
+		}
+		return cands[i].util < cands[j].util
+	})
 
 	spare, amounts := minimums(h, opts)
 	groupRoom := maps.Clone(opts.GroupRoom)
 	d := newDrainer(h, opts)
 	var out []Removal
-	for _, c := range cands {
+	for i, c := range cands {
+		if why := opts.Stop.reached(len(out)); why != "" {
+			for _, skipped := range cands[i:] {
+				rejected = append(rejected, Rejection{Node: skipped.name, Code: NotEvaluated, Reason: why})
+			}
+			break
+		}
 		group := ""
 		if groupRoom != nil && opts.GroupOf != nil {
 			group = opts.GroupOf(c.name)
@@ -175,6 +211,17 @@ func Find(h *harness.Harness, opts Options) ([]Removal, []Rejection) {
 		out = append(out, Removal{Node: c.name, Utilization: c.util, Moves: moves})
 	}
 	return out, rejected
+}
+
+// reached says why the search stops before the next candidate, or "".
+func (s EarlyStop) reached(found int) string {
+	switch {
+	case s.MaxUnneeded > 0 && found >= s.MaxUnneeded:
+		return s.Reason
+	case s.Expired != nil && s.Expired():
+		return "not simulated this loop: the scale-down simulation ran out of --scale-down-simulation-timeout"
+	}
+	return ""
 }
 
 // drainer simulates draining candidates one after another in one

@@ -13,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -555,5 +556,41 @@ func TestFindMovesPodsSharingAClaimTogether(t *testing.T) {
 	}
 	if got := snap.AllocatedDeviceIDs().Len(); got != 7 {
 		t.Errorf("allocated devices = %d, want 7", got)
+	}
+}
+
+// An early stop keeps the search to MaxUnneeded removals, last loop's
+// unneeded nodes first whatever their use, and says of each candidate
+// left why it was not looked at; the snapshot holds only the chosen
+// removals.
+func TestFindStopsEarly(t *testing.T) {
+	h := spreadClusterWith(t, 4, 4, 6, 2, nil, func(pod *v1.Pod, node string) {
+		if node == "light-0005" {
+			pod.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse("2")
+		}
+	})
+	removals, rejections := Find(h, Options{UtilizationThreshold: 0.5, Stop: EarlyStop{
+		MaxUnneeded: 2, Reason: "enough found", Previously: map[string]bool{"light-0005": true}}})
+	var got []string
+	for _, r := range removals {
+		got = append(got, r.Node)
+	}
+	if strings.Join(got, ",") != "light-0005,light-0000" {
+		t.Fatalf("removals = %v, want light-0005 (unneeded last loop) then light-0000", got)
+	}
+	var skipped []string
+	for _, r := range rejections {
+		if r.Code == NotEvaluated {
+			if r.Reason != "enough found" {
+				t.Errorf("%s: reason %q", r.Node, r.Reason)
+			}
+			skipped = append(skipped, r.Node)
+		}
+	}
+	if len(skipped) != 4 {
+		t.Errorf("not evaluated = %v, want the 4 other light nodes", skipped)
+	}
+	if n := h.Snapshot().NodeCount(); n != 8 {
+		t.Errorf("nodes left in the snapshot = %d, want 8", n)
 	}
 }
