@@ -6,6 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -101,7 +102,44 @@ func (s *Snapshot) NodeCount() int { return len(s.nodeOrder) }
 
 // AddPod records a pod bound to pod.Spec.NodeName. The pod is stored as
 // given; callers hand over ownership.
-func (s *Snapshot) AddPod(pod *v1.Pod) error { return s.addPod(pod, nil) }
+func (s *Snapshot) AddPod(pod *v1.Pod) error {
+	info, ok := s.removedInfo[pod.UID]
+	if !ok {
+		return s.addPod(pod, nil)
+	}
+	delete(s.removedInfo, pod.UID)
+	if !sameRequestsAndTerms(info.Pod, pod) {
+		return s.addPod(pod, nil)
+	}
+	moved := *info // keeps the cached requests
+	moved.Pod = pod
+	return s.addPod(pod, &moved)
+}
+
+// sameRequestsAndTerms says whether the scheduler's pod info of a may
+// stand for b: what it computes from the pod (requests, overhead,
+// affinity terms; resized resources in the status) is the same.
+func sameRequestsAndTerms(a, b *v1.Pod) bool {
+	if a.Namespace != b.Namespace || len(a.Spec.Containers) != len(b.Spec.Containers) || len(a.Spec.InitContainers) != len(b.Spec.InitContainers) {
+		return false
+	}
+	for i := range a.Spec.Containers {
+		if !apiequality.Semantic.DeepEqual(a.Spec.Containers[i].Resources, b.Spec.Containers[i].Resources) {
+			return false
+		}
+	}
+	for i := range a.Spec.InitContainers {
+		ca, cb := &a.Spec.InitContainers[i], &b.Spec.InitContainers[i]
+		if !apiequality.Semantic.DeepEqual(ca.Resources, cb.Resources) || !apiequality.Semantic.DeepEqual(ca.RestartPolicy, cb.RestartPolicy) {
+			return false
+		}
+	}
+	return apiequality.Semantic.DeepEqual(a.Spec.Overhead, b.Spec.Overhead) &&
+		apiequality.Semantic.DeepEqual(a.Spec.Resources, b.Spec.Resources) &&
+		apiequality.Semantic.DeepEqual(a.Spec.Affinity, b.Spec.Affinity) &&
+		apiequality.Semantic.DeepEqual(a.Status.ContainerStatuses, b.Status.ContainerStatuses) &&
+		apiequality.Semantic.DeepEqual(a.Status.InitContainerStatuses, b.Status.InitContainerStatuses)
+}
 
 // AddPodLike is AddPod for a pod whose requests and inter-pod terms are
 // those of the placed pod like (a replica of it): the scheduler's
@@ -175,6 +213,12 @@ func (s *Snapshot) RemovePod(uid types.UID) error {
 	var before *framework.NodeInfo
 	if len(s.forkMarks) > 0 {
 		before = ni.SnapshotConcrete() // removal reorders pods; keep the exact prior view
+	}
+	for _, pi := range ni.Pods {
+		if info, ok := pi.(*framework.PodInfo); ok && info.Pod.UID == uid {
+			s.removedInfo[uid] = info
+			break
+		}
 	}
 	if err := ni.RemovePod(s.logger, ref.pod); err != nil {
 		return err

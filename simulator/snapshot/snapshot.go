@@ -32,6 +32,11 @@ type Snapshot struct {
 	lists     nodeLists
 
 	podsByUID map[types.UID]podRef
+	// removedInfo keeps the scheduler's pod info (requests computed) of
+	// pods removed, for when they are placed again: a drain simulation
+	// moves every pod it evicts, and computing a pod's requests is most of
+	// what adding it costs.
+	removedInfo map[types.UID]*framework.PodInfo
 
 	classes *classes.Index
 
@@ -70,6 +75,7 @@ func New() *Snapshot {
 		logger:       klog.Background(),
 		nodes:        map[string]*framework.NodeInfo{},
 		podsByUID:    map[types.UID]podRef{},
+		removedInfo:  map[types.UID]*framework.PodInfo{},
 		classes:      classes.NewIndex(),
 		slices:       map[string]*resourceapi.ResourceSlice{},
 		slicesByNode: map[string][]*resourceapi.ResourceSlice{},
