@@ -28,9 +28,15 @@ import (
 // resourceclaim controller generated from a template (owned by the pod,
 // named in its status). They need 4,000 / 8 = 500 new nodes. The same
 // cluster with pods asking example.com/gpu instead is what claim pods
-// should cost.
+// should cost. At CA's size and at ten times it.
 func BenchmarkRunOnceOwnClaims(b *testing.B) {
-	const nodes, pending, wantNodes = 500, 4000, 500
+	for _, nodes := range []int{500, 5000} {
+		runOnceOwnClaims(b, nodes)
+	}
+}
+
+func runOnceOwnClaims(b *testing.B, nodes int) {
+	pending, wantNodes := nodes*8, nodes
 	variants := []struct {
 		name string
 		objs func() []k8sruntime.Object
@@ -48,7 +54,7 @@ func BenchmarkRunOnceOwnClaims(b *testing.B) {
 			factory.Start(ctx.Done())
 			factory.WaitForCacheSync(ctx.Done())
 			defer func() { cancel(); factory.Shutdown() }()
-			provider, requested := benchProvider(b, 1000)
+			provider, requested := benchProvider(b, 2*nodes)
 			exp, err := expander.New("least-waste", nil, 1)
 			if err != nil {
 				b.Fatal(err)
