@@ -63,7 +63,7 @@ func ReadConfig(path string) (*Config, error) {
 func ParseConfig(data []byte) (*Config, error) {
 	var c Config
 	if err := yaml.UnmarshalStrict(data, &c); err != nil {
-		return nil, fmt.Errorf("not an externalgrpc cloud-config: %w", err)
+		return nil, fmt.Errorf("not an externalgrpc cloud-config: %s", yamlError(err))
 	}
 	if c.Address == "" {
 		return nil, errors.New("address is required (host:port of the provider service)")

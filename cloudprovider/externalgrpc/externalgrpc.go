@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -261,6 +262,9 @@ func mapError(method, groupID string, err error) error {
 		// The transport's reason (refused connection, failed handshake)
 		// is the message; say which side failed.
 		msg = "service unreachable: " + msg
+		if strings.Contains(msg, "tls:") || strings.Contains(msg, "x509:") {
+			msg += " (the TLS handshake failed: check cert, key and cacert in --cloud-config against the service's certificates)"
+		}
 	}
 	return &cloudprovider.Error{Class: cloudprovider.OtherErrorClass, Code: st.Code().String(), Err: fmt.Errorf("%s: %s", where, msg)}
 }

@@ -270,7 +270,7 @@ func ParseTemplateConfig(source string, data map[string]string) (*TemplateConfig
 		}
 		where := fmt.Sprintf("%s key %q", source, k)
 		if err := yaml.UnmarshalStrict([]byte(data[k]), &raw); err != nil {
-			return nil, fmt.Errorf("%s: want nodeGroup or nodeGroupRegexp, and resourceSlices: %w", where, err)
+			return nil, fmt.Errorf("%s: %s (want nodeGroup or nodeGroupRegexp, and resourceSlices)", where, yamlError(err))
 		}
 		if (raw.NodeGroup == "") == (raw.NodeGroupRegexp == "") {
 			return nil, fmt.Errorf("%s: exactly one of nodeGroup and nodeGroupRegexp is required", where)
@@ -346,4 +346,14 @@ func (p *Provider) readTemplateConfig(ctx context.Context) (*TemplateConfig, err
 		return nil, fmt.Errorf("%s: %w", source, err)
 	}
 	return ParseTemplateConfig(source, cm.Data)
+}
+
+// yamlError is a YAML decoding error without the decoder's layers of
+// prefixes.
+func yamlError(err error) string {
+	msg := err.Error()
+	for _, prefix := range []string{"error unmarshaling JSON: ", "while decoding JSON: ", "json: "} {
+		msg = strings.TrimPrefix(msg, prefix)
+	}
+	return msg
 }
