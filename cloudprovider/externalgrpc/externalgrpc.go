@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"sync"
@@ -40,6 +41,8 @@ const Name = "externalgrpc"
 type Options struct {
 	// Client reaches the provider service (Config.Dial).
 	Client protos.CloudProviderClient
+	// Conn, when set, is closed by Cleanup.
+	Conn io.Closer
 	// Timeout bounds each call; DefaultTimeout when 0.
 	Timeout time.Duration
 	// Kube reaches the cluster the nodes join: its Nodes and
@@ -195,10 +198,15 @@ func (p *Provider) NodeGroupForNode(node *v1.Node) (cloudprovider.NodeGroup, err
 	return g, nil
 }
 
-// Cleanup tells the service the autoscaler stops (CA calls it on exit).
+// Cleanup tells the service the autoscaler stops (CA calls it on exit)
+// and closes the connection.
 func (p *Provider) Cleanup(ctx context.Context) error {
 	_, err := call(ctx, p, p.opts.Client.Cleanup, &protos.CleanupRequest{})
-	return mapError("Cleanup", "", err)
+	err = mapError("Cleanup", "", err)
+	if p.opts.Conn != nil {
+		err = errors.Join(err, p.opts.Conn.Close())
+	}
+	return err
 }
 
 // GPULabel is the service's GPU label, asked once; "" when it cannot
