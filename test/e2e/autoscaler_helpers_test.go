@@ -114,10 +114,10 @@ func (e *env) autoscalerBinary(binary, nodeGroups string, extra ...string) (*pro
 		args = append(args, "--node-group-config="+nodeGroups)
 	}
 	args = append(append(args,
-		"--scheduler-config=" + filepath.Join(root, "scheduler/deploy/scheduler-config.yaml"),
+		"--scheduler-config="+filepath.Join(root, "scheduler/deploy/scheduler-config.yaml"),
 		"--scan-interval=1s", "--local-node-ready-delay=1s", "--local-slices-delay=1s",
 		"--scale-down-unneeded-time=2s", "--scale-down-delay-after-add=0s",
-		"--leader-elect=false", "--status-config-map-name=draxr-autoscaler-status-" + e.name,
+		"--leader-elect=false", "--status-config-map-name=draxr-autoscaler-status-"+e.name,
 		fmt.Sprintf("--address=127.0.0.1:%d", port), "--v=2",
 	), extra...)
 	p, err := cp.StartProcess("draxr-autoscaler-"+e.name, filepath.Join(bins, binary), args...)
