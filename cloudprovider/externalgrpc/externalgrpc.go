@@ -104,15 +104,15 @@ func call[Req, Resp any](ctx context.Context, p *Provider, rpc func(context.Cont
 // (its Refresh) and reads the groups and the cluster's nodes.
 func (p *Provider) Refresh(ctx context.Context) error {
 	if _, err := call(ctx, p, p.opts.Client.Refresh, &protos.RefreshRequest{}); err != nil {
-		return p.clear(ctx, mapError("Refresh", "", err))
+		return p.clear(mapError("Refresh", "", err))
 	}
 	res, err := call(ctx, p, p.opts.Client.NodeGroups, &protos.NodeGroupsRequest{})
 	if err != nil {
-		return p.clear(ctx, mapError("NodeGroups", "", err))
+		return p.clear(mapError("NodeGroups", "", err))
 	}
 	nodes, err := p.opts.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return p.clear(ctx, fmt.Errorf("externalgrpc provider: list nodes: %w", err))
+		return p.clear(fmt.Errorf("externalgrpc provider: list nodes: %w", err))
 	}
 	byProviderID := map[string]*v1.Node{}
 	for i := range nodes.Items {
@@ -124,7 +124,11 @@ func (p *Provider) Refresh(ctx context.Context) error {
 	byID := map[string]*group{}
 	for _, ng := range res.GetNodeGroups() {
 		if ng.GetId() == "" || byID[ng.GetId()] != nil {
-			return p.clear(ctx, fmt.Errorf("externalgrpc provider: NodeGroups returned a group with an empty or repeated id %q", ng.GetId()))
+			return p.clear(fmt.Errorf("externalgrpc provider: NodeGroups returned a group with an empty or repeated id %q", ng.GetId()))
+		}
+		if ng.GetMinSize() < 0 || ng.GetMaxSize() < ng.GetMinSize() {
+			return p.clear(fmt.Errorf("externalgrpc provider: NodeGroups: node group %s has minSize %d and maxSize %d; want 0 <= minSize <= maxSize",
+				ng.GetId(), ng.GetMinSize(), ng.GetMaxSize()))
 		}
 		g := &group{p: p, id: ng.GetId(), min: int(ng.GetMinSize()), max: int(ng.GetMaxSize())}
 		groups = append(groups, g)
@@ -141,7 +145,7 @@ func (p *Provider) Refresh(ctx context.Context) error {
 
 // clear forgets the last loop's answers, so that a failed Refresh never
 // leaves the loop acting on stale groups, and returns err.
-func (p *Provider) clear(_ context.Context, err error) error {
+func (p *Provider) clear(err error) error {
 	p.mu.Lock()
 	p.groups, p.byID, p.forNode = nil, map[string]*group{}, map[string]*group{}
 	p.mu.Unlock()

@@ -12,9 +12,12 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"draxr.dev/draxr/cloudprovider"
 	egrpc "draxr.dev/draxr/cloudprovider/externalgrpc"
+	"draxr.dev/draxr/cloudprovider/externalgrpc/protos"
+	"draxr.dev/draxr/cloudprovider/local"
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/nodegroup/capi"
@@ -272,5 +275,36 @@ func TestServiceErrors(t *testing.T) {
 				t.Fatalf("error %v, want class %s code %s with %q", err, tt.wantClass, tt.wantCode, tt.wantMsg)
 			}
 		})
+	}
+}
+
+// A group the service describes with impossible bounds fails the loop's
+// Refresh, naming the group and both bounds, and leaves no groups.
+func TestBadBoundsFromTheService(t *testing.T) {
+	bad := pool("upside-down", false)
+	bad.Spec.MinSize, bad.Spec.MaxSize = 3, 1
+	client := fake.NewClientset()
+	lp, err := local.New(local.Options{Client: client, Groups: []*nodegroup.NodeGroup{bad}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, stop, err := New(lp, Options{}).Start(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	conn, err := (&egrpc.Config{Address: addr}).Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.Close() }()
+	p, err := egrpc.New(egrpc.Options{Client: protos.NewCloudProviderClient(conn), Kube: client})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.Refresh(context.Background())
+	const want = "node group upside-down has minSize 3 and maxSize 1; want 0 <= minSize <= maxSize"
+	if err == nil || !strings.Contains(err.Error(), want) || len(p.NodeGroups()) != 0 {
+		t.Errorf("Refresh: %v, %d groups; want %q and none", err, len(p.NodeGroups()), want)
 	}
 }
