@@ -420,6 +420,11 @@ func instanceStatus(s *protos.InstanceStatus) *cloudprovider.InstanceStatus {
 	return out
 }
 
+// caNoOptions is how CA's example provider service answers for a group
+// its cloud provider gives no options (a plain error, not Unimplemented):
+// the defaults apply, as for Unimplemented, rather than an error each loop.
+const caNoOptions = "GetOptions not implemented"
+
 // GetOptions asks the service for the group's options over defaults.
 // Unimplemented (or no answer) means the defaults; a duration the
 // service leaves out keeps its default, and the options the protocol
@@ -435,6 +440,9 @@ func (g *group) GetOptions(defaults cloudprovider.NodeGroupOptions) (*cloudprovi
 			MaxNodeProvisionDuration:         durationpb.New(defaults.MaxNodeProvisionTime),
 		},
 	})
+	if st, ok := status.FromError(err); ok && st.Code() == codes.Unknown && st.Message() == caNoOptions {
+		return nil, fmt.Errorf("node group %s: %s: %w", g.id, caNoOptions, cloudprovider.ErrNotImplemented)
+	}
 	if err != nil {
 		return nil, mapError("NodeGroupGetOptions", g.id, err)
 	}

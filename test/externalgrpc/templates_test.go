@@ -249,6 +249,12 @@ func TestServiceErrors(t *testing.T) {
 				return err
 			},
 			wantNotImpl: true},
+		{name: "CA's service without options for the group", method: "NodeGroupGetOptions", fault: status.Error(codes.Unknown, "GetOptions not implemented"),
+			do: func(p cloudprovider.Provider) error {
+				_, err := p.NodeGroups()[0].GetOptions(cloudprovider.NodeGroupOptions{})
+				return err
+			},
+			wantNotImpl: true},
 		{name: "a failed Refresh", method: "NodeGroups", fault: status.Error(codes.Unavailable, "restarting"),
 			do: func(p cloudprovider.Provider) error {
 				err := p.Refresh(context.Background())
