@@ -131,5 +131,16 @@ func (c *Config) tlsConfig() (*tls.Config, error) {
 		return nil, fmt.Errorf("externalgrpc provider: cacert %s holds no PEM certificate", c.Cacert)
 	}
 	host, _, _ := net.SplitHostPort(c.Address)
-	return &tls.Config{ServerName: host, Certificates: []tls.Certificate{pair}, RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+	certFile := c.Cert
+	return &tls.Config{ServerName: host, RootCAs: pool, MinVersion: tls.VersionTLS12,
+		// Refuse in the handshake, with the reason, a certificate the
+		// service will not accept: under TLS 1.3 the service's own refusal
+		// arrives after the handshake and may surface as a bare broken
+		// pipe instead.
+		GetClientCertificate: func(req *tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			if err := req.SupportsCertificate(&pair); err != nil {
+				return nil, fmt.Errorf("client certificate %s is not one the service accepts: %w", certFile, err)
+			}
+			return &pair, nil
+		}}, nil
 }

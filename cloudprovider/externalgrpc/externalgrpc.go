@@ -274,7 +274,7 @@ func mapError(method, groupID string, err error) error {
 		// The transport's reason (refused connection, failed handshake)
 		// is the message; say which side failed.
 		msg = "service unreachable: " + msg
-		if strings.Contains(msg, "tls:") || strings.Contains(msg, "x509:") {
+		if strings.Contains(msg, "tls:") || strings.Contains(msg, "x509:") || strings.Contains(msg, "handshake") {
 			msg += " (the TLS handshake failed: check cert, key and cacert in --cloud-config against the service's certificates)"
 		}
 	}

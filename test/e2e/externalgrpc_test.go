@@ -167,7 +167,8 @@ func TestExternalGRPCWrongCertificateRefused(t *testing.T) {
 	e.replicaSet("train", 1, e.resource, 1)
 	const want = "externalgrpc provider: Refresh: service unreachable"
 	e.eventually(30*time.Second, "the refusal in the autoscaler's log", func() error {
-		if log := p.LogTail(20000); !strings.Contains(log, want) || !strings.Contains(log, "check cert, key and cacert in --cloud-config") {
+		if log := p.LogTail(20000); !strings.Contains(log, want) || !strings.Contains(log, "is not one the service accepts") ||
+			!strings.Contains(log, "check cert, key and cacert in --cloud-config") {
 			return fmt.Errorf("log lacks %q:\n%s", want, p.LogTail(2000))
 		}
 		return nil

@@ -63,7 +63,7 @@ func TestMutualTLS(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), "certificate") ||
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), "client certificate "+tt.cert+" is not one the service accepts") ||
 				cloudprovider.CodeOf(err) != "Unavailable" {
 				t.Fatalf("Refresh with a wrong certificate: %v; want %q about the certificate", err, tt.wantErr)
 			}
