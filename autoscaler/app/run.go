@@ -314,7 +314,8 @@ func newExternalGRPCProvider(o *options, client kubernetes.Interface) (cloudprov
 		return nil, err
 	}
 	return externalgrpc.New(externalgrpc.Options{Client: protos.NewCloudProviderClient(conn), Conn: conn, Timeout: c.Timeout(),
-		Kube: client, TemplateConfigMap: c.TemplateSlicesConfigMap, Taints: o.caOptions.taints()})
+		Kube: client, TemplateConfigMap: c.TemplateSlicesConfigMap, Taints: o.caOptions.taints(),
+		TemplateCacheExpiry: o.caOptions.nodeInfoCacheExpireTime})
 }
 
 // managementCluster is where the Cluster API objects live, chosen as CA

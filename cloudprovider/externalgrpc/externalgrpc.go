@@ -54,7 +54,11 @@ type Options struct {
 	// Taints says which taints of a member node its group's template
 	// leaves out (--startup-taint, --status-taint).
 	Taints taints.Config
-	Now    func() time.Time
+	// TemplateCacheExpiry is how long a template copied from a member
+	// serves its group once no member is fit to copy
+	// (--node-info-cache-expire-time); 0 keeps no copy.
+	TemplateCacheExpiry time.Duration
+	Now                 func() time.Time
 }
 
 // Provider implements cloudprovider.Provider over the service.
@@ -75,6 +79,9 @@ type Provider struct {
 	// without one; templateErr is why it could not be read.
 	templateSpecs *TemplateConfig
 	templateErr   error
+	// copied keeps each group's last template copied from a member
+	// (templates.go); groups that are gone are dropped at Refresh.
+	copied map[string]*copiedMember
 }
 
 var _ cloudprovider.Provider = &Provider{}
@@ -90,7 +97,8 @@ func New(opts Options) (*Provider, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Provider{opts: opts, byID: map[string]*group{}, forNode: map[string]*group{}, nodes: map[string]*v1.Node{}}, nil
+	return &Provider{opts: opts, byID: map[string]*group{}, forNode: map[string]*group{}, nodes: map[string]*v1.Node{},
+		copied: map[string]*copiedMember{}}, nil
 }
 
 // call runs one RPC under the per-call timeout.
@@ -139,6 +147,11 @@ func (p *Provider) Refresh(ctx context.Context) error {
 	p.mu.Lock()
 	p.groups, p.byID, p.forNode, p.nodes = groups, byID, map[string]*group{}, byProviderID
 	p.templateSpecs, p.templateErr = specs, specsErr
+	for id := range p.copied {
+		if byID[id] == nil {
+			delete(p.copied, id)
+		}
+	}
 	p.mu.Unlock()
 	return nil
 }

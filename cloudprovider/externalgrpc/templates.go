@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -26,7 +27,9 @@ import (
 	"draxr.dev/draxr/simulator/nodegroup/capi"
 )
 
-// Where a group's template slices came from, first found wins:
+// Where a group's template slices came from, first found wins (a
+// member's copy also serves, for TemplateCacheExpiry, loops in which no
+// member is fit to copy):
 const (
 	// SourceMember: a Ready member node's published slices, copied as the
 	// other providers copy them (nodegroup.CopySliceSpecs).
@@ -80,6 +83,14 @@ func (g *group) buildTemplate(ctx context.Context) *template {
 		if len(own) > 0 {
 			specs, source = nodegroup.CopySliceSpecs(own), SourceMember
 		}
+		p.remember(g.id, node, specs)
+	} else if c := p.recall(g.id); c != nil {
+		// No member fit to copy this loop (all unready, new or gone): the
+		// last copy serves, as CA's node info cache does.
+		node, specs = c.node, c.specs
+		if specs != nil {
+			source = SourceMember
+		}
 	}
 	if specs == nil {
 		p.mu.Lock()
@@ -131,6 +142,35 @@ func (g *group) buildTemplate(ctx context.Context) *template {
 	ng.Spec.ResourceSlices = specs
 	klog.FromContext(ctx).V(4).Info("Template", "nodeGroup", g.id, "slices", len(specs), "source", source)
 	return &template{group: ng, source: source}
+}
+
+// copiedMember is a group's template as copied from a member, and when.
+type copiedMember struct {
+	node   *v1.Node
+	specs  []resourceapi.ResourceSliceSpec
+	copied time.Time
+}
+
+func (p *Provider) remember(id string, node *v1.Node, specs []resourceapi.ResourceSliceSpec) {
+	if p.opts.TemplateCacheExpiry <= 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.copied[id] = &copiedMember{node: node, specs: specs, copied: p.opts.Now()}
+}
+
+// recall is the group's last copy while younger than
+// TemplateCacheExpiry, else nil.
+func (p *Provider) recall(id string) *copiedMember {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := p.copied[id]
+	if c == nil || p.opts.Now().Sub(c.copied) >= p.opts.TemplateCacheExpiry {
+		delete(p.copied, id)
+		return nil
+	}
+	return &copiedMember{node: c.node.DeepCopy(), specs: copySpecs(c.specs), copied: c.copied}
 }
 
 // member is a node of the group fit to copy as its template (as the

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -312,5 +313,56 @@ func TestBadBoundsFromTheService(t *testing.T) {
 	const want = "node group upside-down has minSize 3 and maxSize 1; want 0 <= minSize <= maxSize"
 	if err == nil || !strings.Contains(err.Error(), want) || len(p.NodeGroups()) != 0 {
 		t.Errorf("Refresh: %v, %d groups; want %q and none", err, len(p.NodeGroups()), want)
+	}
+}
+
+// A template copied from a member serves, for --node-info-cache-expire-time,
+// the loops in which no member is fit to copy (here: the member turned
+// unready and its driver's slices are gone); without the cache the
+// service's template, which has no slices, is all there is.
+func TestTemplateCopyOutlivesTheMember(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		expiry      time.Duration
+		wantDevices int
+	}{
+		{name: "kept", expiry: time.Hour, wantDevices: 3},
+		{name: "no cache", expiry: 0, wantDevices: 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			e := newEnv(t, []*nodegroup.NodeGroup{poolWithoutSlices("p", false)}, Options{}, egrpc.Options{TemplateCacheExpiry: tt.expiry},
+				member("p", "p-0", 3)...)
+			if _, got, err := e.p.NodeGroups()[0].TemplateNodeInfo(); err != nil || len(got) != 1 || len(got[0].Spec.Devices) != 3 {
+				t.Fatalf("template from the member: %d slices, %v", len(got), err)
+			}
+			n, err := e.client.CoreV1().Nodes().Get(ctx, "p-0", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n.Status.Conditions[0].Status = v1.ConditionFalse
+			if _, err := e.client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			slices, err := e.client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range slices.Items {
+				if err := e.client.ResourceV1().ResourceSlices().Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := e.p.Refresh(ctx); err != nil {
+				t.Fatal(err)
+			}
+			node, got, err := e.p.NodeGroups()[0].TemplateNodeInfo()
+			if err != nil || node == nil {
+				t.Fatalf("template: %v, %v", node, err)
+			}
+			if n, _ := devices(got); n != tt.wantDevices {
+				t.Errorf("template after the member went unready has %d devices, want %d", n, tt.wantDevices)
+			}
+		})
 	}
 }
