@@ -194,7 +194,7 @@ func (p *Provider) NodeGroupForNode(node *v1.Node) (cloudprovider.NodeGroup, err
 	}
 	res, err := call(context.Background(), p, p.opts.Client.NodeGroupForNode, &protos.NodeGroupForNodeRequest{Node: grpcNode(node)})
 	if err != nil {
-		return nil, mapError("NodeGroupForNode", "", fmt.Errorf("node %s: %w", node.Name, err))
+		return nil, mapError("NodeGroupForNode of node "+node.Name, "", err)
 	}
 	id := res.GetNodeGroup().GetId()
 	p.mu.Lock()
@@ -265,13 +265,6 @@ func mapError(method, groupID string, err error) error {
 		where += " of node group " + groupID
 	}
 	st, ok := status.FromError(err)
-	if !ok {
-		// The wrapped error (e.g. "node x: rpc error") keeps its status.
-		var se interface{ GRPCStatus() *status.Status }
-		if errors.As(err, &se) {
-			st, ok = se.GRPCStatus(), true
-		}
-	}
 	if !ok {
 		return fmt.Errorf("%s: %w", where, err)
 	}
