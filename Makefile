@@ -6,7 +6,7 @@ PKGS := ./...
 BENCH_COUNT ?= 6
 BENCH_PKGS ?= ./simulator/... ./autoscaler/...
 
-.PHONY: all build test test-unit test-race lint golangci-lint gofmt-check mocks mocks-check bench fmt vet example controlplane print-controlplane-dir cluster-up cluster-nodes cluster-down e2e-clusterapi fidelity e2e-bulk scheduler-perf images images-check manifests chart
+.PHONY: all build test test-unit test-race lint golangci-lint gofmt-check mocks mocks-check bench fmt vet example controlplane print-controlplane-dir cluster-up cluster-nodes cluster-down e2e-clusterapi fidelity e2e-bulk scheduler-perf images images-check manifests chart protos
 
 # Control-plane binaries for end-to-end tests, built from the go.mod
 # versions into an ignored cache folder; rebuilt only when versions change.
@@ -182,3 +182,18 @@ cluster-down:
 # Benchmarks: medians over BENCH_COUNT runs; compare with benchstat.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count $(BENCH_COUNT) $(BENCH_PKGS) | tee bench.out
+
+# The externalgrpc provider's Go code, generated from its .proto with
+# protoc (Debian: protobuf-compiler) and the protobuf and gRPC generators
+# (Go modules: protoc-gen-go at the go.mod version, protoc-gen-go-grpc at
+# PROTOC_GEN_GO_GRPC_VERSION). The generated files are committed; a test
+# checks them against the .proto when protoc is installed.
+PROTOC_GEN_GO_GRPC_VERSION = v1.5.1
+PROTO_DIR = cloudprovider/externalgrpc/protos
+protos:
+	@mkdir -p .cache/bin
+	$(GO) build -o .cache/bin/protoc-gen-go google.golang.org/protobuf/cmd/protoc-gen-go
+	GOBIN=$(abspath .cache/bin) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+	protoc --plugin=protoc-gen-go=.cache/bin/protoc-gen-go --plugin=protoc-gen-go-grpc=.cache/bin/protoc-gen-go-grpc \
+		-I $(PROTO_DIR) --go_out=$(PROTO_DIR) --go_opt=paths=source_relative \
+		--go-grpc_out=$(PROTO_DIR) --go-grpc_opt=paths=source_relative externalgrpc.proto

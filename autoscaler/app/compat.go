@@ -116,7 +116,7 @@ func compatTable() []compatEntry {
 		{"enable-graceful-degradation", warn, "", perf},
 		{"enable-inter-pod-affinity-hostname-fast-path", warn, "", "draxr's simulation runs the scheduler's plugins as kube-scheduler v1.37.2 ships them"},
 		{"cluster-snapshot-parallelism", warn, "", perf},
-		{"nodes", reject, "", "static <min>:<max>:<name> node groups are not supported: groups come from --node-group-config (local provider) or Cluster API annotations (--cloud-provider=clusterapi)"},
+		{"nodes", reject, "", "static <min>:<max>:<name> node groups are not supported: groups come from --node-group-config (local provider), Cluster API annotations (--cloud-provider=clusterapi) or the provider service (--cloud-provider=externalgrpc, which takes CA's --nodes)"},
 		{"allowed-scheduler-names", warn, "", "draxr plans only for pods of the scheduler configuration's profiles and of --bypassed-scheduler-names"},
 		{"drain-priority-config", reject, "", "draxr evicts a node's pods together and waits up to --max-graceful-termination-sec; priority-ordered eviction is not supported"},
 		{"scheduler-verbosity", warn, "", "the simulated scheduler logs at -v"},

@@ -8,6 +8,7 @@ import (
 
 	"draxr.dev/draxr/autoscaler/core"
 	"draxr.dev/draxr/cloudprovider/clusterapi"
+	"draxr.dev/draxr/cloudprovider/externalgrpc"
 	"draxr.dev/draxr/simulator/drainability"
 	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/scaledown"
@@ -30,8 +31,10 @@ type options struct {
 	schedulerConfig         string
 	cloudProvider           string
 	// cloudConfig (--cloud-config) is the clusterapi provider's management
-	// cluster kubeconfig; cloudConfigAuthoritative keeps an empty one from
-	// falling back to --kubeconfig (in-cluster instead), as in CA.
+	// cluster kubeconfig, or the externalgrpc provider's YAML (the
+	// service's address and TLS files); cloudConfigAuthoritative keeps an
+	// empty clusterapi one from falling back to --kubeconfig (in-cluster
+	// instead), as in CA.
 	cloudConfig              string
 	cloudConfigAuthoritative bool
 	localNodeReadyDelay      time.Duration
@@ -150,9 +153,12 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.scaleDownDelayAfterAdd, "scale-down-delay-after-add", 10*time.Minute, "how long after a scale-up scale-down resumes")
 	fs.StringArrayVar(&o.nodeGroupConfig, "node-group-config", nil, "file or folder of NodeGroup objects (draxr.dev/v1alpha1), repeatable")
 	fs.StringVar(&o.schedulerConfig, "scheduler-config", "", "the scheduler's KubeSchedulerConfiguration, so simulations place pods as it does")
-	fs.StringVar(&o.cloudProvider, "cloud-provider", "local", "cloud provider: local (nodes as API objects, for tests and demos) or clusterapi")
+	fs.StringVar(&o.cloudProvider, "cloud-provider", "local", "cloud provider: local (nodes as API objects, for tests and demos), clusterapi, "+
+		"or externalgrpc (a provider service speaking CA's externalgrpc protocol, e.g. CA's own for any cloud it supports; see docs/externalgrpc.md)")
 	fs.StringVar(&o.cloudConfig, "cloud-config", "", "clusterapi: kubeconfig of the management cluster (its Cluster API objects) when it is not the --kubeconfig cluster; "+
-		"without it, the --kubeconfig cluster (or in-cluster, with --clusterapi-cloud-config-authoritative)")
+		"without it, the --kubeconfig cluster (or in-cluster, with --clusterapi-cloud-config-authoritative). "+
+		"externalgrpc (required): CA's YAML file with the service's address, key, cert, cacert (mTLS) and grpc_timeout, "+
+		"and draxr's optional template_slices_config_map")
 	fs.BoolVar(&o.cloudConfigAuthoritative, "clusterapi-cloud-config-authoritative", false,
 		"clusterapi: an empty --cloud-config means the in-cluster configuration for the management cluster, never --kubeconfig")
 	fs.DurationVar(&o.localNodeReadyDelay, "local-node-ready-delay", 5*time.Second, "local provider: time until a new node is Ready")
@@ -210,7 +216,8 @@ func (o *options) validateCloudProvider() error {
 			return fmt.Errorf("--node-group-config is required: the local provider's NodeGroup objects")
 		}
 		if o.cloudConfig != "" || o.cloudConfigAuthoritative {
-			return fmt.Errorf("--cloud-config and --clusterapi-cloud-config-authoritative need --cloud-provider=%s; the local provider reads --node-group-config", clusterapi.Name)
+			return fmt.Errorf("--cloud-config and --clusterapi-cloud-config-authoritative need --cloud-provider=%s (--cloud-config also %s); the local provider reads --node-group-config",
+				clusterapi.Name, externalgrpc.Name)
 		}
 		if len(o.nodeGroupAutoDiscovery) > 0 {
 			return fmt.Errorf("--node-group-auto-discovery needs --cloud-provider=%s", clusterapi.Name)
@@ -222,8 +229,19 @@ func (o *options) validateCloudProvider() error {
 		if _, err := clusterapi.ParseAutoDiscovery(o.nodeGroupAutoDiscovery); err != nil {
 			return err
 		}
+	case externalgrpc.Name:
+		switch {
+		case o.cloudConfig == "":
+			return fmt.Errorf("--cloud-config is required with --cloud-provider=%s: the YAML file with the provider service's address (and TLS files)", externalgrpc.Name)
+		case len(o.nodeGroupConfig) > 0:
+			return fmt.Errorf("--node-group-config is for the local provider; the %s provider's service lists the node groups", externalgrpc.Name)
+		case len(o.nodeGroupAutoDiscovery) > 0:
+			return fmt.Errorf("--node-group-auto-discovery needs --cloud-provider=%s; give it to the %s provider service instead", clusterapi.Name, externalgrpc.Name)
+		case o.cloudConfigAuthoritative:
+			return fmt.Errorf("--clusterapi-cloud-config-authoritative needs --cloud-provider=%s", clusterapi.Name)
+		}
 	default:
-		return fmt.Errorf("--cloud-provider %q is not supported (supported: local, %s)", o.cloudProvider, clusterapi.Name)
+		return fmt.Errorf("--cloud-provider %q is not supported (supported: local, %s, %s)", o.cloudProvider, clusterapi.Name, externalgrpc.Name)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -36,6 +37,11 @@ func TestFlagValidation(t *testing.T) {
 		{[]string{"--cloud-provider=clusterapi", "--cloud-config=mgmt.kubeconfig", "--kubeconfig=workload.kubeconfig"}, ""},
 		{[]string{"--cloud-provider=clusterapi", "--clusterapi-cloud-config-authoritative", "--kubeconfig=workload.kubeconfig"}, ""},
 		{[]string{"--node-group-config=g.yaml", "--cloud-config=mgmt.kubeconfig"}, "--cloud-config and --clusterapi-cloud-config-authoritative need --cloud-provider=clusterapi"},
+		{[]string{"--cloud-provider=externalgrpc", "--cloud-config=cloud.yaml"}, ""},
+		{[]string{"--cloud-provider=externalgrpc"}, "--cloud-config is required with --cloud-provider=externalgrpc"},
+		{[]string{"--cloud-provider=externalgrpc", "--cloud-config=cloud.yaml", "--node-group-config=g.yaml"}, "--node-group-config is for the local provider"},
+		{[]string{"--cloud-provider=externalgrpc", "--cloud-config=cloud.yaml", "--node-group-auto-discovery=clusterapi:"}, "give it to the externalgrpc provider service instead"},
+		{[]string{"--cloud-provider=externalgrpc", "--cloud-config=cloud.yaml", "--clusterapi-cloud-config-authoritative"}, "--clusterapi-cloud-config-authoritative needs --cloud-provider=clusterapi"},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -140,6 +146,44 @@ func TestManagementCluster(t *testing.T) {
 			}
 			if same := client == kubernetes.Interface(workload); same != (tc.wantHost == workloadCfg.Host) {
 				t.Errorf("management client is the workload's: %v", same)
+			}
+		})
+	}
+}
+
+// With --cloud-provider=externalgrpc, --cloud-config is CA's YAML for the
+// provider service; a bad one stops the start naming the file and field.
+func TestExternalGRPCCloudConfig(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, data string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tests := []struct {
+		name, path, wantErr string
+	}{
+		{name: "CA's plaintext config", path: write("ok.yaml", "address: 127.0.0.1:8086\ngrpc_timeout: 3s\n")},
+		{name: "missing file", path: filepath.Join(dir, "nope.yaml"), wantErr: "externalgrpc provider: --cloud-config: open " + filepath.Join(dir, "nope.yaml")},
+		{name: "kubeconfig given by mistake", path: write("kubeconfig", "apiVersion: v1\nkind: Config\n"),
+			wantErr: "--cloud-config " + filepath.Join(dir, "kubeconfig") + `: not an externalgrpc cloud-config: unknown field "apiVersion"`},
+		{name: "missing TLS files", path: write("tls.yaml", "address: a:1\ncert: /nonexistent/c\nkey: /nonexistent/k\ncacert: /nonexistent/ca\n"),
+			wantErr: "externalgrpc provider: cert /nonexistent/c and key /nonexistent/k"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := &options{cloudProvider: "externalgrpc", cloudConfig: tc.path}
+			p, err := newProvider(o, &rest.Config{}, kubefake.NewClientset(), nil)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || p == nil {
+				t.Fatalf("provider %v, %v", p, err)
 			}
 		})
 	}

@@ -36,6 +36,8 @@ import (
 	"draxr.dev/draxr/autoscaler/health"
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/cloudprovider/clusterapi"
+	"draxr.dev/draxr/cloudprovider/externalgrpc"
+	"draxr.dev/draxr/cloudprovider/externalgrpc/protos"
 	"draxr.dev/draxr/cloudprovider/local"
 	"draxr.dev/draxr/scheduler/kubeversion"
 	"draxr.dev/draxr/simulator/expander"
@@ -140,6 +142,16 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 	if err != nil {
 		return err
 	}
+	if c, ok := provider.(interface{ Cleanup(context.Context) error }); ok {
+		// As CA on exit: the provider service may release what it holds.
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if err := c.Cleanup(cctx); err != nil {
+				logger.Error(err, "Provider cleanup")
+			}
+		}()
+	}
 	profile, err := loadProfile(o.schedulerConfig)
 	if err != nil {
 		return err
@@ -243,8 +255,11 @@ const localProviderQPS, localProviderBurst = 50, 100
 
 // newProvider builds the --cloud-provider's provider.
 func newProvider(o *options, cfg *rest.Config, client kubernetes.Interface, launcher local.Launcher) (cloudprovider.Provider, error) {
-	if o.cloudProvider == clusterapi.Name {
+	switch o.cloudProvider {
+	case clusterapi.Name:
 		return newClusterAPIProvider(o, cfg, client)
+	case externalgrpc.Name:
+		return newExternalGRPCProvider(o, client)
 	}
 	objs, err := input.LoadPaths(o.nodeGroupConfig)
 	if err != nil {
@@ -285,6 +300,23 @@ func newClusterAPIProvider(o *options, cfg *rest.Config, client kubernetes.Inter
 	}
 	return clusterapi.New(clusterapi.Options{Dynamic: dyn, Kube: mgmtClient, Workload: client, AutoDiscovery: o.nodeGroupAutoDiscovery,
 		Taints: o.caOptions.taints(), TemplateCacheExpiry: o.caOptions.nodeInfoCacheExpireTime})
+}
+
+// newExternalGRPCProvider: node groups are the provider service's; the
+// connection is opened lazily, so an unreachable service shows in the
+// loops' errors (and health), not as a failed start.
+func newExternalGRPCProvider(o *options, client kubernetes.Interface) (cloudprovider.Provider, error) {
+	c, err := externalgrpc.ReadConfig(o.cloudConfig)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := c.Dial()
+	if err != nil {
+		return nil, err
+	}
+	return externalgrpc.New(externalgrpc.Options{Client: protos.NewCloudProviderClient(conn), Conn: conn, Timeout: c.Timeout(),
+		Kube: client, TemplateConfigMap: c.TemplateSlicesConfigMap, Taints: o.caOptions.taints(),
+		TemplateCacheExpiry: o.caOptions.nodeInfoCacheExpireTime})
 }
 
 // managementCluster is where the Cluster API objects live, chosen as CA

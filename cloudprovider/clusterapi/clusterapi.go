@@ -429,7 +429,7 @@ func (p *Provider) build(ctx context.Context, res capi.Resource, instances []Mac
 func (p *Provider) nodeToCopy(ctx context.Context, res capi.Resource, instances []MachineInstance, nodes map[string]*v1.Node) (*capi.NodeCopy, error) {
 	now := p.opts.Now()
 	for _, in := range instances {
-		if n := nodes[in.ProviderID]; n != nil && goodTemplate(n, p.opts.Taints, now) {
+		if n := nodes[in.ProviderID]; n != nil && FitToCopy(n, p.opts.Taints, now) {
 			copyOf, err := p.copyNode(ctx, res, n)
 			if err != nil {
 				return nil, err
@@ -473,11 +473,11 @@ func (p *Provider) copyNode(ctx context.Context, res capi.Resource, n *v1.Node) 
 	return &capi.NodeCopy{Node: n, Slices: capi.SliceSpecs(ptrs), Taints: p.opts.Taints}, nil
 }
 
-// goodTemplate says whether a new node of the group will look like n, as
-// CA chooses: Ready, schedulable, not held back by a startup or condition
+// FitToCopy says whether a new node of n's group will look like n, as
+// CA chooses a template node: Ready for a minute, schedulable, not held back by a startup or condition
 // taint (a GPU driver still starting may not advertise its devices yet)
 // and not on its way out.
-func goodTemplate(n *v1.Node, tc taints.Config, now time.Time) bool {
+func FitToCopy(n *v1.Node, tc taints.Config, now time.Time) bool {
 	if !readyFor(n, templateStabilization, now) || n.DeletionTimestamp != nil || n.Spec.Unschedulable || tc.HoldsBack(n) {
 		return false
 	}

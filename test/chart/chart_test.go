@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"draxr.dev/draxr/autoscaler/app"
+	"draxr.dev/draxr/cloudprovider/externalgrpc"
 	"draxr.dev/draxr/simulator/harness"
 )
 
@@ -248,6 +250,16 @@ func TestBadValues(t *testing.T) {
 			"autoscaler.extraArgs.kubeconfig: the chart sets --kubeconfig from clusterAPIMode single-kubeconfig"},
 		"owned flag source": {map[string]any{"autoscaler": map[string]any{"extraArgs": map[string]any{"namespace": "x"}}},
 			"autoscaler.extraArgs.namespace: the chart sets --namespace from the release's namespace"},
+		"externalgrpc without address": {map[string]any{"cloudProvider": "externalgrpc"},
+			"autoscaler.externalGRPC.address: cloudProvider externalgrpc needs the provider service's host:port"},
+		"externalgrpc address without port": {map[string]any{"cloudProvider": "externalgrpc", "autoscaler": map[string]any{"externalGRPC": map[string]any{"address": "provider"}}},
+			"at '/autoscaler/externalGRPC/address'"},
+		"externalgrpc with node groups": {map[string]any{"cloudProvider": "externalgrpc",
+			"autoscaler": map[string]any{"nodeGroupsConfigMap": "x", "externalGRPC": map[string]any{"address": "p:1"}}},
+			"the externalgrpc provider's service lists the node groups"},
+		"externalgrpc cloud-config by hand": {map[string]any{"cloudProvider": "externalgrpc",
+			"autoscaler": map[string]any{"externalGRPC": map[string]any{"address": "p:1"}, "extraArgs": map[string]any{"cloud-config": "/x"}}},
+			"autoscaler.extraArgs.cloud-config: the chart sets --cloud-config from autoscaler.externalGRPC"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Render(Dir(root), "draxr", "kube-system", tc.values)
@@ -452,5 +464,43 @@ func TestAutoscalerDryRun(t *testing.T) {
 	}
 	if !grants(role, "coordination.k8s.io", "leases", "draxr-autoscaler-dry-run", "update") || grants(role, "coordination.k8s.io", "leases", "draxr-autoscaler", "update") {
 		t.Errorf("dry run: the Role must let it hold its own lease only: %+v", role)
+	}
+}
+
+// cloudProvider externalgrpc: the chart writes CA's cloud-config, which
+// draxr-autoscaler reads, mounts it and the TLS Secret, and passes it.
+func TestAutoscalerExternalGRPC(t *testing.T) {
+	docs := render(t, map[string]any{"cloudProvider": "externalgrpc", "autoscaler": map[string]any{"externalGRPC": map[string]any{
+		"address": "provider.kube-system.svc:8086", "tlsSecret": "client-tls", "grpcTimeout": "10s", "templateSlicesConfigMap": "gpu-ops/slices"}}})
+	_, args := container(t, mustFind(t, docs, "Deployment", "draxr-autoscaler"))
+	for _, w := range []string{"--cloud-provider=externalgrpc", "--cloud-config=/etc/draxr/externalgrpc/cloud-config.yaml"} {
+		if !slices.Contains(args, w) {
+			t.Errorf("args lack %s: %v", w, args)
+		}
+	}
+	cm := mustFind(t, docs, "ConfigMap", "draxr-autoscaler-externalgrpc")
+	data, _, _ := unstructured.NestedString(cm.Object, "data", "cloud-config.yaml")
+	c, err := externalgrpc.ParseConfig([]byte(data))
+	if err != nil {
+		t.Fatalf("the chart's cloud-config is refused: %v\n%s", err, data)
+	}
+	if c.Address != "provider.kube-system.svc:8086" || c.Cert != "/etc/draxr/externalgrpc-tls/tls.crt" || c.Key != "/etc/draxr/externalgrpc-tls/tls.key" ||
+		c.Cacert != "/etc/draxr/externalgrpc-tls/ca.crt" || c.Timeout() != 10*time.Second || c.TemplateSlicesConfigMap != "gpu-ops/slices" {
+		t.Errorf("cloud-config %+v", c)
+	}
+	dep := mustFind(t, docs, "Deployment", "draxr-autoscaler")
+	vols, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "volumes")
+	found := false
+	for _, v := range vols {
+		if name, _, _ := unstructured.NestedString(v.(map[string]any), "secret", "secretName"); name == "client-tls" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("the TLS Secret client-tls is not a volume: %v", vols)
+	}
+	role := mustFind(t, docs, "Role", "draxr-autoscaler-externalgrpc-templates")
+	if role.GetNamespace() != "gpu-ops" || !grants(rules(t, role), "", "configmaps", "slices", "get") || grants(rules(t, role), "", "configmaps", "other", "get") {
+		t.Errorf("template ConfigMap Role in %s: %+v; want get on gpu-ops/slices alone", role.GetNamespace(), rules(t, role))
 	}
 }

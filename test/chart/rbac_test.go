@@ -17,7 +17,7 @@ import (
 // release's namespace; "templates": the Roles of
 // autoscaler.clusterAPI.configMapNamespaces), justified by call in file.
 type use struct {
-	side                   string // workload (every provider), local, clusterapi
+	side                   string // workload (every provider), local, clusterapi, externalgrpc
 	scope                  string
 	group, resource, verbs string // verbs space-separated
 	file, call             string
@@ -36,12 +36,15 @@ func autoscalerUses() []use {
 		local     = "cloudprovider/local/local.go"
 		lifecycle = "cloudprovider/local/lifecycle.go"
 		capi      = "cloudprovider/clusterapi/clusterapi.go"
+		egrpc     = "cloudprovider/externalgrpc/externalgrpc.go"
+		egrpcTmpl = "cloudprovider/externalgrpc/templates.go"
 	)
 	return []use{
 		{"workload", "cluster", "", "nodes", "list watch", informers, "f.Core().V1().Nodes().Lister()"},
 		{"workload", "cluster", "", "nodes", "get", taint, ".CoreV1().Nodes().Get(ctx, nodeName"},
 		{"workload", "cluster", "", "nodes", "update", taint, ".CoreV1().Nodes().Update(ctx, node"},
 		{"workload", "cluster", "", "nodes", "list", capi, "p.opts.Workload.CoreV1().Nodes().List(ctx"},
+		{"workload", "cluster", "", "nodes", "list", egrpc, "p.opts.Kube.CoreV1().Nodes().List(ctx"},
 		{"workload", "cluster", "", "pods", "list watch", informers, "f.Core().V1().Pods().Lister()"},
 		{"workload", "cluster", "", "pods", "get", drain, ".CoreV1().Pods(p.Namespace).Get(ctx, p.Name"},
 		{"workload", "cluster", "", "pods/eviction", "create", drain, ".PolicyV1().Evictions(p.Namespace).Evict(ctx, ev)"},
@@ -52,6 +55,7 @@ func autoscalerUses() []use {
 		{"workload", "cluster", "policy", "poddisruptionbudgets", "list watch", state, "f.Policy().V1().PodDisruptionBudgets().Lister()"},
 		{"workload", "cluster", "resource.k8s.io", "resourceslices", "list watch", informers, "r.ResourceSlices().Lister()"},
 		{"workload", "cluster", "resource.k8s.io", "resourceslices", "list", capi, "p.opts.Workload.ResourceV1().ResourceSlices().List(ctx"},
+		{"workload", "cluster", "resource.k8s.io", "resourceslices", "list", egrpcTmpl, "p.opts.Kube.ResourceV1().ResourceSlices().List(ctx"},
 		{"workload", "cluster", "resource.k8s.io", "deviceclasses", "list watch", informers, "r.DeviceClasses().Lister()"},
 		{"workload", "cluster", "resource.k8s.io", "resourceclaims", "list watch", informers, "r.ResourceClaims().Lister()"},
 		{"workload", "cluster", "resource.k8s.io", "resourceclaimtemplates", "list watch", informers, "r.ResourceClaimTemplates().Lister()"},
@@ -89,6 +93,9 @@ func autoscalerUses() []use {
 		{"clusterapi", "cluster", "infrastructure.cluster.x-k8s.io", "*", "get", capi,
 			"p.opts.Dynamic.Resource(mapping.Resource).Namespace(res.Namespace).Get(ctx, ref.Name"},
 		{"clusterapi", "templates", "", "configmaps", "get", capi, "p.opts.Kube.CoreV1().ConfigMaps(ns).Get(ctx, name"},
+		// The externalgrpc provider's template ConfigMap, by a Role in its
+		// namespace limited to it.
+		{"externalgrpc", "templates", "", "configmaps", "get", egrpcTmpl, "p.opts.Kube.CoreV1().ConfigMaps(ns).Get(ctx, name"},
 	}
 }
 
@@ -154,7 +161,7 @@ func TestRBACCodeCallsAreUses(t *testing.T) {
 		}
 	}
 	var files []string
-	for _, dir := range []string{"autoscaler/app", "autoscaler/core", "autoscaler/clusterstate", "cloudprovider/local", "cloudprovider/clusterapi"} {
+	for _, dir := range []string{"autoscaler/app", "autoscaler/core", "autoscaler/clusterstate", "cloudprovider/local", "cloudprovider/clusterapi", "cloudprovider/externalgrpc"} {
 		m, err := filepath.Glob(filepath.Join(root, dir, "*.go"))
 		if err != nil {
 			t.Fatal(err)
@@ -259,7 +266,12 @@ func TestRBACIsTheCodesUses(t *testing.T) {
 			[]string{"clusterapi"}, []string{"t"}},
 		{"kubeconfig-kubeconfig", map[string]any{"clusterAPIMode": "kubeconfig-kubeconfig"}, nil, nil},
 		{"single-kubeconfig", map[string]any{"clusterAPIMode": "single-kubeconfig"}, nil, nil},
-		{"plain manifests", PlainValues(), []string{"workload", "local", "clusterapi"}, nil},
+		{"externalgrpc", map[string]any{"cloudProvider": "externalgrpc", "autoscaler": map[string]any{"externalGRPC": map[string]any{"address": "p:8086"}}},
+			[]string{"workload", "externalgrpc"}, nil},
+		{"externalgrpc, template ConfigMap", map[string]any{"autoscaler": map[string]any{"cloudProvider": "externalgrpc",
+			"externalGRPC": map[string]any{"address": "p:8086", "templateSlicesConfigMap": "gpu-ops/slices"}}},
+			[]string{"workload", "externalgrpc"}, []string{"gpu-ops"}},
+		{"plain manifests", PlainValues(), []string{"workload", "local", "clusterapi", "externalgrpc"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, ns := renderedGrants(t, render(t, tc.values))

@@ -108,14 +108,18 @@ func (e *env) autoscalerBinary(binary, nodeGroups string, extra ...string) (*pro
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	args := append([]string{
-		"--kubeconfig=" + kubeconfig, "--node-group-config=" + nodeGroups,
-		"--scheduler-config=" + filepath.Join(root, "scheduler/deploy/scheduler-config.yaml"),
+	args := []string{"--kubeconfig=" + kubeconfig}
+	if nodeGroups != "" {
+		// Empty for providers that do not read NodeGroup files.
+		args = append(args, "--node-group-config="+nodeGroups)
+	}
+	args = append(append(args,
+		"--scheduler-config="+filepath.Join(root, "scheduler/deploy/scheduler-config.yaml"),
 		"--scan-interval=1s", "--local-node-ready-delay=1s", "--local-slices-delay=1s",
 		"--scale-down-unneeded-time=2s", "--scale-down-delay-after-add=0s",
-		"--leader-elect=false", "--status-config-map-name=draxr-autoscaler-status-" + e.name,
+		"--leader-elect=false", "--status-config-map-name=draxr-autoscaler-status-"+e.name,
 		fmt.Sprintf("--address=127.0.0.1:%d", port), "--v=2",
-	}, extra...)
+	), extra...)
 	p, err := cp.StartProcess("draxr-autoscaler-"+e.name, filepath.Join(bins, binary), args...)
 	if err != nil {
 		e.t.Fatal(err)

@@ -490,15 +490,21 @@ func (r Resource) TemplateSlices(configMapData map[string]string) ([]resourceapi
 	if err != nil || n < 0 {
 		return nil, r.annotationErr(GPUCountAnnotation, fmt.Errorf("%q is not a non-negative integer", count))
 	}
-	// CA's synthetic slice: devices gpu-0..gpu-(n-1) with type "gpu".
+	return []resourceapi.ResourceSliceSpec{SyntheticSlice(driver, int(n))}, nil
+}
+
+// SyntheticSlice is CA's stand-in for the slice a GPU node's driver will
+// publish when nothing better describes it: n devices gpu-0..gpu-(n-1)
+// of driver, each with the attribute type "gpu".
+func SyntheticSlice(driver string, n int) resourceapi.ResourceSliceSpec {
 	spec := resourceapi.ResourceSliceSpec{Driver: driver}
-	for i := range int(n) {
+	for i := range n {
 		spec.Devices = append(spec.Devices, resourceapi.Device{
 			Name:       "gpu-" + strconv.Itoa(i),
 			Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"type": {StringValue: ptr.To("gpu")}},
 		})
 	}
-	return []resourceapi.ResourceSliceSpec{spec}, nil
+	return spec
 }
 
 // ParseSliceSpecs reads a YAML or JSON list of ResourceSliceSpecs,
@@ -566,7 +572,7 @@ func Build(r Resource, configMapData map[string]string, member *NodeCopy) (*Node
 		return nil, err
 	}
 	if member != nil && member.Node != nil {
-		node = sanitize(member.Node, r.NodeNamePrefix(), member.Taints)
+		node = Sanitize(member.Node, r.NodeNamePrefix(), member.Taints)
 		if len(member.Slices) > 0 {
 			slices = member.Slices
 		}
@@ -597,10 +603,11 @@ type NodeCopy struct {
 	Taints taints.Config
 }
 
-// sanitize keeps what a copy of a live node shares with a new one:
+// Sanitize keeps what a copy of a live node shares with a new one:
 // labels (but its hostname), taints, capacity and allocatable; CA's own
-// taints and those it drops from templates go.
-func sanitize(n *v1.Node, prefix string, tc taints.Config) *v1.Node {
+// taints and those it drops from templates go. The copy is named
+// prefix-template.
+func Sanitize(n *v1.Node, prefix string, tc taints.Config) *v1.Node {
 	out := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: prefix + "-template", Labels: map[string]string{}}}
 	for k, v := range n.Labels {
 		if k != v1.LabelHostname {
