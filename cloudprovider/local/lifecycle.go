@@ -9,6 +9,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	nodeutil "k8s.io/component-helpers/node/util"
+
+	"draxr.dev/draxr/cloudprovider/apinodes"
 )
 
 // advance moves a node one step: Ready once NodeReadyDelay has passed
@@ -95,13 +97,8 @@ func (g *group) publishSlices(ctx context.Context, n *v1.Node) error {
 		return nil
 	}
 	_, slices := g.cfg.NewNode(n.Name)
-	for _, s := range slices {
-		s.UID = ""
-		s.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: n.Name, UID: n.UID}}
-		_, err := g.p.opts.Client.ResourceV1().ResourceSlices().Create(ctx, s, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("node %s: publish ResourceSlice %s: %w", n.Name, s.Name, err)
-		}
+	if err := apinodes.PublishSlices(ctx, g.p.opts.Client, n, slices); err != nil {
+		return err
 	}
 	g.p.mu.Lock()
 	g.p.published[publishedKey(n)] = true

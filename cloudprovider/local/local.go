@@ -20,12 +20,11 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 
 	"draxr.dev/draxr/cloudprovider"
+	"draxr.dev/draxr/cloudprovider/apinodes"
 	"draxr.dev/draxr/simulator/nodegroup"
 )
 
@@ -227,27 +226,8 @@ func (g *group) IncreaseSize(ctx context.Context, delta int) error {
 		}
 		return nil
 	}
-	// One API round trip per node: created one by one, a 600-pod scale-up
-	// took most of a loop, so nodes are created a bounded number at a time.
-	errs := make([]error, len(names))
-	sem := make(chan struct{}, createParallelism)
-	var wg sync.WaitGroup
-	for i, name := range names {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			errs[i] = g.createNode(ctx, name)
-		}()
-	}
-	wg.Wait()
-	// Every failed node is named; the nodes that were created stay and
-	// count towards the target size.
-	return errors.Join(errs...)
+	return apinodes.For(ctx, names, g.createNode)
 }
-
-// createParallelism bounds the Node creations IncreaseSize runs at once.
-const createParallelism = 16
 
 func (g *group) providerID(name string) string { return ProviderIDPrefix + g.cfg.Name + "/" + name }
 
@@ -255,14 +235,13 @@ func (g *group) providerID(name string) string { return ProviderIDPrefix + g.cfg
 // Refresh moves it along.
 func (g *group) createNode(ctx context.Context, name string) error {
 	node, _ := g.cfg.NewNode(name)
-	node.UID = ""
 	node.Spec.ProviderID = g.providerID(name)
 	node.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionFalse, Reason: "Provisioning",
 		LastTransitionTime: metav1.NewTime(g.p.opts.Now())}}
 	status := node.Status
-	created, err := g.p.opts.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	created, err := apinodes.CreateNode(ctx, g.p.opts.Client, g.cfg.Name, node)
 	if err != nil {
-		return fmt.Errorf("node group %s: create node %s: %w", g.cfg.Name, name, err)
+		return err
 	}
 	created.Status = status
 	if _, err := g.p.opts.Client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
@@ -332,23 +311,8 @@ func (g *group) DeleteNodes(ctx context.Context, nodes []*v1.Node) error {
 				return fmt.Errorf("node %s: stop machine: %w", n.Name, err)
 			}
 		}
-		err := c.ResourceV1().ResourceSlices().DeleteCollection(ctx, metav1.DeleteOptions{},
-			metav1.ListOptions{FieldSelector: resourceapi.ResourceSliceSelectorNodeName + "=" + n.Name})
-		if err != nil {
-			return fmt.Errorf("node %s: delete slices: %w", n.Name, err)
-		}
-		pods, err := c.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + n.Name})
-		if err != nil {
-			return fmt.Errorf("node %s: list pods: %w", n.Name, err)
-		}
-		for _, pod := range pods.Items {
-			err := c.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
-			if err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("node %s: delete pod %s/%s: %w", n.Name, pod.Namespace, pod.Name, err)
-			}
-		}
-		if err := c.CoreV1().Nodes().Delete(ctx, n.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("node %s: delete: %w", n.Name, err)
+		if err := apinodes.Delete(ctx, c, n.Name); err != nil {
+			return err
 		}
 	}
 	return nil
