@@ -329,4 +329,3 @@ func TestBadInput(t *testing.T) {
 		})
 	}
 }
-
