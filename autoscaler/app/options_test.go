@@ -36,6 +36,11 @@ func TestFlagValidation(t *testing.T) {
 		{[]string{"--cloud-provider=clusterapi", "--cloud-config=mgmt.kubeconfig", "--kubeconfig=workload.kubeconfig"}, ""},
 		{[]string{"--cloud-provider=clusterapi", "--clusterapi-cloud-config-authoritative", "--kubeconfig=workload.kubeconfig"}, ""},
 		{[]string{"--node-group-config=g.yaml", "--cloud-config=mgmt.kubeconfig"}, "--cloud-config and --clusterapi-cloud-config-authoritative need --cloud-provider=clusterapi"},
+		{[]string{"--cloud-provider=kwok"}, ""},
+		{[]string{"--cloud-provider=kwok", "--node-group-config=g.yaml"}, "the kwok provider reads node groups from its ConfigMap kwok-provider-config"},
+		{[]string{"--cloud-provider=kwok", "--cloud-config=mgmt.kubeconfig"}, "--cloud-config and --clusterapi-cloud-config-authoritative need --cloud-provider=clusterapi"},
+		{[]string{"--cloud-provider=kwok", "--node-group-auto-discovery=clusterapi:"}, "--node-group-auto-discovery needs --cloud-provider=clusterapi"},
+		{[]string{"--cloud-provider=gce"}, `--cloud-provider "gce" is not supported (supported: local, kwok, clusterapi)`},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
