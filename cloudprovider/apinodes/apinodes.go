@@ -19,6 +19,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+
+	"draxr.dev/draxr/cloudprovider"
+	"draxr.dev/draxr/simulator/nodegroup"
 )
 
 // Parallelism bounds the API round trips For runs at once: created one
@@ -100,4 +103,25 @@ func Delete(ctx context.Context, c kubernetes.Interface, name string) error {
 		return fmt.Errorf("node %s: delete: %w", name, err)
 	}
 	return nil
+}
+
+// Group is what a group of Node-object machines answers from its
+// NodeGroup description alone (bounds, identity, option overrides); the
+// providers' groups embed it.
+type Group struct {
+	Cfg *nodegroup.NodeGroup
+	// Options are the group's autoscaling-options-* annotations.
+	Options nodegroup.Options
+}
+
+func (g *Group) Id() string   { return g.Cfg.Name }
+func (g *Group) MinSize() int { return g.Cfg.Spec.MinSize }
+func (g *Group) MaxSize() int { return g.Cfg.Spec.MaxSize }
+
+// GetOptions is defaults with the group's overrides, read from its
+// annotations as the Cluster API provider reads a MachineDeployment's
+// cluster.x-k8s.io/autoscaling-options-*.
+func (g *Group) GetOptions(defaults cloudprovider.NodeGroupOptions) (*cloudprovider.NodeGroupOptions, error) {
+	o := defaults.WithOverrides(g.Options)
+	return &o, nil
 }

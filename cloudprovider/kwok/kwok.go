@@ -31,7 +31,6 @@ import (
 
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/cloudprovider/apinodes"
-	"draxr.dev/draxr/simulator/nodegroup"
 )
 
 // Name is the provider's --cloud-provider name.
@@ -168,7 +167,7 @@ func (p *Provider) NodeGroupForNode(node *v1.Node) (cloudprovider.NodeGroup, err
 	}
 	name := groupName(node, p.by)
 	for _, g := range p.groups {
-		if g.cfg.Name == name {
+		if g.Cfg.Name == name {
 			return g, nil
 		}
 	}
@@ -217,14 +216,14 @@ func (p *Provider) Refresh(ctx context.Context) error {
 		return nil
 	}
 	for _, g := range p.groups {
-		if len(g.cfg.Spec.ResourceSlices) == 0 {
+		if len(g.Cfg.Spec.ResourceSlices) == 0 {
 			continue
 		}
-		for _, n := range byGroup[g.cfg.Name] {
+		for _, n := range byGroup[g.Cfg.Name] {
 			if n.DeletionTimestamp != nil || g.hasSlices(n) {
 				continue
 			}
-			_, slices := g.cfg.NewNode(n.Name)
+			_, slices := g.Cfg.NewNode(n.Name)
 			if err := apinodes.PublishSlices(ctx, p.opts.Client, n, slices); err != nil {
 				return err
 			}
@@ -253,41 +252,29 @@ func (p *Provider) names(group string) map[string]*v1.Node {
 }
 
 type group struct {
-	p       *Provider
-	cfg     *nodegroup.NodeGroup
-	options nodegroup.Options
+	apinodes.Group
+	p *Provider
 }
-
-func (g *group) Id() string   { return g.cfg.Name }
-func (g *group) MinSize() int { return g.cfg.Spec.MinSize }
-func (g *group) MaxSize() int { return g.cfg.Spec.MaxSize }
 
 // TargetSize counts the group's Node objects: a node exists as soon as
 // it is asked for.
-func (g *group) TargetSize() (int, error) { return len(g.p.names(g.cfg.Name)), nil }
-
-// GetOptions: the template node's autoscaling-options-* annotations, as
-// the other providers read them from their groups.
-func (g *group) GetOptions(defaults cloudprovider.NodeGroupOptions) (*cloudprovider.NodeGroupOptions, error) {
-	o := defaults.WithOverrides(g.options)
-	return &o, nil
-}
+func (g *group) TargetSize() (int, error) { return len(g.p.names(g.Cfg.Name)), nil }
 
 // IncreaseSize creates delta nodes named <group>-<5 random characters>
 // (as CA) with their slices; nodes created before a failure stay and
 // count.
 func (g *group) IncreaseSize(ctx context.Context, delta int) error {
 	if delta <= 0 {
-		return fmt.Errorf("node group %s: size increase must be positive, got %d", g.cfg.Name, delta)
+		return fmt.Errorf("node group %s: size increase must be positive, got %d", g.Cfg.Name, delta)
 	}
-	current := g.p.names(g.cfg.Name)
-	if len(current)+delta > g.cfg.Spec.MaxSize {
-		return cloudprovider.MaxSizeExceeded(g.cfg.Name, len(current), delta, g.cfg.Spec.MaxSize)
+	current := g.p.names(g.Cfg.Name)
+	if len(current)+delta > g.Cfg.Spec.MaxSize {
+		return cloudprovider.MaxSizeExceeded(g.Cfg.Name, len(current), delta, g.Cfg.Spec.MaxSize)
 	}
 	names := make([]string, 0, delta)
 	taken := map[string]bool{}
 	for len(names) < delta {
-		name := g.cfg.Name + "-" + rand.String(5)
+		name := g.Cfg.Name + "-" + rand.String(5)
 		if _, ok := current[name]; ok || taken[name] {
 			continue
 		}
@@ -298,17 +285,17 @@ func (g *group) IncreaseSize(ctx context.Context, delta int) error {
 }
 
 func (g *group) createNode(ctx context.Context, name string) error {
-	node, slices := g.cfg.NewNode(name)
+	node, slices := g.Cfg.NewNode(name)
 	node.Spec.ProviderID = ProviderIDPrefix + name
 	// kwok's node-initialize stage fills in the conditions: the node is
 	// NotReady until the kwok controller takes it up.
 	node.Status.Conditions = nil
-	created, err := apinodes.CreateNode(ctx, g.p.opts.Client, g.cfg.Name, node)
+	created, err := apinodes.CreateNode(ctx, g.p.opts.Client, g.Cfg.Name, node)
 	if err != nil {
 		return err
 	}
 	g.p.mu.Lock()
-	g.p.created[name] = pending{group: g.cfg.Name, at: g.p.opts.Now()}
+	g.p.created[name] = pending{group: g.Cfg.Name, at: g.p.opts.Now()}
 	g.p.mu.Unlock()
 	return apinodes.PublishSlices(ctx, g.p.opts.Client, created, slices)
 }
@@ -317,32 +304,32 @@ func (g *group) createNode(ctx context.Context, name string) error {
 // is never an unregistered node to give up.
 func (g *group) DecreaseTargetSize(_ context.Context, delta int) error {
 	if delta >= 0 {
-		return fmt.Errorf("node group %s: target size decrease must be negative, got %d", g.cfg.Name, delta)
+		return fmt.Errorf("node group %s: target size decrease must be negative, got %d", g.Cfg.Name, delta)
 	}
 	return fmt.Errorf("node group %s: cannot give up %d nodes: all %d are registered (nodes are created as Node objects)",
-		g.cfg.Name, -delta, len(g.p.names(g.cfg.Name)))
+		g.Cfg.Name, -delta, len(g.p.names(g.Cfg.Name)))
 }
 
 // DeleteNodes removes members (kwok's fake nodes of this group only) with
 // their slices and bound pods, never below min size.
 func (g *group) DeleteNodes(ctx context.Context, nodes []*v1.Node) error {
-	current := g.p.names(g.cfg.Name)
-	if len(current)-len(nodes) < g.cfg.Spec.MinSize {
-		return fmt.Errorf("node group %s: deleting %d of %d nodes goes below min size %d", g.cfg.Name, len(nodes), len(current), g.cfg.Spec.MinSize)
+	current := g.p.names(g.Cfg.Name)
+	if len(current)-len(nodes) < g.Cfg.Spec.MinSize {
+		return fmt.Errorf("node group %s: deleting %d of %d nodes goes below min size %d", g.Cfg.Name, len(nodes), len(current), g.Cfg.Spec.MinSize)
 	}
 	for _, n := range nodes {
-		if grp, ok := member(n); !ok || grp != g.cfg.Name {
+		if grp, ok := member(n); !ok || grp != g.Cfg.Name {
 			return fmt.Errorf("node group %s: node %s is not one of its kwok nodes (annotations %s=%s and %s=%s, provider ID %s<name>)",
-				g.cfg.Name, n.Name, FakeNodeAnnotation, FakeNodeValue, GroupNameAnnotation, g.cfg.Name, ProviderIDPrefix)
+				g.Cfg.Name, n.Name, FakeNodeAnnotation, FakeNodeValue, GroupNameAnnotation, g.Cfg.Name, ProviderIDPrefix)
 		}
 	}
 	for _, n := range nodes {
 		if err := apinodes.Delete(ctx, g.p.opts.Client, n.Name); err != nil {
-			return fmt.Errorf("node group %s: %w", g.cfg.Name, err)
+			return fmt.Errorf("node group %s: %w", g.Cfg.Name, err)
 		}
 		g.p.mu.Lock()
 		delete(g.p.created, n.Name)
-		g.p.deleted[n.Name] = pending{group: g.cfg.Name, at: g.p.opts.Now()}
+		g.p.deleted[n.Name] = pending{group: g.Cfg.Name, at: g.p.opts.Now()}
 		g.p.mu.Unlock()
 	}
 	return nil
@@ -350,7 +337,7 @@ func (g *group) DeleteNodes(ctx context.Context, nodes []*v1.Node) error {
 
 // Nodes lists the group's nodes, all running: they exist once created.
 func (g *group) Nodes() ([]cloudprovider.Instance, error) {
-	names := g.p.names(g.cfg.Name)
+	names := g.p.names(g.Cfg.Name)
 	sorted := make([]string, 0, len(names))
 	for name := range names {
 		sorted = append(sorted, name)
@@ -366,14 +353,14 @@ func (g *group) Nodes() ([]cloudprovider.Instance, error) {
 
 // TemplateNodeInfo instantiates the group's template node and slices.
 func (g *group) TemplateNodeInfo() (*v1.Node, []*resourceapi.ResourceSlice, error) {
-	node, slices := g.cfg.NewNode("template-" + g.cfg.Name)
+	node, slices := g.Cfg.NewNode("template-" + g.Cfg.Name)
 	return node, slices, nil
 }
 
 // hasSlices reports whether the informer holds every template slice of
 // the node (by name, as NewNode names them).
 func (g *group) hasSlices(n *v1.Node) bool {
-	_, want := g.cfg.NewNode(n.Name)
+	_, want := g.Cfg.NewNode(n.Name)
 	for _, s := range want {
 		if _, err := g.p.opts.Slices.Get(s.Name); err != nil {
 			return false

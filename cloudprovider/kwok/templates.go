@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientscheme "k8s.io/client-go/kubernetes/scheme"
 
+	"draxr.dev/draxr/cloudprovider/apinodes"
 	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/nodegroup/capi"
 )
@@ -158,7 +159,7 @@ func buildGroups(templates []*v1.Node, cfg *Config, namespace string,
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no template node has the %s that names its node group", by)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].cfg.Name < out[j].cfg.Name })
+	sort.Slice(out, func(i, j int) bool { return out[i].Cfg.Name < out[j].Cfg.Name })
 	return out, nil
 }
 
@@ -212,7 +213,7 @@ func buildGroup(t *v1.Node, name string, cfg *Config, namespace string,
 	if errs := g.Validate(); len(errs) > 0 {
 		return nil, fmt.Errorf("%s: %w", what, errs.ToAggregate())
 	}
-	return &group{cfg: g, options: opts}, nil
+	return &group{Group: apinodes.Group{Cfg: g, Options: opts}}, nil
 }
 
 // templateSlices are what a new node of the group publishes, from the

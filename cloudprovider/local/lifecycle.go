@@ -26,7 +26,7 @@ func (g *group) advance(ctx context.Context, n *v1.Node) error {
 		}
 		return g.markReady(ctx, n)
 	}
-	if len(g.cfg.Spec.ResourceSlices) == 0 || now.Sub(ready.LastTransitionTime.Time) < g.p.opts.SlicesDelay {
+	if len(g.Cfg.Spec.ResourceSlices) == 0 || now.Sub(ready.LastTransitionTime.Time) < g.p.opts.SlicesDelay {
 		return nil
 	}
 	return g.publishSlices(ctx, n)
@@ -96,7 +96,7 @@ func (g *group) publishSlices(ctx context.Context, n *v1.Node) error {
 	if done {
 		return nil
 	}
-	_, slices := g.cfg.NewNode(n.Name)
+	_, slices := g.Cfg.NewNode(n.Name)
 	if err := apinodes.PublishSlices(ctx, g.p.opts.Client, n, slices); err != nil {
 		return err
 	}
@@ -117,7 +117,7 @@ func publishedKey(n *v1.Node) string { return n.Name + "/" + string(n.UID) }
 const NodeReadyDelayAnnotation = "local.draxr.dev/node-ready-delay"
 
 func (g *group) nodeReadyDelay() (time.Duration, bool) {
-	v, ok := g.cfg.Annotations[NodeReadyDelayAnnotation]
+	v, ok := g.Cfg.Annotations[NodeReadyDelayAnnotation]
 	if !ok {
 		return g.p.opts.NodeReadyDelay, false
 	}
