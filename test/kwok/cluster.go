@@ -25,6 +25,8 @@ type ClusterOptions struct {
 	Kwok Options
 	// Dir is the control plane's working folder; a temp folder if empty.
 	Dir string
+	// APIServerArgs are added to kube-apiserver's.
+	APIServerArgs []string
 }
 
 // Cluster is a fleet test's cluster: a control plane with the node
@@ -64,7 +66,8 @@ func StartCluster(ctx context.Context, opts ClusterOptions) (c *Cluster, err err
 	if out, err := build.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("build draxr binaries: %v\n%s", err, out)
 	}
-	if c.CP, err = controlplane.Start(ctx, controlplane.Options{BinDir: binDir, Dir: opts.Dir, Controllers: Controllers()}); err != nil {
+	if c.CP, err = controlplane.Start(ctx, controlplane.Options{BinDir: binDir, Dir: opts.Dir, Controllers: Controllers(),
+		APIServerArgs: opts.APIServerArgs}); err != nil {
 		return nil, err
 	}
 	if _, err := c.CP.StartScheduler(ctx, controlplane.SchedulerOptions{
