@@ -152,7 +152,7 @@ func steady(b *testing.B, nodes int) {
 		b.Fatal(err)
 	}
 	// The first loops fill caches and write the status; then measure.
-	count0, _ := e.waitLoops(addr, 0, 3, 10*time.Minute)
+	e.waitLoops(addr, 0, 3, 10*time.Minute)
 	offset := e.auditSize()
 	count0, sec0 := loops(b, addr)
 	cpu0, _ := usage(as.PID())
