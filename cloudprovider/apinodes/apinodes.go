@@ -125,3 +125,12 @@ func (g *Group) GetOptions(defaults cloudprovider.NodeGroupOptions) (*cloudprovi
 	o := defaults.WithOverrides(g.Options)
 	return &o, nil
 }
+
+// NodeGroups returns groups as the Provider interface lists them.
+func NodeGroups[G cloudprovider.NodeGroup](groups []G) []cloudprovider.NodeGroup {
+	out := make([]cloudprovider.NodeGroup, len(groups))
+	for i, g := range groups {
+		out[i] = g
+	}
+	return out
+}

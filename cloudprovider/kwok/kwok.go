@@ -151,13 +151,7 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 func (p *Provider) Config() *Config { return p.config }
 
 // NodeGroups implements cloudprovider.Provider.
-func (p *Provider) NodeGroups() []cloudprovider.NodeGroup {
-	out := make([]cloudprovider.NodeGroup, len(p.groups))
-	for i, g := range p.groups {
-		out[i] = g
-	}
-	return out
-}
+func (p *Provider) NodeGroups() []cloudprovider.NodeGroup { return apinodes.NodeGroups(p.groups) }
 
 // NodeGroupForNode: nodes with a kwok provider ID, by their group
 // annotation, else the configured label or annotation (as CA).

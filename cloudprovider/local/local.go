@@ -105,13 +105,7 @@ func New(opts Options) (*Provider, error) {
 }
 
 // NodeGroups implements cloudprovider.Provider.
-func (p *Provider) NodeGroups() []cloudprovider.NodeGroup {
-	out := make([]cloudprovider.NodeGroup, len(p.groups))
-	for i, g := range p.groups {
-		out[i] = g
-	}
-	return out
-}
+func (p *Provider) NodeGroups() []cloudprovider.NodeGroup { return apinodes.NodeGroups(p.groups) }
 
 // NodeGroupForNode matches by provider ID, then by the group label.
 func (p *Provider) NodeGroupForNode(node *v1.Node) (cloudprovider.NodeGroup, error) {
