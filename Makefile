@@ -6,7 +6,7 @@ PKGS := ./...
 BENCH_COUNT ?= 6
 BENCH_PKGS ?= ./simulator/... ./autoscaler/...
 
-.PHONY: all build test test-unit test-race lint golangci-lint gofmt-check mocks mocks-check bench fmt vet example controlplane print-controlplane-dir cluster-up cluster-nodes cluster-down e2e-clusterapi fidelity e2e-bulk scheduler-perf images images-check manifests chart protos
+.PHONY: bench-live all build test test-unit test-race lint golangci-lint gofmt-check mocks mocks-check bench fmt vet example controlplane print-controlplane-dir cluster-up cluster-nodes cluster-down e2e-clusterapi fidelity e2e-bulk scheduler-perf images images-check manifests chart protos
 
 # Control-plane binaries for end-to-end tests, built from the go.mod
 # versions into an ignored cache folder; rebuilt only when versions change.
@@ -103,6 +103,24 @@ scheduler-perf: controlplane
 		> $(BIN)/scheduler-perf.log 2>&1; rc=$$?; \
 	grep -E '^scheduler-perf(-cpu)? ' $(BIN)/scheduler-perf.log; \
 	[ $$rc -eq 0 ] || { grep -E '^(--- FAIL|FAIL|panic)' $(BIN)/scheduler-perf.log; echo "full log: $(BIN)/scheduler-perf.log"; }; exit $$rc
+
+# Live fleet benchmarks on the control plane with draxr-scheduler and the
+# kwok controller (test/benchlive; not in make test): a scale-up from 0 to
+# BENCH_LIVE_NODES nodes (8 one-GPU pods a node, extended-resource and
+# claim shapes), a steady loop at BENCH_LIVE_NODES nodes with 10 running
+# pods each, and a scale-down of 60% of BENCH_LIVE_SCALEDOWN_NODES DRA
+# nodes at CA's parallelism defaults and raised; one line each.
+# BENCH_LIVE selects benchmarks (a -bench regexp).
+BENCH_LIVE_NODES ?= 5000
+BENCH_LIVE_SCALEDOWN_NODES ?= 2000
+BENCH_LIVE ?= ^BenchmarkLive
+bench-live: controlplane
+	@mkdir -p $(BIN)
+	@BENCH_LIVE_NODES=$(BENCH_LIVE_NODES) BENCH_LIVE_SCALEDOWN_NODES=$(BENCH_LIVE_SCALEDOWN_NODES) \
+	$(GO) test -tags benchlive -run '^$$' -bench '$(BENCH_LIVE)' -benchtime 1x -timeout 600m ./test/benchlive/ \
+		> $(BIN)/bench-live.log 2>&1; rc=$$?; \
+	grep -E '^bench-live ' $(BIN)/bench-live.log; \
+	[ $$rc -eq 0 ] || { grep -E '^(--- FAIL|FAIL|panic)|_test.go:[0-9]+:' $(BIN)/bench-live.log | tail -20; echo "full log: $(BIN)/bench-live.log"; }; exit $$rc
 
 # Every test that needs no control plane: the end-to-end and other
 # control-plane tests skip themselves under -short.

@@ -12,7 +12,7 @@ import (
 // differ, or when another registered CA flag's default differs.
 func defaultDifferences() map[string]string {
 	return map[string]string{
-		"cloud-provider":             "draxr's providers are local, clusterapi and externalgrpc; CA's gce is not one of them (reach it through externalgrpc)",
+		"cloud-provider":             "draxr's providers are local, kwok, clusterapi and externalgrpc; CA's gce is not one of them (reach it through externalgrpc)",
 		"leader-elect-resource-name": "draxr's own lease, so draxr-autoscaler never competes for CA's lease while both run",
 		"user-agent":                 "requests name draxr-autoscaler in the API server's audit log",
 	}

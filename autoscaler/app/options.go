@@ -9,6 +9,7 @@ import (
 	"draxr.dev/draxr/autoscaler/core"
 	"draxr.dev/draxr/cloudprovider/clusterapi"
 	"draxr.dev/draxr/cloudprovider/externalgrpc"
+	"draxr.dev/draxr/cloudprovider/kwok"
 	"draxr.dev/draxr/simulator/drainability"
 	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/scaledown"
@@ -153,7 +154,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.scaleDownDelayAfterAdd, "scale-down-delay-after-add", 10*time.Minute, "how long after a scale-up scale-down resumes")
 	fs.StringArrayVar(&o.nodeGroupConfig, "node-group-config", nil, "file or folder of NodeGroup objects (draxr.dev/v1alpha1), repeatable")
 	fs.StringVar(&o.schedulerConfig, "scheduler-config", "", "the scheduler's KubeSchedulerConfiguration, so simulations place pods as it does")
-	fs.StringVar(&o.cloudProvider, "cloud-provider", "local", "cloud provider: local (nodes as API objects, for tests and demos), clusterapi, "+
+	fs.StringVar(&o.cloudProvider, "cloud-provider", "local", "cloud provider: local (nodes as API objects, for tests and demos), "+
+		"kwok (CA's kwok provider: groups from the kwok-provider-config ConfigMap in $POD_NAMESPACE or --namespace, fake nodes the kwok controller runs), clusterapi, "+
 		"or externalgrpc (a provider service speaking CA's externalgrpc protocol, e.g. CA's own for any cloud it supports; see docs/externalgrpc.md)")
 	fs.StringVar(&o.cloudConfig, "cloud-config", "", "clusterapi: kubeconfig of the management cluster (its Cluster API objects) when it is not the --kubeconfig cluster; "+
 		"without it, the --kubeconfig cluster (or in-cluster, with --clusterapi-cloud-config-authoritative). "+
@@ -222,6 +224,16 @@ func (o *options) validateCloudProvider() error {
 		if len(o.nodeGroupAutoDiscovery) > 0 {
 			return fmt.Errorf("--node-group-auto-discovery needs --cloud-provider=%s", clusterapi.Name)
 		}
+	case kwok.Name:
+		if len(o.nodeGroupConfig) > 0 {
+			return fmt.Errorf("--node-group-config is for the local provider; the kwok provider reads node groups from its ConfigMap %s", kwok.DefaultConfigName)
+		}
+		if o.cloudConfig != "" || o.cloudConfigAuthoritative {
+			return fmt.Errorf("--cloud-config and --clusterapi-cloud-config-authoritative need --cloud-provider=%s; the kwok provider reads its ConfigMap %s", clusterapi.Name, kwok.DefaultConfigName)
+		}
+		if len(o.nodeGroupAutoDiscovery) > 0 {
+			return fmt.Errorf("--node-group-auto-discovery needs --cloud-provider=%s", clusterapi.Name)
+		}
 	case clusterapi.Name:
 		if len(o.nodeGroupConfig) > 0 {
 			return fmt.Errorf("--node-group-config is for the local provider; the clusterapi provider reads node groups from the cluster")
@@ -241,7 +253,7 @@ func (o *options) validateCloudProvider() error {
 			return fmt.Errorf("--clusterapi-cloud-config-authoritative needs --cloud-provider=%s", clusterapi.Name)
 		}
 	default:
-		return fmt.Errorf("--cloud-provider %q is not supported (supported: local, %s, %s)", o.cloudProvider, clusterapi.Name, externalgrpc.Name)
+		return fmt.Errorf("--cloud-provider %q is not supported (supported: local, %s, %s, %s)", o.cloudProvider, kwok.Name, clusterapi.Name, externalgrpc.Name)
 	}
 	return nil
 }

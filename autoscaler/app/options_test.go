@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
@@ -42,6 +44,11 @@ func TestFlagValidation(t *testing.T) {
 		{[]string{"--cloud-provider=externalgrpc", "--cloud-config=cloud.yaml", "--node-group-config=g.yaml"}, "--node-group-config is for the local provider"},
 		{[]string{"--cloud-provider=externalgrpc", "--cloud-config=cloud.yaml", "--node-group-auto-discovery=clusterapi:"}, "give it to the externalgrpc provider service instead"},
 		{[]string{"--cloud-provider=externalgrpc", "--cloud-config=cloud.yaml", "--clusterapi-cloud-config-authoritative"}, "--clusterapi-cloud-config-authoritative needs --cloud-provider=clusterapi"},
+		{[]string{"--cloud-provider=kwok"}, ""},
+		{[]string{"--cloud-provider=kwok", "--node-group-config=g.yaml"}, "the kwok provider reads node groups from its ConfigMap kwok-provider-config"},
+		{[]string{"--cloud-provider=kwok", "--cloud-config=mgmt.kubeconfig"}, "--cloud-config and --clusterapi-cloud-config-authoritative need --cloud-provider=clusterapi"},
+		{[]string{"--cloud-provider=kwok", "--node-group-auto-discovery=clusterapi:"}, "--node-group-auto-discovery needs --cloud-provider=clusterapi"},
+		{[]string{"--cloud-provider=gce"}, `--cloud-provider "gce" is not supported (supported: local, kwok, clusterapi, externalgrpc)`},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -175,7 +182,8 @@ func TestExternalGRPCCloudConfig(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			o := &options{cloudProvider: "externalgrpc", cloudConfig: tc.path}
-			p, err := newProvider(o, &rest.Config{}, kubefake.NewClientset(), nil)
+			client := kubefake.NewClientset()
+			p, err := newProvider(context.Background(), o, &rest.Config{}, client, nil, informers.NewSharedInformerFactory(client, 0))
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err %v, want %q", err, tc.wantErr)

@@ -9,6 +9,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	nodeutil "k8s.io/component-helpers/node/util"
+
+	"draxr.dev/draxr/cloudprovider/apinodes"
 )
 
 // advance moves a node one step: Ready once NodeReadyDelay has passed
@@ -24,7 +26,7 @@ func (g *group) advance(ctx context.Context, n *v1.Node) error {
 		}
 		return g.markReady(ctx, n)
 	}
-	if len(g.cfg.Spec.ResourceSlices) == 0 || now.Sub(ready.LastTransitionTime.Time) < g.p.opts.SlicesDelay {
+	if len(g.Cfg.Spec.ResourceSlices) == 0 || now.Sub(ready.LastTransitionTime.Time) < g.p.opts.SlicesDelay {
 		return nil
 	}
 	return g.publishSlices(ctx, n)
@@ -94,14 +96,9 @@ func (g *group) publishSlices(ctx context.Context, n *v1.Node) error {
 	if done {
 		return nil
 	}
-	_, slices := g.cfg.NewNode(n.Name)
-	for _, s := range slices {
-		s.UID = ""
-		s.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: n.Name, UID: n.UID}}
-		_, err := g.p.opts.Client.ResourceV1().ResourceSlices().Create(ctx, s, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("node %s: publish ResourceSlice %s: %w", n.Name, s.Name, err)
-		}
+	_, slices := g.Cfg.NewNode(n.Name)
+	if err := apinodes.PublishSlices(ctx, g.p.opts.Client, n, slices); err != nil {
+		return err
 	}
 	g.p.mu.Lock()
 	g.p.published[publishedKey(n)] = true
@@ -120,7 +117,7 @@ func publishedKey(n *v1.Node) string { return n.Name + "/" + string(n.UID) }
 const NodeReadyDelayAnnotation = "local.draxr.dev/node-ready-delay"
 
 func (g *group) nodeReadyDelay() (time.Duration, bool) {
-	v, ok := g.cfg.Annotations[NodeReadyDelayAnnotation]
+	v, ok := g.Cfg.Annotations[NodeReadyDelayAnnotation]
 	if !ok {
 		return g.p.opts.NodeReadyDelay, false
 	}

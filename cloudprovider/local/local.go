@@ -20,12 +20,11 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 
 	"draxr.dev/draxr/cloudprovider"
+	"draxr.dev/draxr/cloudprovider/apinodes"
 	"draxr.dev/draxr/simulator/nodegroup"
 )
 
@@ -81,7 +80,7 @@ func New(opts Options) (*Provider, error) {
 	}
 	p := &Provider{opts: opts, nodes: map[string][]*v1.Node{}, published: map[string]bool{}}
 	for _, g := range opts.Groups {
-		grp := &group{p: p, cfg: g}
+		grp := &group{p: p, Group: apinodes.Group{Cfg: g}}
 		if v, ok := g.Annotations[NodeReadyDelayAnnotation]; ok && v != "never" {
 			d, err := time.ParseDuration(v)
 			if err != nil || d < 0 {
@@ -98,21 +97,15 @@ func New(opts Options) (*Provider, error) {
 			}
 			return nil, fmt.Errorf("NodeGroup %s: %w", g.Name, err)
 		}
-		grp.options = o
+		grp.Options = o
 		p.groups = append(p.groups, grp)
 	}
-	sort.Slice(p.groups, func(i, j int) bool { return p.groups[i].cfg.Name < p.groups[j].cfg.Name })
+	sort.Slice(p.groups, func(i, j int) bool { return p.groups[i].Cfg.Name < p.groups[j].Cfg.Name })
 	return p, nil
 }
 
 // NodeGroups implements cloudprovider.Provider.
-func (p *Provider) NodeGroups() []cloudprovider.NodeGroup {
-	out := make([]cloudprovider.NodeGroup, len(p.groups))
-	for i, g := range p.groups {
-		out[i] = g
-	}
-	return out
-}
+func (p *Provider) NodeGroups() []cloudprovider.NodeGroup { return apinodes.NodeGroups(p.groups) }
 
 // NodeGroupForNode matches by provider ID, then by the group label.
 func (p *Provider) NodeGroupForNode(node *v1.Node) (cloudprovider.NodeGroup, error) {
@@ -121,7 +114,7 @@ func (p *Provider) NodeGroupForNode(node *v1.Node) (cloudprovider.NodeGroup, err
 		name, _, _ = strings.Cut(rest, "/")
 	}
 	for _, g := range p.groups {
-		if g.cfg.Name == name {
+		if g.Cfg.Name == name {
 			return g, nil
 		}
 	}
@@ -147,7 +140,7 @@ func (p *Provider) Refresh(ctx context.Context) error {
 		return nil
 	}
 	for _, g := range p.groups {
-		for _, n := range byGroup[g.cfg.Name] {
+		for _, n := range byGroup[g.Cfg.Name] {
 			advance := g.advance
 			if p.opts.Launcher != nil {
 				advance = g.liftNotReadyTaint
@@ -167,25 +160,11 @@ func (p *Provider) groupNodes(name string) []*v1.Node {
 }
 
 type group struct {
-	p   *Provider
-	cfg *nodegroup.NodeGroup
+	apinodes.Group
+	p *Provider
 	// readyDelay is NodeReadyDelayAnnotation's duration, when set.
 	readyDelay time.Duration
-	// options are the group's autoscaling-options-* annotations.
-	options nodegroup.Options
 }
-
-// GetOptions is defaults with the group's overrides: the Cluster API
-// provider's cluster.x-k8s.io/autoscaling-options-* annotations, read
-// from the NodeGroup's metadata the same way.
-func (g *group) GetOptions(defaults cloudprovider.NodeGroupOptions) (*cloudprovider.NodeGroupOptions, error) {
-	o := defaults.WithOverrides(g.options)
-	return &o, nil
-}
-
-func (g *group) Id() string   { return g.cfg.Name }
-func (g *group) MinSize() int { return g.cfg.Spec.MinSize }
-func (g *group) MaxSize() int { return g.cfg.Spec.MaxSize }
 
 // TargetSize counts the group's nodes: Node objects, which are created at
 // once, and test nodes started but not yet registered.
@@ -193,11 +172,11 @@ func (g *group) TargetSize() (int, error) { return len(g.names()), nil }
 
 func (g *group) names() map[string]bool {
 	names := map[string]bool{}
-	for _, n := range g.p.groupNodes(g.cfg.Name) {
+	for _, n := range g.p.groupNodes(g.Cfg.Name) {
 		names[n.Name] = true
 	}
 	if l := g.p.opts.Launcher; l != nil {
-		for _, n := range l.Launched(g.cfg.Name) {
+		for _, n := range l.Launched(g.Cfg.Name) {
 			names[n] = true
 		}
 	}
@@ -206,67 +185,47 @@ func (g *group) names() map[string]bool {
 
 func (g *group) IncreaseSize(ctx context.Context, delta int) error {
 	if delta <= 0 {
-		return fmt.Errorf("node group %s: size increase must be positive, got %d", g.cfg.Name, delta)
+		return fmt.Errorf("node group %s: size increase must be positive, got %d", g.Cfg.Name, delta)
 	}
 	current := g.names()
-	if len(current)+delta > g.cfg.Spec.MaxSize {
-		return cloudprovider.MaxSizeExceeded(g.cfg.Name, len(current), delta, g.cfg.Spec.MaxSize)
+	if len(current)+delta > g.Cfg.Spec.MaxSize {
+		return cloudprovider.MaxSizeExceeded(g.Cfg.Name, len(current), delta, g.Cfg.Spec.MaxSize)
 	}
-	next := nextIndex(g.cfg.Name, current)
+	next := nextIndex(g.Cfg.Name, current)
 	names := make([]string, delta)
 	for i := range names {
-		names[i] = fmt.Sprintf("%s-%d", g.cfg.Name, next+i)
+		names[i] = fmt.Sprintf("%s-%d", g.Cfg.Name, next+i)
 	}
 	if l := g.p.opts.Launcher; l != nil {
 		// Machines start one at a time: a launcher may share local
 		// resources (ports, folders) between starts.
 		for _, name := range names {
-			if err := l.Start(ctx, g.cfg, name, g.providerID(name)); err != nil {
-				return fmt.Errorf("node group %s: start node %s: %w", g.cfg.Name, name, err)
+			if err := l.Start(ctx, g.Cfg, name, g.providerID(name)); err != nil {
+				return fmt.Errorf("node group %s: start node %s: %w", g.Cfg.Name, name, err)
 			}
 		}
 		return nil
 	}
-	// One API round trip per node: created one by one, a 600-pod scale-up
-	// took most of a loop, so nodes are created a bounded number at a time.
-	errs := make([]error, len(names))
-	sem := make(chan struct{}, createParallelism)
-	var wg sync.WaitGroup
-	for i, name := range names {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			errs[i] = g.createNode(ctx, name)
-		}()
-	}
-	wg.Wait()
-	// Every failed node is named; the nodes that were created stay and
-	// count towards the target size.
-	return errors.Join(errs...)
+	return apinodes.For(ctx, names, g.createNode)
 }
 
-// createParallelism bounds the Node creations IncreaseSize runs at once.
-const createParallelism = 16
-
-func (g *group) providerID(name string) string { return ProviderIDPrefix + g.cfg.Name + "/" + name }
+func (g *group) providerID(name string) string { return ProviderIDPrefix + g.Cfg.Name + "/" + name }
 
 // createNode creates the Node object of a new machine, NotReady until
 // Refresh moves it along.
 func (g *group) createNode(ctx context.Context, name string) error {
-	node, _ := g.cfg.NewNode(name)
-	node.UID = ""
+	node, _ := g.Cfg.NewNode(name)
 	node.Spec.ProviderID = g.providerID(name)
 	node.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionFalse, Reason: "Provisioning",
 		LastTransitionTime: metav1.NewTime(g.p.opts.Now())}}
 	status := node.Status
-	created, err := g.p.opts.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	created, err := apinodes.CreateNode(ctx, g.p.opts.Client, g.Cfg.Name, node)
 	if err != nil {
-		return fmt.Errorf("node group %s: create node %s: %w", g.cfg.Name, name, err)
+		return err
 	}
 	created.Status = status
 	if _, err := g.p.opts.Client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("node group %s: node %s status: %w", g.cfg.Name, name, err)
+		return fmt.Errorf("node group %s: node %s status: %w", g.Cfg.Name, name, err)
 	}
 	return nil
 }
@@ -290,25 +249,25 @@ func (g *group) DecreaseTargetSize(ctx context.Context, delta int) error {
 		return cloudprovider.ErrNotImplemented
 	}
 	if delta >= 0 {
-		return fmt.Errorf("node group %s: target size decrease must be negative, got %d", g.cfg.Name, delta)
+		return fmt.Errorf("node group %s: target size decrease must be negative, got %d", g.Cfg.Name, delta)
 	}
 	registered := map[string]bool{}
-	for _, n := range g.p.groupNodes(g.cfg.Name) {
+	for _, n := range g.p.groupNodes(g.Cfg.Name) {
 		registered[n.Name] = true
 	}
 	var unregistered []string
-	for _, name := range l.Launched(g.cfg.Name) {
+	for _, name := range l.Launched(g.Cfg.Name) {
 		if !registered[name] {
 			unregistered = append(unregistered, name)
 		}
 	}
 	if -delta > len(unregistered) {
-		return fmt.Errorf("node group %s: cannot give up %d nodes, only %d are unregistered", g.cfg.Name, -delta, len(unregistered))
+		return fmt.Errorf("node group %s: cannot give up %d nodes, only %d are unregistered", g.Cfg.Name, -delta, len(unregistered))
 	}
 	sort.Strings(unregistered)
 	for _, name := range unregistered[len(unregistered)+delta:] {
 		if err := l.Stop(ctx, name); err != nil {
-			return fmt.Errorf("node group %s: stop unregistered node %s: %w", g.cfg.Name, name, err)
+			return fmt.Errorf("node group %s: stop unregistered node %s: %w", g.Cfg.Name, name, err)
 		}
 	}
 	return nil
@@ -319,36 +278,21 @@ func (g *group) DecreaseTargetSize(ctx context.Context, delta int) error {
 // deleted too, as they would die with it.
 func (g *group) DeleteNodes(ctx context.Context, nodes []*v1.Node) error {
 	current := len(g.names())
-	if current-len(nodes) < g.cfg.Spec.MinSize {
-		return fmt.Errorf("node group %s: deleting %d of %d nodes goes below min size %d", g.cfg.Name, len(nodes), current, g.cfg.Spec.MinSize)
+	if current-len(nodes) < g.Cfg.Spec.MinSize {
+		return fmt.Errorf("node group %s: deleting %d of %d nodes goes below min size %d", g.Cfg.Name, len(nodes), current, g.Cfg.Spec.MinSize)
 	}
 	c := g.p.opts.Client
 	for _, n := range nodes {
-		if ng := nodegroup.Group(n); ng != g.cfg.Name {
-			return fmt.Errorf("node group %s: node %s belongs to %q", g.cfg.Name, n.Name, ng)
+		if ng := nodegroup.Group(n); ng != g.Cfg.Name {
+			return fmt.Errorf("node group %s: node %s belongs to %q", g.Cfg.Name, n.Name, ng)
 		}
 		if l := g.p.opts.Launcher; l != nil {
 			if err := l.Stop(ctx, n.Name); err != nil {
 				return fmt.Errorf("node %s: stop machine: %w", n.Name, err)
 			}
 		}
-		err := c.ResourceV1().ResourceSlices().DeleteCollection(ctx, metav1.DeleteOptions{},
-			metav1.ListOptions{FieldSelector: resourceapi.ResourceSliceSelectorNodeName + "=" + n.Name})
-		if err != nil {
-			return fmt.Errorf("node %s: delete slices: %w", n.Name, err)
-		}
-		pods, err := c.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + n.Name})
-		if err != nil {
-			return fmt.Errorf("node %s: list pods: %w", n.Name, err)
-		}
-		for _, pod := range pods.Items {
-			err := c.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
-			if err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("node %s: delete pod %s/%s: %w", n.Name, pod.Namespace, pod.Name, err)
-			}
-		}
-		if err := c.CoreV1().Nodes().Delete(ctx, n.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("node %s: delete: %w", n.Name, err)
+		if err := apinodes.Delete(ctx, c, n.Name); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -359,13 +303,13 @@ func (g *group) DeleteNodes(ctx context.Context, nodes []*v1.Node) error {
 func (g *group) Nodes() ([]cloudprovider.Instance, error) {
 	var out []cloudprovider.Instance
 	registered := map[string]bool{}
-	for _, n := range g.p.groupNodes(g.cfg.Name) {
+	for _, n := range g.p.groupNodes(g.Cfg.Name) {
 		registered[n.Name] = true
 		out = append(out, cloudprovider.Instance{ProviderID: n.Spec.ProviderID, NodeName: n.Name,
 			Status: &cloudprovider.InstanceStatus{State: cloudprovider.InstanceRunning}})
 	}
 	if l := g.p.opts.Launcher; l != nil {
-		for _, name := range l.Launched(g.cfg.Name) {
+		for _, name := range l.Launched(g.Cfg.Name) {
 			if !registered[name] {
 				out = append(out, cloudprovider.Instance{ProviderID: g.providerID(name),
 					Status: &cloudprovider.InstanceStatus{State: cloudprovider.InstanceCreating}})
@@ -379,7 +323,7 @@ func (g *group) Nodes() ([]cloudprovider.Instance, error) {
 // gives no slices but a live node of the group publishes some, those are
 // copied (the early KEP's template-from-an-existing-node idea).
 func (g *group) TemplateNodeInfo() (*v1.Node, []*resourceapi.ResourceSlice, error) {
-	cfg := g.cfg
+	cfg := g.Cfg
 	if len(cfg.Spec.ResourceSlices) == 0 {
 		if specs := g.memberSlices(); len(specs) > 0 {
 			cfg = cfg.DeepCopy()
@@ -391,7 +335,7 @@ func (g *group) TemplateNodeInfo() (*v1.Node, []*resourceapi.ResourceSlice, erro
 }
 
 func (g *group) memberSlices() []resourceapi.ResourceSliceSpec {
-	for _, n := range g.p.groupNodes(g.cfg.Name) {
+	for _, n := range g.p.groupNodes(g.Cfg.Name) {
 		list, err := g.p.opts.Client.ResourceV1().ResourceSlices().List(context.Background(),
 			metav1.ListOptions{FieldSelector: resourceapi.ResourceSliceSelectorNodeName + "=" + n.Name})
 		if err != nil || len(list.Items) == 0 {

@@ -243,9 +243,12 @@ func TestBadValues(t *testing.T) {
 		values map[string]any
 		want   string
 	}{
-		"provider":    {map[string]any{"autoscaler": map[string]any{"cloudProvider": "aws"}}, `at '/autoscaler/cloudProvider': value must be one of '', 'local', 'clusterapi'`},
+		"provider":    {map[string]any{"autoscaler": map[string]any{"cloudProvider": "aws"}}, `at '/autoscaler/cloudProvider': value must be one of '', 'local', 'kwok', 'clusterapi'`},
 		"owned flag":  {map[string]any{"autoscaler": map[string]any{"extraArgs": map[string]any{"cloud-provider": "local"}}}, "autoscaler.extraArgs.cloud-provider"},
 		"groups+capi": {map[string]any{"autoscaler": map[string]any{"cloudProvider": "clusterapi", "nodeGroupsConfigMap": "x"}}, "autoscaler.nodeGroups"},
+		"groups+kwok": {map[string]any{"autoscaler": map[string]any{"cloudProvider": "kwok", "nodeGroupsConfigMap": "x"}},
+			"the kwok provider reads node groups from the kwok-provider-config ConfigMap"},
+		"kwok and clusterAPIMode": {map[string]any{"cloudProvider": "kwok", "clusterAPIMode": "single-kubeconfig"}, "clusterAPIMode: single-kubeconfig needs cloudProvider clusterapi"},
 		"kubeconfig and mode": {map[string]any{"clusterAPIMode": "single-kubeconfig", "autoscaler": map[string]any{"extraArgs": map[string]any{"kubeconfig": "/k"}}},
 			"autoscaler.extraArgs.kubeconfig: the chart sets --kubeconfig from clusterAPIMode single-kubeconfig"},
 		"owned flag source": {map[string]any{"autoscaler": map[string]any{"extraArgs": map[string]any{"namespace": "x"}}},

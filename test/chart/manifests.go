@@ -24,7 +24,7 @@ const (
 
 // PlainValues are the values the plain manifests are rendered with: every
 // part on, draxr-scheduler replacing kube-scheduler, the local provider
-// with RBAC for both cloud providers, node groups from a ConfigMap the
+// with RBAC for every cloud provider, node groups from a ConfigMap the
 // user writes.
 func PlainValues() map[string]any {
 	return map[string]any{
@@ -53,7 +53,7 @@ type plainFile struct {
 func plainFiles() []plainFile {
 	rbacKinds := []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
 	return []plainFile{
-		{"autoscaler/deploy/rbac.yaml", "autoscaler", rbacKinds, "draxr-autoscaler's ServiceAccount and RBAC (both cloud providers)"},
+		{"autoscaler/deploy/rbac.yaml", "autoscaler", rbacKinds, "draxr-autoscaler's ServiceAccount and RBAC (every cloud provider: local, kwok, clusterapi)"},
 		{"autoscaler/deploy/deployment.yaml", "autoscaler", []string{"Deployment", "PodDisruptionBudget"},
 			"draxr-autoscaler with the local provider; put your NodeGroup objects in the ConfigMap draxr-node-groups"},
 		{"scheduler/deploy/rbac.yaml", "scheduler", rbacKinds, "draxr-scheduler's ServiceAccount and RBAC"},

@@ -17,7 +17,7 @@ import (
 // release's namespace; "templates": the Roles of
 // autoscaler.clusterAPI.configMapNamespaces), justified by call in file.
 type use struct {
-	side                   string // workload (every provider), local, clusterapi, externalgrpc
+	side                   string // workload (every provider), apinodes (local and kwok), local, kwok, clusterapi, externalgrpc
 	scope                  string
 	group, resource, verbs string // verbs space-separated
 	file, call             string
@@ -38,6 +38,9 @@ func autoscalerUses() []use {
 		capi      = "cloudprovider/clusterapi/clusterapi.go"
 		egrpc     = "cloudprovider/externalgrpc/externalgrpc.go"
 		egrpcTmpl = "cloudprovider/externalgrpc/templates.go"
+		apinodes  = "cloudprovider/apinodes/apinodes.go"
+		kwok      = "cloudprovider/kwok/kwok.go"
+		kwokTmpl  = "cloudprovider/kwok/templates.go"
 	)
 	return []use{
 		{"workload", "cluster", "", "nodes", "list watch", informers, "f.Core().V1().Nodes().Lister()"},
@@ -69,17 +72,32 @@ func autoscalerUses() []use {
 		{"workload", "release", "", "configmaps", "list watch", run, "f.Core().V1().ConfigMaps().Lister().ConfigMaps(o.namespace)"},
 		{"workload", "release", "coordination.k8s.io", "leases", "get create update", run, "resourcelock.New(o.resourceLock, o.namespace, o.leaderElectLeaseName"},
 
-		// The local provider makes and removes nodes as API objects.
-		{"local", "cluster", "", "nodes", "create", local, ".CoreV1().Nodes().Create(ctx, node"},
-		{"local", "cluster", "", "nodes", "delete", local, "c.CoreV1().Nodes().Delete(ctx, n.Name"},
+		// The local and kwok providers make and remove nodes as API objects
+		// with their slices (cloudprovider/apinodes).
+		{"apinodes", "cluster", "", "nodes", "create", apinodes, "c.CoreV1().Nodes().Create(ctx, node"},
+		{"apinodes", "cluster", "", "nodes", "delete", apinodes, "c.CoreV1().Nodes().Delete(ctx, name"},
+		{"apinodes", "cluster", "", "pods", "list", apinodes, "c.CoreV1().Pods(\"\").List(ctx"},
+		{"apinodes", "cluster", "", "pods", "delete", apinodes, "c.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name"},
+		{"apinodes", "cluster", "resource.k8s.io", "resourceslices", "create", apinodes, "c.ResourceV1().ResourceSlices().Create(ctx, s"},
+		{"apinodes", "cluster", "resource.k8s.io", "resourceslices", "deletecollection", apinodes, "c.ResourceV1().ResourceSlices().DeleteCollection(ctx"},
+
+		// The local provider plays the kubelet: Ready, taints, template
+		// slices copied from members.
 		{"local", "cluster", "", "nodes", "list", local, ".CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: nodegroup.GroupLabel})"},
 		{"local", "cluster", "", "nodes", "update", lifecycle, "c.Update(ctx, updated"},
 		{"local", "cluster", "", "nodes/status", "update", local, ".CoreV1().Nodes().UpdateStatus(ctx, created"},
-		{"local", "cluster", "", "pods", "list", local, "c.CoreV1().Pods(\"\").List(ctx"},
-		{"local", "cluster", "", "pods", "delete", local, "c.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name"},
-		{"local", "cluster", "resource.k8s.io", "resourceslices", "create", lifecycle, ".ResourceV1().ResourceSlices().Create(ctx, s"},
-		{"local", "cluster", "resource.k8s.io", "resourceslices", "deletecollection", local, "c.ResourceV1().ResourceSlices().DeleteCollection(ctx"},
 		{"local", "cluster", "resource.k8s.io", "resourceslices", "list", local, ".ResourceV1().ResourceSlices().List(context.Background()"},
+
+		// The kwok provider: its ConfigMaps in the release's namespace,
+		// template nodes and their slices from the cluster.
+		{"kwok", "release", "", "configmaps", "get", kwok, "opts.Client.CoreV1().ConfigMaps(opts.Namespace).Get(ctx, opts.ConfigName"},
+		{"kwok", "release", "", "configmaps", "get", kwok, "opts.Client.CoreV1().ConfigMaps(namespace).Get(ctx, name"},
+		{"kwok", "release", "", "configmaps", "get", kwokTmpl, "c.CoreV1().ConfigMaps(namespace).Get(ctx, name"},
+		{"kwok", "cluster", "", "nodes", "list", kwokTmpl, "c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})"},
+		{"kwok", "cluster", "resource.k8s.io", "resourceslices", "list", kwok, "opts.Client.ResourceV1().ResourceSlices().List(ctx"},
+		// Members from the loop's own informers (no API call of its own).
+		{"workload", "cluster", "", "nodes", "list watch", run, "Nodes: factory.Core().V1().Nodes().Lister()"},
+		{"workload", "cluster", "resource.k8s.io", "resourceslices", "list watch", run, "Slices: factory.Resource().V1().ResourceSlices().Lister()"},
 
 		// The clusterapi provider, in the management cluster.
 		{"clusterapi", "cluster", "cluster.x-k8s.io", "machinedeployments machinesets machinepools machines", "list", capi,
@@ -161,7 +179,8 @@ func TestRBACCodeCallsAreUses(t *testing.T) {
 		}
 	}
 	var files []string
-	for _, dir := range []string{"autoscaler/app", "autoscaler/core", "autoscaler/clusterstate", "cloudprovider/local", "cloudprovider/clusterapi", "cloudprovider/externalgrpc"} {
+	for _, dir := range []string{"autoscaler/app", "autoscaler/core", "autoscaler/clusterstate", "cloudprovider/local", "cloudprovider/clusterapi",
+		"cloudprovider/externalgrpc", "cloudprovider/apinodes", "cloudprovider/kwok"} {
 		m, err := filepath.Glob(filepath.Join(root, dir, "*.go"))
 		if err != nil {
 			t.Fatal(err)
@@ -254,7 +273,9 @@ func TestRBACIsTheCodesUses(t *testing.T) {
 		tmplNS []string
 	}{
 		{"local", map[string]any{"autoscaler": map[string]any{"cloudProvider": "local", "nodeGroupsConfigMap": "g"}},
-			[]string{"workload", "local"}, nil},
+			[]string{"workload", "apinodes", "local"}, nil},
+		{"kwok", map[string]any{"autoscaler": map[string]any{"cloudProvider": "kwok"}},
+			[]string{"workload", "apinodes", "kwok"}, nil},
 		{"clusterapi", nil, []string{"workload", "clusterapi"}, nil},
 		{"clusterapi, discovery by namespace", map[string]any{"cloudProvider": "clusterapi", "autoDiscovery": map[string]any{"namespace": "capi-a"},
 			"autoscaler": map[string]any{"clusterAPI": map[string]any{"autoDiscovery": []any{"clusterapi:namespace=capi-b,clusterName=x"}}}},
@@ -271,7 +292,7 @@ func TestRBACIsTheCodesUses(t *testing.T) {
 		{"externalgrpc, template ConfigMap", map[string]any{"autoscaler": map[string]any{"cloudProvider": "externalgrpc",
 			"externalGRPC": map[string]any{"address": "p:8086", "templateSlicesConfigMap": "gpu-ops/slices"}}},
 			[]string{"workload", "externalgrpc"}, []string{"gpu-ops"}},
-		{"plain manifests", PlainValues(), []string{"workload", "local", "clusterapi", "externalgrpc"}, nil},
+		{"plain manifests", PlainValues(), []string{"workload", "apinodes", "local", "kwok", "clusterapi", "externalgrpc"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, ns := renderedGrants(t, render(t, tc.values))

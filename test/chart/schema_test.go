@@ -25,7 +25,7 @@ func TestSchemaRefuses(t *testing.T) {
 		"replicas":           {map[string]any{"autoscaler": map[string]any{"replicas": -1}}, "at '/autoscaler/replicas'"},
 		"scoring weight":     {map[string]any{"scheduler": map[string]any{"scoring": map[string]any{"resources": []any{map[string]any{"name": "cpu", "weight": 0}}}}}, "at '/scheduler/scoring/resources/0/weight'"},
 		"discovery spec":     {map[string]any{"autoscaler": map[string]any{"clusterAPI": map[string]any{"autoDiscovery": []any{"namespace=x"}}}}, "at '/autoscaler/clusterAPI/autoDiscovery/0'"},
-		"CA provider":        {map[string]any{"cloudProvider": "aws"}, "at '/cloudProvider': value must be one of '', 'local', 'clusterapi'"},
+		"CA provider":        {map[string]any{"cloudProvider": "aws"}, "at '/cloudProvider': value must be one of '', 'local', 'kwok', 'clusterapi'"},
 		"CA mode":            {map[string]any{"clusterAPIMode": "incluster"}, "at '/clusterAPIMode': value must be one of"},
 		"CA name, draxr's":   {map[string]any{"replicaCount": 2}, "replicaCount is the Cluster Autoscaler chart's value; draxr's chart reads autoscaler.replicas"},
 		"CA extraArgs":       {map[string]any{"extraArgs": map[string]any{"v": 4}}, "extraArgs is the Cluster Autoscaler chart's value; draxr's chart reads autoscaler.extraArgs"},

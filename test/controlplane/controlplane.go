@@ -51,6 +51,8 @@ type Options struct {
 	// Detach leaves the processes running when this process exits, for
 	// people who want a cluster to poke at (make cluster-up).
 	Detach bool
+	// APIServerArgs are added to kube-apiserver's (e.g. an audit log).
+	APIServerArgs []string
 }
 
 // ControlPlane is a running control plane.
@@ -94,7 +96,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := cp.startAPIServer(ctx, opts.BinDir, etcdURL); err != nil {
+	if err := cp.startAPIServer(ctx, opts.BinDir, etcdURL, opts.APIServerArgs); err != nil {
 		return nil, err
 	}
 	controllers := opts.Controllers
@@ -148,7 +150,7 @@ func answersOK(c *http.Client, req *http.Request, what string) error {
 	return nil
 }
 
-func (cp *ControlPlane) startAPIServer(ctx context.Context, binDir, etcdURL string) error {
+func (cp *ControlPlane) startAPIServer(ctx context.Context, binDir, etcdURL string, extra []string) error {
 	keyPath, pubPath, err := writeServiceAccountKeys(cp.Dir)
 	if err != nil {
 		return err
@@ -162,17 +164,17 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, binDir, etcdURL stri
 		return err
 	}
 	certDir := filepath.Join(cp.Dir, "apiserver")
-	p, err := cp.startProcess("kube-apiserver", filepath.Join(binDir, "kube-apiserver"),
-		"--etcd-servers="+etcdURL,
+	p, err := cp.startProcess("kube-apiserver", filepath.Join(binDir, "kube-apiserver"), append([]string{
+		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port),
-		"--cert-dir="+certDir,
-		"--token-auth-file="+tokens,
+		"--cert-dir=" + certDir,
+		"--token-auth-file=" + tokens,
 		"--authorization-mode=RBAC",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file="+pubPath, "--service-account-signing-key-file="+keyPath,
+		"--service-account-key-file=" + pubPath, "--service-account-signing-key-file=" + keyPath,
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--endpoint-reconciler-type=none",
-		"--enable-priority-and-fairness=false")
+		"--enable-priority-and-fairness=false"}, extra...)...)
 	if err != nil {
 		return err
 	}

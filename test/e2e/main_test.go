@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -35,11 +34,11 @@ func run(m *testing.M) int {
 		return m.Run()
 	}
 	var err error
-	if root, err = repoRoot(); err != nil {
+	if root, err = controlplane.RepoRoot(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
-	binDir, err := buildControlPlane()
+	binDir, err := controlplane.Build(root)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: build control plane:", err)
 		return 1
@@ -94,34 +93,8 @@ func schedulerOptions(profile string) controlplane.SchedulerOptions {
 	}
 }
 
-// buildControlPlane runs `make controlplane` (a no-op when the binaries for
-// the go.mod versions exist) and returns their folder.
-func buildControlPlane() (string, error) {
-	out, err := exec.Command("make", "-s", "-C", root, "controlplane").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("%v\n%s", err, out)
-	}
-	dirs, err := filepath.Glob(filepath.Join(root, ".cache", "controlplane", "*", ".built"))
-	if err != nil || len(dirs) == 0 {
-		return "", fmt.Errorf("no built control plane under .cache/controlplane")
-	}
-	want, err := exec.Command("make", "-s", "-C", root, "print-controlplane-dir").Output()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(root, strings.TrimSpace(string(want))), nil
-}
-
 func goCmd(args ...string) *exec.Cmd {
 	cmd := exec.Command("go", args...)
 	cmd.Dir = root
 	return cmd
-}
-
-func repoRoot() (string, error) {
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
-	if err != nil {
-		return "", fmt.Errorf("go list -m: %w", err)
-	}
-	return strings.TrimSpace(string(out)), nil
 }

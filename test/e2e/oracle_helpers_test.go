@@ -111,7 +111,7 @@ type oracle struct {
 func newOracle(t *testing.T) *oracle {
 	t.Helper()
 	skipUnderShort(t)
-	binDir, err := buildControlPlane()
+	binDir, err := controlplane.Build(root)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -144,8 +144,8 @@ clusters; local is for tests and demos). */}}
 {{- fail (printf "cloudProvider %q (the Cluster Autoscaler chart's name) and autoscaler.cloudProvider %q disagree; set one" $ca $mine) -}}
 {{- end -}}
 {{- $p := $mine | default $ca | default "clusterapi" -}}
-{{- if not (has $p (list "local" "clusterapi" "externalgrpc")) -}}
-{{- fail (printf "autoscaler.cloudProvider: %q is not a provider draxr has (local, clusterapi, externalgrpc)" $p) -}}
+{{- if not (has $p (list "local" "kwok" "clusterapi" "externalgrpc")) -}}
+{{- fail (printf "autoscaler.cloudProvider: %q is not a provider draxr has (local, kwok, clusterapi, externalgrpc)" $p) -}}
 {{- end -}}
 {{- $p -}}
 {{- end -}}

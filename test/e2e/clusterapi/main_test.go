@@ -68,11 +68,11 @@ func run(m *testing.M) int {
 	}
 	start := time.Now()
 	var err error
-	if root, err = repoRoot(); err != nil {
+	if root, err = controlplane.RepoRoot(); err != nil {
 		fmt.Fprintln(os.Stderr, "clusterapi e2e:", err)
 		return 1
 	}
-	binDir, err := controlPlaneDir()
+	binDir, err := controlplane.Build(root)
 	cpBin = binDir
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "clusterapi e2e: control plane:", err)
@@ -246,31 +246,8 @@ func startCAPI(ctx context.Context) error {
 	return nil
 }
 
-func controlPlaneDir() (string, error) {
-	if out, err := exec.Command("make", "-s", "-C", root, "controlplane").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("%v\n%s", err, out)
-	}
-	want, err := exec.Command("make", "-s", "-C", root, "print-controlplane-dir").Output()
-	if err != nil {
-		return "", err
-	}
-	dir := filepath.Join(root, strings.TrimSpace(string(want)))
-	if _, err := os.Stat(filepath.Join(dir, ".built")); err != nil {
-		return "", fmt.Errorf("no built control plane in %s", dir)
-	}
-	return dir, nil
-}
-
 func goCmd(args ...string) *exec.Cmd {
 	cmd := exec.Command("go", args...)
 	cmd.Dir = root
 	return cmd
-}
-
-func repoRoot() (string, error) {
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
-	if err != nil {
-		return "", fmt.Errorf("go list -m: %w", err)
-	}
-	return strings.TrimSpace(string(out)), nil
 }

@@ -1,0 +1,83 @@
+package apinodes
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	fx "draxr.dev/draxr/simulator/fixtures"
+)
+
+// Every name is tried; each failure is named, what succeeded stays done.
+func TestForJoinsEveryFailure(t *testing.T) {
+	var done atomic.Int32
+	err := For(context.Background(), []string{"a", "bad-1", "b", "bad-2"}, func(_ context.Context, name string) error {
+		if strings.HasPrefix(name, "bad") {
+			return errors.New(name + " failed")
+		}
+		done.Add(1)
+		return nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "bad-1 failed") || !strings.Contains(err.Error(), "bad-2 failed") {
+		t.Errorf("error %v, want both failures named", err)
+	}
+	if done.Load() != 2 {
+		t.Errorf("%d succeeded, want 2", done.Load())
+	}
+}
+
+// A created node's slices are owned by it (the server's UID), a slice
+// published twice is no error, and Delete removes the pods bound to the
+// node and the node, and leaves the rest alone. (The fake server ignores
+// DeleteCollection's field selector: test/e2e/kwok checks the slices go
+// with their node on a real one.)
+func TestCreatePublishDelete(t *testing.T) {
+	ctx := context.Background()
+	other := fx.Pod("elsewhere", 100, nil)
+	other.Namespace, other.Spec.NodeName = "default", "n2"
+	c := fake.NewClientset(other)
+	node := fx.Node("n1", 8, 32, nil)
+	node.UID = "a-uid-the-server-replaces"
+	created, err := CreateNode(ctx, c, "g", node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created.UID = "server-uid" // the fake server assigns none
+	slice := fx.GPUSlice("n1", 4)
+	for range 2 {
+		if err := PublishSlices(ctx, c, created, []*resourceapi.ResourceSlice{slice}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := c.ResourceV1().ResourceSlices().Get(ctx, slice.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := got.OwnerReferences; len(o) != 1 || o[0].Kind != "Node" || o[0].Name != "n1" || o[0].UID != "server-uid" {
+		t.Errorf("owners %v, want the Node n1", o)
+	}
+	bound := fx.Pod("bound", 100, nil)
+	bound.Namespace, bound.Spec.NodeName = "default", "n1"
+	if _, err := c.CoreV1().Pods("default").Create(ctx, bound, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Delete(ctx, c, "n1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{}); err == nil {
+		t.Error("node n1 still exists")
+	}
+	pods, _ := c.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if len(pods.Items) != 1 || pods.Items[0].Name != "elsewhere" {
+		t.Errorf("pods left %v, want only the one on another node", pods.Items)
+	}
+	if err := Delete(ctx, c, "n1"); err != nil {
+		t.Errorf("deleting a node already gone: %v", err)
+	}
+}

@@ -1,0 +1,277 @@
+//go:build benchlive
+
+package benchlive
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	fx "draxr.dev/draxr/simulator/fixtures"
+	testkwok "draxr.dev/draxr/test/kwok"
+)
+
+// gpusPerNode is the DRA group's devices a node; a pod asks one.
+const gpusPerNode = 8
+
+func onePodGPU(name string, claim bool) (*v1.Pod, *resourceapi.ResourceClaim) {
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{"app": "train"}},
+		Spec: v1.PodSpec{
+			NodeSelector:                  map[string]string{groupLabel: "gpu"},
+			TerminationGracePeriodSeconds: ptr.To[int64](0),
+			Containers: []v1.Container{{Name: "main", Image: "registry.example/app",
+				Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: fx.Count(1)}}}},
+		}}
+	if !claim {
+		p.Spec.Containers[0].Resources.Limits = v1.ResourceList{gpuResource: fx.Count(1)}
+		return p, nil
+	}
+	c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
+			Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpu"}}}}}}
+	p.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To(name)}}
+	p.Spec.Containers[0].Resources.Claims = []v1.ResourceClaim{{Name: "gpu"}}
+	return p, c
+}
+
+// BenchmarkLiveScaleUp: 8 one-GPU pods a node for BENCH_LIVE_NODES
+// (5,000) nodes from an empty DRA group, pods asking the GPU as a
+// DRA-backed extended resource or through their own ResourceClaim.
+func BenchmarkLiveScaleUp(b *testing.B) {
+	nodes := envInt(b, "BENCH_LIVE_NODES", 5000)
+	for _, shape := range []string{"extended", "claim"} {
+		b.Run(shape, func(b *testing.B) {
+			for range b.N {
+				scaleUp(b, nodes, shape == "claim")
+			}
+		})
+	}
+}
+
+func scaleUp(b *testing.B, nodes int, claims bool) {
+	pods := nodes * gpusPerNode
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
+	defer cancel()
+	e := start(b, ctx)
+	e.configure(group{name: "gpu", maxSize: nodes + nodes/10 + 1, cpu: 32, devices: gpusPerNode})
+	w := e.watch("gpu")
+	// CA's flags at their defaults (10 s loops, 5-QPS client), scale-down off.
+	as, addr, err := e.cluster.StartAutoscaler(ctx, "draxr-autoscaler-bench", "--scale-down-enabled=false")
+	if err != nil {
+		b.Fatal(err)
+	}
+	e.waitLoops(addr, 0, 1, 2*time.Minute)
+	offset := e.auditSize()
+	loops0, _ := loops(b, addr)
+	cpu0, _ := usage(as.PID())
+
+	names := make([]string, pods)
+	for i := range names {
+		names[i] = fmt.Sprintf("train-%06d", i)
+	}
+	first := time.Now()
+	c := e.cluster.CP.Client
+	if err := parallel(ctx, names, func(ctx context.Context, name string) error {
+		p, claim := onePodGPU(name, claims)
+		if claim != nil {
+			if _, err := c.ResourceV1().ResourceClaims(namespace).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
+				return err
+			}
+		}
+		_, err := c.CoreV1().Pods(namespace).Create(ctx, p, metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	created := time.Since(first)
+	timeout := time.Duration(pods)*50*time.Millisecond + 10*time.Minute
+	e.waitCount("pods bound", int64(pods), timeout, w.bound.Load)
+	e.waitCount("nodes Ready", w.nodes.Load(), timeout, w.ready.Load)
+	allReady := time.Since(first)
+	lastBound := time.Duration(w.lastBound.Load() - first.UnixNano())
+	toIncrease := time.Duration(w.firstNode.Load() - first.UnixNano())
+	loops1, _ := loops(b, addr)
+	byVerb, _, _ := e.auditCounts(offset)
+	cpu1, rss := usage(as.PID())
+	n := loops1 - loops0
+	shape := "extended"
+	if claims {
+		shape = "claim"
+	}
+	fmt.Printf("bench-live scale-up shape=%s nodes=%d pods=%d pods-created-in=%.1fs first-pending->IncreaseSize=%.1fs ->all-nodes-Ready=%.1fs ->last-pod-bound=%.1fs loops=%.0f requests/loop %s autoscaler-cpu=%.1fs peak-rss=%.0fMiB\n",
+		shape, w.nodes.Load(), pods, created.Seconds(), toIncrease.Seconds(), allReady.Seconds(), lastBound.Seconds(), n, perLoop(byVerb, n),
+		(cpu1 - cpu0).Seconds(), rss)
+}
+
+// BenchmarkLiveSteady: BENCH_LIVE_NODES (5,000) nodes running 10 pods
+// each, every node 94% used: a loop has nothing to do.
+func BenchmarkLiveSteady(b *testing.B) {
+	nodes := envInt(b, "BENCH_LIVE_NODES", 5000)
+	for range b.N {
+		steady(b, nodes)
+	}
+}
+
+func steady(b *testing.B, nodes int) {
+	const podsPerNode, measured = 10, 5
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
+	defer cancel()
+	e := start(b, ctx)
+	g := group{name: "cpu", maxSize: nodes + 10, cpu: 32}
+	e.configure(g)
+	w := e.watch("cpu")
+	names := e.addNodes(g, nodes)
+	e.waitCount("nodes Ready", int64(nodes), time.Duration(nodes)*20*time.Millisecond+5*time.Minute, w.ready.Load)
+	var pods []string
+	for _, n := range names {
+		for i := range podsPerNode {
+			pods = append(pods, fmt.Sprintf("%s-%d", n, i))
+		}
+	}
+	c := e.cluster.CP.Client
+	if err := parallel(ctx, pods, func(ctx context.Context, name string) error {
+		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+			Spec: v1.PodSpec{NodeName: name[:len(name)-2], TerminationGracePeriodSeconds: ptr.To[int64](0),
+				Containers: []v1.Container{{Name: "main", Image: "registry.example/app",
+					Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: fx.Count(3)}}}}}}
+		_, err := c.CoreV1().Pods(namespace).Create(ctx, p, metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	e.waitCount("pods Running", int64(len(pods)), time.Duration(len(pods))*20*time.Millisecond+5*time.Minute, w.running.Load)
+	as, addr, err := e.cluster.StartAutoscaler(ctx, "draxr-autoscaler-bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The first loops fill caches and write the status; then measure.
+	e.waitLoops(addr, 0, 3, 10*time.Minute)
+	offset := e.auditSize()
+	count0, sec0 := loops(b, addr)
+	cpu0, _ := usage(as.PID())
+	count1, sec1 := e.waitLoops(addr, count0, measured, 10*time.Minute)
+	_, byResource, _ := e.auditCounts(offset)
+	cpu1, rss := usage(as.PID())
+	n := count1 - count0
+	fmt.Printf("bench-live steady nodes=%d pods=%d loops=%.0f loop-wall=%.3fs requests/loop %s autoscaler-cpu-per-loop-interval=%.3fs peak-rss=%.0fMiB\n",
+		nodes, len(pods), n, (sec1-sec0)/n, perLoop(byResource, n), (cpu1-cpu0).Seconds()/n, rss)
+}
+
+// BenchmarkLiveScaleDown: BENCH_LIVE_SCALEDOWN_NODES (2,000) DRA nodes,
+// each running one evictable ReplicaSet pod (1 CPU), the group's min 40%
+// of them: 60% are drained and removed. CA's parallelism defaults
+// (--max-scale-down-parallelism=10, --max-drain-parallelism=1), then
+// raised to 100 and 100.
+func BenchmarkLiveScaleDown(b *testing.B) {
+	nodes := envInt(b, "BENCH_LIVE_SCALEDOWN_NODES", 2000)
+	for _, par := range []struct {
+		name           string
+		removal, drain int
+	}{{"ca-defaults", 10, 1}, {"raised", 100, 100}} {
+		b.Run(par.name, func(b *testing.B) {
+			for range b.N {
+				scaleDown(b, nodes, par.removal, par.drain)
+			}
+		})
+	}
+}
+
+func scaleDown(b *testing.B, nodes, removal, drain int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
+	defer cancel()
+	e := start(b, ctx)
+	keep := nodes * 4 / 10
+	g := group{name: "gpu", minSize: keep, maxSize: nodes, cpu: 32, devices: gpusPerNode}
+	e.configure(g)
+	w := e.watch("gpu")
+	names := e.addNodes(g, nodes)
+	e.waitCount("nodes Ready", int64(nodes), time.Duration(nodes)*20*time.Millisecond+5*time.Minute, w.ready.Load)
+	c := e.cluster.CP.Client
+	labels := map[string]string{"app": "movers"}
+	spec := v1.PodSpec{NodeSelector: map[string]string{groupLabel: "gpu"}, TerminationGracePeriodSeconds: ptr.To[int64](0),
+		Containers: []v1.Container{{Name: "main", Image: "registry.example/app",
+			Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: fx.Count(1)}}}}}
+	// One pod a node, bound where it stands; the ReplicaSet made after
+	// adopts them, so a drained pod comes back and is scheduled elsewhere.
+	if err := parallel(ctx, names, func(ctx context.Context, node string) error {
+		s := spec.DeepCopy()
+		s.NodeName = node
+		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "mover-" + node, Namespace: namespace, Labels: labels}, Spec: *s}
+		_, err := c.CoreV1().Pods(namespace).Create(ctx, p, metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	e.waitCount("pods Running", int64(nodes), time.Duration(nodes)*20*time.Millisecond+5*time.Minute, w.running.Load)
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "movers", Namespace: namespace},
+		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To(int32(nodes)), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec}}}
+	if _, err := c.AppsV1().ReplicaSets(namespace).Create(ctx, rs, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	if err := wait(ctx, 10*time.Minute, "ReplicaSet adopts the pods", func() error {
+		pods, err := c.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		owned := 0
+		for _, p := range pods.Items {
+			if metav1.GetControllerOf(&p) != nil {
+				owned++
+			}
+		}
+		if owned != nodes || len(pods.Items) != nodes {
+			return fmt.Errorf("%d of %d pods owned", owned, len(pods.Items))
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	as, addr, err := e.cluster.StartAutoscaler(ctx, "draxr-autoscaler-bench",
+		"--scale-down-unneeded-time=30s", "--scale-down-delay-after-add=0s",
+		fmt.Sprintf("--max-scale-down-parallelism=%d", removal), fmt.Sprintf("--max-drain-parallelism=%d", drain))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var firstRemoval time.Duration
+	if err := wait(ctx, time.Duration(nodes)*3*time.Second+10*time.Minute, "group down to its min", func() error {
+		list, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: groupLabel + "=gpu"})
+		if err != nil {
+			return err
+		}
+		if firstRemoval == 0 && len(list.Items) < nodes {
+			firstRemoval = time.Since(start)
+		}
+		if len(list.Items) > keep {
+			return fmt.Errorf("%d nodes", len(list.Items))
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	last := time.Since(start)
+	n, _ := loops(b, addr)
+	cpu, rss := usage(as.PID())
+	fmt.Printf("bench-live scale-down nodes=%d removed=%d max-scale-down-parallelism=%d max-drain-parallelism=%d unneeded-time=30s start->first-removal=%.1fs start->last-removal=%.1fs loops=%.0f autoscaler-cpu=%.1fs peak-rss=%.0fMiB\n",
+		nodes, nodes-keep, removal, drain, firstRemoval.Seconds(), last.Seconds(), n, cpu.Seconds(), rss)
+}
+
+func wait(ctx context.Context, timeout time.Duration, what string, cond func() error) error {
+	last := time.Now()
+	return testkwok.WaitFor(ctx, timeout, time.Second, what, func() error {
+		err := cond()
+		if err != nil && time.Since(last) > time.Minute {
+			fmt.Printf("  %s: %v\n", what, err)
+			last = time.Now()
+		}
+		return err
+	})
+}
