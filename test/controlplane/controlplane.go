@@ -51,6 +51,9 @@ type Options struct {
 	// Detach leaves the processes running when this process exits, for
 	// people who want a cluster to poke at (make cluster-up).
 	Detach bool
+	// AuditPolicy, when set, is the API server's audit policy (a file);
+	// the log is AuditLog, in JSON lines.
+	AuditPolicy string
 }
 
 // ControlPlane is a running control plane.
@@ -61,9 +64,15 @@ type ControlPlane struct {
 	Client          kubernetes.Interface
 	URL             string
 
+	// AuditLog is the API server's audit log when Options.AuditPolicy is set.
+	AuditLog string
+
 	procs    []*proc.Process
 	ownsDir  bool
 	detached bool // Options.Detach
+	// apiServer is how the API server was started, for RestartAPIServer.
+	apiServer  []string
+	apiServerN int
 }
 
 const adminToken = "draxr-e2e-admin-token"
@@ -94,7 +103,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := cp.startAPIServer(ctx, opts.BinDir, etcdURL); err != nil {
+	if err := cp.startAPIServer(ctx, opts.BinDir, etcdURL, opts.AuditPolicy); err != nil {
 		return nil, err
 	}
 	controllers := opts.Controllers
@@ -148,7 +157,7 @@ func answersOK(c *http.Client, req *http.Request, what string) error {
 	return nil
 }
 
-func (cp *ControlPlane) startAPIServer(ctx context.Context, binDir, etcdURL string) error {
+func (cp *ControlPlane) startAPIServer(ctx context.Context, binDir, etcdURL, auditPolicy string) error {
 	keyPath, pubPath, err := writeServiceAccountKeys(cp.Dir)
 	if err != nil {
 		return err
@@ -162,28 +171,25 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, binDir, etcdURL stri
 		return err
 	}
 	certDir := filepath.Join(cp.Dir, "apiserver")
-	p, err := cp.startProcess("kube-apiserver", filepath.Join(binDir, "kube-apiserver"),
-		"--etcd-servers="+etcdURL,
+	args := []string{filepath.Join(binDir, "kube-apiserver"),
+		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port),
-		"--cert-dir="+certDir,
-		"--token-auth-file="+tokens,
+		"--cert-dir=" + certDir,
+		"--token-auth-file=" + tokens,
 		"--authorization-mode=RBAC",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file="+pubPath, "--service-account-signing-key-file="+keyPath,
+		"--service-account-key-file=" + pubPath, "--service-account-signing-key-file=" + keyPath,
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--endpoint-reconciler-type=none",
-		"--enable-priority-and-fairness=false")
-	if err != nil {
-		return err
+		"--enable-priority-and-fairness=false"}
+	if auditPolicy != "" {
+		cp.AuditLog = filepath.Join(cp.Dir, "audit.log")
+		args = append(args, "--audit-policy-file="+auditPolicy, "--audit-log-path="+cp.AuditLog,
+			"--audit-log-format=json", "--audit-log-mode=blocking", "--audit-log-maxsize=0")
 	}
-	cp.procs = append(cp.procs, p)
+	cp.apiServer = args
 	cp.URL = fmt.Sprintf("https://127.0.0.1:%d", port)
-	insecure := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	if err := waitFor(ctx, p, 120*time.Second, func() error {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, cp.URL+"/readyz", nil)
-		req.Header.Set("Authorization", "Bearer "+adminToken)
-		return answersOK(insecure, req, "kube-apiserver /readyz")
-	}); err != nil {
+	if err := cp.runAPIServer(ctx, "kube-apiserver"); err != nil {
 		return err
 	}
 	ca, err := os.ReadFile(filepath.Join(certDir, "apiserver.crt"))
@@ -198,6 +204,41 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, binDir, etcdURL stri
 		TLSClientConfig: rest.TLSClientConfig{CAData: ca}, QPS: 200, Burst: 400}
 	cp.Client, err = kubernetes.NewForConfig(cp.AdminConfig)
 	return err
+}
+
+// runAPIServer starts the API server as startAPIServer set it up and
+// waits until it is ready.
+func (cp *ControlPlane) runAPIServer(ctx context.Context, name string) error {
+	p, err := cp.startProcess(name, cp.apiServer[0], cp.apiServer[1:]...)
+	if err != nil {
+		return err
+	}
+	cp.procs = append(cp.procs, p)
+	insecure := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	return waitFor(ctx, p, 120*time.Second, func() error {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, cp.URL+"/readyz", nil)
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+		return answersOK(insecure, req, "kube-apiserver /readyz")
+	})
+}
+
+// RestartAPIServer stops the API server (SIGTERM, as a rolling upgrade
+// would) and starts it again on the same address with the same
+// certificates and keys, so every client reconnects; it returns once the
+// new one is ready. Each incarnation logs to its own file.
+func (cp *ControlPlane) RestartAPIServer(ctx context.Context) error {
+	for i, p := range cp.procs {
+		if p.Name == "kube-apiserver" || strings.HasPrefix(p.Name, "kube-apiserver-") {
+			if done, _ := p.Exited(); done {
+				continue
+			}
+			p.Stop(30 * time.Second)
+			cp.procs = append(cp.procs[:i], cp.procs[i+1:]...)
+			break
+		}
+	}
+	cp.apiServerN++
+	return cp.runAPIServer(ctx, fmt.Sprintf("kube-apiserver-%d", cp.apiServerN))
 }
 
 func (cp *ControlPlane) startControllerManager(binDir string, controllers []string) error {

@@ -1,0 +1,234 @@
+package soak
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"draxr.dev/draxr/cloudprovider/local"
+	fx "draxr.dev/draxr/simulator/fixtures"
+	"draxr.dev/draxr/simulator/nodegroup"
+	"draxr.dev/draxr/test/soak/checker"
+)
+
+// The soak's resources: a device-plugin GPU in nodes' allocatable, and
+// DRA devices of one driver, asked for through a DeviceClass's extended
+// resource name (KEP-5004) or through ResourceClaimTemplates.
+const (
+	pluginResource v1.ResourceName = "example.com/gpu"
+	draResource    v1.ResourceName = "dra.example.com/gpu"
+	draDriver                      = "gpu.soak.example.com"
+	draClass                       = "soak-gpu"
+	namespace                      = "soak"
+	// shapeAnnotation on a pod template names what its pods ask for, so
+	// the checker knows a pod's demand without reading claims.
+	shapeAnnotation = "soak.draxr.dev/shape"
+	// runtimeAnnotation on a Job's pods: seconds they run once bound.
+	runtimeAnnotation = "soak.draxr.dev/runtime"
+)
+
+// Units of the checker's demand and capacity.
+const (
+	unitPlugin = "plugin-gpu"
+	unitDRA    = "dra-gpu"
+	unitCPU    = "milli-cpu"
+)
+
+// groupKind is how a group's nodes behave.
+type groupKind int
+
+const (
+	healthy    groupKind = iota
+	flaky                // node creates fail while the fault is on
+	neverReady           // nodes register and never turn Ready
+)
+
+type group struct {
+	name     string
+	min, max int
+	plugin   int64 // device-plugin GPUs in allocatable
+	dra      int   // DRA devices published as slices
+	kind     groupKind
+	priority int // priority expander: flaky and broken groups first
+}
+
+func groups() []group {
+	return []group{
+		{name: "plug-a", max: 4, plugin: 4, priority: 10},
+		{name: "plug-b", max: 3, plugin: 8, priority: 10},
+		{name: "plug-flaky", max: 4, plugin: 4, kind: flaky, priority: 30},
+		{name: "dra-a", max: 4, dra: 8, priority: 10},
+		{name: "dra-b", min: 1, max: 3, dra: 4, priority: 10},
+		{name: "dra-never", max: 3, dra: 8, kind: neverReady, priority: 20},
+	}
+}
+
+const nodeCPU = 32
+
+// shape is what one kind of pod asks for.
+type shape struct {
+	name  string
+	count int64
+	claim bool // a ResourceClaimTemplate rather than an extended resource
+	dra   bool
+}
+
+func (s shape) String() string { return s.name + "-" + strconv.FormatInt(s.count, 10) }
+
+func parseShape(v string) (shape, bool) {
+	name, n, ok := strings.Cut(v, "-")
+	if !ok {
+		return shape{}, false
+	}
+	count, err := strconv.ParseInt(n, 10, 64)
+	if err != nil {
+		return shape{}, false
+	}
+	switch name {
+	case "plugin":
+		return shape{name: name, count: count}, true
+	case "draext":
+		return shape{name: name, count: count, dra: true}, true
+	case "claim":
+		return shape{name: name, count: count, dra: true, claim: true}, true
+	case "cpu":
+		return shape{name: name}, true
+	}
+	return shape{}, false
+}
+
+// demand is a pod's need in the checker's units: 100m CPU, and its GPUs.
+func demand(p *v1.Pod) map[string]int64 {
+	out := map[string]int64{unitCPU: 100}
+	s, ok := parseShape(p.Annotations[shapeAnnotation])
+	if !ok {
+		// Not the soak's: ask for more than any node has, so it is never
+		// held against the autoscaler.
+		out[unitCPU] = 1 << 40
+		return out
+	}
+	switch {
+	case s.dra:
+		out[unitDRA] = s.count
+	case s.name == "plugin":
+		out[unitPlugin] = s.count
+	}
+	return out
+}
+
+func capacity(name string, published bool) map[string]int64 {
+	for _, g := range groups() {
+		if g.name != name {
+			continue
+		}
+		out := map[string]int64{unitCPU: nodeCPU * 1000, unitPlugin: g.plugin}
+		if published {
+			out[unitDRA] = int64(g.dra)
+		}
+		return out
+	}
+	return map[string]int64{}
+}
+
+// nodeGroupObjects are the NodeGroup objects of the local provider.
+func nodeGroupObjects(b nodeBackend) []nodegroup.NodeGroup {
+	var out []nodegroup.NodeGroup
+	for _, g := range groups() {
+		tmpl := fx.Node("template", nodeCPU, 128, nil)
+		if g.plugin > 0 {
+			tmpl = fx.Node("template", nodeCPU, 128, fx.GPUs(pluginResource, g.plugin))
+		}
+		tmpl.Name, tmpl.UID = "", ""
+		tmpl.Labels = map[string]string{"soak": "true"}
+		tmpl.Status.Conditions = nil
+		ng := nodegroup.NodeGroup{TypeMeta: metav1.TypeMeta{APIVersion: nodegroup.APIVersion, Kind: nodegroup.Kind},
+			ObjectMeta: metav1.ObjectMeta{Name: g.name, Annotations: b.groupAnnotations(g)},
+			Spec:       nodegroup.Spec{MinSize: g.min, MaxSize: g.max, Template: *tmpl}}
+		if g.dra > 0 {
+			ng.Spec.ResourceSlices = append(ng.Spec.ResourceSlices, fx.DeviceSlice("x", draDriver, g.dra, "gpu").Spec)
+			ng.Spec.ResourceSlices[0].NodeName = nil
+			ng.Spec.ResourceSlices[0].Pool.Name = ""
+		}
+		out = append(out, ng)
+	}
+	return out
+}
+
+func writeNodeGroups(dir string, b nodeBackend) (string, error) {
+	var docs []string
+	for _, ng := range nodeGroupObjects(b) {
+		data, err := yaml.Marshal(ng)
+		if err != nil {
+			return "", err
+		}
+		docs = append(docs, string(data))
+	}
+	path := filepath.Join(dir, "nodegroups.yaml")
+	return path, os.WriteFile(path, []byte(strings.Join(docs, "---\n")), 0o600)
+}
+
+func writePriorities(dir string) (string, error) {
+	byPrio := map[int][]string{}
+	for _, g := range groups() {
+		byPrio[g.priority] = append(byPrio[g.priority], "^"+g.name+"$")
+	}
+	var b strings.Builder
+	for _, p := range []int{30, 20, 10} {
+		fmt.Fprintf(&b, "%d:\n", p)
+		for _, re := range byPrio[p] {
+			fmt.Fprintf(&b, "- %s\n", re)
+		}
+	}
+	path := filepath.Join(dir, "priorities.yaml")
+	return path, os.WriteFile(path, []byte(b.String()), 0o600)
+}
+
+// timings are the autoscaler's, short so that a few minutes hold many
+// loops, provision timeouts and scale-downs.
+type timings struct {
+	scan, provision, readyDelay, slicesDelay, unneeded, backoff time.Duration
+}
+
+func soakTimings() timings {
+	return timings{scan: time.Second, provision: 15 * time.Second, readyDelay: time.Second, slicesDelay: time.Second,
+		unneeded: 5 * time.Second, backoff: 20 * time.Second}
+}
+
+func checkerConfig(tm timings) checker.Config {
+	var gs []checker.Group
+	for _, g := range groups() {
+		gs = append(gs, checker.Group{Name: g.name, Min: g.min, Max: g.max, Faulty: g.kind != healthy})
+	}
+	return checker.Config{
+		Groups: gs, GroupLabel: nodegroup.GroupLabel,
+		AutoscalerUser: "system:serviceaccount:kube-system:draxr-autoscaler",
+		Demand:         demand, Capacity: capacity,
+		ScanInterval: tm.scan, ProvisionTimeout: tm.provision,
+		// Ready and slices delays, the scheduler's retry of an
+		// unschedulable pod (its backoff tops out at 10s) and a margin for
+		// a machine shared by the control plane and two replicas.
+		NodeStartup: tm.readyDelay + tm.slicesDelay + 10*time.Second + 5*time.Second,
+		Settle:      2*tm.scan + 3*time.Second,
+		// A new leader syncs its informers and clears its predecessor's
+		// taints before its first loop.
+		RestartGrace:       30 * time.Second,
+		StartupGrace:       30 * time.Second,
+		LeaderActiveWithin: 5 * tm.scan,
+	}
+}
+
+// nodeReadyNever is the local provider's annotation value for a group
+// whose nodes never turn Ready.
+func localGroupAnnotations(g group) map[string]string {
+	if g.kind == neverReady {
+		return map[string]string{local.NodeReadyDelayAnnotation: "never"}
+	}
+	return nil
+}
