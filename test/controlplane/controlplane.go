@@ -225,14 +225,19 @@ func (cp *ControlPlane) runAPIServer(ctx context.Context, name string) error {
 // RestartAPIServer stops the API server (SIGTERM, as a rolling upgrade
 // would) and starts it again on the same address with the same
 // certificates and keys, so every client reconnects; it returns once the
-// new one is ready. Each incarnation logs to its own file.
-func (cp *ControlPlane) RestartAPIServer(ctx context.Context) error {
+// new one is ready. Each incarnation logs to its own file; logf, when
+// set, is told how long the old one took to stop.
+func (cp *ControlPlane) RestartAPIServer(ctx context.Context, logf func(string)) error {
 	for i, p := range cp.procs {
 		if p.Name == "kube-apiserver" || strings.HasPrefix(p.Name, "kube-apiserver-") {
 			if done, _ := p.Exited(); done {
 				continue
 			}
+			start := time.Now()
 			p.Stop(30 * time.Second)
+			if logf != nil {
+				logf(fmt.Sprintf("  kube-apiserver stopped after %s", time.Since(start).Round(100*time.Millisecond)))
+			}
 			cp.procs = append(cp.procs[:i], cp.procs[i+1:]...)
 			break
 		}

@@ -3,6 +3,7 @@ package soak
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 )
 
 // nodeBackend makes the soak's nodes and plays their kubelets: the one
@@ -32,10 +34,16 @@ type nodeBackend interface {
 
 // localBackend is the local cloud provider: the autoscaler creates Node
 // objects and turns them Ready itself; nothing runs pods, so the backend
-// marks a bound Job pod Succeeded once its runtime has passed.
+// does a kubelet's part: it marks a bound Job pod Succeeded once its
+// runtime has passed, and removes a terminating bound pod (as a kubelet
+// does once the container stopped) after terminationDelay.
+const terminationDelay = 2 * time.Second
+
 type localBackend struct{}
 
-func (localBackend) name() string { return "local provider (Node objects made Ready by the autoscaler)" }
+func (localBackend) name() string {
+	return "local provider (Node objects made Ready by the autoscaler)"
+}
 
 func (localBackend) autoscalerArgs(nodeGroups string, tm timings) []string {
 	return []string{"--cloud-provider=local", "--node-group-config=" + nodeGroups,
@@ -69,6 +77,16 @@ func (localBackend) start(ctx context.Context, client kubernetes.Interface) erro
 		}
 		mu.Unlock()
 		for _, k := range ready {
+			if name, ok := strings.CutPrefix(k, terminatingPrefix); ok {
+				ns, pod, _ := strings.Cut(name, "/")
+				err := client.CoreV1().Pods(ns).Delete(ctx, pod, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+				if err != nil && !apierrors.IsNotFound(err) {
+					mu.Lock()
+					due[k] = now.Add(time.Second)
+					mu.Unlock()
+				}
+				continue
+			}
 			obj, ok, _ := pods.GetStore().GetByKey(k)
 			if !ok {
 				continue
@@ -88,7 +106,15 @@ func (localBackend) start(ctx context.Context, client kubernetes.Interface) erro
 
 func noteJobPod(obj any, mu *sync.Mutex, due map[string]time.Time) {
 	p, ok := obj.(*v1.Pod)
-	if !ok || p.Spec.NodeName == "" || p.DeletionTimestamp != nil || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
+	if !ok || p.Spec.NodeName == "" || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
+		return
+	}
+	if p.DeletionTimestamp != nil {
+		mu.Lock()
+		defer mu.Unlock()
+		if _, ok := due[terminatingKey(p)]; !ok {
+			due[terminatingKey(p)] = time.Now().Add(terminationDelay)
+		}
 		return
 	}
 	secs, err := strconv.Atoi(p.Annotations[runtimeAnnotation])
@@ -102,3 +128,7 @@ func noteJobPod(obj any, mu *sync.Mutex, due map[string]time.Time) {
 		due[k] = time.Now().Add(time.Duration(secs) * time.Second)
 	}
 }
+
+const terminatingPrefix = "terminating:"
+
+func terminatingKey(p *v1.Pod) string { return terminatingPrefix + p.Namespace + "/" + p.Name }

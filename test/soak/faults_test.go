@@ -132,6 +132,13 @@ func (f *faults) run(ctx context.Context, kind string) error {
 	f.record(kind)
 	switch kind {
 	case faultKillLeader, faultFailover:
+		if kind == faultKillLeader {
+			// Mid-drain if it can be: the next leader must clean up.
+			if node := f.awaitDeletionTaint(ctx, 30*time.Second); node != "" {
+				f.record("  while node " + node + " carries " + checker.ToBeDeletedTaint)
+			}
+			start = time.Now()
+		}
 		old := f.currentHolder()
 		leader := f.reps.byHolder(old)
 		if leader == nil {
@@ -155,9 +162,10 @@ func (f *faults) run(ctx context.Context, kind string) error {
 	case faultAPIServer:
 		f.obs.send(checker.Observation{Kind: checker.DisruptionStart, Name: kind})
 		defer f.obs.send(checker.Observation{Kind: checker.DisruptionEnd, Name: kind})
-		if err := f.cp.RestartAPIServer(ctx); err != nil {
+		if err := f.cp.RestartAPIServer(ctx, f.record); err != nil {
 			return err
 		}
+		f.record(fmt.Sprintf("  kube-apiserver ready again after %s", time.Since(start).Round(100*time.Millisecond)))
 		f.awaitRecovery(ctx, kind, "", start)
 	case faultFlakyCreates:
 		if err := f.bindFailCreates(ctx, true); err != nil {
@@ -177,7 +185,7 @@ func (f *faults) run(ctx context.Context, kind string) error {
 func (f *faults) bindFailCreates(ctx context.Context, on bool) error {
 	c := f.cp.Client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings()
 	var err error
-	for range 20 {
+	for range 120 {
 		if on {
 			b := &admissionv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: failCreatesPolicy},
 				Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: failCreatesPolicy,
@@ -199,6 +207,26 @@ func (f *faults) bindFailCreates(ctx context.Context, on bool) error {
 		time.Sleep(time.Second)
 	}
 	return err
+}
+
+// awaitDeletionTaint waits until some node carries the autoscaler's
+// deletion taint and returns it ("" after timeout).
+func (f *faults) awaitDeletionTaint(ctx context.Context, timeout time.Duration) string {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		nodes, err := f.cp.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err == nil {
+			for _, n := range nodes.Items {
+				for _, t := range n.Spec.Taints {
+					if t.Key == checker.ToBeDeletedTaint {
+						return n.Name
+					}
+				}
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return ""
 }
 
 func hostname() string {

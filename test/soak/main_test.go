@@ -12,8 +12,8 @@ import (
 // The soak needs binaries built from this checkout; TestMain builds them
 // once, only when a soak is asked for.
 var (
-	root string // repository root
-	bins string // draxr binaries built for the soak
+	root   string // repository root
+	bins   string // draxr binaries built for the soak
 	cpBins string // etcd, kube-apiserver, kube-controller-manager
 )
 

@@ -91,8 +91,12 @@ func (o *observer) start(ctx context.Context, client kubernetes.Interface) error
 			},
 		}},
 		{f.Policy().V1().PodDisruptionBudgets().Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { o.send(checker.Observation{Kind: checker.PDBUpdate, PDB: obj.(*policyv1.PodDisruptionBudget)}) },
-			UpdateFunc: func(_, obj any) { o.send(checker.Observation{Kind: checker.PDBUpdate, PDB: obj.(*policyv1.PodDisruptionBudget)}) },
+			AddFunc: func(obj any) {
+				o.send(checker.Observation{Kind: checker.PDBUpdate, PDB: obj.(*policyv1.PodDisruptionBudget)})
+			},
+			UpdateFunc: func(_, obj any) {
+				o.send(checker.Observation{Kind: checker.PDBUpdate, PDB: obj.(*policyv1.PodDisruptionBudget)})
+			},
 		}},
 		{f.Core().V1().Events().Informer(), cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { o.event(obj.(*v1.Event)) },

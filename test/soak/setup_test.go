@@ -9,6 +9,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
@@ -26,7 +27,12 @@ const (
 	draResource    v1.ResourceName = "dra.example.com/gpu"
 	draDriver                      = "gpu.soak.example.com"
 	draClass                       = "soak-gpu"
-	namespace                      = "soak"
+	// migClass selects 3g.40gb placements of NVIDIA's DynamicMIG
+	// partitionable GPUs (shared counters): two fit a GPU.
+	migClass   = "soak-mig"
+	migProfile = "3g.40gb"
+	migPerGPU  = 2
+	namespace  = "soak"
 	// shapeAnnotation on a pod template names what its pods ask for, so
 	// the checker knows a pod's demand without reading claims.
 	shapeAnnotation = "soak.draxr.dev/shape"
@@ -38,6 +44,7 @@ const (
 const (
 	unitPlugin = "plugin-gpu"
 	unitDRA    = "dra-gpu"
+	unitMIG    = "mig-3g"
 	unitCPU    = "milli-cpu"
 )
 
@@ -55,6 +62,7 @@ type group struct {
 	min, max int
 	plugin   int64 // device-plugin GPUs in allocatable
 	dra      int   // DRA devices published as slices
+	mig      int   // partitionable GPUs (NVIDIA DynamicMIG slices)
 	kind     groupKind
 	priority int // priority expander: flaky and broken groups first
 }
@@ -67,6 +75,7 @@ func groups() []group {
 		{name: "dra-a", max: 4, dra: 8, priority: 10},
 		{name: "dra-b", min: 1, max: 3, dra: 4, priority: 10},
 		{name: "dra-never", max: 3, dra: 8, kind: neverReady, priority: 20},
+		{name: "mig-a", max: 3, mig: 2, priority: 10},
 	}
 }
 
@@ -78,6 +87,7 @@ type shape struct {
 	count int64
 	claim bool // a ResourceClaimTemplate rather than an extended resource
 	dra   bool
+	mig   bool // partitions of a GPU, through a claim
 }
 
 func (s shape) String() string { return s.name + "-" + strconv.FormatInt(s.count, 10) }
@@ -98,6 +108,8 @@ func parseShape(v string) (shape, bool) {
 		return shape{name: name, count: count, dra: true}, true
 	case "claim":
 		return shape{name: name, count: count, dra: true, claim: true}, true
+	case "mig":
+		return shape{name: name, count: count, claim: true, mig: true}, true
 	case "cpu":
 		return shape{name: name}, true
 	}
@@ -115,6 +127,8 @@ func demand(p *v1.Pod) map[string]int64 {
 		return out
 	}
 	switch {
+	case s.mig:
+		out[unitMIG] = s.count
 	case s.dra:
 		out[unitDRA] = s.count
 	case s.name == "plugin":
@@ -131,6 +145,7 @@ func capacity(name string, published bool) map[string]int64 {
 		out := map[string]int64{unitCPU: nodeCPU * 1000, unitPlugin: g.plugin}
 		if published {
 			out[unitDRA] = int64(g.dra)
+			out[unitMIG] = int64(g.mig * migPerGPU)
 		}
 		return out
 	}
@@ -155,6 +170,13 @@ func nodeGroupObjects(b nodeBackend) []nodegroup.NodeGroup {
 			ng.Spec.ResourceSlices = append(ng.Spec.ResourceSlices, fx.DeviceSlice("x", draDriver, g.dra, "gpu").Spec)
 			ng.Spec.ResourceSlices[0].NodeName = nil
 			ng.Spec.ResourceSlices[0].Pool.Name = ""
+		}
+		if g.mig > 0 {
+			for _, sl := range fx.NVIDIADynamicMIG("x", g.mig) {
+				spec := sl.Spec
+				spec.NodeName, spec.Pool = nil, resourceapi.ResourcePool{}
+				ng.Spec.ResourceSlices = append(ng.Spec.ResourceSlices, spec)
+			}
 		}
 		out = append(out, ng)
 	}

@@ -217,11 +217,10 @@ func (s *soak) run() {
 	<-checked
 
 	s.report(chk, f, apiErrors)
-	if len(chk.Violations()) > 0 || len(s.errs) > 0 {
-		for _, path := range logs {
-			t.Logf("autoscaler log %s kept in %s", filepath.Base(path), path)
-		}
-		t.Fatalf("soak failed: %d violations, %d harness errors", len(chk.Violations()), len(s.errs))
+	failed := len(chk.Violations()) > 0 || len(s.errs) > 0
+	kept := keepLogs(t, cp.Dir, failed)
+	if failed {
+		t.Fatalf("logs in %s; soak failed: %d violations, %d harness errors", kept, len(chk.Violations()), len(s.errs))
 	}
 }
 
@@ -232,7 +231,7 @@ func (s *soak) driveFaults(ctx context.Context, f *faults, rng *rand.Rand, end t
 	order := rng.Perm(len(kinds))
 	spacing := 40 * time.Second
 	if s.duration < 5*time.Minute {
-		spacing = (s.duration - 40*time.Second) / time.Duration(len(kinds))
+		spacing = (s.duration - 60*time.Second) / time.Duration(len(kinds))
 	}
 	next := time.Now().Add(20 * time.Second)
 	for i := 0; ; i++ {
@@ -242,7 +241,7 @@ func (s *soak) driveFaults(ctx context.Context, f *faults, rng *rand.Rand, end t
 		case <-time.After(time.Until(next)):
 		}
 		// Leave the last stretch without a fault.
-		if time.Until(end) < 20*time.Second {
+		if time.Until(end) < 15*time.Second {
 			return
 		}
 		kind := kinds[rng.IntN(len(kinds))]
@@ -252,11 +251,38 @@ func (s *soak) driveFaults(ctx context.Context, f *faults, rng *rand.Rand, end t
 		if err := f.run(ctx, kind); err != nil {
 			s.errorf("fault %q: %v", kind, err)
 		}
-		next = time.Now().Add(spacing / 2)
-		if n := next.Add(spacing / 2); n.Before(end) {
+		// On the slots when faults heal quickly, 10s after the last one
+		// when one took longer.
+		next = next.Add(spacing)
+		if n := time.Now().Add(10 * time.Second); n.After(next) {
 			next = n
 		}
 	}
+}
+
+// keepLogs copies the components' logs to bin/soak/last-run, as the
+// control plane's folder goes with it.
+func keepLogs(t *testing.T, from string, audit bool) string {
+	to := filepath.Join(root, "bin", "soak", "last-run")
+	_ = os.RemoveAll(to)
+	if err := os.MkdirAll(to, 0o750); err != nil {
+		t.Log(err)
+		return ""
+	}
+	paths, _ := filepath.Glob(filepath.Join(from, "*.log"))
+	for _, p := range paths {
+		if filepath.Base(p) == "audit.log" && !audit {
+			continue
+		}
+		data, err := os.ReadFile(p)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(to, filepath.Base(p)), data, 0o600)
+		}
+		if err != nil {
+			t.Log(err)
+		}
+	}
+	return to
 }
 
 func (s *soak) report(chk *checker.Checker, f *faults, apiErrors int) {

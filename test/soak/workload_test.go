@@ -55,13 +55,21 @@ func (w *workload) setup(ctx context.Context) error {
 	}
 	c := fx.Class(draClass, draDriver, draResource, time.Time{})
 	c.UID, c.CreationTimestamp = "", metav1.Time{}
-	_, err := w.client.ResourceV1().DeviceClasses().Create(ctx, c, metav1.CreateOptions{})
+	if _, err := w.client.ResourceV1().DeviceClasses().Create(ctx, c, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	mig := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: migClass}, Spec: resourceapi.DeviceClassSpec{
+		Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf(
+			"device.driver == %q && device.attributes[%q].profile == %q", fx.NVIDIADriver, fx.NVIDIADriver, migProfile)}}}}}
+	_, err := w.client.ResourceV1().DeviceClasses().Create(ctx, mig, metav1.CreateOptions{})
 	return err
 }
 
 func (w *workload) shape() shape {
 	n := int64(1 + w.rng.IntN(4))
-	switch w.rng.IntN(3) {
+	switch w.rng.IntN(4) {
+	case 3:
+		return shape{name: "mig", count: (n + 1) / 2, claim: true, mig: true}
 	case 0:
 		return shape{name: "plugin", count: n}
 	case 1:
@@ -71,18 +79,24 @@ func (w *workload) shape() shape {
 	}
 }
 
-// podSpec asks for the shape, with the soak label so only soak nodes
+// podTemplate asks for the shape, with the soak label so only soak nodes
 // take it, and no grace period (nothing runs the pods).
 func (w *workload) podTemplate(ctx context.Context, name string, s shape, restart v1.RestartPolicy) (v1.PodTemplateSpec, error) {
 	c := v1.Container{Name: "main", Image: "registry.example/app",
 		Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m")}}}
-	spec := v1.PodSpec{NodeSelector: map[string]string{"soak": "true"}, TerminationGracePeriodSeconds: ptr.To[int64](0),
+	// A grace period, so a drain takes a moment (the backend's kubelet
+	// stand-in confirms terminations): faults can land mid-drain.
+	spec := v1.PodSpec{NodeSelector: map[string]string{"soak": "true"}, TerminationGracePeriodSeconds: ptr.To[int64](3),
 		RestartPolicy: restart}
 	switch {
 	case s.claim:
+		class := draClass
+		if s.mig {
+			class = migClass
+		}
 		tmpl := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
 			Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{
-				Devices: resourceapi.DeviceClaim{Requests: fx.DeviceRequests("gpus", draClass, s.count)}}}}
+				Devices: resourceapi.DeviceClaim{Requests: fx.DeviceRequests("gpus", class, s.count)}}}}
 		if _, err := w.client.ResourceV1().ResourceClaimTemplates(namespace).Create(ctx, tmpl, metav1.CreateOptions{}); err != nil {
 			return v1.PodTemplateSpec{}, err
 		}
