@@ -234,7 +234,7 @@ func (cp *ControlPlane) RestartAPIServer(ctx context.Context, logf func(string))
 				continue
 			}
 			start := time.Now()
-			p.Stop(30 * time.Second)
+			p.Stop(10 * time.Second)
 			if logf != nil {
 				logf(fmt.Sprintf("  kube-apiserver stopped after %s", time.Since(start).Round(100*time.Millisecond)))
 			}

@@ -123,6 +123,9 @@ func (s *soak) run() {
 		for o := range obsCh {
 			for _, v := range chk.Observe(o) {
 				s.t.Logf("VIOLATION %s", v)
+				if v.Invariant == checker.PendingBounded {
+					s.t.Log(describePending(cp.Client, v.Message))
+				}
 			}
 		}
 	}()
@@ -216,6 +219,12 @@ func (s *soak) run() {
 	close(obsCh)
 	<-checked
 
+	// A soak that never put an invariant to the test proves nothing of it.
+	for inv, n := range chk.Counts() {
+		if n == 0 {
+			s.errorf("invariant %s was never checked: the churn or the faults did not reach it", inv)
+		}
+	}
 	s.report(chk, f, apiErrors)
 	failed := len(chk.Violations()) > 0 || len(s.errs) > 0
 	kept := keepLogs(t, cp.Dir, failed)
