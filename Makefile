@@ -96,8 +96,9 @@ e2e-bulk: controlplane
 # is off: the soak keeps its own, 20m past its duration.
 SOAK_DURATION ?= 30m
 SOAK_SEED ?= 1
+SOAK_NODES ?= local
 soak: controlplane
-	DRAXR_SOAK_DURATION=$(SOAK_DURATION) DRAXR_SOAK_SEED=$(SOAK_SEED) \
+	DRAXR_SOAK_DURATION=$(SOAK_DURATION) DRAXR_SOAK_SEED=$(SOAK_SEED) DRAXR_SOAK_NODES=$(SOAK_NODES) \
 		$(GO) test ./test/soak/ -run '^TestSoak$$' -count=1 -v -timeout 0
 
 # Upstream scheduler_perf's DRA extended-resource workloads (read from the

@@ -12,24 +12,37 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+
+	"draxr.dev/draxr/test/controlplane"
 )
 
 // nodeBackend makes the soak's nodes and plays their kubelets: the one
-// part to swap for kwok (its provider flags, its node annotations for a
-// never-Ready group, its controller running pods).
+// part to swap for kwok (its controllers, its provider's configuration,
+// its controller running pods).
 type nodeBackend interface {
 	name() string
-	// autoscalerArgs select and configure the cloud provider.
-	autoscalerArgs(nodeGroups string, tm timings) []string
-	// groupAnnotations are the NodeGroup annotations giving a group its
-	// behaviour (nodes that never turn Ready).
-	groupAnnotations(g group) map[string]string
-	// start runs what stands in for kubelets until ctx ends: Job pods
-	// bound to a node finish after their runtime annotation.
-	start(ctx context.Context, client kubernetes.Interface) error
+	// controllers are the control plane's controllers (nil: the defaults).
+	controllers() []string
+	// supports says whether the backend can give a group this behaviour.
+	supports(k groupKind) bool
+	// configure puts the node groups where the provider reads them and
+	// returns the autoscaler's provider flags.
+	configure(ctx context.Context, cp *controlplane.ControlPlane, dir string, gs []group, tm timings) ([]string, error)
+	// start runs what stands in for kubelets until ctx ends.
+	start(ctx context.Context, cp *controlplane.ControlPlane) error
+}
+
+// activeGroups are the groups the backend can make.
+func activeGroups(b nodeBackend) []group {
+	var out []group
+	for _, g := range groups() {
+		if b.supports(g.kind) {
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 // localBackend is the local cloud provider: the autoscaler creates Node
@@ -37,22 +50,29 @@ type nodeBackend interface {
 // does a kubelet's part: it marks a bound Job pod Succeeded once its
 // runtime has passed, and removes a terminating bound pod (as a kubelet
 // does once the container stopped) after terminationDelay.
-const terminationDelay = 2 * time.Second
-
 type localBackend struct{}
+
+const terminationDelay = 2 * time.Second
 
 func (localBackend) name() string {
 	return "local provider (Node objects made Ready by the autoscaler)"
 }
 
-func (localBackend) autoscalerArgs(nodeGroups string, tm timings) []string {
-	return []string{"--cloud-provider=local", "--node-group-config=" + nodeGroups,
-		"--local-node-ready-delay=" + tm.readyDelay.String(), "--local-slices-delay=" + tm.slicesDelay.String()}
+func (localBackend) controllers() []string { return nil }
+
+func (localBackend) supports(groupKind) bool { return true }
+
+func (localBackend) configure(_ context.Context, _ *controlplane.ControlPlane, dir string, gs []group, tm timings) ([]string, error) {
+	path, err := writeNodeGroups(dir, gs)
+	if err != nil {
+		return nil, err
+	}
+	return []string{"--cloud-provider=local", "--node-group-config=" + path,
+		"--local-node-ready-delay=" + tm.readyDelay.String(), "--local-slices-delay=" + tm.slicesDelay.String()}, nil
 }
 
-func (localBackend) groupAnnotations(g group) map[string]string { return localGroupAnnotations(g) }
-
-func (localBackend) start(ctx context.Context, client kubernetes.Interface) error {
+func (localBackend) start(ctx context.Context, cp *controlplane.ControlPlane) error {
+	client := cp.Client
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace))
 	pods := factory.Core().V1().Pods().Informer()
 	var mu sync.Mutex

@@ -152,40 +152,52 @@ func capacity(name string, published bool) map[string]int64 {
 	return map[string]int64{}
 }
 
+// template is a group's node: CPU, device-plugin GPUs in allocatable,
+// the soak label the pods select.
+func (g group) template() *v1.Node {
+	tmpl := fx.Node("template", nodeCPU, 128, nil)
+	if g.plugin > 0 {
+		tmpl = fx.Node("template", nodeCPU, 128, fx.GPUs(pluginResource, g.plugin))
+	}
+	tmpl.Name, tmpl.UID = "", ""
+	tmpl.Labels = map[string]string{"soak": "true"}
+	tmpl.Status.Conditions = nil
+	return tmpl
+}
+
+// slices are what a group's node's DRA drivers publish.
+func (g group) slices() []resourceapi.ResourceSliceSpec {
+	var out []resourceapi.ResourceSliceSpec
+	if g.dra > 0 {
+		spec := fx.DeviceSlice("x", draDriver, g.dra, "gpu").Spec
+		spec.NodeName, spec.Pool = nil, resourceapi.ResourcePool{}
+		out = append(out, spec)
+	}
+	if g.mig > 0 {
+		for _, sl := range fx.NVIDIADynamicMIG("x", g.mig) {
+			spec := sl.Spec
+			spec.NodeName, spec.Pool = nil, resourceapi.ResourcePool{}
+			out = append(out, spec)
+		}
+	}
+	return out
+}
+
 // nodeGroupObjects are the NodeGroup objects of the local provider.
-func nodeGroupObjects(b nodeBackend) []nodegroup.NodeGroup {
+func nodeGroupObjects(gs []group) []nodegroup.NodeGroup {
 	var out []nodegroup.NodeGroup
-	for _, g := range groups() {
-		tmpl := fx.Node("template", nodeCPU, 128, nil)
-		if g.plugin > 0 {
-			tmpl = fx.Node("template", nodeCPU, 128, fx.GPUs(pluginResource, g.plugin))
-		}
-		tmpl.Name, tmpl.UID = "", ""
-		tmpl.Labels = map[string]string{"soak": "true"}
-		tmpl.Status.Conditions = nil
+	for _, g := range gs {
 		ng := nodegroup.NodeGroup{TypeMeta: metav1.TypeMeta{APIVersion: nodegroup.APIVersion, Kind: nodegroup.Kind},
-			ObjectMeta: metav1.ObjectMeta{Name: g.name, Annotations: b.groupAnnotations(g)},
-			Spec:       nodegroup.Spec{MinSize: g.min, MaxSize: g.max, Template: *tmpl}}
-		if g.dra > 0 {
-			ng.Spec.ResourceSlices = append(ng.Spec.ResourceSlices, fx.DeviceSlice("x", draDriver, g.dra, "gpu").Spec)
-			ng.Spec.ResourceSlices[0].NodeName = nil
-			ng.Spec.ResourceSlices[0].Pool.Name = ""
-		}
-		if g.mig > 0 {
-			for _, sl := range fx.NVIDIADynamicMIG("x", g.mig) {
-				spec := sl.Spec
-				spec.NodeName, spec.Pool = nil, resourceapi.ResourcePool{}
-				ng.Spec.ResourceSlices = append(ng.Spec.ResourceSlices, spec)
-			}
-		}
+			ObjectMeta: metav1.ObjectMeta{Name: g.name, Annotations: localGroupAnnotations(g)},
+			Spec:       nodegroup.Spec{MinSize: g.min, MaxSize: g.max, Template: *g.template(), ResourceSlices: g.slices()}}
 		out = append(out, ng)
 	}
 	return out
 }
 
-func writeNodeGroups(dir string, b nodeBackend) (string, error) {
+func writeNodeGroups(dir string, gs []group) (string, error) {
 	var docs []string
-	for _, ng := range nodeGroupObjects(b) {
+	for _, ng := range nodeGroupObjects(gs) {
 		data, err := yaml.Marshal(ng)
 		if err != nil {
 			return "", err
@@ -196,9 +208,9 @@ func writeNodeGroups(dir string, b nodeBackend) (string, error) {
 	return path, os.WriteFile(path, []byte(strings.Join(docs, "---\n")), 0o600)
 }
 
-func writePriorities(dir string) (string, error) {
+func writePriorities(dir string, gs []group) (string, error) {
 	byPrio := map[int][]string{}
-	for _, g := range groups() {
+	for _, g := range gs {
 		byPrio[g.priority] = append(byPrio[g.priority], "^"+g.name+"$")
 	}
 	var b strings.Builder
@@ -223,9 +235,9 @@ func soakTimings() timings {
 		unneeded: 5 * time.Second, backoff: 20 * time.Second}
 }
 
-func checkerConfig(tm timings) checker.Config {
+func checkerConfig(tm timings, active []group) checker.Config {
 	var gs []checker.Group
-	for _, g := range groups() {
+	for _, g := range active {
 		gs = append(gs, checker.Group{Name: g.name, Min: g.min, Max: g.max, Faulty: g.kind != healthy})
 	}
 	return checker.Config{
@@ -246,8 +258,8 @@ func checkerConfig(tm timings) checker.Config {
 	}
 }
 
-// nodeReadyNever is the local provider's annotation value for a group
-// whose nodes never turn Ready.
+// localGroupAnnotations give a local provider's group its behaviour: nodes
+// that never turn Ready.
 func localGroupAnnotations(g group) map[string]string {
 	if g.kind == neverReady {
 		return map[string]string{local.NodeReadyDelayAnnotation: "never"}

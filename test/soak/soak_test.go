@@ -22,7 +22,16 @@ import (
 const (
 	durationEnv = "DRAXR_SOAK_DURATION"
 	seedEnv     = "DRAXR_SOAK_SEED"
+	nodesEnv    = "DRAXR_SOAK_NODES" // the node backend: local (default)
 )
+
+func backendNamed(name string) (nodeBackend, error) {
+	switch name {
+	case "", "local":
+		return localBackend{}, nil
+	}
+	return nil, fmt.Errorf("%s=%q: want local", nodesEnv, name)
+}
 
 // TestSoak is make soak: DRAXR_SOAK_DURATION of churn and faults with the
 // checker judging throughout. It runs only when asked for.
@@ -40,7 +49,11 @@ func TestSoak(t *testing.T) {
 			t.Fatalf("%s=%q: want an unsigned integer", seedEnv, v)
 		}
 	}
-	s := &soak{t: t, duration: duration, seed: seed, backend: localBackend{}, tm: soakTimings(), driven: map[string]int{}}
+	backend, err := backendNamed(os.Getenv(nodesEnv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &soak{t: t, duration: duration, seed: seed, backend: backend, tm: soakTimings(), driven: map[string]int{}}
 	s.run()
 }
 
@@ -92,7 +105,7 @@ func (s *soak) run() {
 	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cp, err := controlplane.Start(ctx, controlplane.Options{BinDir: cpBins, AuditPolicy: policy})
+	cp, err := controlplane.Start(ctx, controlplane.Options{BinDir: cpBins, AuditPolicy: policy, Controllers: s.backend.controllers()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +129,8 @@ func (s *soak) run() {
 
 	// The checker owns its state; observations reach it through one channel.
 	obsCh := make(chan checker.Observation, 1<<16)
-	chk := checker.New(checkerConfig(s.tm))
+	active := activeGroups(s.backend)
+	chk := checker.New(checkerConfig(s.tm, active))
 	checked := make(chan struct{})
 	go func() {
 		defer close(checked)
@@ -142,11 +156,11 @@ func (s *soak) run() {
 		}
 	}()
 
-	groupsFile, err := writeNodeGroups(dir, s.backend)
+	providerArgs, err := s.backend.configure(ctx, cp, dir, active, s.tm)
 	if err != nil {
 		t.Fatal(err)
 	}
-	prio, err := writePriorities(dir)
+	prio, err := writePriorities(dir, active)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +168,7 @@ func (s *soak) run() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.backend.start(obsCtx, cp.Client); err != nil {
+	if err := s.backend.start(obsCtx, cp); err != nil {
 		t.Fatal(err)
 	}
 	tm := s.tm
@@ -165,7 +179,7 @@ func (s *soak) run() {
 		"--scale-down-delay-after-failure=5s", "--initial-node-group-backoff-duration=" + tm.backoff.String(),
 		"--expander=priority", "--expander-priorities=" + prio,
 		"--leader-elect=true", "--max-inactivity=1m", "--max-failing-time=2m", "--max-startup-time=2m", "--v=2",
-	}, s.backend.autoscalerArgs(groupsFile, tm)...)
+	}, providerArgs...)
 	reps := &replicas{cp: cp, args: args, obs: obs, logf: t.Logf}
 	for _, name := range []string{"a", "b"} {
 		if _, err := reps.start(name); err != nil {
@@ -228,6 +242,7 @@ func (s *soak) run() {
 	s.report(chk, f, apiErrors)
 	failed := len(chk.Violations()) > 0 || len(s.errs) > 0
 	kept := keepLogs(t, cp.Dir, failed)
+	t.Logf("component logs kept in %s", kept)
 	if failed {
 		t.Fatalf("logs in %s; soak failed: %d violations, %d harness errors", kept, len(chk.Violations()), len(s.errs))
 	}
@@ -269,11 +284,10 @@ func (s *soak) driveFaults(ctx context.Context, f *faults, rng *rand.Rand, end t
 	}
 }
 
-// keepLogs copies the components' logs to bin/soak/last-run, as the
-// control plane's folder goes with it.
+// keepLogs copies the components' logs to bin/soak/logs-<time>, as the
+// control plane's folder goes with it; the audit log only of a failed run.
 func keepLogs(t *testing.T, from string, audit bool) string {
-	to := filepath.Join(root, "bin", "soak", "last-run")
-	_ = os.RemoveAll(to)
+	to := filepath.Join(root, "bin", "soak", "logs-"+time.Now().UTC().Format("20060102-150405"))
 	if err := os.MkdirAll(to, 0o750); err != nil {
 		t.Log(err)
 		return ""
