@@ -58,9 +58,11 @@ func (w *workload) setup(ctx context.Context) error {
 	if _, err := w.client.ResourceV1().DeviceClasses().Create(ctx, c, metav1.CreateOptions{}); err != nil {
 		return err
 	}
+	// Whole GPUs have no profile attribute: a selector reading it
+	// unguarded fails every allocation with a CEL runtime error.
 	mig := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: migClass}, Spec: resourceapi.DeviceClassSpec{
 		Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf(
-			"device.driver == %q && device.attributes[%q].profile == %q", fx.NVIDIADriver, fx.NVIDIADriver, migProfile)}}}}}
+			"device.driver == %q && device.attributes[%q].?profile.orValue(\"\") == %q", fx.NVIDIADriver, fx.NVIDIADriver, migProfile)}}}}}
 	_, err := w.client.ResourceV1().DeviceClasses().Create(ctx, mig, metav1.CreateOptions{})
 	return err
 }
