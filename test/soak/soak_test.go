@@ -22,15 +22,17 @@ import (
 const (
 	durationEnv = "DRAXR_SOAK_DURATION"
 	seedEnv     = "DRAXR_SOAK_SEED"
-	nodesEnv    = "DRAXR_SOAK_NODES" // the node backend: local (default)
+	nodesEnv    = "DRAXR_SOAK_NODES" // the node backend: local (default) or kwok
 )
 
 func backendNamed(name string) (nodeBackend, error) {
 	switch name {
 	case "", "local":
 		return localBackend{}, nil
+	case "kwok":
+		return kwokBackend{}, nil
 	}
-	return nil, fmt.Errorf("%s=%q: want local", nodesEnv, name)
+	return nil, fmt.Errorf("%s=%q: want local or kwok", nodesEnv, name)
 }
 
 // TestSoak is make soak: DRAXR_SOAK_DURATION of churn and faults with the
