@@ -177,6 +177,10 @@ func (s *soak) run() {
 	args := append([]string{"--kubeconfig=" + kubeconfig,
 		"--scheduler-config=" + filepath.Join(root, "scheduler/deploy/scheduler-config.yaml"),
 		"--scan-interval=" + tm.scan.String(), "--max-node-provision-time=" + tm.provision.String(),
+		// A new leader knows nothing of its predecessor's scale-ups: it
+		// judges registered, never-Ready nodes by the startup time (15m
+		// by default), during which they count as upcoming capacity.
+		"--max-node-startup-time=" + tm.provision.String(),
 		"--scale-down-unneeded-time=" + tm.unneeded.String(), "--scale-down-delay-after-add=0s",
 		"--scale-down-delay-after-failure=5s", "--initial-node-group-backoff-duration=" + tm.backoff.String(),
 		"--expander=priority", "--expander-priorities=" + prio,
