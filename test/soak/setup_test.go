@@ -252,8 +252,11 @@ func checkerConfig(tm timings, active []group) checker.Config {
 		Settle:      2*tm.scan + 3*time.Second,
 		// A new leader syncs its informers and clears its predecessor's
 		// taints before its first loop.
-		RestartGrace:       30 * time.Second,
-		StartupGrace:       30 * time.Second,
+		RestartGrace: 30 * time.Second,
+		StartupGrace: 30 * time.Second,
+		// The soak's informers back off up to several seconds while the
+		// API server is away.
+		Resync:             20 * time.Second,
 		LeaderActiveWithin: 5 * tm.scan,
 	}
 }

@@ -86,6 +86,10 @@ type Config struct {
 	RestartGrace time.Duration
 	// StartupGrace is how long a started replica may fail /health-check.
 	StartupGrace time.Duration
+	// Resync: after a disruption ends (an API server restart) the soak's
+	// own informers may still be relisting, so the autoscaler's scale-ups
+	// are not judged against the soak's view for this long.
+	Resync time.Duration
 	// LeaderActiveWithin: the leader is healthy while its status
 	// ConfigMap was written this recently.
 	LeaderActiveWithin time.Duration
@@ -156,6 +160,7 @@ func (v Violation) String() string {
 type podState struct {
 	pod          *v1.Pod
 	gone         bool
+	goneAt       time.Time
 	pendingSince time.Time // zero unless pending
 	boundAt      time.Time
 	waitStart    time.Time // start of the pending window judged by PendingBounded
@@ -181,8 +186,8 @@ type taintCheck struct {
 }
 
 type creation struct {
-	at    time.Time
-	group string
+	at          time.Time
+	group, name string
 }
 
 // Checker holds the state built from observations so far.
@@ -196,6 +201,7 @@ type Checker struct {
 	lastCalm   time.Time // end of the last disruption
 	lastActive time.Time // last status write of a leader
 	taints     []taintCheck
+	toJudge    []creation // node creations judged once Settle has passed
 	restarts   int
 	followed   int
 	creations  []creation
@@ -353,7 +359,7 @@ func (c *Checker) podGone(k string) {
 	if s == nil || s.gone {
 		return
 	}
-	s.gone = true
+	s.gone, s.goneAt = true, c.now
 	c.endWait(s)
 	c.touchNode(s.pod.Spec.NodeName)
 }
@@ -582,39 +588,49 @@ func (c *Checker) nodeRemoved(name string) {
 	}
 }
 
+// viewStale says the soak's own view may lag the cluster's: during a
+// disruption and for Resync after it.
+func (c *Checker) viewStale() bool {
+	return c.disruptedNow() || (!c.lastCalm.IsZero() && c.now.Sub(c.lastCalm) < c.cfg.Resync)
+}
+
 // nodeCreated: a group may not grow, within one loop, by more nodes than
-// there were pods pending around then that its nodes could hold.
+// there were pods pending around then that its nodes could hold. It is
+// judged Settle later, so pods the soak sees late still count.
 func (c *Checker) nodeCreated(name string) {
 	g := c.groupByNodeName(name)
 	if g == "" {
 		return
 	}
+	cr := creation{at: c.now, group: g, name: name}
+	c.creations = append(c.creations, cr)
+	if !c.viewStale() {
+		c.toJudge = append(c.toJudge, cr)
+	}
+}
+
+func (c *Checker) judgeCreation(cr creation) {
 	c.counts[ScaleUpWithinPending]++
-	c.creations = append(c.creations, creation{at: c.now, group: g})
 	window := c.cfg.ScanInterval
 	recent := 0
-	kept := c.creations[:0]
-	for _, cr := range c.creations {
-		if c.now.Sub(cr.at) > 10*window {
-			continue
-		}
-		kept = append(kept, cr)
-		if cr.group == g && c.now.Sub(cr.at) <= window {
+	for _, o := range c.creations {
+		if o.group == cr.group && !o.at.After(cr.at) && cr.at.Sub(o.at) <= window {
 			recent++
 		}
 	}
-	c.creations = kept
-	since := c.now.Add(-window - c.cfg.Settle)
+	since := cr.at.Add(-window - c.cfg.Settle)
 	pending := 0
 	for _, s := range c.pods {
 		p := s.pod
-		wasPending := !s.pendingSince.IsZero() || (!s.boundAt.IsZero() && s.boundAt.After(since))
-		if wasPending && c.fitsGroup(p, g, true) {
+		created := p.CreationTimestamp.IsZero() || !p.CreationTimestamp.After(cr.at.Add(time.Second))
+		boundBefore := !s.boundAt.IsZero() && s.boundAt.Before(since)
+		goneBefore := s.gone && s.goneAt.Before(since)
+		if created && !boundBefore && !goneBefore && c.fitsGroup(p, cr.group, true) {
 			pending++
 		}
 	}
 	if recent > pending {
-		c.fail(ScaleUpWithinPending, "group %s grew by %d nodes within %s (last %s) for %d pending pods that fit it", g, recent, window, name, pending)
+		c.fail(ScaleUpWithinPending, "group %s grew by %d nodes within %s (last %s) for %d pending pods that fit it", cr.group, recent, window, cr.name, pending)
 	}
 }
 
@@ -632,7 +648,7 @@ func (c *Checker) fitsGroup(p *v1.Pod, g string, published bool) bool {
 // had been Ready, untouched and able to take it for a while.
 func (c *Checker) scaleUp(podKey string) {
 	s := c.pods[podKey]
-	if s == nil || s.gone || s.pod.Spec.NodeName != "" {
+	if s == nil || s.gone || s.pod.Spec.NodeName != "" || c.viewStale() {
 		return
 	}
 	c.counts[NoScaleUpWithRoom]++
@@ -723,6 +739,23 @@ func (c *Checker) scanLog(replica, text string) {
 
 // tick runs the time-based checks.
 func (c *Checker) tick() {
+	judge := c.toJudge[:0]
+	for _, cr := range c.toJudge {
+		if c.now.Sub(cr.at) < c.cfg.Settle {
+			judge = append(judge, cr)
+			continue
+		}
+		c.judgeCreation(cr)
+	}
+	c.toJudge = judge
+	recent := c.creations[:0]
+	for _, cr := range c.creations {
+		if c.now.Sub(cr.at) <= 10*c.cfg.ScanInterval+c.cfg.Settle {
+			recent = append(recent, cr)
+		}
+	}
+	c.creations = recent
+
 	kept := c.taints[:0]
 	for _, tc := range c.taints {
 		if c.now.Before(tc.deadline) {

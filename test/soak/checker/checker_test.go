@@ -41,7 +41,7 @@ func config() Config {
 			return out
 		},
 		ScanInterval: time.Second, ProvisionTimeout: 10 * time.Second, NodeStartup: 3 * time.Second,
-		Settle: 3 * time.Second, RestartGrace: 10 * time.Second, StartupGrace: 5 * time.Second,
+		Settle: 3 * time.Second, RestartGrace: 10 * time.Second, StartupGrace: 5 * time.Second, Resync: 10 * time.Second,
 		LeaderActiveWithin: 3 * time.Second,
 	}
 }
@@ -238,14 +238,32 @@ func TestNoScaleUpWithRoom(t *testing.T) {
 func TestScaleUpWithinPending(t *testing.T) {
 	obs := []Observation{podObs(0, pod("a", "p1", "", "x")), podObs(0, pod("a", "p2", "", "x"))}
 	two := append(append([]Observation{}, obs...), call(1, "create", "nodes", "", "", "gpu-0"), call(1.1, "create", "nodes", "", "", "gpu-1"))
-	expect(t, two, ScaleUpWithinPending)
+	expect(t, append(two, tick(5)), ScaleUpWithinPending)
 	three := append(append([]Observation{}, two...), call(1.2, "create", "nodes", "", "", "gpu-2"))
-	expect(t, three, ScaleUpWithinPending, ScaleUpWithinPending)
-	// CPU-only pods fit base nodes; they do not excuse GPU nodes... but do
-	// fit GPU nodes too (32 cores), so only pods that fit are counted: a
-	// 5-GPU pod fits no group.
-	big := []Observation{podObs(0, pod("a", "huge", "", "xxxxx")), call(1, "create", "nodes", "", "", "gpu-0")}
+	// Judged once Settle (3s) has passed, not before.
+	if v, _ := Run(config(), append(three[:len(three):len(three)], tick(3))); len(v) != 0 {
+		t.Errorf("judged before Settle: %v", v)
+	}
+	expect(t, append(three, tick(5)), ScaleUpWithinPending, ScaleUpWithinPending)
+	// A pod the soak sees only after the node's creation still counts.
+	late := []Observation{podObs(0, pod("a", "p1", "", "x")), call(1, "create", "nodes", "", "", "gpu-0"),
+		call(1.1, "create", "nodes", "", "", "gpu-1"), podObs(2, pod("a", "p2", "", "x")), tick(5)}
+	expect(t, late, ScaleUpWithinPending)
+	// Only pods that fit count: a 5-GPU pod fits no group.
+	big := []Observation{podObs(0, pod("a", "huge", "", "xxxxx")), call(1, "create", "nodes", "", "", "gpu-0"), tick(5)}
 	expect(t, big, ScaleUpWithinPending, ScaleUpWithinPending)
+	// A pod bound long before does not excuse a new node.
+	old := []Observation{podObs(0, pod("a", "p1", "", "x")), podObs(1, pod("a", "p1", "gpu-9", "x")),
+		call(20, "create", "nodes", "", "", "gpu-0"), tick(25)}
+	expect(t, old, ScaleUpWithinPending, ScaleUpWithinPending)
+	// While the soak's view may be stale (an API server restart and
+	// Resync after), scale-ups are not judged.
+	stale := []Observation{{Time: at(0), Kind: DisruptionStart, Name: "apiserver"}, {Time: at(1), Kind: DisruptionEnd, Name: "apiserver"},
+		call(2, "create", "nodes", "", "", "gpu-0"), tick(10), call(30, "create", "nodes", "", "", "gpu-1"), tick(40)}
+	got, counts := Run(config(), stale)
+	if len(got) != 1 || counts[ScaleUpWithinPending] != 1 || !strings.Contains(got[0].Message, "gpu-1") {
+		t.Errorf("stale view: violations %v, counts %v; want only gpu-1's creation judged and failed", got, counts[ScaleUpWithinPending])
+	}
 }
 
 func TestPendingBounded(t *testing.T) {
