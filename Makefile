@@ -6,7 +6,7 @@ PKGS := ./...
 BENCH_COUNT ?= 6
 BENCH_PKGS ?= ./simulator/... ./autoscaler/...
 
-.PHONY: bench-live all build test test-unit test-race lint golangci-lint gofmt-check mocks mocks-check bench fmt vet example controlplane print-controlplane-dir cluster-up cluster-nodes cluster-down e2e-clusterapi fidelity e2e-bulk scheduler-perf images images-check manifests chart protos
+.PHONY: bench-live all build test test-unit test-race lint golangci-lint gofmt-check mocks mocks-check bench fmt vet example controlplane print-controlplane-dir cluster-up cluster-nodes cluster-down e2e-clusterapi fidelity e2e-bulk soak scheduler-perf images images-check manifests chart protos
 
 # Control-plane binaries for end-to-end tests, built from the go.mod
 # versions into an ignored cache folder; rebuilt only when versions change.
@@ -87,6 +87,19 @@ fidelity: controlplane
 # logs the seconds from the first pending pod to the last bound one.
 e2e-bulk: controlplane
 	$(GO) test ./test/e2e/ -run 'TestAutoscalerBulkScaleUp$$' -count=1 -v -timeout 20m
+
+# The soak: SOAK_DURATION of seeded random churn (Jobs, Deployments,
+# extended resources, claims) and faults (SIGKILL, failover, API server
+# restart, failing creates, never-Ready nodes) on a control plane, with
+# an invariant checker throughout; it prints what it drove and every
+# invariant with its count. CI runs SOAK_DURATION=3m. go test's timeout
+# is off: the soak keeps its own, 20m past its duration.
+SOAK_DURATION ?= 30m
+SOAK_SEED ?= 1
+SOAK_NODES ?= local
+soak: controlplane
+	DRAXR_SOAK_DURATION=$(SOAK_DURATION) DRAXR_SOAK_SEED=$(SOAK_SEED) DRAXR_SOAK_NODES=$(SOAK_NODES) \
+		$(GO) test ./test/soak/ -run '^TestSoak$$' -count=1 -v -timeout 0
 
 # Upstream scheduler_perf's DRA extended-resource workloads (read from the
 # module cache) with the stock kube-scheduler and with draxr-scheduler's

@@ -53,6 +53,9 @@ type Options struct {
 	Detach bool
 	// APIServerArgs are added to kube-apiserver's (e.g. an audit log).
 	APIServerArgs []string
+	// AuditPolicy, when set, is the API server's audit policy (a file);
+	// the log is AuditLog, in JSON lines.
+	AuditPolicy string
 }
 
 // ControlPlane is a running control plane.
@@ -63,9 +66,15 @@ type ControlPlane struct {
 	Client          kubernetes.Interface
 	URL             string
 
+	// AuditLog is the API server's audit log when Options.AuditPolicy is set.
+	AuditLog string
+
 	procs    []*proc.Process
 	ownsDir  bool
 	detached bool // Options.Detach
+	// apiServer is how the API server was started, for RestartAPIServer.
+	apiServer  []string
+	apiServerN int
 }
 
 const adminToken = "draxr-e2e-admin-token"
@@ -96,7 +105,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := cp.startAPIServer(ctx, opts.BinDir, etcdURL, opts.APIServerArgs); err != nil {
+	if err := cp.startAPIServer(ctx, opts.BinDir, etcdURL, opts.AuditPolicy, opts.APIServerArgs); err != nil {
 		return nil, err
 	}
 	controllers := opts.Controllers
@@ -150,7 +159,7 @@ func answersOK(c *http.Client, req *http.Request, what string) error {
 	return nil
 }
 
-func (cp *ControlPlane) startAPIServer(ctx context.Context, binDir, etcdURL string, extra []string) error {
+func (cp *ControlPlane) startAPIServer(ctx context.Context, binDir, etcdURL, auditPolicy string, extra []string) error {
 	keyPath, pubPath, err := writeServiceAccountKeys(cp.Dir)
 	if err != nil {
 		return err
@@ -164,7 +173,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, binDir, etcdURL stri
 		return err
 	}
 	certDir := filepath.Join(cp.Dir, "apiserver")
-	p, err := cp.startProcess("kube-apiserver", filepath.Join(binDir, "kube-apiserver"), append([]string{
+	args := []string{filepath.Join(binDir, "kube-apiserver"),
 		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port),
 		"--cert-dir=" + certDir,
@@ -174,18 +183,16 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, binDir, etcdURL stri
 		"--service-account-key-file=" + pubPath, "--service-account-signing-key-file=" + keyPath,
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--endpoint-reconciler-type=none",
-		"--enable-priority-and-fairness=false"}, extra...)...)
-	if err != nil {
-		return err
+		"--enable-priority-and-fairness=false"}
+	if auditPolicy != "" {
+		cp.AuditLog = filepath.Join(cp.Dir, "audit.log")
+		args = append(args, "--audit-policy-file="+auditPolicy, "--audit-log-path="+cp.AuditLog,
+			"--audit-log-format=json", "--audit-log-mode=blocking", "--audit-log-maxsize=0")
 	}
-	cp.procs = append(cp.procs, p)
+	args = append(args, extra...)
+	cp.apiServer = args
 	cp.URL = fmt.Sprintf("https://127.0.0.1:%d", port)
-	insecure := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	if err := waitFor(ctx, p, 120*time.Second, func() error {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, cp.URL+"/readyz", nil)
-		req.Header.Set("Authorization", "Bearer "+adminToken)
-		return answersOK(insecure, req, "kube-apiserver /readyz")
-	}); err != nil {
+	if err := cp.runAPIServer(ctx, "kube-apiserver"); err != nil {
 		return err
 	}
 	ca, err := os.ReadFile(filepath.Join(certDir, "apiserver.crt"))
@@ -200,6 +207,46 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, binDir, etcdURL stri
 		TLSClientConfig: rest.TLSClientConfig{CAData: ca}, QPS: 200, Burst: 400}
 	cp.Client, err = kubernetes.NewForConfig(cp.AdminConfig)
 	return err
+}
+
+// runAPIServer starts the API server as startAPIServer set it up and
+// waits until it is ready.
+func (cp *ControlPlane) runAPIServer(ctx context.Context, name string) error {
+	p, err := cp.startProcess(name, cp.apiServer[0], cp.apiServer[1:]...)
+	if err != nil {
+		return err
+	}
+	cp.procs = append(cp.procs, p)
+	insecure := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	return waitFor(ctx, p, 120*time.Second, func() error {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, cp.URL+"/readyz", nil)
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+		return answersOK(insecure, req, "kube-apiserver /readyz")
+	})
+}
+
+// RestartAPIServer stops the API server (SIGTERM, as a rolling upgrade
+// would) and starts it again on the same address with the same
+// certificates and keys, so every client reconnects; it returns once the
+// new one is ready. Each incarnation logs to its own file; logf, when
+// set, is told how long the old one took to stop.
+func (cp *ControlPlane) RestartAPIServer(ctx context.Context, logf func(string)) error {
+	for i, p := range cp.procs {
+		if p.Name == "kube-apiserver" || strings.HasPrefix(p.Name, "kube-apiserver-") {
+			if done, _ := p.Exited(); done {
+				continue
+			}
+			start := time.Now()
+			p.Stop(10 * time.Second)
+			if logf != nil {
+				logf(fmt.Sprintf("  kube-apiserver stopped after %s", time.Since(start).Round(100*time.Millisecond)))
+			}
+			cp.procs = append(cp.procs[:i], cp.procs[i+1:]...)
+			break
+		}
+	}
+	cp.apiServerN++
+	return cp.runAPIServer(ctx, fmt.Sprintf("kube-apiserver-%d", cp.apiServerN))
 }
 
 func (cp *ControlPlane) startControllerManager(binDir string, controllers []string) error {
