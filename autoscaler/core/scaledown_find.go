@@ -18,6 +18,7 @@ import (
 	"draxr.dev/draxr/autoscaler/metrics"
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/simulator/drainability"
+	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/scaledown"
 )
 
@@ -34,6 +35,7 @@ func (a *Autoscaler) findScaleDown(ctx context.Context, st *clusterstate.State) 
 		metrics.RegisterError(metrics.ErrorInternal)
 		return nil, err
 	}
+	a.placePendingPods(h, st)
 	pdbs, err := a.pdbs()
 	if err != nil {
 		return nil, err
@@ -142,6 +144,25 @@ func (a *Autoscaler) findScaleDown(ctx context.Context, st *clusterstate.State) 
 	f.due = due
 	f.unneededSet = unneeded
 	return f, nil
+}
+
+// placePendingPods puts the pending pods that fit a Ready node now on
+// it, as CA's filter-out-schedulable does before scale-down: a node that
+// has just come up for them is about to run them, not unneeded, however
+// long the scheduler takes to bind them.
+func (a *Autoscaler) placePendingPods(h *harness.Harness, st *clusterstate.State) {
+	if len(st.Unschedulable) == 0 {
+		return
+	}
+	var ready []string
+	for _, name := range h.Snapshot().NodeNames() {
+		if st.Ready[name] && !a.sd.isDeleting(name) {
+			ready = append(ready, name)
+		}
+	}
+	for _, pod := range st.Unschedulable {
+		_, _, _ = h.PlaceOnAnyNode(pod, ready) // one that fits nowhere stays pending
+	}
 }
 
 // earlyStop is CA's bound on one search for removable nodes. A loop

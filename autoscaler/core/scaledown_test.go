@@ -535,3 +535,24 @@ func TestScaleDownSimulationTimeout(t *testing.T) {
 		}
 	}
 }
+
+// A node that has just come up for a pending pod is not unneeded while
+// the scheduler has yet to bind the pod there (CA's
+// filter-out-schedulable runs before scale-down): the pod is placed in
+// the simulation first.
+func TestPendingPodKeepsTheNodeItFits(t *testing.T) {
+	pending := fx.Pod("waiting", 4000, nil)
+	pending.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", Controller: ptr.To(true)}}
+	pending.Status.Phase = v1.PodPending
+	pending.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: v1.PodReasonUnschedulable}}
+	e := newSDEnv(t, ScaleDownActuation{}, cpuNode("keep"), rsPod("big", "keep", 7000), cpuNode("fresh"), pending)
+	verdicts, err := e.a.ExplainScaleDown(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range verdicts {
+		if v.Node == "fresh" && (v.Verdict == scaledown.Removable || v.Verdict == scaledown.Unneeded) {
+			t.Errorf("fresh: %s (%s), want kept: the pending pod fits only there", v.Verdict, v.Reason)
+		}
+	}
+}
