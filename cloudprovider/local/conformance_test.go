@@ -8,19 +8,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"draxr.dev/draxr/cloudprovider/providertest"
-	fx "draxr.dev/draxr/simulator/fixtures"
-	"draxr.dev/draxr/simulator/nodegroup"
 )
-
-func conformanceGroups() []*nodegroup.NodeGroup {
-	gpu := &nodegroup.NodeGroup{ObjectMeta: metav1.ObjectMeta{Name: "gpu",
-		Annotations: map[string]string{nodegroup.AutoscalingOptionsPrefix + nodegroup.OptScaleDownUnneededTime: "5m"}},
-		Spec: nodegroup.Spec{MinSize: 1, MaxSize: 3, Template: *fx.Node("t", 32, 128, nil)}}
-	gpu.Spec.ResourceSlices = append(gpu.Spec.ResourceSlices, fx.GPUSlice("x", 8).Spec)
-	plain := &nodegroup.NodeGroup{ObjectMeta: metav1.ObjectMeta{Name: "plain"},
-		Spec: nodegroup.Spec{MaxSize: 2, Template: *fx.Node("t", 8, 32, nil)}}
-	return []*nodegroup.NodeGroup{gpu, plain}
-}
 
 // The contract holds for both kinds of local groups: Node objects made by
 // the provider, and machines a Launcher starts (the only kind with
@@ -37,7 +25,7 @@ func TestProviderContract(t *testing.T) {
 			providertest.Run(t, func(t *testing.T) *providertest.Env {
 				ctx := context.Background()
 				client := fake.NewClientset(member("gpu", "gpu-0"))
-				p, err := New(Options{Client: client, Groups: conformanceGroups(), Launcher: tc.launcher()})
+				p, err := New(Options{Client: client, Groups: providertest.NodeGroups(), Launcher: tc.launcher()})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"draxr.dev/draxr/cloudprovider"
+	fx "draxr.dev/draxr/simulator/fixtures"
+	"draxr.dev/draxr/simulator/nodegroup"
 )
 
 // Env is a provider set up for one row: group Group has min size 1, max
@@ -245,4 +247,17 @@ func rows() []row {
 			}
 		}},
 	}
+}
+
+// NodeGroups are the groups the contract is run over by providers whose
+// groups come from NodeGroup objects: gpu (min 1, max 3, 8 devices, a
+// scale-down override) and plain.
+func NodeGroups() []*nodegroup.NodeGroup {
+	gpu := &nodegroup.NodeGroup{ObjectMeta: metav1.ObjectMeta{Name: "gpu",
+		Annotations: map[string]string{nodegroup.AutoscalingOptionsPrefix + nodegroup.OptScaleDownUnneededTime: "5m"}},
+		Spec: nodegroup.Spec{MinSize: 1, MaxSize: 3, Template: *fx.Node("t", 32, 128, nil)}}
+	gpu.Spec.ResourceSlices = append(gpu.Spec.ResourceSlices, fx.GPUSlice("x", 8).Spec)
+	plain := &nodegroup.NodeGroup{ObjectMeta: metav1.ObjectMeta{Name: "plain"},
+		Spec: nodegroup.Spec{MaxSize: 2, Template: *fx.Node("t", 8, 32, nil)}}
+	return []*nodegroup.NodeGroup{gpu, plain}
 }

@@ -21,18 +21,6 @@ import (
 	"draxr.dev/draxr/simulator/nodegroup"
 )
 
-// groups are the contract's: gpu (min 1, max 3, 8 devices, an override)
-// and plain.
-func groups() []*nodegroup.NodeGroup {
-	gpu := &nodegroup.NodeGroup{ObjectMeta: metav1.ObjectMeta{Name: "gpu",
-		Annotations: map[string]string{nodegroup.AutoscalingOptionsPrefix + nodegroup.OptScaleDownUnneededTime: "5m"}},
-		Spec: nodegroup.Spec{MinSize: 1, MaxSize: 3, Template: *fx.Node("t", 32, 128, nil)}}
-	gpu.Spec.ResourceSlices = append(gpu.Spec.ResourceSlices, fx.GPUSlice("x", 8).Spec)
-	plain := &nodegroup.NodeGroup{ObjectMeta: metav1.ObjectMeta{Name: "plain"},
-		Spec: nodegroup.Spec{MaxSize: 2, Template: *fx.Node("t", 8, 32, nil)}}
-	return []*nodegroup.NodeGroup{gpu, plain}
-}
-
 // member is a node of group g, Ready for an hour (fit to copy), with
 // slices of the given number of devices (none: 0).
 func member(g, name string, devices int) []runtime.Object {
@@ -87,7 +75,7 @@ func newEnv(t *testing.T, ngs []*nodegroup.NodeGroup, so Options, po egrpc.Optio
 
 func TestProviderContract(t *testing.T) {
 	providertest.Run(t, func(t *testing.T) *providertest.Env {
-		e := newEnv(t, groups(), Options{}, egrpc.Options{}, member("gpu", "gpu-0", 8)...)
+		e := newEnv(t, providertest.NodeGroups(), Options{}, egrpc.Options{}, member("gpu", "gpu-0", 8)...)
 		m, err := e.client.CoreV1().Nodes().Get(context.Background(), "gpu-0", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)

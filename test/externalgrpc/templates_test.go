@@ -19,6 +19,7 @@ import (
 	egrpc "draxr.dev/draxr/cloudprovider/externalgrpc"
 	"draxr.dev/draxr/cloudprovider/externalgrpc/protos"
 	"draxr.dev/draxr/cloudprovider/local"
+	"draxr.dev/draxr/cloudprovider/providertest"
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/nodegroup/capi"
@@ -176,7 +177,7 @@ func TestTemplateCachedForTheLoop(t *testing.T) {
 // NodeGroupForNode and Nodes are asked once a loop; a change to the group
 // lists its nodes again.
 func TestCachedPerLoop(t *testing.T) {
-	e := newEnv(t, groups(), Options{}, egrpc.Options{}, member("gpu", "gpu-0", 8)...)
+	e := newEnv(t, providertest.NodeGroups(), Options{}, egrpc.Options{}, member("gpu", "gpu-0", 8)...)
 	n := nodeOf(member("gpu", "gpu-0", 0))
 	for range 3 {
 		if g, err := e.p.NodeGroupForNode(n); err != nil || g == nil || g.Id() != "gpu" {
@@ -268,7 +269,7 @@ func TestServiceErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t, groups(), Options{}, egrpc.Options{}, member("gpu", "gpu-0", 8)...)
+			e := newEnv(t, providertest.NodeGroups(), Options{}, egrpc.Options{}, member("gpu", "gpu-0", 8)...)
 			e.service.SetFault(tt.method, tt.fault)
 			err := tt.do(e.p)
 			if tt.wantNotImpl {
