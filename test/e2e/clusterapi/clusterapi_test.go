@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -102,13 +104,7 @@ func TestScaleFromZeroAndBack(t *testing.T) {
 	})
 
 	// Scale down to the min size, never below: raise min to 1 first.
-	md := get(ctx, t, dyn, ns, capi.MachineDeployment, "gpu")
-	ann := md.GetAnnotations()
-	ann[capi.MinSizeAnnotation] = "1"
-	md.SetAnnotations(ann)
-	if _, err := dyn.Resource(cpclusterapi.GVR(capi.MachineDeployment)).Namespace(ns).Update(ctx, md, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	setMinSize(ctx, t, dyn, ns, "gpu", 1)
 	recorder := recordMachines(ctx, t, dyn, ns)
 	if err := cp.Client.AppsV1().ReplicaSets(ns).Delete(ctx, "train", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}); err != nil {
 		t.Fatal(err)
@@ -406,5 +402,22 @@ func consistently(t *testing.T, d time.Duration, what string, cond func() error)
 			t.Fatalf("%s: %v", what, err)
 		}
 		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// setMinSize sets a MachineDeployment's min-size annotation. Cluster
+// API's controllers write the object too: a conflict is retried on the
+// latest version.
+func setMinSize(ctx context.Context, t *testing.T, dyn dynamic.Interface, ns, name string, minSize int) {
+	t.Helper()
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		md := get(ctx, t, dyn, ns, capi.MachineDeployment, name)
+		ann := md.GetAnnotations()
+		ann[capi.MinSizeAnnotation] = strconv.Itoa(minSize)
+		md.SetAnnotations(ann)
+		_, err := dyn.Resource(cpclusterapi.GVR(capi.MachineDeployment)).Namespace(ns).Update(ctx, md, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
+		t.Fatal(err)
 	}
 }

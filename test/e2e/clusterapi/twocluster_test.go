@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"draxr.dev/draxr/autoscaler/core"
-	cpclusterapi "draxr.dev/draxr/cloudprovider/clusterapi"
 	"draxr.dev/draxr/simulator/nodegroup/capi"
 	"draxr.dev/draxr/test/clusterapi/infra"
 	"draxr.dev/draxr/test/controlplane"
@@ -150,13 +149,7 @@ func TestSeparateManagementCluster(t *testing.T) {
 	}
 
 	// Down to the min size, 1, once the pods are gone.
-	md := get(ctx, t, dyn, wns, capi.MachineDeployment, "gpu")
-	ann := md.GetAnnotations()
-	ann[capi.MinSizeAnnotation] = "1"
-	md.SetAnnotations(ann)
-	if _, err := dyn.Resource(cpclusterapi.GVR(capi.MachineDeployment)).Namespace(wns).Update(ctx, md, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	setMinSize(ctx, t, dyn, wns, "gpu", 1)
 	if err := wl.Client.AppsV1().ReplicaSets(wns).Delete(ctx, "train", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}); err != nil {
 		t.Fatal(err)
 	}
