@@ -18,6 +18,7 @@ import (
 	"draxr.dev/draxr/autoscaler/metrics"
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/simulator/drainability"
+	"draxr.dev/draxr/simulator/estimator"
 	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/scaledown"
 )
@@ -160,8 +161,18 @@ func (a *Autoscaler) placePendingPods(h *harness.Harness, st *clusterstate.State
 			ready = append(ready, name)
 		}
 	}
+	// Nodes only fill up here: a kind of pod that fits nowhere is not
+	// tried again, so thousands of pods no node can take cost one try.
+	kinds := estimator.NewKinds(h.Snapshot(), st.Unschedulable)
+	fitsNowhere := map[string]bool{}
 	for _, pod := range st.Unschedulable {
-		_, _, _ = h.PlaceOnAnyNode(pod, ready) // one that fits nowhere stays pending
+		kind := kinds.Of(pod)
+		if fitsNowhere[kind] {
+			continue
+		}
+		if _, _, ferr := h.PlaceOnAnyNode(pod, ready); ferr != nil {
+			fitsNowhere[kind] = true // it stays pending
+		}
 	}
 }
 
