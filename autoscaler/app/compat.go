@@ -68,7 +68,6 @@ func compatTable() []compatEntry {
 		{"unremovable-node-recheck-timeout", warn, "", "draxr checks every node again each loop"},
 		{"regional", warn, "", gce},
 		{"scale-from-unschedulable", reject, "false", "draxr plans with a node group template's spec.unschedulable as given"},
-		{"profiling", reject, "false", "draxr-autoscaler serves no /debug/pprof endpoint"},
 		{"cordon-node-before-terminating", warn, "", "draxr marks a node for removal with the ToBeDeletedByClusterAutoscaler NoSchedule taint; it does not set spec.unschedulable"},
 		{"daemonset-eviction-for-empty-nodes", reject, "false", "draxr evicts a DaemonSet pod only when it has cluster-autoscaler.kubernetes.io/enable-ds-eviction: \"true\""},
 		{"daemonset-eviction-for-occupied-nodes", warn, "", "draxr evicts a DaemonSet pod only when it has cluster-autoscaler.kubernetes.io/enable-ds-eviction: \"true\"; others go with the node"},

@@ -41,6 +41,7 @@ type options struct {
 	localNodeReadyDelay      time.Duration
 	localSlicesDelay         time.Duration
 	address                  string
+	profiling                bool
 	leaderElect              bool
 	namespace                string
 	statusConfigMap          string
@@ -166,6 +167,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.localNodeReadyDelay, "local-node-ready-delay", 5*time.Second, "local provider: time until a new node is Ready")
 	fs.DurationVar(&o.localSlicesDelay, "local-slices-delay", 3*time.Second, "local provider: time from Ready until the node's ResourceSlices are published")
 	fs.StringVar(&o.address, "address", ":8085", "address for /metrics and /health-check (also /healthz)")
+	fs.BoolVar(&o.profiling, "profiling", false, "serve Go's profiles at /debug/pprof/ on --address")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "run only while holding the leader lease")
 	fs.StringVar(&o.namespace, "namespace", "kube-system", "namespace of the leader lease and the status ConfigMap")
 	fs.StringVar(&o.statusConfigMap, "status-config-map-name", core.DefaultStatusConfigMapName, "status ConfigMap name (CA's schema), empty to disable")

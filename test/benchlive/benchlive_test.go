@@ -59,11 +59,11 @@ func scaleUp(b *testing.B, nodes int, claims bool) {
 	pods := nodes * gpusPerNode
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
 	defer cancel()
-	e := start(b, ctx)
+	e := start(b, ctx, nodes)
 	e.configure(group{name: "gpu", maxSize: nodes + nodes/10 + 1, cpu: 32, devices: gpusPerNode})
 	w := e.watch("gpu")
 	// CA's flags at their defaults (10 s loops, 5-QPS client), scale-down off.
-	as, addr, err := e.cluster.StartAutoscaler(ctx, "draxr-autoscaler-bench", "--scale-down-enabled=false")
+	as, addr, err := e.cluster.StartAutoscaler(ctx, "draxr-autoscaler-bench", "--scale-down-enabled=false", "--profiling")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func steady(b *testing.B, nodes int) {
 	const podsPerNode, measured = 10, 5
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
 	defer cancel()
-	e := start(b, ctx)
+	e := start(b, ctx, nodes)
 	g := group{name: "cpu", maxSize: nodes + 10, cpu: 32}
 	e.configure(g)
 	w := e.watch("cpu")
@@ -147,7 +147,7 @@ func steady(b *testing.B, nodes int) {
 		b.Fatal(err)
 	}
 	e.waitCount("pods Running", int64(len(pods)), time.Duration(len(pods))*20*time.Millisecond+5*time.Minute, w.running.Load)
-	as, addr, err := e.cluster.StartAutoscaler(ctx, "draxr-autoscaler-bench")
+	as, addr, err := e.cluster.StartAutoscaler(ctx, "draxr-autoscaler-bench", "--profiling")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func BenchmarkLiveScaleDown(b *testing.B) {
 func scaleDown(b *testing.B, nodes, removal, drain int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
 	defer cancel()
-	e := start(b, ctx)
+	e := start(b, ctx, nodes)
 	keep := nodes * 4 / 10
 	g := group{name: "gpu", minSize: keep, maxSize: nodes, cpu: 32, devices: gpusPerNode}
 	e.configure(g)
