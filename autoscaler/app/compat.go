@@ -56,8 +56,6 @@ func compatTable() []compatEntry {
 		{"scale-down-candidates-pool-min-count", warn, "", "a CA performance tuning knob draxr does not use: a loop evaluates candidates until it has found as many unneeded nodes as --max-scale-down-parallelism lets the next loops remove (CA's bound), or --scale-down-simulation-timeout ends it"},
 		{"node-deletion-delay-timeout", warn, "", "draxr does not wait for delay-deletion.cluster-autoscaler.kubernetes.io/ annotations"},
 		{"node-deletion-batcher-interval", warn, "", "draxr deletes each node as soon as it is drained (CA's default, 0s)"},
-		{"max-bulk-soft-taint-count", warn, "", "draxr taints every unneeded node with DeletionCandidateOfClusterAutoscaler each loop, without a cap"},
-		{"max-bulk-soft-taint-time", warn, "", "draxr taints every unneeded node with DeletionCandidateOfClusterAutoscaler each loop, without a time limit"},
 		{"unready-nodes-scope", reject, "cluster", "draxr counts every node of the cluster for cluster health (CA's default)"},
 		{"scale-up-from-zero", reject, "true", "draxr always scales up when no node is ready"},
 		{"parallel-scale-up", reject, "false", "draxr executes one scale-up per loop"},

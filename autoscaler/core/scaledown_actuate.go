@@ -64,6 +64,12 @@ type ScaleDownActuation struct {
 	MaxGracefulTermination time.Duration
 	// PodGonePollInterval is how often a drain checks its evicted pods (1s).
 	PodGonePollInterval time.Duration
+	// MaxBulkSoftTaintCount and MaxBulkSoftTaintTime bound the nodes whose
+	// DeletionCandidateTaint a loop adds or takes off, and the time it
+	// spends on them; zero takes CA's defaults (10, 3s), a negative
+	// count changes none.
+	MaxBulkSoftTaintCount int
+	MaxBulkSoftTaintTime  time.Duration
 }
 
 // withActuationDefaults fills CA's defaults for the limits whose zero
@@ -77,6 +83,12 @@ func withActuationDefaults(c ScaleDownActuation) ScaleDownActuation {
 	}
 	if c.PodGonePollInterval == 0 {
 		c.PodGonePollInterval = time.Second
+	}
+	if c.MaxBulkSoftTaintCount == 0 {
+		c.MaxBulkSoftTaintCount = 10
+	}
+	if c.MaxBulkSoftTaintTime == 0 {
+		c.MaxBulkSoftTaintTime = 3 * time.Second
 	}
 	return c
 }

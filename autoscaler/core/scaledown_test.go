@@ -286,6 +286,54 @@ func TestDeletionCandidateTaint(t *testing.T) {
 	}
 }
 
+// As CA's --max-bulk-soft-taint-count: a loop changes the candidate taint
+// of at most so many nodes, taking it off needed nodes first; the rest
+// follow in later loops, and a negative count (the flag's 0) changes none.
+func TestSoftTaintBudget(t *testing.T) {
+	tainted := func(e *sdEnv, names ...string) []string {
+		var out []string
+		for _, n := range names {
+			if _, ok := e.taints(t, n)[DeletionCandidateTaint]; ok {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+	e := newSDEnv(t, ScaleDownActuation{MaxBulkSoftTaintCount: 2},
+		cpuNode("keep"), rsPod("big", "keep", 5000), cpuNode("e0"), cpuNode("e1"), cpuNode("e2"))
+	e.a.cfg.ScaleDown.UnneededTime = time.Hour
+	e.loop(t)
+	if got := tainted(e, "e0", "e1", "e2"); !slices.Equal(got, []string{"e0", "e1"}) {
+		t.Fatalf("after one loop with a budget of 2, tainted %v, want [e0 e1]", got)
+	}
+	e.loop(t)
+	if got := tainted(e, "e0", "e1", "e2"); len(got) != 3 {
+		t.Fatalf("after two loops, tainted %v, want all three", got)
+	}
+	// e0..e2 fill up and a new empty node appears: the budget goes to
+	// taking the taint off first.
+	for i, n := range []string{"e0", "e1", "e2"} {
+		if _, err := e.client.CoreV1().Pods("default").Create(context.Background(), rsPod(fmt.Sprintf("fill-%d", i), n, 5000), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.client.CoreV1().Nodes().Create(context.Background(), cpuNode("e3"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.sync(t)
+	e.loop(t)
+	if got := tainted(e, "e0", "e1", "e2", "e3"); !slices.Equal(got, []string{"e2"}) {
+		t.Fatalf("tainted %v, want [e2]: the budget takes the taint off e0 and e1 before tainting e3", got)
+	}
+
+	off := newSDEnv(t, ScaleDownActuation{MaxBulkSoftTaintCount: -1}, cpuNode("keep"), rsPod("big", "keep", 5000), cpuNode("e0"))
+	off.a.cfg.ScaleDown.UnneededTime = time.Hour
+	off.loop(t)
+	if got := tainted(off, "e0"); len(got) != 0 {
+		t.Errorf("with no soft-taint budget, tainted %v", got)
+	}
+}
+
 // The node is deleted only after its evicted pod has terminated.
 func TestNodeDeletedAfterEvictedPodsTerminate(t *testing.T) {
 	tests := []struct {
