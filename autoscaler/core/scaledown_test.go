@@ -349,21 +349,18 @@ func TestNodeDeletedAfterEvictedPodsTerminate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newSDEnv(t, ScaleDownActuation{MaxGracefulTermination: tc.maxGraceful},
 				cpuNode("keep"), cpuNode("light"), rsPod("big", "keep", 5000), rsPod("a", "light", 1000))
-			// Eviction only marks the pod terminating; it goes after three
-			// more reads (or never).
-			var mu sync.Mutex
-			gets := 0
+			// Eviction only marks the pod terminating; it goes several
+			// polls later (or never).
 			e.client.PrependReactor("create", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
-				return action.GetSubresource() == "eviction", nil, nil
-			})
-			e.client.PrependReactor("get", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
-				mu.Lock()
-				defer mu.Unlock()
-				gets++
-				if tc.podGoes && gets == 3 {
-					_ = e.client.Tracker().Delete(podsGVR, "default", "a")
+				if action.GetSubresource() != "eviction" {
+					return false, nil, nil
 				}
-				return false, nil, nil
+				if tc.podGoes {
+					time.AfterFunc(10*e.a.cfg.ScaleDown.PodGonePollInterval, func() {
+						_ = e.client.Tracker().Delete(podsGVR, "default", "a")
+					})
+				}
+				return true, nil, nil
 			})
 			podGoneAtDelete := false
 			e.group.EXPECT().DeleteNodes(gomock.Any(), gomock.Any()).DoAndReturn(func(ctx context.Context, nodes []*v1.Node) error {
