@@ -232,7 +232,15 @@ func (a *Autoscaler) scaleDown(ctx context.Context, st *clusterstate.State, res 
 	}
 	var tainted []taintedNode
 	for _, d := range batch {
-		node, err := a.setTaint(ctx, d.name, ToBeDeletedTaint, v1.TaintEffectNoSchedule, true)
+		// From the informer's node, as CA: a stale copy fails the write
+		// with a conflict and is read again, so it costs no safety.
+		var node *v1.Node
+		var err error
+		if cached, getErr := a.cfg.Listers.Nodes.Get(d.name); getErr == nil {
+			node, err = a.setTaintFrom(ctx, cached, ToBeDeletedTaint, v1.TaintEffectNoSchedule, true)
+		} else {
+			node, err = a.setTaint(ctx, d.name, ToBeDeletedTaint, v1.TaintEffectNoSchedule, true)
+		}
 		if err != nil {
 			metrics.RegisterError(metrics.ErrorAPICall)
 			errs = append(errs, err)

@@ -334,6 +334,36 @@ func TestSoftTaintBudget(t *testing.T) {
 	}
 }
 
+// A taint written from the informer's copy of a node that has changed
+// since fails with a conflict and is written again on the API server's
+// node: what changed meanwhile is kept.
+func TestTaintFromStaleCopyKeepsConcurrentChanges(t *testing.T) {
+	stale := cpuNode("n")
+	stale.ResourceVersion = "1"
+	current := withTaint(cpuNode("n"), "example.com/maintenance", v1.TaintEffectNoSchedule)
+	current.ResourceVersion = "2"
+	e := newSDEnv(t, ScaleDownActuation{}, current)
+	conflicts := 0
+	e.client.PrependReactor("update", "nodes", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		n := action.(k8stesting.UpdateAction).GetObject().(*v1.Node)
+		if n.ResourceVersion != "2" {
+			conflicts++
+			return true, nil, apierrors.NewConflict(v1.Resource("nodes"), n.Name, errors.New("stale resourceVersion"))
+		}
+		return false, nil, nil
+	})
+	if _, err := e.a.setTaintFrom(context.Background(), stale, ToBeDeletedTaint, v1.TaintEffectNoSchedule, true); err != nil {
+		t.Fatal(err)
+	}
+	got := e.taints(t, "n")
+	if _, ok := got[ToBeDeletedTaint]; !ok || conflicts != 1 {
+		t.Fatalf("taints %v after %d conflicts, want %s after one", got, conflicts, ToBeDeletedTaint)
+	}
+	if _, ok := got["example.com/maintenance"]; !ok {
+		t.Errorf("taints %v: the taint added since the cached copy was lost", got)
+	}
+}
+
 // The node is deleted only after its evicted pod has terminated.
 func TestNodeDeletedAfterEvictedPodsTerminate(t *testing.T) {
 	tests := []struct {
