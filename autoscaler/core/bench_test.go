@@ -49,19 +49,8 @@ func BenchmarkRunOnce(b *testing.B) {
 	}
 	for _, shape := range shapes {
 		b.Run(shape.name, func(b *testing.B) {
-			ctx, cancel := context.WithCancel(context.Background())
-			client := fake.NewClientset(fleetObjects(shape)...)
-			factory := informers.NewSharedInformerFactory(client, 0)
-			listers := clusterstate.NewListers(factory)
-			factory.Start(ctx.Done())
-			factory.WaitForCacheSync(ctx.Done())
-			// Shutdown waits for the informers, which stop when ctx ends.
-			defer func() { cancel(); factory.Shutdown() }()
+			ctx, client, listers, exp := fleetClient(b, shape)
 			provider, requested := benchProvider(b, shape.groupLimit)
-			exp, err := expander.New("least-waste", nil, 1)
-			if err != nil {
-				b.Fatal(err)
-			}
 
 			b.ReportAllocs()
 			var peak uint64
@@ -100,18 +89,8 @@ func BenchmarkRunOnce(b *testing.B) {
 // the live controller, so what it carries from loop to loop counts.
 func BenchmarkRunOnceSteady(b *testing.B) {
 	shape := fleetShape{gpuNodes: 2500, cpuNodes: 2500, cpuPodsPerNode: 10}
-	ctx, cancel := context.WithCancel(context.Background())
-	client := fake.NewClientset(fleetObjects(shape)...)
-	factory := informers.NewSharedInformerFactory(client, 0)
-	listers := clusterstate.NewListers(factory)
-	factory.Start(ctx.Done())
-	factory.WaitForCacheSync(ctx.Done())
-	defer func() { cancel(); factory.Shutdown() }()
+	ctx, client, listers, exp := fleetClient(b, shape)
 	provider, requested := benchProvider(b, 1000)
-	exp, err := expander.New("least-waste", nil, 1)
-	if err != nil {
-		b.Fatal(err)
-	}
 	a := New(Config{Client: client, Listers: listers, Provider: provider, Expander: exp,
 		Recorder: &record.FakeRecorder{}, StatusNamespace: "kube-system",
 		ScaleDown: ScaleDownConfig{Enabled: true, UtilizationThreshold: 0.5}})
@@ -130,6 +109,24 @@ func BenchmarkRunOnceSteady(b *testing.B) {
 			b.Fatalf("a loop with nothing to do asked for nodes %v (%d unschedulable pods)", *requested, res.Unschedulable)
 		}
 	}
+}
+
+// fleetClient serves the shape's objects from a fake API server through
+// synced informers, until the benchmark ends.
+func fleetClient(b *testing.B, shape fleetShape) (context.Context, *fake.Clientset, clusterstate.Listers, expander.Strategy) {
+	ctx, cancel := context.WithCancel(context.Background())
+	client := fake.NewClientset(fleetObjects(shape)...)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	listers := clusterstate.NewListers(factory)
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	// Shutdown waits for the informers, which stop when ctx ends.
+	b.Cleanup(func() { cancel(); factory.Shutdown() })
+	exp, err := expander.New("least-waste", nil, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return ctx, client, listers, exp
 }
 
 // benchProvider is one 8-GPU DRA group that records each IncreaseSize.
