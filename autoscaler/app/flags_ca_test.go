@@ -118,8 +118,8 @@ func TestCompatFlagsWarnOrReject(t *testing.T) {
 	}{
 		{args: nil},
 		{args: []string{"--regional"}, warnings: []string{"--regional has no effect in draxr-autoscaler: GCE/GKE only"}},
-		{args: []string{"--gce-concurrent-refreshes=3", "--max-bulk-soft-taint-time=1s"}, warnings: []string{
-			"--max-bulk-soft-taint-time has no effect in draxr-autoscaler: draxr taints every unneeded node",
+		{args: []string{"--gce-concurrent-refreshes=3", "--node-deletion-batcher-interval=1s"}, warnings: []string{
+			"--node-deletion-batcher-interval has no effect in draxr-autoscaler: draxr deletes each node as soon as it is drained",
 			"--gce-concurrent-refreshes has no effect in draxr-autoscaler: GCE/GKE only"}},
 		{args: []string{"--drain-priority-config=p.yaml"}, err: "--drain-priority-config=p.yaml is not supported by draxr-autoscaler: draxr evicts a node's pods together"},
 		{args: []string{"--scale-up-from-zero=true"}, warnings: []string{"--scale-up-from-zero has no effect in draxr-autoscaler: draxr always scales up when no node is ready"}},
@@ -164,7 +164,7 @@ func TestCompatFlagValueIsParsed(t *testing.T) {
 	fs := pflag.NewFlagSet("draxr-autoscaler", pflag.ContinueOnError)
 	o.addAllFlags(fs)
 	addCompatFlags(fs)
-	for _, arg := range []string{"--regional=maybe", "--max-bulk-soft-taint-time=3", "--pod-injection-limit=many"} {
+	for _, arg := range []string{"--regional=maybe", "--node-deletion-batcher-interval=3", "--pod-injection-limit=many"} {
 		if err := fs.Parse([]string{arg}); err == nil {
 			t.Errorf("%s parsed, want an error", arg)
 		}

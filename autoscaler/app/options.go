@@ -41,6 +41,7 @@ type options struct {
 	localNodeReadyDelay      time.Duration
 	localSlicesDelay         time.Duration
 	address                  string
+	profiling                bool
 	leaderElect              bool
 	namespace                string
 	statusConfigMap          string
@@ -76,6 +77,8 @@ type scaleDownSafety struct {
 	maxScaleDownParallelism           int
 	maxDrainParallelism               int
 	scaleDownSimulationTimeout        time.Duration
+	maxBulkSoftTaintCount             int
+	maxBulkSoftTaintTime              time.Duration
 }
 
 func (o *scaleDownSafety) addFlags(fs *pflag.FlagSet) {
@@ -97,6 +100,10 @@ func (o *scaleDownSafety) addFlags(fs *pflag.FlagSet) {
 		"maximum number of nodes (empty or needing a drain) removed at the same time; with --scale-down-unneeded-time and --scan-interval it also bounds how many unneeded nodes a loop looks for, as in CA")
 	fs.IntVar(&o.maxDrainParallelism, "max-drain-parallelism", 1,
 		"maximum number of nodes needing a drain removed at the same time")
+	fs.IntVar(&o.maxBulkSoftTaintCount, "max-bulk-soft-taint-count", 10,
+		"maximum number of nodes whose DeletionCandidateOfClusterAutoscaler taint one loop adds or removes (removals first; the rest in later loops); 0 turns the taint off")
+	fs.DurationVar(&o.maxBulkSoftTaintTime, "max-bulk-soft-taint-time", 3*time.Second,
+		"maximum time one loop spends adding or removing DeletionCandidateOfClusterAutoscaler taints")
 	fs.DurationVar(&o.scaleDownSimulationTimeout, "scale-down-simulation-timeout", 30*time.Second,
 		"how long one loop may spend looking for removable nodes; the candidates left are looked at in a later loop")
 }
@@ -115,6 +122,10 @@ func (o *scaleDownSafety) validate() error {
 		return fmt.Errorf("--max-scale-down-parallelism must be >= 1, got %d", o.maxScaleDownParallelism)
 	case o.maxDrainParallelism < 1:
 		return fmt.Errorf("--max-drain-parallelism must be >= 1, got %d", o.maxDrainParallelism)
+	case o.maxBulkSoftTaintCount < 0:
+		return fmt.Errorf("--max-bulk-soft-taint-count must be >= 0, got %d", o.maxBulkSoftTaintCount)
+	case o.maxBulkSoftTaintTime < 0:
+		return fmt.Errorf("--max-bulk-soft-taint-time must be >= 0, got %s", o.maxBulkSoftTaintTime)
 	case o.scaleDownSimulationTimeout <= 0:
 		return fmt.Errorf("--scale-down-simulation-timeout must be positive, got %s", o.scaleDownSimulationTimeout)
 	}
@@ -129,8 +140,18 @@ func (o *scaleDownSafety) actuation() core.ScaleDownActuation {
 		DelayAfterDelete: o.scaleDownDelayAfterDelete, DelayAfterFailure: o.scaleDownDelayAfterFailure,
 		UnreadyTime:             o.scaleDownUnreadyTime,
 		MaxScaleDownParallelism: o.maxScaleDownParallelism, MaxDrainParallelism: o.maxDrainParallelism,
+		MaxBulkSoftTaintCount: softTaintCount(o.maxBulkSoftTaintCount, o.maxBulkSoftTaintTime), MaxBulkSoftTaintTime: o.maxBulkSoftTaintTime,
 		MaxGracefulTermination: time.Duration(o.maxGracefulTerminationSec) * time.Second,
 	}
+}
+
+// softTaintCount is the loop's soft-taint budget: CA's flags at 0 (count
+// or time) taint no node, which the core takes as a negative count.
+func softTaintCount(count int, limit time.Duration) int {
+	if count == 0 || limit == 0 {
+		return -1
+	}
+	return count
 }
 
 func (o *options) addFlags(fs *pflag.FlagSet) {
@@ -166,6 +187,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.localNodeReadyDelay, "local-node-ready-delay", 5*time.Second, "local provider: time until a new node is Ready")
 	fs.DurationVar(&o.localSlicesDelay, "local-slices-delay", 3*time.Second, "local provider: time from Ready until the node's ResourceSlices are published")
 	fs.StringVar(&o.address, "address", ":8085", "address for /metrics and /health-check (also /healthz)")
+	fs.BoolVar(&o.profiling, "profiling", false, "serve Go's profiles at /debug/pprof/ on --address")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "run only while holding the leader lease")
 	fs.StringVar(&o.namespace, "namespace", "kube-system", "namespace of the leader lease and the status ConfigMap")
 	fs.StringVar(&o.statusConfigMap, "status-config-map-name", core.DefaultStatusConfigMapName, "status ConfigMap name (CA's schema), empty to disable")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"sync/atomic"
@@ -201,7 +202,7 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 	}
 	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopServing()
-	go serve(serveCtx, listener, check)
+	go serve(serveCtx, listener, check, o.profiling)
 
 	loop := func(ctx context.Context) {
 		// Monitoring starts with the loop: a standby replica is healthy.
@@ -409,12 +410,20 @@ func leaderElect(ctx context.Context, client kubernetes.Interface, o *options, l
 }
 
 // serve exposes /metrics and CA's /health-check, with /healthz as an
-// alias, on the listener until ctx ends.
-func serve(ctx context.Context, l net.Listener, check http.Handler) {
+// alias, and with profiling Go's profiles at /debug/pprof/ (as CA's
+// --profiling), on the listener until ctx ends.
+func serve(ctx context.Context, l net.Listener, check http.Handler, profiling bool) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", legacyregistry.Handler())
 	mux.Handle("/health-check", check)
 	mux.Handle("/healthz", check)
+	if profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()

@@ -34,6 +34,7 @@ import (
 	"draxr.dev/draxr/simulator/offline"
 	"draxr.dev/draxr/simulator/scaledown"
 	"draxr.dev/draxr/simulator/scaleup"
+	"draxr.dev/draxr/simulator/snapshot"
 	"draxr.dev/draxr/simulator/taints"
 )
 
@@ -131,6 +132,9 @@ type Autoscaler struct {
 	conditions conditionTimes
 	// dryRun records the provider changes a dry run would have made.
 	dryRun *dryrun.Provider
+	// podInfos carries the running pods' computed requests from one
+	// loop's snapshot to the next.
+	podInfos *snapshot.PodInfos
 }
 
 // New returns an autoscaler.
@@ -181,7 +185,7 @@ func New(cfg Config) *Autoscaler {
 		EventObject: statusObject,
 	})
 	return &Autoscaler{cfg: cfg, unneededSince: map[string]time.Time{}, sd: newScaleDownState(), clusterState: registry,
-		dryRun:     dryRunProvider,
+		dryRun: dryRunProvider, podInfos: snapshot.NewPodInfos(),
 		conditions: conditionTimes{}, provisionTime: cs.MaxNodeProvisionTime, startupTime: cs.MaxNodeStartupTime}
 }
 
@@ -299,7 +303,7 @@ func (a *Autoscaler) RunOnce(ctx context.Context) (*LoopResult, error) {
 
 // simulation builds a fresh snapshot and harness for this loop's state.
 func (a *Autoscaler) simulation(ctx context.Context, st *clusterstate.State) (*harness.Harness, error) {
-	snap, err := offline.BuildSnapshot(st.Objects)
+	snap, err := offline.BuildSnapshotWith(st.Objects, a.podInfos)
 	if err != nil {
 		return nil, err
 	}

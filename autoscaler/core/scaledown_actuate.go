@@ -64,6 +64,12 @@ type ScaleDownActuation struct {
 	MaxGracefulTermination time.Duration
 	// PodGonePollInterval is how often a drain checks its evicted pods (1s).
 	PodGonePollInterval time.Duration
+	// MaxBulkSoftTaintCount and MaxBulkSoftTaintTime bound the nodes whose
+	// DeletionCandidateTaint a loop adds or takes off, and the time it
+	// spends on them; zero takes CA's defaults (10, 3s), a negative
+	// count changes none.
+	MaxBulkSoftTaintCount int
+	MaxBulkSoftTaintTime  time.Duration
 }
 
 // withActuationDefaults fills CA's defaults for the limits whose zero
@@ -77,6 +83,12 @@ func withActuationDefaults(c ScaleDownActuation) ScaleDownActuation {
 	}
 	if c.PodGonePollInterval == 0 {
 		c.PodGonePollInterval = time.Second
+	}
+	if c.MaxBulkSoftTaintCount == 0 {
+		c.MaxBulkSoftTaintCount = 10
+	}
+	if c.MaxBulkSoftTaintTime == 0 {
+		c.MaxBulkSoftTaintTime = 3 * time.Second
 	}
 	return c
 }
@@ -220,7 +232,15 @@ func (a *Autoscaler) scaleDown(ctx context.Context, st *clusterstate.State, res 
 	}
 	var tainted []taintedNode
 	for _, d := range batch {
-		node, err := a.setTaint(ctx, d.name, ToBeDeletedTaint, v1.TaintEffectNoSchedule, true)
+		// From the informer's node, as CA: a stale copy fails the write
+		// with a conflict and is read again, so it costs no safety.
+		var node *v1.Node
+		var err error
+		if cached, getErr := a.cfg.Listers.Nodes.Get(d.name); getErr == nil {
+			node, err = a.setTaintFrom(ctx, cached, ToBeDeletedTaint, v1.TaintEffectNoSchedule, true)
+		} else {
+			node, err = a.setTaint(ctx, d.name, ToBeDeletedTaint, v1.TaintEffectNoSchedule, true)
+		}
 		if err != nil {
 			metrics.RegisterError(metrics.ErrorAPICall)
 			errs = append(errs, err)

@@ -286,6 +286,84 @@ func TestDeletionCandidateTaint(t *testing.T) {
 	}
 }
 
+// As CA's --max-bulk-soft-taint-count: a loop changes the candidate taint
+// of at most so many nodes, taking it off needed nodes first; the rest
+// follow in later loops, and a negative count (the flag's 0) changes none.
+func TestSoftTaintBudget(t *testing.T) {
+	tainted := func(e *sdEnv, names ...string) []string {
+		var out []string
+		for _, n := range names {
+			if _, ok := e.taints(t, n)[DeletionCandidateTaint]; ok {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+	e := newSDEnv(t, ScaleDownActuation{MaxBulkSoftTaintCount: 2},
+		cpuNode("keep"), rsPod("big", "keep", 5000), cpuNode("e0"), cpuNode("e1"), cpuNode("e2"))
+	e.a.cfg.ScaleDown.UnneededTime = time.Hour
+	e.loop(t)
+	if got := tainted(e, "e0", "e1", "e2"); !slices.Equal(got, []string{"e0", "e1"}) {
+		t.Fatalf("after one loop with a budget of 2, tainted %v, want [e0 e1]", got)
+	}
+	e.loop(t)
+	if got := tainted(e, "e0", "e1", "e2"); len(got) != 3 {
+		t.Fatalf("after two loops, tainted %v, want all three", got)
+	}
+	// e0..e2 fill up and a new empty node appears: the budget goes to
+	// taking the taint off first.
+	for i, n := range []string{"e0", "e1", "e2"} {
+		if _, err := e.client.CoreV1().Pods("default").Create(context.Background(), rsPod(fmt.Sprintf("fill-%d", i), n, 5000), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.client.CoreV1().Nodes().Create(context.Background(), cpuNode("e3"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.sync(t)
+	e.loop(t)
+	if got := tainted(e, "e0", "e1", "e2", "e3"); !slices.Equal(got, []string{"e2"}) {
+		t.Fatalf("tainted %v, want [e2]: the budget takes the taint off e0 and e1 before tainting e3", got)
+	}
+
+	off := newSDEnv(t, ScaleDownActuation{MaxBulkSoftTaintCount: -1}, cpuNode("keep"), rsPod("big", "keep", 5000), cpuNode("e0"))
+	off.a.cfg.ScaleDown.UnneededTime = time.Hour
+	off.loop(t)
+	if got := tainted(off, "e0"); len(got) != 0 {
+		t.Errorf("with no soft-taint budget, tainted %v", got)
+	}
+}
+
+// A taint written from the informer's copy of a node that has changed
+// since fails with a conflict and is written again on the API server's
+// node: what changed meanwhile is kept.
+func TestTaintFromStaleCopyKeepsConcurrentChanges(t *testing.T) {
+	stale := cpuNode("n")
+	stale.ResourceVersion = "1"
+	current := withTaint(cpuNode("n"), "example.com/maintenance", v1.TaintEffectNoSchedule)
+	current.ResourceVersion = "2"
+	e := newSDEnv(t, ScaleDownActuation{}, current)
+	conflicts := 0
+	e.client.PrependReactor("update", "nodes", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		n := action.(k8stesting.UpdateAction).GetObject().(*v1.Node)
+		if n.ResourceVersion != "2" {
+			conflicts++
+			return true, nil, apierrors.NewConflict(v1.Resource("nodes"), n.Name, errors.New("stale resourceVersion"))
+		}
+		return false, nil, nil
+	})
+	if _, err := e.a.setTaintFrom(context.Background(), stale, ToBeDeletedTaint, v1.TaintEffectNoSchedule, true); err != nil {
+		t.Fatal(err)
+	}
+	got := e.taints(t, "n")
+	if _, ok := got[ToBeDeletedTaint]; !ok || conflicts != 1 {
+		t.Fatalf("taints %v after %d conflicts, want %s after one", got, conflicts, ToBeDeletedTaint)
+	}
+	if _, ok := got["example.com/maintenance"]; !ok {
+		t.Errorf("taints %v: the taint added since the cached copy was lost", got)
+	}
+}
+
 // The node is deleted only after its evicted pod has terminated.
 func TestNodeDeletedAfterEvictedPodsTerminate(t *testing.T) {
 	tests := []struct {
@@ -301,21 +379,18 @@ func TestNodeDeletedAfterEvictedPodsTerminate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newSDEnv(t, ScaleDownActuation{MaxGracefulTermination: tc.maxGraceful},
 				cpuNode("keep"), cpuNode("light"), rsPod("big", "keep", 5000), rsPod("a", "light", 1000))
-			// Eviction only marks the pod terminating; it goes after three
-			// more reads (or never).
-			var mu sync.Mutex
-			gets := 0
+			// Eviction only marks the pod terminating; it goes several
+			// polls later (or never).
 			e.client.PrependReactor("create", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
-				return action.GetSubresource() == "eviction", nil, nil
-			})
-			e.client.PrependReactor("get", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
-				mu.Lock()
-				defer mu.Unlock()
-				gets++
-				if tc.podGoes && gets == 3 {
-					_ = e.client.Tracker().Delete(podsGVR, "default", "a")
+				if action.GetSubresource() != "eviction" {
+					return false, nil, nil
 				}
-				return false, nil, nil
+				if tc.podGoes {
+					time.AfterFunc(10*e.a.cfg.ScaleDown.PodGonePollInterval, func() {
+						_ = e.client.Tracker().Delete(podsGVR, "default", "a")
+					})
+				}
+				return true, nil, nil
 			})
 			podGoneAtDelete := false
 			e.group.EXPECT().DeleteNodes(gomock.Any(), gomock.Any()).DoAndReturn(func(ctx context.Context, nodes []*v1.Node) error {

@@ -35,6 +35,14 @@ type Options struct {
 // first, then nodes, DeviceTaintRules and slices (tainted by them), claims
 // and the running pods.
 func BuildSnapshot(objs *input.Objects) (*snapshot.Snapshot, error) {
+	return BuildSnapshotWith(objs, nil)
+}
+
+// BuildSnapshotWith is BuildSnapshot with the running pods' scheduler pod
+// info taken from infos (and kept there for the next build) where it has
+// them: the autoscaler builds a snapshot every loop from mostly the same
+// pods. infos may be nil.
+func BuildSnapshotWith(objs *input.Objects, infos *snapshot.PodInfos) (*snapshot.Snapshot, error) {
 	snap := snapshot.New()
 	for _, c := range objs.DeviceClasses {
 		snap.SetDeviceClass(c)
@@ -56,10 +64,8 @@ func BuildSnapshot(objs *input.Objects) (*snapshot.Snapshot, error) {
 	for _, c := range objs.ResourceClaims {
 		snap.SetResourceClaim(c)
 	}
-	for _, p := range objs.RunningPods {
-		if err := snap.AddPod(p); err != nil {
-			return nil, err
-		}
+	if err := snap.AddBoundPods(objs.RunningPods, infos); err != nil {
+		return nil, err
 	}
 	return snap, nil
 }

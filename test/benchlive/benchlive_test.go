@@ -59,11 +59,11 @@ func scaleUp(b *testing.B, nodes int, claims bool) {
 	pods := nodes * gpusPerNode
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
 	defer cancel()
-	e := start(b, ctx)
+	e := start(b, ctx, nodes)
 	e.configure(group{name: "gpu", maxSize: nodes + nodes/10 + 1, cpu: 32, devices: gpusPerNode})
 	w := e.watch("gpu")
 	// CA's flags at their defaults (10 s loops, 5-QPS client), scale-down off.
-	as, addr, err := e.cluster.StartAutoscaler(ctx, "draxr-autoscaler-bench", "--scale-down-enabled=false")
+	as, addr, err := e.cluster.StartAutoscaler(ctx, "draxr-autoscaler-bench", "--scale-down-enabled=false", "--profiling")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func steady(b *testing.B, nodes int) {
 	const podsPerNode, measured = 10, 5
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
 	defer cancel()
-	e := start(b, ctx)
+	e := start(b, ctx, nodes)
 	g := group{name: "cpu", maxSize: nodes + 10, cpu: 32}
 	e.configure(g)
 	w := e.watch("cpu")
@@ -147,7 +147,7 @@ func steady(b *testing.B, nodes int) {
 		b.Fatal(err)
 	}
 	e.waitCount("pods Running", int64(len(pods)), time.Duration(len(pods))*20*time.Millisecond+5*time.Minute, w.running.Load)
-	as, addr, err := e.cluster.StartAutoscaler(ctx, "draxr-autoscaler-bench")
+	as, addr, err := e.cluster.StartAutoscaler(ctx, "draxr-autoscaler-bench", "--profiling")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -168,26 +168,32 @@ func steady(b *testing.B, nodes int) {
 // each running one evictable ReplicaSet pod (1 CPU), the group's min 40%
 // of them: 60% are drained and removed. CA's parallelism defaults
 // (--max-scale-down-parallelism=10, --max-drain-parallelism=1), then
-// raised to 100 and 100.
+// raised to 100 and 100. With one drain at a time a removal takes a loop,
+// so at CA's defaults 1,200 removals take 1,200 loops (over three hours
+// of 10 s loops); BENCH_LIVE_SCALEDOWN_MINUTES, when set, ends a run
+// there and reports the removals so far and their rate.
 func BenchmarkLiveScaleDown(b *testing.B) {
 	nodes := envInt(b, "BENCH_LIVE_SCALEDOWN_NODES", 2000)
+	budget := time.Duration(envInt(b, "BENCH_LIVE_SCALEDOWN_MINUTES", 600)) * time.Minute
 	for _, par := range []struct {
 		name           string
 		removal, drain int
 	}{{"ca-defaults", 10, 1}, {"raised", 100, 100}} {
 		b.Run(par.name, func(b *testing.B) {
 			for range b.N {
-				scaleDown(b, nodes, par.removal, par.drain)
+				scaleDown(b, nodes, par.removal, par.drain, budget)
 			}
 		})
 	}
 }
 
-func scaleDown(b *testing.B, nodes, removal, drain int) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
-	defer cancel()
-	e := start(b, ctx)
+func scaleDown(b *testing.B, nodes, removal, drain int, budget time.Duration) {
 	keep := nodes * 4 / 10
+	// A removal a 10 s loop at worst (one drain at a time), with margin.
+	timeout := min(budget, time.Duration(nodes-keep)*15*time.Second+10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout+time.Hour)
+	defer cancel()
+	e := start(b, ctx, nodes)
 	g := group{name: "gpu", minSize: keep, maxSize: nodes, cpu: 32, devices: gpusPerNode}
 	e.configure(g)
 	w := e.watch("gpu")
@@ -241,27 +247,46 @@ func scaleDown(b *testing.B, nodes, removal, drain int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var firstRemoval time.Duration
-	if err := wait(ctx, time.Duration(nodes)*3*time.Second+10*time.Minute, "group down to its min", func() error {
+	var firstRemoval, lastRemoval time.Duration
+	left := nodes
+	stopped := false
+	if err := wait(ctx, timeout, "group down to its min", func() error {
 		list, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: groupLabel + "=gpu"})
 		if err != nil {
 			return err
 		}
-		if firstRemoval == 0 && len(list.Items) < nodes {
-			firstRemoval = time.Since(start)
+		if len(list.Items) < left {
+			left, lastRemoval = len(list.Items), time.Since(start)
+			if firstRemoval == 0 {
+				firstRemoval = lastRemoval
+			}
 		}
 		if len(list.Items) > keep {
+			if time.Since(start) > budget-2*time.Second {
+				stopped = true
+				return nil
+			}
 			return fmt.Errorf("%d nodes", len(list.Items))
 		}
 		return nil
 	}); err != nil {
 		b.Fatal(err)
 	}
-	last := time.Since(start)
 	n, _ := loops(b, addr)
 	cpu, rss := usage(as.PID())
-	fmt.Printf("bench-live scale-down nodes=%d removed=%d max-scale-down-parallelism=%d max-drain-parallelism=%d unneeded-time=30s start->first-removal=%.1fs start->last-removal=%.1fs loops=%.0f autoscaler-cpu=%.1fs peak-rss=%.0fMiB\n",
-		nodes, nodes-keep, removal, drain, firstRemoval.Seconds(), last.Seconds(), n, cpu.Seconds(), rss)
+	removed := nodes - left
+	if removed == 0 {
+		b.Fatalf("no node removed within %s", budget)
+	}
+	outcome := fmt.Sprintf("removed=%d start->first-removal=%.1fs start->last-removal=%.1fs", removed, firstRemoval.Seconds(), lastRemoval.Seconds())
+	if stopped {
+		// The rate after the first removal, which waits the unneeded time.
+		rate := float64(removed-1) / (lastRemoval - firstRemoval).Minutes()
+		outcome = fmt.Sprintf("removed=%d-of-%d(stopped-at-BENCH_LIVE_SCALEDOWN_MINUTES) start->first-removal=%.1fs start->last-so-far=%.1fs removals/min=%.1f",
+			removed, nodes-keep, firstRemoval.Seconds(), lastRemoval.Seconds(), rate)
+	}
+	fmt.Printf("bench-live scale-down nodes=%d max-scale-down-parallelism=%d max-drain-parallelism=%d unneeded-time=30s %s loops=%.0f autoscaler-cpu=%.1fs peak-rss=%.0fMiB\n",
+		nodes, removal, drain, outcome, n, cpu.Seconds(), rss)
 }
 
 func wait(ctx context.Context, timeout time.Duration, what string, cond func() error) error {

@@ -73,8 +73,19 @@ rules:
 - level: None
 `
 
-func start(b *testing.B, ctx context.Context) *bench {
+// heartbeatLease keeps the fake kubelets' Lease writes near 100 a
+// second whatever the fleet, so heartbeats do not starve the rest on a
+// small machine: kwokctl's 40 s lease (renewed every 10 s, as a kubelet)
+// up to 1,000 nodes, proportionally longer beyond (200 s, renewed every
+// 50 s, at 5,000).
+func heartbeatLease(nodes int) time.Duration {
+	return max(40*time.Second, time.Duration(nodes)*40*time.Millisecond)
+}
+
+// start brings up the cluster for a fleet of up to nodes nodes.
+func start(b *testing.B, ctx context.Context, nodes int) *bench {
 	b.Helper()
+	lease := heartbeatLease(nodes)
 	dir := b.TempDir()
 	policy := filepath.Join(dir, "audit-policy.yaml")
 	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
@@ -83,7 +94,10 @@ func start(b *testing.B, ctx context.Context) *bench {
 	audit := filepath.Join(dir, "audit.log")
 	c, err := testkwok.StartCluster(ctx, testkwok.ClusterOptions{
 		// kwokctl's lease: renewed every 10 s per node.
-		Kwok: testkwok.Options{LeaseDuration: 40 * time.Second, Parallelism: 16},
+		Kwok: testkwok.Options{LeaseDuration: lease, Parallelism: 16},
+		// A node whose lease is not renewed within the grace period turns
+		// NotReady: at least the lease (the default, 50 s, fits 40 s).
+		ControllerManagerArgs: []string{fmt.Sprintf("--node-monitor-grace-period=%s", max(50*time.Second, lease+10*time.Second))},
 		APIServerArgs: []string{"--audit-policy-file=" + policy, "--audit-log-path=" + audit, "--audit-log-format=json",
 			"--audit-log-mode=batch", "--audit-log-maxsize=0"},
 	})

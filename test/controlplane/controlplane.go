@@ -53,6 +53,8 @@ type Options struct {
 	Detach bool
 	// APIServerArgs are added to kube-apiserver's (e.g. an audit log).
 	APIServerArgs []string
+	// ControllerManagerArgs are added to kube-controller-manager's.
+	ControllerManagerArgs []string
 	// AuditPolicy, when set, is the API server's audit policy (a file);
 	// the log is AuditLog, in JSON lines.
 	AuditPolicy string
@@ -112,7 +114,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	if controllers == nil {
 		controllers = DefaultControllers()
 	}
-	if err := cp.startControllerManager(opts.BinDir, controllers); err != nil {
+	if err := cp.startControllerManager(opts.BinDir, controllers, opts.ControllerManagerArgs); err != nil {
 		return nil, err
 	}
 	return cp, nil
@@ -249,15 +251,15 @@ func (cp *ControlPlane) RestartAPIServer(ctx context.Context, logf func(string))
 	return cp.runAPIServer(ctx, fmt.Sprintf("kube-apiserver-%d", cp.apiServerN))
 }
 
-func (cp *ControlPlane) startControllerManager(binDir string, controllers []string) error {
-	p, err := cp.startProcess("kube-controller-manager", filepath.Join(binDir, "kube-controller-manager"),
-		"--kubeconfig="+cp.AdminKubeconfig,
-		"--controllers="+strings.Join(controllers, ","),
-		"--service-account-private-key-file="+filepath.Join(cp.Dir, "sa.key"),
-		"--root-ca-file="+filepath.Join(cp.Dir, "apiserver", "apiserver.crt"),
+func (cp *ControlPlane) startControllerManager(binDir string, controllers, extra []string) error {
+	args := append([]string{"--kubeconfig=" + cp.AdminKubeconfig,
+		"--controllers=" + strings.Join(controllers, ","),
+		"--service-account-private-key-file=" + filepath.Join(cp.Dir, "sa.key"),
+		"--root-ca-file=" + filepath.Join(cp.Dir, "apiserver", "apiserver.crt"),
 		"--use-service-account-credentials=false",
 		"--leader-elect=false", "--secure-port=0",
-		"--concurrent-gc-syncs=5")
+		"--concurrent-gc-syncs=5"}, extra...)
+	p, err := cp.startProcess("kube-controller-manager", filepath.Join(binDir, "kube-controller-manager"), args...)
 	if err != nil {
 		return err
 	}

@@ -27,6 +27,9 @@ type ClusterOptions struct {
 	Dir string
 	// APIServerArgs are added to kube-apiserver's.
 	APIServerArgs []string
+	// ControllerManagerArgs are added to kube-controller-manager's (e.g.
+	// --node-monitor-grace-period for rarer heartbeats).
+	ControllerManagerArgs []string
 }
 
 // Cluster is a fleet test's cluster: a control plane with the node
@@ -67,7 +70,7 @@ func StartCluster(ctx context.Context, opts ClusterOptions) (c *Cluster, err err
 		return nil, fmt.Errorf("build draxr binaries: %v\n%s", err, out)
 	}
 	if c.CP, err = controlplane.Start(ctx, controlplane.Options{BinDir: binDir, Dir: opts.Dir, Controllers: Controllers(),
-		APIServerArgs: opts.APIServerArgs}); err != nil {
+		APIServerArgs: opts.APIServerArgs, ControllerManagerArgs: opts.ControllerManagerArgs}); err != nil {
 		return nil, err
 	}
 	if _, err := c.CP.StartScheduler(ctx, controlplane.SchedulerOptions{
