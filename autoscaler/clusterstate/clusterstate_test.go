@@ -172,6 +172,67 @@ func TestPodsBeingBoundAreNotUnschedulable(t *testing.T) {
 	}
 }
 
+// onNode is an allocation of devices local to node, as the allocator
+// writes it.
+func onNode(node string) *resourceapi.AllocationResult {
+	return &resourceapi.AllocationResult{NodeSelector: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
+		MatchFields: []v1.NodeSelectorRequirement{{Key: "metadata.name", Operator: v1.NodeSelectorOpIn, Values: []string{node}}}}}}}
+}
+
+// A pod being bound is on its node, as the scheduler assumes it: where
+// its claim's devices are allocated, or else its nominatedNodeName. A
+// node that only receives pods is not empty.
+func TestPodsBeingBoundAreOnTheirNode(t *testing.T) {
+	allocated := pending("allocated", true, false)
+	allocated.UID = "uid-allocated"
+	claim := fx.Claim("allocated-extended-resources-abc", "gpu.example.com", 1)
+	claim.Status.Allocation = onNode("gpu-1")
+	claim.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: allocated.Name, UID: allocated.UID}}
+	// Created, not allocated yet: the scheduler nominated the node first.
+	nominated := pending("nominated", true, false)
+	nominated.UID = "uid-nominated"
+	nominated.Status.NominatedNodeName = "gpu-0"
+	created := fx.Claim("nominated-extended-resources-def", "gpu.example.com", 1)
+	created.Annotations = map[string]string{resourceapi.ExtendedResourceClaimAnnotation: "true"}
+	created.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: nominated.Name, UID: nominated.UID, Controller: ptr.To(true)}}
+	// Nominated by a preemption, not being bound: stays pending.
+	preempting := pending("preempting", true, false)
+	preempting.Status.NominatedNodeName = "gpu-0"
+	// Bound to a node the snapshot does not hold: nowhere.
+	elsewhere := pending("elsewhere", true, false)
+	elsewhere.UID = "uid-elsewhere"
+	gone := fx.Claim("elsewhere-claim", "gpu.example.com", 1)
+	gone.Status.Allocation = onNode("deleted-node")
+	gone.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: elsewhere.Name, UID: elsewhere.UID}}
+
+	l := syncedListers(t, groupNode("gpu-0", true), groupNode("gpu-1", true), allocated, claim, nominated, created, preempting, elsewhere, gone)
+	st, err := build(l, fakeProvider{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	on := map[string]string{}
+	for _, p := range st.Objects.RunningPods {
+		on[p.Name] = p.Spec.NodeName
+	}
+	want := map[string]string{"allocated": "gpu-1", "nominated": "gpu-0"}
+	if len(on) != len(want) || on["allocated"] != "gpu-1" || on["nominated"] != "gpu-0" {
+		t.Errorf("pods on nodes = %v, want %v", on, want)
+	}
+	if got := st.Binding; len(got) != 2 || len(got["gpu-1"]) != 1 || got["gpu-1"][0] != "default/allocated" || len(got["gpu-0"]) != 1 || got["gpu-0"][0] != "default/nominated" {
+		t.Errorf("binding = %v, want gpu-0: [default/nominated], gpu-1: [default/allocated]", got)
+	}
+	if cached, err := l.Pods.Pods("default").Get("allocated"); err != nil || cached.Spec.NodeName != "" {
+		t.Errorf("the informer's pod was changed: nodeName %q (%v)", cached.Spec.NodeName, err)
+	}
+	var names []string
+	for _, p := range st.Unschedulable {
+		names = append(names, p.Name)
+	}
+	if len(names) != 1 || names[0] != "preempting" {
+		t.Errorf("unschedulable = %v, want [preempting]", names)
+	}
+}
+
 // With --bypassed-scheduler-names, a pending pod of a bypassed scheduler
 // counts before any scheduler marked it unschedulable; other schedulers'
 // untried pods do not.

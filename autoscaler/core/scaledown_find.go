@@ -67,7 +67,7 @@ func (a *Autoscaler) findScaleDown(ctx context.Context, st *clusterstate.State) 
 			return o.ScaleDownUtilizationThreshold
 		},
 		MayRemove: func(n *v1.Node) bool {
-			return st.Ready[n.Name] && st.GroupOf[n.Name] != "" && !a.sd.isDeleting(n.Name)
+			return st.Ready[n.Name] && st.GroupOf[n.Name] != "" && !a.sd.isDeleting(n.Name) && len(st.Binding[n.Name]) == 0
 		},
 		MayReceive:   func(n *v1.Node) bool { return st.Ready[n.Name] && !a.sd.isDeleting(n.Name) },
 		Drainability: checker,
@@ -81,6 +81,7 @@ func (a *Autoscaler) findScaleDown(ctx context.Context, st *clusterstate.State) 
 		Stop:                         a.earlyStop(findStart),
 	})
 	metrics.UpdateDurationFromStart(metrics.FunctionFindUnneeded, findStart)
+	rejections = append(rejections, bindingRejections(st, a.sd.isDeleting)...)
 
 	now := a.cfg.Now()
 	unneeded := map[string]bool{}
@@ -145,6 +146,24 @@ func (a *Autoscaler) findScaleDown(ctx context.Context, st *clusterstate.State) 
 	f.due = due
 	f.unneededSet = unneeded
 	return f, nil
+}
+
+// bindingRejections keeps the nodes the scheduler is binding pods to: a
+// pod not bound yet cannot be evicted, so removing its node now would
+// take it down with the node once bound. It is bound within seconds and
+// the node is looked at again then.
+func bindingRejections(st *clusterstate.State, deleting func(string) bool) []scaledown.Rejection {
+	var out []scaledown.Rejection
+	for node, pods := range st.Binding {
+		if !st.Ready[node] || st.GroupOf[node] == "" || deleting(node) {
+			continue
+		}
+		sort.Strings(pods)
+		b := &drainability.Blocked{Reason: drainability.BlockedByPod, Pod: pods[0],
+			Message: fmt.Sprintf("the scheduler is binding %d pod(s) to it (%s first): a pod not bound yet cannot be evicted", len(pods), pods[0])}
+		out = append(out, scaledown.Rejection{Node: node, Code: string(b.Reason), Reason: b.String(), Blocked: b})
+	}
+	return out
 }
 
 // placePendingPods puts the pending pods that fit a Ready node now on

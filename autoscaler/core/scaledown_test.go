@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/mock/gomock"
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -629,5 +630,40 @@ func TestPendingPodKeepsTheNodeItFits(t *testing.T) {
 		if v.Node == "fresh" && (v.Verdict == scaledown.Removable || v.Verdict == scaledown.Unneeded) {
 			t.Errorf("fresh: %s (%s), want kept: the pending pod fits only there", v.Verdict, v.Reason)
 		}
+	}
+}
+
+// A node the scheduler is binding a pod to (the pod's devices allocated
+// there, the pod not bound yet) holds no bound pod but is not empty: it
+// stays, and says which pod keeps it, though another node has room for
+// the pod.
+func TestNodeReceivingPodIsKept(t *testing.T) {
+	binding := fx.Pod("binding", 1000, nil)
+	binding.UID = "uid-binding"
+	binding.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", Controller: ptr.To(true)}}
+	binding.Status.Phase = v1.PodPending
+	binding.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: v1.PodReasonUnschedulable}}
+	claim := fx.Claim("binding-extended-resources-abc", "gpu.example.com", 1)
+	claim.Status.Allocation = &resourceapi.AllocationResult{NodeSelector: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
+		MatchFields: []v1.NodeSelectorRequirement{{Key: "metadata.name", Operator: v1.NodeSelectorOpIn, Values: []string{"fresh"}}}}}}}
+	claim.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: binding.Name, UID: binding.UID}}
+	e := newSDEnv(t, ScaleDownActuation{}, cpuNode("fresh"), cpuNode("busy"), rsPod("big", "busy", 5000), binding, claim)
+	e.group.EXPECT().DeleteNodes(gomock.Any(), gomock.Any()).DoAndReturn(func(_ context.Context, nodes []*v1.Node) error {
+		for _, n := range nodes {
+			if n.Name == "fresh" {
+				t.Errorf("node fresh deleted while the scheduler binds default/binding to it")
+			}
+		}
+		return nil
+	}).AnyTimes()
+	res := e.loop(t)
+	var fresh *scaledown.NodeVerdict
+	for i, v := range res.ScaleDown {
+		if v.Node == "fresh" {
+			fresh = &res.ScaleDown[i]
+		}
+	}
+	if fresh == nil || fresh.Verdict != scaledown.Kept || fresh.Code != "BlockedByPod" || !strings.Contains(fresh.Reason, "default/binding") {
+		t.Errorf("fresh: %+v, want Kept, BlockedByPod naming default/binding", fresh)
 	}
 }
