@@ -8,6 +8,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -189,7 +190,16 @@ func (a *Autoscaler) placePendingPods(h *harness.Harness, st *clusterstate.State
 		if fitsNowhere[kind] {
 			continue
 		}
-		if _, _, ferr := h.PlaceOnAnyNode(pod, ready); ferr != nil {
+		// Plainly full nodes are left out before any plugin runs.
+		candidates := ready
+		if full := h.NoRoom(pod); full != nil {
+			candidates = slices.DeleteFunc(slices.Clone(ready), full)
+		}
+		if len(candidates) == 0 {
+			fitsNowhere[kind] = true
+			continue
+		}
+		if _, _, ferr := h.PlaceOnAnyNode(pod, candidates); ferr != nil {
 			fitsNowhere[kind] = true // it stays pending
 		}
 	}

@@ -41,6 +41,8 @@ type Harness struct {
 	profile       *config.KubeSchedulerProfile
 	// resourceFilter caches whether the profile filters on NodeResourcesFit.
 	resourceFilter *bool
+	// deviceFilter caches whether the profile filters on DynamicResources.
+	deviceFilter *bool
 }
 
 // New builds the framework from a profile (nil: kube-scheduler's default

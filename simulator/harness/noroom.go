@@ -11,12 +11,13 @@ import (
 
 // NoRoom returns a test, costing a few comparisons per node, that is true
 // only for nodes whose free pod slots, CPU, memory or ephemeral storage
-// are short of the pod's requests: nodes the profile's NodeResourcesFit
-// Filter rejects. It lets a caller scanning many nodes skip a full
-// PreFilter and Filter on nodes that are plainly full. It returns nil when
-// the test would not be exact: the profile does not filter with
-// NodeResourcesFit, or the pod has pod-level resources (whose use depends
-// on a feature gate the plugin reads).
+// are short of the pod's requests (nodes the profile's NodeResourcesFit
+// Filter rejects), or, for a pod that needs a new device, whose devices
+// are all allocated (see noFreeDevice). It lets a caller scanning many
+// nodes skip a full PreFilter and Filter on nodes that are plainly full.
+// It returns nil when the test would not be exact: the profile does not
+// filter with NodeResourcesFit, or the pod has pod-level resources (whose
+// use depends on a feature gate the plugin reads).
 func (h *Harness) NoRoom(pod *v1.Pod) func(nodeName string) bool {
 	if pod.Spec.Resources != nil || !h.filtersOnResources() {
 		return nil
@@ -24,6 +25,7 @@ func (h *Harness) NoRoom(pod *v1.Pod) func(nodeName string) bool {
 	// The plugin's own computation for a pod not yet scheduled.
 	req := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{SkipPodLevelResources: true})
 	milliCPU, memory, storage := req.Cpu().MilliValue(), req.Memory().Value(), req.StorageEphemeral().Value()
+	noDevice := h.noFreeDevice(pod, extendedRequests(req))
 	return func(nodeName string) bool {
 		ni := h.snap.NodeInfo(nodeName)
 		if ni == nil {
@@ -33,7 +35,8 @@ func (h *Harness) NoRoom(pod *v1.Pod) func(nodeName string) bool {
 		return len(ni.Pods)+1 > alloc.AllowedPodNumber ||
 			milliCPU > 0 && milliCPU > alloc.MilliCPU-used.MilliCPU ||
 			memory > 0 && memory > alloc.Memory-used.Memory ||
-			storage > 0 && storage > alloc.EphemeralStorage-used.EphemeralStorage
+			storage > 0 && storage > alloc.EphemeralStorage-used.EphemeralStorage ||
+			noDevice != nil && noDevice(nodeName)
 	}
 }
 

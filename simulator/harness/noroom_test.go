@@ -2,10 +2,13 @@ package harness
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/snapshot"
@@ -59,7 +62,7 @@ func TestNoRoom(t *testing.T) {
 		{"memory beyond what is left", withMemory(fx.Pod("mem", 100, nil), 300), "busy", true},
 		{"memory that fits", withMemory(fx.Pod("mem-ok", 100, nil), 200), "busy", false},
 		{"no pod slot left", fx.Pod("slot", 100, nil), "one-pod", true},
-		{"extended resources are left to Filter", fx.Pod("gpu", 100, fx.GPUs(fx.GPUResource, 1)), "busy", false},
+		{"an extended resource the node lacks, and no device", fx.Pod("gpu", 100, fx.GPUs(fx.GPUResource, 1)), "busy", true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -74,6 +77,75 @@ func TestNoRoom(t *testing.T) {
 				t.Errorf("NoRoom says %s is full but the scheduler takes %s there", tc.node, tc.pod.Name)
 			}
 		})
+	}
+}
+
+// A pod that needs a new device finds no room on a node whose devices are
+// all allocated; only there, and only where DynamicResources' Filter
+// rejects it.
+func TestNoRoomWithoutFreeDevices(t *testing.T) {
+	snap := snapshot.New()
+	snap.SetDeviceClass(fx.Class("gpu.example.com", fx.Driver, fx.GPUResource, fx.Epoch))
+	snap.SetResourceClaimTemplate(fx.ClaimTemplate("one-gpu", "gpu.example.com", 1))
+	admin := fx.ClaimTemplate("admin-gpu", "gpu.example.com", 1)
+	admin.Spec.Spec.Devices.Requests[0].Exactly.AdminAccess = ptr.To(true)
+	snap.SetResourceClaimTemplate(admin)
+	all := fx.ClaimTemplate("all-gpus", "gpu.example.com", 0)
+	all.Spec.Spec.Devices.Requests[0].Exactly.AllocationMode = resourceapi.DeviceAllocationModeAll
+	snap.SetResourceClaimTemplate(all)
+	addNode(t, snap, "full", nil, fx.GPUSlice("full", 2))
+	addNode(t, snap, "one-left", nil, fx.GPUSlice("one-left", 2))
+	addNode(t, snap, "plugin", fx.GPUs(fx.GPUResource, 4)) // a device plugin's GPUs, no slices
+	h := newHarness(t, snap)
+	for i, node := range []string{"full", "full", "one-left"} {
+		mustPlace(t, h, fx.Pod(fmt.Sprintf("taken-%d", i), 100, fx.GPUs(fx.GPUResource, 1)), node)
+	}
+	gpu := func() *v1.Pod { return fx.Pod("gpu", 100, fx.GPUs(fx.GPUResource, 1)) }
+	claim := func(template string) *v1.Pod {
+		return fx.WithTemplateClaim(fx.Pod("claim-"+template, 100, nil), "gpu", template)
+	}
+	cases := []struct {
+		name     string
+		pod      *v1.Pod
+		node     string
+		wantFull bool
+	}{
+		{"extended resource, every device taken", gpu(), "full", true},
+		{"extended resource, one device left", gpu(), "one-left", false},
+		{"extended resource the node has in allocatable", gpu(), "plugin", false},
+		{"own claim, every device taken", claim("one-gpu"), "full", true},
+		{"own claim, one device left", claim("one-gpu"), "one-left", false},
+		{"admin access takes allocated devices", claim("admin-gpu"), "full", false},
+		{"allocation mode All is left to Filter", claim("all-gpus"), "full", false},
+		{"no device asked", fx.Pod("cpu", 100, nil), "full", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			full := h.NoRoom(tc.pod)
+			if full == nil {
+				t.Fatal("NoRoom = nil under the default profile")
+			}
+			if got := full(tc.node); got != tc.wantFull {
+				t.Errorf("NoRoom(%s)(%s) = %v, want %v", tc.pod.Name, tc.node, got, tc.wantFull)
+			}
+			if ferr := h.CheckPredicates(tc.pod, tc.node); tc.wantFull && ferr == nil {
+				t.Errorf("NoRoom says %s is full but the scheduler takes %s there", tc.node, tc.pod.Name)
+			}
+		})
+	}
+
+	// Devices not local to one node may reach it: no verdict on devices.
+	network := fx.GPUSlice("", 1)
+	network.Name, network.Spec.NodeName, network.Spec.AllNodes = "network", nil, ptr.To(true)
+	network.Spec.Pool.Name = "network"
+	if err := snap.AddResourceSlice(network); err != nil {
+		t.Fatal(err)
+	}
+	if h.NoRoom(gpu())("full") {
+		t.Error("NoRoom says full is full though a network-attached device may serve it")
+	}
+	if ferr := h.CheckPredicates(gpu(), "full"); ferr != nil {
+		t.Errorf("the network-attached device does not serve the pod on full: %v", ferr)
 	}
 }
 

@@ -1,0 +1,157 @@
+package harness
+
+import (
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/dynamic-resource-allocation/resourceclaim"
+	"k8s.io/dynamic-resource-allocation/structured"
+	v1helper "k8s.io/kubernetes/pkg/apis/core/v1/helper"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
+	"k8s.io/utils/ptr"
+
+	"draxr.dev/draxr/scheduler/aliases"
+)
+
+// noFreeDevice returns a test, true only for nodes that have no device
+// left for a pod that needs at least one new device: the DynamicResources
+// Filter rejects the pod there. A full GPU node costs the allocator a few
+// milliseconds to reject a GPU pod; a pending kind of pod that fits no
+// existing node would pay that on every node of the fleet every loop. It
+// returns nil when the test would not be exact: the profile does not
+// filter with DynamicResources, some slices are not local to one node
+// (their devices reach nodes the test does not look at), or the pod's
+// claims are allocated already or may be satisfied without a free device
+// (admin access, allocation mode All).
+//
+// A node has a device left when some device of its slices is not
+// allocated (tainted or counter-bound ones included) or may be allocated
+// several times: only plainly full nodes are left out.
+func (h *Harness) noFreeDevice(pod *v1.Pod, extended []v1.ResourceName) func(nodeName string) bool {
+	if !h.filtersOnDevices() || len(h.snap.SlicesForNode("")) > 0 {
+		return nil
+	}
+	claimsNeed, ok := h.claimsNeedADevice(pod)
+	if !ok || !claimsNeed && len(extended) == 0 {
+		return nil
+	}
+	allocated := h.snap.AllocatedDeviceIDs()
+	return func(nodeName string) bool {
+		ni := h.snap.NodeInfo(nodeName)
+		if ni == nil {
+			return false
+		}
+		if !claimsNeed && !lacksAny(ni.Allocatable.ScalarResources, extended) {
+			// Every extended resource is the node's own (a device
+			// plugin's): NodeResourcesFit judges them.
+			return false
+		}
+		for _, s := range h.snap.SlicesForNode(nodeName) {
+			for i := range s.Spec.Devices {
+				d := &s.Spec.Devices[i]
+				if ptr.Deref(d.AllowMultipleAllocations, false) ||
+					!allocated.Has(structured.MakeDeviceID(s.Spec.Driver, s.Spec.Pool.Name, d.Name)) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+}
+
+// lacksAny reports whether the node's allocatable has none of some
+// requested extended resource: NodeResourcesFit then either rejects the
+// pod or leaves the resource to DRA, which needs a device for it.
+func lacksAny(allocatable map[v1.ResourceName]int64, extended []v1.ResourceName) bool {
+	for _, r := range extended {
+		if allocatable[r] <= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// extendedRequests lists the pod's extended resource requests above zero,
+// implicit DeviceClass names (deviceclass.resource.kubernetes.io/<class>)
+// included.
+func extendedRequests(requests v1.ResourceList) []v1.ResourceName {
+	var out []v1.ResourceName
+	for name, q := range requests {
+		if (v1helper.IsExtendedResourceName(name) || strings.HasPrefix(string(name), resourceapi.ResourceDeviceClassPrefix)) && !q.IsZero() {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// claimsNeedADevice reports whether some claim of the pod must be given
+// at least one device it does not have; ok is false when the pod's claims
+// cannot be judged so (one is allocated or reserved already, missing, or
+// asks with admin access or allocation mode All).
+func (h *Harness) claimsNeedADevice(pod *v1.Pod) (need, ok bool) {
+	for i := range pod.Spec.ResourceClaims {
+		rc := &pod.Spec.ResourceClaims[i]
+		var spec *resourceapi.ResourceClaimSpec
+		name, _, err := resourceclaim.Name(pod, rc)
+		switch {
+		case err == nil && name != nil:
+			claim := h.snap.ResourceClaim(pod.Namespace, *name)
+			if claim == nil || claim.Status.Allocation != nil || len(claim.Status.ReservedFor) > 0 {
+				return false, false
+			}
+			spec = &claim.Spec
+		case err == nil:
+			continue // no claim for this entry: the pod does without it
+		case rc.ResourceClaimTemplateName != nil:
+			t := h.snap.ResourceClaimTemplate(pod.Namespace, *rc.ResourceClaimTemplateName)
+			if t == nil {
+				return false, false
+			}
+			spec = &t.Spec.Spec
+		default:
+			return false, false
+		}
+		for _, r := range spec.Devices.Requests {
+			switch {
+			case r.Exactly != nil:
+				if !needsOne(r.Exactly.AllocationMode, r.Exactly.AdminAccess) {
+					return false, false
+				}
+			case len(r.FirstAvailable) > 0:
+				for _, sub := range r.FirstAvailable {
+					if !needsOne(sub.AllocationMode, nil) {
+						return false, false
+					}
+				}
+			default:
+				return false, false
+			}
+			need = true
+		}
+	}
+	return need, true
+}
+
+// needsOne reports whether a request is met only with at least one device
+// not allocated elsewhere: an exact count (at least one: the API server
+// defaults and validates it so) without admin access.
+func needsOne(mode resourceapi.DeviceAllocationMode, admin *bool) bool {
+	return (mode == "" || mode == resourceapi.DeviceAllocationModeExactCount) && !ptr.Deref(admin, false)
+}
+
+// filtersOnDevices reports whether DynamicResources (under its upstream
+// or draxr name) is one of the profile's Filter plugins.
+func (h *Harness) filtersOnDevices() bool {
+	if h.deviceFilter == nil {
+		on := false
+		alias := aliases.Names()[names.DynamicResources]
+		for _, p := range h.fw.ListPlugins().Filter.Enabled {
+			if p.Name == names.DynamicResources || p.Name == alias {
+				on = true
+			}
+		}
+		h.deviceFilter = &on
+	}
+	return *h.deviceFilter
+}
