@@ -43,17 +43,24 @@ func (h *Harness) NoRoom(pod *v1.Pod) func(nodeName string) bool {
 // filtersOnResources reports whether NodeResourcesFit (under its upstream
 // or draxr name) is one of the profile's Filter plugins.
 func (h *Harness) filtersOnResources() bool {
-	if h.resourceFilter == nil {
+	return h.filtersWith(names.NodeResourcesFit, &h.resourceFilter)
+}
+
+// filtersWith reports, once for the harness (cached in *memo), whether
+// the plugin (under its upstream or draxr name) is one of the profile's
+// Filter plugins.
+func (h *Harness) filtersWith(plugin string, memo **bool) bool {
+	if *memo == nil {
 		on := false
-		alias := aliases.Names()[names.NodeResourcesFit]
+		alias := aliases.Names()[plugin]
 		for _, p := range h.fw.ListPlugins().Filter.Enabled {
-			if p.Name == names.NodeResourcesFit || p.Name == alias {
+			if p.Name == plugin || p.Name == alias {
 				on = true
 			}
 		}
-		h.resourceFilter = &on
+		*memo = &on
 	}
-	return *h.resourceFilter
+	return **memo
 }
 
 // SpreadsByDefault reports whether the profile's PodTopologySpread filters

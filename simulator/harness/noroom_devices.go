@@ -10,8 +10,6 @@ import (
 	v1helper "k8s.io/kubernetes/pkg/apis/core/v1/helper"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 	"k8s.io/utils/ptr"
-
-	"draxr.dev/draxr/scheduler/aliases"
 )
 
 // noFreeDevice returns a test, true only for nodes that have no device
@@ -143,15 +141,5 @@ func needsOne(mode resourceapi.DeviceAllocationMode, admin *bool) bool {
 // filtersOnDevices reports whether DynamicResources (under its upstream
 // or draxr name) is one of the profile's Filter plugins.
 func (h *Harness) filtersOnDevices() bool {
-	if h.deviceFilter == nil {
-		on := false
-		alias := aliases.Names()[names.DynamicResources]
-		for _, p := range h.fw.ListPlugins().Filter.Enabled {
-			if p.Name == names.DynamicResources || p.Name == alias {
-				on = true
-			}
-		}
-		h.deviceFilter = &on
-	}
-	return *h.deviceFilter
+	return h.filtersWith(names.DynamicResources, &h.deviceFilter)
 }

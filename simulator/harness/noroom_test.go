@@ -33,6 +33,33 @@ func parseProfile(t *testing.T, body string) *Harness {
 	return h
 }
 
+type noRoomCase struct {
+	name     string
+	pod      *v1.Pod
+	node     string
+	wantFull bool
+}
+
+// checkNoRoom checks NoRoom's verdict for each case, and that the
+// scheduler rejects the pod wherever NoRoom says full.
+func checkNoRoom(t *testing.T, h *Harness, cases []noRoomCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			full := h.NoRoom(tc.pod)
+			if full == nil {
+				t.Fatal("NoRoom = nil under the default profile")
+			}
+			if got := full(tc.node); got != tc.wantFull {
+				t.Errorf("NoRoom(%s)(%s) = %v, want %v", tc.pod.Name, tc.node, got, tc.wantFull)
+			}
+			if ferr := h.CheckPredicates(tc.pod, tc.node); tc.wantFull && ferr == nil {
+				t.Errorf("NoRoom says %s is full but the scheduler takes %s there", tc.node, tc.pod.Name)
+			}
+		})
+	}
+}
+
 // NoRoom may only say "full" where NodeResourcesFit's Filter rejects the
 // pod: the planner skips those nodes without running the plugins.
 func TestNoRoom(t *testing.T) {
@@ -51,12 +78,7 @@ func TestNoRoom(t *testing.T) {
 		p.Spec.Containers[0].Resources.Requests[v1.ResourceMemory] = *resource.NewQuantity(giB<<30, resource.BinarySI)
 		return p
 	}
-	cases := []struct {
-		name     string
-		pod      *v1.Pod
-		node     string
-		wantFull bool
-	}{
+	cases := []noRoomCase{
 		{"one free core takes a one-core pod", fx.Pod("one", 1000, nil), "busy", false},
 		{"two cores do not fit in one", fx.Pod("two", 2000, nil), "busy", true},
 		{"memory beyond what is left", withMemory(fx.Pod("mem", 100, nil), 300), "busy", true},
@@ -64,20 +86,7 @@ func TestNoRoom(t *testing.T) {
 		{"no pod slot left", fx.Pod("slot", 100, nil), "one-pod", true},
 		{"an extended resource the node lacks, and no device", fx.Pod("gpu", 100, fx.GPUs(fx.GPUResource, 1)), "busy", true},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			full := h.NoRoom(tc.pod)
-			if full == nil {
-				t.Fatal("NoRoom = nil under the default profile")
-			}
-			if got := full(tc.node); got != tc.wantFull {
-				t.Errorf("NoRoom(%s)(%s) = %v, want %v", tc.pod.Name, tc.node, got, tc.wantFull)
-			}
-			if ferr := h.CheckPredicates(tc.pod, tc.node); tc.wantFull && ferr == nil {
-				t.Errorf("NoRoom says %s is full but the scheduler takes %s there", tc.node, tc.pod.Name)
-			}
-		})
-	}
+	checkNoRoom(t, h, cases)
 }
 
 // A pod that needs a new device finds no room on a node whose devices are
@@ -104,12 +113,7 @@ func TestNoRoomWithoutFreeDevices(t *testing.T) {
 	claim := func(template string) *v1.Pod {
 		return fx.WithTemplateClaim(fx.Pod("claim-"+template, 100, nil), "gpu", template)
 	}
-	cases := []struct {
-		name     string
-		pod      *v1.Pod
-		node     string
-		wantFull bool
-	}{
+	cases := []noRoomCase{
 		{"extended resource, every device taken", gpu(), "full", true},
 		{"extended resource, one device left", gpu(), "one-left", false},
 		{"extended resource the node has in allocatable", gpu(), "plugin", false},
@@ -119,20 +123,7 @@ func TestNoRoomWithoutFreeDevices(t *testing.T) {
 		{"allocation mode All is left to Filter", claim("all-gpus"), "full", false},
 		{"no device asked", fx.Pod("cpu", 100, nil), "full", false},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			full := h.NoRoom(tc.pod)
-			if full == nil {
-				t.Fatal("NoRoom = nil under the default profile")
-			}
-			if got := full(tc.node); got != tc.wantFull {
-				t.Errorf("NoRoom(%s)(%s) = %v, want %v", tc.pod.Name, tc.node, got, tc.wantFull)
-			}
-			if ferr := h.CheckPredicates(tc.pod, tc.node); tc.wantFull && ferr == nil {
-				t.Errorf("NoRoom says %s is full but the scheduler takes %s there", tc.node, tc.pod.Name)
-			}
-		})
-	}
+	checkNoRoom(t, h, cases)
 
 	// Devices not local to one node may reach it: no verdict on devices.
 	network := fx.GPUSlice("", 1)
