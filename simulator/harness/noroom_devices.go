@@ -46,16 +46,42 @@ func (h *Harness) noFreeDevice(pod *v1.Pod, extended []v1.ResourceName) func(nod
 			return false
 		}
 		for _, s := range h.snap.SlicesForNode(nodeName) {
-			for i := range s.Spec.Devices {
-				d := &s.Spec.Devices[i]
-				if ptr.Deref(d.AllowMultipleAllocations, false) ||
-					!allocated.Has(structured.MakeDeviceID(s.Spec.Driver, s.Spec.Pool.Name, d.Name)) {
+			for _, id := range h.allocatableIDs(s) {
+				if !allocated.Has(id) {
 					return false
 				}
+			}
+			if h.sharedDevices[s] {
+				return false
 			}
 		}
 		return true
 	}
+}
+
+// allocatableIDs returns the IDs of the slice's devices, computed once per
+// slice (a slice in the snapshot is never changed, only replaced): the
+// test runs for every pending pod on every node. A device that may be
+// allocated several times is not listed; sharedDevices records that the
+// slice has one.
+func (h *Harness) allocatableIDs(s *resourceapi.ResourceSlice) []structured.DeviceID {
+	if ids, ok := h.deviceIDs[s]; ok {
+		return ids
+	}
+	if h.deviceIDs == nil {
+		h.deviceIDs, h.sharedDevices = map[*resourceapi.ResourceSlice][]structured.DeviceID{}, map[*resourceapi.ResourceSlice]bool{}
+	}
+	ids := make([]structured.DeviceID, 0, len(s.Spec.Devices))
+	for i := range s.Spec.Devices {
+		d := &s.Spec.Devices[i]
+		if ptr.Deref(d.AllowMultipleAllocations, false) {
+			h.sharedDevices[s] = true
+			continue
+		}
+		ids = append(ids, structured.MakeDeviceID(s.Spec.Driver, s.Spec.Pool.Name, d.Name))
+	}
+	h.deviceIDs[s] = ids
+	return ids
 }
 
 // lacksAny reports whether the node's allocatable has none of some
