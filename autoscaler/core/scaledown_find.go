@@ -8,7 +8,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"sort"
 	"time"
 
@@ -185,16 +184,14 @@ func (a *Autoscaler) placePendingPods(h *harness.Harness, st *clusterstate.State
 	// tried again, so thousands of pods no node can take cost one try.
 	kinds := estimator.NewKinds(h.Snapshot(), st.Unschedulable)
 	fitsNowhere := map[string]bool{}
+	room := h.NewCandidates()
 	for _, pod := range st.Unschedulable {
 		kind := kinds.Of(pod)
 		if fitsNowhere[kind] {
 			continue
 		}
 		// Plainly full nodes are left out before any plugin runs.
-		candidates := ready
-		if full := h.NoRoom(pod); full != nil {
-			candidates = slices.DeleteFunc(slices.Clone(ready), full)
-		}
+		candidates := room.For(pod, kind, ready)
 		if len(candidates) == 0 {
 			fitsNowhere[kind] = true
 			continue

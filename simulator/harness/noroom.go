@@ -1,6 +1,8 @@
 package harness
 
 import (
+	"slices"
+
 	v1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
@@ -94,4 +96,34 @@ func (h *Harness) SpreadsByDefault() bool {
 		}
 	}
 	return false
+}
+
+// Candidates narrows a list of nodes, kind of pod by kind, to those NoRoom
+// leaves. While pods are being placed nodes only fill up, so a node
+// NoRoom ruled out for a kind stays out, and the next pod of the kind
+// looks only at the nodes left, not at the whole fleet. Use it for one
+// run of placements with no removals in between.
+type Candidates struct {
+	h    *Harness
+	left map[string][]string
+}
+
+// NewCandidates starts a run of placements.
+func (h *Harness) NewCandidates() *Candidates {
+	return &Candidates{h: h, left: map[string][]string{}}
+}
+
+// For returns the nodes of nodes (the same list every call) NoRoom leaves
+// for pod, of the given kind; nodes itself when NoRoom cannot tell.
+func (c *Candidates) For(pod *v1.Pod, kind string, nodes []string) []string {
+	full := c.h.NoRoom(pod)
+	if full == nil {
+		return nodes
+	}
+	if left, ok := c.left[kind]; ok {
+		nodes = left
+	}
+	out := slices.DeleteFunc(slices.Clone(nodes), full)
+	c.left[kind] = out
+	return out
 }

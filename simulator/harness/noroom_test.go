@@ -191,3 +191,36 @@ func TestSpreadsByDefault(t *testing.T) {
 		})
 	}
 }
+
+// Candidates narrows the nodes kind by kind as they fill: the nodes left
+// for the next pod of a kind are those NoRoom leaves among the last ones.
+func TestCandidatesNarrowAsNodesFill(t *testing.T) {
+	h := cluster(t, 3, 2)
+	nodes := h.snap.NodeNames()
+	gpu := func(i int) *v1.Pod { return fx.Pod(fmt.Sprintf("gpu-%d", i), 100, fx.GPUs(fx.GPUResource, 1)) }
+	room := h.NewCandidates()
+	var placed []string
+	for i := range 7 {
+		candidates := room.For(gpu(i), "gpu", nodes)
+		if i == 6 {
+			if len(candidates) != 0 {
+				t.Errorf("after 6 one-GPU pods on 3 two-GPU nodes, candidates %v, want none", candidates)
+			}
+			break
+		}
+		node, _, ferr := h.PlaceOnAnyNode(gpu(i), candidates)
+		if ferr != nil {
+			t.Fatalf("pod %d on %v: %v", i, candidates, ferr)
+		}
+		placed = append(placed, node)
+		if want := 3 - i/2; len(candidates) != want {
+			t.Errorf("pod %d: %d candidates %v, want %d (nodes with a free device)", i, len(candidates), candidates, want)
+		}
+	}
+	if got := fmt.Sprint(placed); got != "[node-0 node-0 node-1 node-1 node-2 node-2]" {
+		t.Errorf("placed on %s, want two on each node in order", got)
+	}
+	if cpu := room.For(fx.Pod("cpu", 100, nil), "cpu", nodes); len(cpu) != 3 {
+		t.Errorf("a CPU pod's candidates %v, want all three nodes: another kind starts from the whole list", cpu)
+	}
+}

@@ -221,6 +221,7 @@ func (p *Planner) placeOnExisting(ctx context.Context, pods []*v1.Pod, plan *Pla
 	}
 	var remaining []*v1.Pod
 	noRoom := map[string]bool{}
+	room := p.Harness.NewCandidates()
 	for _, pod := range pods {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -233,10 +234,7 @@ func (p *Planner) placeOnExisting(ctx context.Context, pods []*v1.Pod, plan *Pla
 		// Nodes plainly short of the pod's requests are left out before
 		// any plugin runs; scores are only taken among feasible nodes, so
 		// the choice is the same.
-		candidates := nodes
-		if full := p.Harness.NoRoom(pod); full != nil {
-			candidates = slices.DeleteFunc(slices.Clone(nodes), full)
-		}
+		candidates := room.For(pod, kind, nodes)
 		if len(candidates) == 0 {
 			noRoom[kind] = true
 			remaining = append(remaining, pod)
