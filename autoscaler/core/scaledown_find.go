@@ -158,7 +158,7 @@ func bindingRejections(st *clusterstate.State, deleting func(string) bool) []sca
 		if !st.Ready[node] || st.GroupOf[node] == "" || deleting(node) {
 			continue
 		}
-		sort.Strings(pods)
+		// pods come in name order (addPods sorts them).
 		b := &drainability.Blocked{Reason: drainability.BlockedByPod, Pod: pods[0],
 			Message: fmt.Sprintf("the scheduler is binding %d pod(s) to it (%s first): a pod not bound yet cannot be evicted", len(pods), pods[0])}
 		out = append(out, scaledown.Rejection{Node: node, Code: string(b.Reason), Reason: b.String(), Blocked: b})

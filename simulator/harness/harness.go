@@ -12,9 +12,7 @@ import (
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
-	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/client-go/informers"
-	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
@@ -45,10 +43,6 @@ type Harness struct {
 	resourceFilter *bool
 	// deviceFilter caches whether the profile filters on DynamicResources.
 	deviceFilter *bool
-	// deviceIDs and sharedDevices cache, per slice, its devices' IDs and
-	// whether one may be allocated several times (see allocatableIDs).
-	deviceIDs     map[*resourceapi.ResourceSlice][]structured.DeviceID
-	sharedDevices map[*resourceapi.ResourceSlice]bool
 }
 
 // New builds the framework from a profile (nil: kube-scheduler's default

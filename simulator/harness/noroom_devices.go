@@ -6,7 +6,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
-	"k8s.io/dynamic-resource-allocation/structured"
 	v1helper "k8s.io/kubernetes/pkg/apis/core/v1/helper"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 	"k8s.io/utils/ptr"
@@ -22,10 +21,8 @@ import (
 // (their devices reach nodes the test does not look at), or the pod's
 // claims are allocated already or may be satisfied without a free device
 // (admin access, allocation mode All).
-//
-// A node has a device left when some device of its slices is not
-// allocated (tainted or counter-bound ones included) or may be allocated
-// several times: only plainly full nodes are left out.
+// A node has a device left as Snapshot.HasFreeDevice says: only plainly
+// full nodes are left out.
 func (h *Harness) noFreeDevice(pod *v1.Pod, extended []v1.ResourceName) func(nodeName string) bool {
 	if !h.filtersOnDevices() || len(h.snap.SlicesForNode("")) > 0 {
 		return nil
@@ -34,7 +31,6 @@ func (h *Harness) noFreeDevice(pod *v1.Pod, extended []v1.ResourceName) func(nod
 	if !ok || !claimsNeed && len(extended) == 0 {
 		return nil
 	}
-	allocated := h.snap.AllocatedDeviceIDs()
 	return func(nodeName string) bool {
 		ni := h.snap.NodeInfo(nodeName)
 		if ni == nil {
@@ -45,43 +41,8 @@ func (h *Harness) noFreeDevice(pod *v1.Pod, extended []v1.ResourceName) func(nod
 			// plugin's): NodeResourcesFit judges them.
 			return false
 		}
-		for _, s := range h.snap.SlicesForNode(nodeName) {
-			for _, id := range h.allocatableIDs(s) {
-				if !allocated.Has(id) {
-					return false
-				}
-			}
-			if h.sharedDevices[s] {
-				return false
-			}
-		}
-		return true
+		return !h.snap.HasFreeDevice(nodeName)
 	}
-}
-
-// allocatableIDs returns the IDs of the slice's devices, computed once per
-// slice (a slice in the snapshot is never changed, only replaced): the
-// test runs for every pending pod on every node. A device that may be
-// allocated several times is not listed; sharedDevices records that the
-// slice has one.
-func (h *Harness) allocatableIDs(s *resourceapi.ResourceSlice) []structured.DeviceID {
-	if ids, ok := h.deviceIDs[s]; ok {
-		return ids
-	}
-	if h.deviceIDs == nil {
-		h.deviceIDs, h.sharedDevices = map[*resourceapi.ResourceSlice][]structured.DeviceID{}, map[*resourceapi.ResourceSlice]bool{}
-	}
-	ids := make([]structured.DeviceID, 0, len(s.Spec.Devices))
-	for i := range s.Spec.Devices {
-		d := &s.Spec.Devices[i]
-		if ptr.Deref(d.AllowMultipleAllocations, false) {
-			h.sharedDevices[s] = true
-			continue
-		}
-		ids = append(ids, structured.MakeDeviceID(s.Spec.Driver, s.Spec.Pool.Name, d.Name))
-	}
-	h.deviceIDs[s] = ids
-	return ids
 }
 
 // lacksAny reports whether the node's allocatable has none of some

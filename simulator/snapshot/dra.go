@@ -63,6 +63,7 @@ func (s *Snapshot) RemoveResourceSlice(name string) {
 func (s *Snapshot) dropSlice(slice *resourceapi.ResourceSlice) {
 	node := ptr.Deref(slice.Spec.NodeName, "")
 	delete(s.slices, slice.Name)
+	delete(s.sliceDevices, slice)
 	onNode := s.slicesByNode[node]
 	if i := slices.Index(onNode, slice); i >= 0 {
 		s.slicesByNode[node] = slices.Delete(onNode, i, i+1)
@@ -76,6 +77,46 @@ func (s *Snapshot) dropSlice(slice *resourceapi.ResourceSlice) {
 // SlicesForNode returns the slices local to one node (spec.nodeName).
 func (s *Snapshot) SlicesForNode(nodeName string) []*resourceapi.ResourceSlice {
 	return s.slicesByNode[nodeName]
+}
+
+// sliceDevices is what a slice offers, for HasFreeDevice: the IDs of its
+// devices that can be allocated once, and whether one may be allocated
+// several times.
+type sliceDevices struct {
+	once   []structured.DeviceID
+	shared bool
+}
+
+// HasFreeDevice reports whether a slice local to the node has a device
+// not allocated, or one that may be allocated several times. Tainted and
+// counter-bound devices count as free: false means plainly full. The
+// planner asks it for every pending pod on every node, so each slice's
+// device IDs are made once (a slice is never changed, only replaced).
+func (s *Snapshot) HasFreeDevice(nodeName string) bool {
+	for _, slice := range s.slicesByNode[nodeName] {
+		d, ok := s.sliceDevices[slice]
+		if !ok {
+			d.once = make([]structured.DeviceID, 0, len(slice.Spec.Devices))
+			for i := range slice.Spec.Devices {
+				dev := &slice.Spec.Devices[i]
+				if ptr.Deref(dev.AllowMultipleAllocations, false) {
+					d.shared = true
+					continue
+				}
+				d.once = append(d.once, structured.MakeDeviceID(slice.Spec.Driver, slice.Spec.Pool.Name, dev.Name))
+			}
+			s.sliceDevices[slice] = d
+		}
+		if d.shared {
+			return true
+		}
+		for _, id := range d.once {
+			if !s.allocated.ids.Has(id) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // AllResourceSlices returns every slice, sorted by name.

@@ -43,6 +43,9 @@ type Snapshot struct {
 	slices       map[string]*resourceapi.ResourceSlice
 	slicesByNode map[string][]*resourceapi.ResourceSlice
 	sliceList    []*resourceapi.ResourceSlice // nil when stale
+	// sliceDevices caches what HasFreeDevice needs of each slice, filled
+	// on first use and dropped with the slice.
+	sliceDevices map[*resourceapi.ResourceSlice]sliceDevices
 	taintRules   []*resourceapi.DeviceTaintRule
 
 	claims      map[string]*resourceapi.ResourceClaim // namespace/name
@@ -79,6 +82,7 @@ func New() *Snapshot {
 		classes:      classes.NewIndex(),
 		slices:       map[string]*resourceapi.ResourceSlice{},
 		slicesByNode: map[string][]*resourceapi.ResourceSlice{},
+		sliceDevices: map[*resourceapi.ResourceSlice]sliceDevices{},
 		claims:       map[string]*resourceapi.ResourceClaim{},
 		claimsByUID:  map[types.UID]*resourceapi.ResourceClaim{},
 		xrClaims:     map[types.UID]*resourceapi.ResourceClaim{},
