@@ -27,8 +27,12 @@ func Names() map[string]string {
 
 // Registry returns factories for the draxr names. Each builds the upstream
 // plugin with the upstream default args when none are configured, and
-// with the handle that wrap returns (nil: the handle as given).
-func Registry(wrap func(fwk.Handle) fwk.Handle) frameworkruntime.Registry {
+// with the handle that wrap returns (nil: the handle as given). With
+// deviceFullNodes, DraxrDynamicResources rejects pods that need a device
+// on nodes with none left without upstream's fleet-wide search (see
+// deviceFull): the scheduler's choice; the planner leaves such nodes out
+// before it filters.
+func Registry(wrap func(fwk.Handle) fwk.Handle, deviceFullNodes bool) frameworkruntime.Registry {
 	out := frameworkruntime.Registry{}
 	for upstream, alias := range Names() {
 		out[alias] = func(ctx context.Context, args runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
@@ -47,7 +51,11 @@ func Registry(wrap func(fwk.Handle) fwk.Handle) frameworkruntime.Registry {
 			if err != nil {
 				return nil, err
 			}
-			return rename(p, alias, cycleViewOf(h))
+			var dra fwk.SharedDRAManager
+			if deviceFullNodes {
+				dra = h.SharedDRAManager()
+			}
+			return rename(p, alias, cycleViewOf(h), dra)
 		}
 	}
 	return out

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/klog/v2"
@@ -31,7 +32,7 @@ var registerMetrics sync.Once
 // profile is kube-scheduler's default profile; with useAliases, the three
 // wrapped plugins are replaced by draxr's names, as the shipped
 // configuration does, and args are given as raw JSON when fitArgs is set.
-func profile(t *testing.T, useAliases bool, fitArgs string) *config.KubeSchedulerProfile {
+func profile(t testing.TB, useAliases bool, fitArgs string) *config.KubeSchedulerProfile {
 	t.Helper()
 	cfg, err := latest.Default()
 	if err != nil {
@@ -65,9 +66,16 @@ func profile(t *testing.T, useAliases bool, fitArgs string) *config.KubeSchedule
 
 func newFramework(t *testing.T, snap *snapshot.Snapshot, p *config.KubeSchedulerProfile) (framework.Framework, error) {
 	t.Helper()
+	return newFrameworkWith(t, snap, p, true)
+}
+
+// newFrameworkWith builds the profile with DraxrDynamicResources answering
+// device-full nodes itself (the scheduler's registry) or not (the planner's).
+func newFrameworkWith(t testing.TB, snap *snapshot.Snapshot, p *config.KubeSchedulerProfile, deviceFullNodes bool) (framework.Framework, error) {
+	t.Helper()
 	registerMetrics.Do(schedmetrics.Register)
 	registry := plugins.NewInTreeRegistry()
-	if err := registry.Merge(aliases.Registry(nil)); err != nil {
+	if err := registry.Merge(aliases.Registry(nil, deviceFullNodes)); err != nil {
 		t.Fatal(err)
 	}
 	return frameworkruntime.NewFramework(context.Background(), registry, p,
@@ -93,7 +101,7 @@ func rename(ps []config.Plugin) []config.Plugin {
 // the same extension points, in the same order, with the same weights as
 // the upstream plugins in the default profile.
 func TestAliasesTakeUpstreamPlaces(t *testing.T) {
-	reg := aliases.Registry(nil)
+	reg := aliases.Registry(nil, true)
 	if len(reg) != len(aliases.Names()) {
 		t.Fatalf("registry has %d names, want %d", len(reg), len(aliases.Names()))
 	}
@@ -161,8 +169,10 @@ func TestAliasArgs(t *testing.T) {
 func TestAliasesBehaveAsUpstream(t *testing.T) {
 	implicit := classes.ImplicitName("gpu.example.com")
 	tests := []struct {
-		name string
-		pod  *v1.Pod
+		name   string
+		full   bool // gpu-4's devices all allocated
+		claims []*resourceapi.ResourceClaim
+		pod    *v1.Pod
 	}{
 		{name: "CPU fits everywhere", pod: fx.Pod("small", 500, nil)},
 		{name: "CPU fits only the big node", pod: fx.Pod("wide", 10000, nil)},
@@ -173,12 +183,35 @@ func TestAliasesBehaveAsUpstream(t *testing.T) {
 		{name: "device-plugin resource", pod: fx.Pod("fpga", 500, fx.GPUs("example.com/fpga", 1))},
 		{name: "ResourceClaim by name", pod: fx.WithClaim(fx.Pod("claim", 500, nil), "gpu", "shared-gpu")},
 		{name: "ResourceClaim that does not exist", pod: fx.WithClaim(fx.Pod("missing", 500, nil), "gpu", "missing")},
+		{name: "full node, DRA-backed GPU", full: true, pod: fx.Pod("gpu1", 500, fx.GPUs(fx.GPUResource, 1))},
+		{name: "full node, implicit name", full: true, pod: fx.Pod("gpu1i", 500, fx.GPUs(implicit, 1))},
+		{name: "full node, GPU and a device-plugin resource", full: true,
+			pod: fx.Pod("mixed", 500, v1.ResourceList{fx.GPUResource: fx.Count(1), "example.com/fpga": fx.Count(1)})},
+		{name: "full node, GPU and a resource nobody offers", full: true,
+			pod: fx.Pod("unknown", 500, v1.ResourceList{fx.GPUResource: fx.Count(1), "example.com/nothing": fx.Count(1)})},
+		{name: "full node, own claim", full: true, claims: []*resourceapi.ResourceClaim{fx.Claim("one", "gpu.example.com", 1)},
+			pod: fx.WithClaim(fx.Pod("own", 500, nil), "gpu", "one")},
+		{name: "full node, claim allocated already", full: true,
+			claims: []*resourceapi.ResourceClaim{fx.Allocated("held", "gpu.example.com", fx.Driver, "gpu-8", "gpu-0")},
+			pod:    fx.WithClaim(fx.Pod("held", 500, nil), "gpu", "held")},
+		{name: "full node, every GPU taken", full: true,
+			claims: []*resourceapi.ResourceClaim{fx.Allocated("rest", "gpu.example.com", fx.Driver, "gpu-8",
+				"gpu-0", "gpu-1", "gpu-2", "gpu-3", "gpu-4", "gpu-5", "gpu-6", "gpu-7")},
+			pod: fx.Pod("late", 500, fx.GPUs(fx.GPUResource, 1))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var results [2]string
 			for i, useAliases := range []bool{false, true} {
 				snap := cluster(t)
+				if tt.full {
+					// Every device of gpu-4 taken: DraxrDynamicResources
+					// answers that node itself (deviceFull).
+					snap.SetResourceClaim(fx.Allocated("taken", "gpu.example.com", fx.Driver, "gpu-4", "gpu-0", "gpu-1", "gpu-2", "gpu-3"))
+				}
+				for _, c := range tt.claims {
+					snap.SetResourceClaim(c)
+				}
 				fw, err := newFramework(t, snap, profile(t, useAliases, ""))
 				if err != nil {
 					t.Fatal(err)
@@ -269,4 +302,56 @@ func upstreamName(name string) string {
 		}
 	}
 	return name
+}
+
+// BenchmarkFilterFullFleet: one pod asking a DRA-backed GPU filtered on
+// every node of a fleet whose 8-GPU nodes are all full but one, as the
+// scheduler does while a scale-up fills new nodes: upstream's allocator
+// searches every slice of the cluster for each node it rejects.
+func BenchmarkFilterFullFleet(b *testing.B) {
+	for _, n := range []int{500, 1500, 5000} {
+		snap := snapshot.New()
+		snap.SetDeviceClass(fx.Class("gpu.example.com", fx.Driver, fx.GPUResource, fx.Epoch))
+		for i := range n {
+			name := fmt.Sprintf("gpu-%05d", i)
+			if err := snap.AddNode(fx.Node(name, 32, 128, nil)); err != nil {
+				b.Fatal(err)
+			}
+			if err := snap.AddResourceSlice(fx.GPUSlice(name, 8)); err != nil {
+				b.Fatal(err)
+			}
+			if i > 0 {
+				devices := make([]string, 8)
+				for d := range devices {
+					devices[d] = fmt.Sprintf("gpu-%d", d)
+				}
+				snap.SetResourceClaim(fx.Allocated("taken-"+name, "gpu.example.com", fx.Driver, name, devices...))
+			}
+		}
+		for _, deviceFull := range []bool{false, true} {
+			b.Run(fmt.Sprintf("nodes=%d/device-full-nodes=%t", n, deviceFull), func(b *testing.B) {
+				fw, err := newFrameworkWith(b, snap, profile(b, true, ""), deviceFull)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ctx := context.Background()
+				pod := fx.Pod("gpu1", 500, fx.GPUs(fx.GPUResource, 1))
+				for b.Loop() {
+					state := framework.NewCycleState()
+					if _, st, _ := fw.RunPreFilterPlugins(ctx, state, pod); !st.IsSuccess() {
+						b.Fatal(st)
+					}
+					fits := 0
+					for _, name := range snap.NodeNames() {
+						if fw.RunFilterPlugins(ctx, state, pod, snap.NodeInfo(name)).IsSuccess() {
+							fits++
+						}
+					}
+					if fits != 1 {
+						b.Fatalf("pod fits %d nodes, want 1", fits)
+					}
+				}
+			})
+		}
+	}
 }

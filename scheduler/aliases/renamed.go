@@ -21,13 +21,39 @@ type renamedDynamicResources struct {
 	*dynamicresources.DynamicResources
 	name  string
 	cycle CycleView
+	// dra is set when Filter answers device-full nodes itself (see
+	// deviceFull); nil leaves every node to upstream.
+	dra fwk.SharedDRAManager
+	ids sliceDeviceIDs
 }
+
+// cannotAllocate is upstream's reason when the allocator finds no devices
+// for the pod's claims on a node; deviceFull gives it for the same nodes.
+const cannotAllocate = "cannot allocate all claims"
 
 func (p *renamedDynamicResources) Name() string { return p.name }
 
 func (p *renamedDynamicResources) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	p.cycle.BeginCycle(state)
-	return p.DynamicResources.PreFilter(ctx, state, pod, nodes)
+	result, st := p.DynamicResources.PreFilter(ctx, state, pod, nodes)
+	if p.dra != nil && st.IsSuccess() {
+		if d := deviceFullFor(p.dra, &p.ids, state, pod); d != nil {
+			state.Write(deviceFullKey, d)
+		}
+	}
+	return result, st
+}
+
+// Filter rejects at once a pod that needs a new device on a node whose
+// devices are all taken, as upstream's allocator would after a search
+// through every slice of the cluster.
+func (p *renamedDynamicResources) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+	if data, err := state.Read(deviceFullKey); err == nil {
+		if d, ok := data.(*deviceFull); ok && d.rejects(nodeInfo) {
+			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, cannotAllocate)
+		}
+	}
+	return p.DynamicResources.Filter(ctx, state, pod, nodeInfo)
 }
 
 // PostFilter ends a cycle in which no node fit.
@@ -84,13 +110,13 @@ func (p *renamedBalancedAllocation) PreScore(ctx context.Context, state fwk.Cycl
 	return p.BalancedAllocation.PreScore(ctx, state, pod, nodes)
 }
 
-func rename(p fwk.Plugin, name string, cycle CycleView) (fwk.Plugin, error) {
+func rename(p fwk.Plugin, name string, cycle CycleView, deviceFull fwk.SharedDRAManager) (fwk.Plugin, error) {
 	if cycle == nil {
 		cycle = noCycleView{}
 	}
 	switch v := p.(type) {
 	case *dynamicresources.DynamicResources:
-		return &renamedDynamicResources{v, name, cycle}, nil
+		return &renamedDynamicResources{DynamicResources: v, name: name, cycle: cycle, dra: deviceFull}, nil
 	case *noderesources.Fit:
 		return &renamedFit{v, name, cycle}, nil
 	case *noderesources.BalancedAllocation:

@@ -42,7 +42,7 @@ func Options() []app.Option {
 	resolvers := NewResolvers()
 	var server serverCheck
 	var opts []app.Option
-	for name, factory := range aliases.Registry(resolvers.WithResolver) {
+	for name, factory := range aliases.Registry(resolvers.WithResolver, true) {
 		opts = append(opts, app.WithPlugin(name, server.before(factory)))
 	}
 	return opts

@@ -194,7 +194,7 @@ func runWorkload(b *testing.B, config, registryName, dataDir string) run {
 	}
 	var registry frameworkruntime.Registry
 	if registryName == "draxr" && !stockAgainstItself() {
-		registry = aliases.Registry(plugins.NewResolvers().WithResolver)
+		registry = aliases.Registry(plugins.NewResolvers().WithResolver, true)
 	}
 	var r run
 	count := perf.WithPrepareFn(func(tCtx ktesting.TContext) error {
