@@ -30,7 +30,7 @@ func Names() map[string]string {
 // with the handle that wrap returns (nil: the handle as given). With
 // deviceFullNodes, DraxrDynamicResources rejects pods that need a device
 // on nodes with none left without upstream's fleet-wide search (see
-// deviceFull): the scheduler's choice; the planner leaves such nodes out
+// devicefull): the scheduler's choice; the planner leaves such nodes out
 // before it filters.
 func Registry(wrap func(fwk.Handle) fwk.Handle, deviceFullNodes bool) frameworkruntime.Registry {
 	out := frameworkruntime.Registry{}

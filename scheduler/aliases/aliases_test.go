@@ -206,7 +206,7 @@ func TestAliasesBehaveAsUpstream(t *testing.T) {
 				snap := cluster(t)
 				if tt.full {
 					// Every device of gpu-4 taken: DraxrDynamicResources
-					// answers that node itself (deviceFull).
+					// answers that node itself (devicefull).
 					snap.SetResourceClaim(fx.Allocated("taken", "gpu.example.com", fx.Driver, "gpu-4", "gpu-0", "gpu-1", "gpu-2", "gpu-3"))
 				}
 				for _, c := range tt.claims {

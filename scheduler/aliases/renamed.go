@@ -8,6 +8,8 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
+
+	"draxr.dev/draxr/scheduler/devicefull"
 )
 
 // The framework requires a plugin's Name() to be the name it is
@@ -22,14 +24,10 @@ type renamedDynamicResources struct {
 	name  string
 	cycle CycleView
 	// dra is set when Filter answers device-full nodes itself (see
-	// deviceFull); nil leaves every node to upstream.
-	dra fwk.SharedDRAManager
-	ids sliceDeviceIDs
+	// devicefull); nil leaves every node to upstream.
+	dra    fwk.SharedDRAManager
+	slices devicefull.SliceCache
 }
-
-// cannotAllocate is upstream's reason when the allocator finds no devices
-// for the pod's claims on a node; deviceFull gives it for the same nodes.
-const cannotAllocate = "cannot allocate all claims"
 
 func (p *renamedDynamicResources) Name() string { return p.name }
 
@@ -37,8 +35,8 @@ func (p *renamedDynamicResources) PreFilter(ctx context.Context, state fwk.Cycle
 	p.cycle.BeginCycle(state)
 	result, st := p.DynamicResources.PreFilter(ctx, state, pod, nodes)
 	if p.dra != nil && st.IsSuccess() {
-		if d := deviceFullFor(p.dra, &p.ids, state, pod); d != nil {
-			state.Write(deviceFullKey, d)
+		if d := devicefull.For(p.dra, &p.slices, state, pod); d != nil {
+			state.Write(devicefull.StateKey, d)
 		}
 	}
 	return result, st
@@ -48,9 +46,9 @@ func (p *renamedDynamicResources) PreFilter(ctx context.Context, state fwk.Cycle
 // devices are all taken, as upstream's allocator would after a search
 // through every slice of the cluster.
 func (p *renamedDynamicResources) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
-	if data, err := state.Read(deviceFullKey); err == nil {
-		if d, ok := data.(*deviceFull); ok && d.rejects(nodeInfo) {
-			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, cannotAllocate)
+	if data, err := state.Read(devicefull.StateKey); err == nil {
+		if d, ok := data.(*devicefull.Verdict); ok && d.Rejects(nodeInfo) {
+			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, devicefull.Reason)
 		}
 	}
 	return p.DynamicResources.Filter(ctx, state, pod, nodeInfo)

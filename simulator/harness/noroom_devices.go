@@ -3,12 +3,12 @@ package harness
 import (
 	"strings"
 
+	"draxr.dev/draxr/scheduler/devicefull"
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
 	v1helper "k8s.io/kubernetes/pkg/apis/core/v1/helper"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
-	"k8s.io/utils/ptr"
 )
 
 // noFreeDevice returns a test, true only for nodes that have no device
@@ -98,31 +98,13 @@ func (h *Harness) claimsNeedADevice(pod *v1.Pod) (need, ok bool) {
 			return false, false
 		}
 		for _, r := range spec.Devices.Requests {
-			switch {
-			case r.Exactly != nil:
-				if !needsOne(r.Exactly.AllocationMode, r.Exactly.AdminAccess) {
-					return false, false
-				}
-			case len(r.FirstAvailable) > 0:
-				for _, sub := range r.FirstAvailable {
-					if !needsOne(sub.AllocationMode, nil) {
-						return false, false
-					}
-				}
-			default:
+			if !devicefull.RequestNeedsADevice(&r) {
 				return false, false
 			}
 			need = true
 		}
 	}
 	return need, true
-}
-
-// needsOne reports whether a request is met only with at least one device
-// not allocated elsewhere: an exact count (at least one: the API server
-// defaults and validates it so) without admin access.
-func needsOne(mode resourceapi.DeviceAllocationMode, admin *bool) bool {
-	return (mode == "" || mode == resourceapi.DeviceAllocationModeExactCount) && !ptr.Deref(admin, false)
 }
 
 // filtersOnDevices reports whether DynamicResources (under its upstream

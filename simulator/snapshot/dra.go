@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 
+	"draxr.dev/draxr/scheduler/devicefull"
 	resourceapi "k8s.io/api/resource/v1"
 	schedulingapi "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -79,41 +80,20 @@ func (s *Snapshot) SlicesForNode(nodeName string) []*resourceapi.ResourceSlice {
 	return s.slicesByNode[nodeName]
 }
 
-// sliceDevices is what a slice offers, for HasFreeDevice: the IDs of its
-// devices that can be allocated once, and whether one may be allocated
-// several times.
-type sliceDevices struct {
-	once   []structured.DeviceID
-	shared bool
-}
-
 // HasFreeDevice reports whether a slice local to the node has a device
 // not allocated, or one that may be allocated several times. Tainted and
 // counter-bound devices count as free: false means plainly full. The
 // planner asks it for every pending pod on every node, so each slice's
-// device IDs are made once (a slice is never changed, only replaced).
+// devices are read once (a slice is never changed, only replaced).
 func (s *Snapshot) HasFreeDevice(nodeName string) bool {
 	for _, slice := range s.slicesByNode[nodeName] {
 		d, ok := s.sliceDevices[slice]
 		if !ok {
-			d.once = make([]structured.DeviceID, 0, len(slice.Spec.Devices))
-			for i := range slice.Spec.Devices {
-				dev := &slice.Spec.Devices[i]
-				if ptr.Deref(dev.AllowMultipleAllocations, false) {
-					d.shared = true
-					continue
-				}
-				d.once = append(d.once, structured.MakeDeviceID(slice.Spec.Driver, slice.Spec.Pool.Name, dev.Name))
-			}
+			d = devicefull.NewSlice(slice)
 			s.sliceDevices[slice] = d
 		}
-		if d.shared {
+		if d.HasFree(s.allocated.ids) {
 			return true
-		}
-		for _, id := range d.once {
-			if !s.allocated.ids.Has(id) {
-				return true
-			}
 		}
 	}
 	return false

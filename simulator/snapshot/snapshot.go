@@ -20,6 +20,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"draxr.dev/draxr/scheduler/classes"
+	"draxr.dev/draxr/scheduler/devicefull"
 )
 
 // Snapshot is a mutable, forkable view of a cluster. It is not safe for
@@ -45,7 +46,7 @@ type Snapshot struct {
 	sliceList    []*resourceapi.ResourceSlice // nil when stale
 	// sliceDevices caches what HasFreeDevice needs of each slice, filled
 	// on first use and dropped with the slice.
-	sliceDevices map[*resourceapi.ResourceSlice]sliceDevices
+	sliceDevices map[*resourceapi.ResourceSlice]devicefull.Slice
 	taintRules   []*resourceapi.DeviceTaintRule
 
 	claims      map[string]*resourceapi.ResourceClaim // namespace/name
@@ -82,7 +83,7 @@ func New() *Snapshot {
 		classes:      classes.NewIndex(),
 		slices:       map[string]*resourceapi.ResourceSlice{},
 		slicesByNode: map[string][]*resourceapi.ResourceSlice{},
-		sliceDevices: map[*resourceapi.ResourceSlice]sliceDevices{},
+		sliceDevices: map[*resourceapi.ResourceSlice]devicefull.Slice{},
 		claims:       map[string]*resourceapi.ResourceClaim{},
 		claimsByUID:  map[types.UID]*resourceapi.ResourceClaim{},
 		xrClaims:     map[types.UID]*resourceapi.ResourceClaim{},

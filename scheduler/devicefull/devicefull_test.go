@@ -1,4 +1,4 @@
-package aliases
+package devicefull_test
 
 import (
 	"testing"
@@ -8,6 +8,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/ptr"
 
+	"draxr.dev/draxr/scheduler/devicefull"
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/snapshot"
 )
@@ -76,7 +77,7 @@ func TestDeviceFullRejects(t *testing.T) {
 			for _, c := range tt.claims {
 				snap.SetResourceClaim(c)
 			}
-			d := deviceFullFor(snap, &sliceDeviceIDs{}, framework.NewCycleState(), tt.pod)
+			d := devicefull.For(snap, &devicefull.SliceCache{}, framework.NewCycleState(), tt.pod)
 			if tt.want == nil {
 				if d != nil {
 					t.Fatalf("fast verdict for %s, want none (upstream decides every node)", tt.pod.Name)
@@ -88,7 +89,7 @@ func TestDeviceFullRejects(t *testing.T) {
 			}
 			var got []string
 			for _, n := range []string{"cpu", "full", "free", "plugin"} {
-				if d.rejects(snap.NodeInfo(n)) {
+				if d.Rejects(snap.NodeInfo(n)) {
 					got = append(got, n)
 				}
 			}
@@ -101,23 +102,5 @@ func TestDeviceFullRejects(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// A slice's device IDs are made once and dropped with the slice.
-func TestSliceDeviceIDsKeepOnlyCurrentSlices(t *testing.T) {
-	var ids sliceDeviceIDs
-	a, b := fx.GPUSlice("a", 2), fx.GPUSlice("b", 3)
-	first := ids.of([]*resourceapi.ResourceSlice{a, b})
-	if len(first[0].once) != 2 || len(first[1].once) != 3 {
-		t.Fatalf("device IDs %v, want 2 and 3", first)
-	}
-	replaced := fx.GPUSlice("a", 4)
-	second := ids.of([]*resourceapi.ResourceSlice{replaced, b})
-	if len(second[0].once) != 4 || &second[1].once[0] != &first[1].once[0] {
-		t.Fatalf("replaced slice not read anew or kept slice read again: %v", second)
-	}
-	if len(ids.last) != 2 || ids.last[a].once != nil {
-		t.Fatalf("cache holds %d slices (the replaced one: %v), want the 2 current", len(ids.last), ids.last[a].once != nil)
 	}
 }

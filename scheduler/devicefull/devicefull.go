@@ -1,4 +1,9 @@
-package aliases
+// Package devicefull answers, without the structured allocator, where a
+// pod that needs a new device cannot get one: nodes none of whose local
+// slices has a device left. draxr-scheduler's DraxrDynamicResources
+// rejects such nodes with upstream's own verdict, and the planner leaves
+// them out before it filters.
+package devicefull
 
 import (
 	"sync"
@@ -20,16 +25,21 @@ import (
 // a pod that fits only new nodes pays it on every full node: 53 ms a pod
 // at 1,500 full 8-GPU nodes, 182 ms at 5,000 (BenchmarkFilterFullFleet).
 // The scheduler then binds a few pods a second while a GPU fleet fills.
-// deviceFull answers those nodes at once, with upstream's own verdict,
+// A Verdict answers those nodes at once, with upstream's own verdict,
 // where that verdict is certain: the pod needs at least one device no one
 // holds, and no slice local to the node has one.
 
-const deviceFullKey fwk.StateKey = "draxr.dev/device-full-nodes"
+// StateKey is where a scheduling cycle keeps its Verdict.
+const StateKey fwk.StateKey = "draxr.dev/device-full-nodes"
 
-// deviceFull is what one scheduling cycle knows of where the pod cannot
-// get a new device. It is read-only once written, so Filter may read it
-// from many goroutines; clones share it.
-type deviceFull struct {
+// Reason is upstream's reason when the allocator finds no devices for the
+// pod's claims on a node; a Verdict gives it for the same nodes.
+const Reason = "cannot allocate all claims"
+
+// Verdict is what one scheduling cycle knows of where the pod cannot get
+// a new device. It is read-only once made, so Filter may read it from
+// many goroutines; clones share it.
+type Verdict struct {
 	// claimsNeed: some claim of the pod, none of them allocated, asks an
 	// exact count of devices without admin access.
 	claimsNeed bool
@@ -44,11 +54,11 @@ type deviceFull struct {
 	hasFree map[string]bool
 }
 
-func (d *deviceFull) Clone() fwk.StateData { return d }
+func (d *Verdict) Clone() fwk.StateData { return d }
 
-// rejects reports whether upstream's Filter would reject the pod on the
+// Rejects reports whether upstream's Filter would reject the pod on the
 // node for want of a device: true only when it is certain.
-func (d *deviceFull) rejects(ni fwk.NodeInfo) bool {
+func (d *Verdict) Rejects(ni fwk.NodeInfo) bool {
 	if d.hasFree[ni.Node().Name] {
 		return false
 	}
@@ -69,17 +79,17 @@ func (d *deviceFull) rejects(ni fwk.NodeInfo) bool {
 	return false
 }
 
-// deviceFullFor returns the cycle's answer for a pod whose upstream
+// For returns the cycle's answer for a pod whose upstream
 // PreFilter succeeded, or nil where it would not be exact: the pod needs
 // no new device or may be given one already held (a claim allocated or
 // pending, a prior cycle's extended-resource claim, a pod group's shared
 // allocations, a deferred resize), or some slice is not local to one node
 // (its devices reach nodes this does not look at).
-func deviceFullFor(dra fwk.SharedDRAManager, ids *sliceDeviceIDs, state fwk.CycleState, pod *v1.Pod) *deviceFull {
+func For(dra fwk.SharedDRAManager, ids *SliceCache, state fwk.CycleState, pod *v1.Pod) *Verdict {
 	if dra == nil || state.GetPodGroupSchedulingCycle() != nil || resourcehelper.IsPodResizeDeferred(pod) {
 		return nil
 	}
-	d := &deviceFull{}
+	d := &Verdict{}
 	var ok bool
 	if d.claimsNeed, ok = claimsNeedADevice(dra.ResourceClaims(), pod); !ok {
 		return nil
@@ -107,21 +117,38 @@ func deviceFullFor(dra fwk.SharedDRAManager, ids *sliceDeviceIDs, state fwk.Cycl
 	d.hasFree = make(map[string]bool)
 	for i, devices := range ids.of(slices) {
 		node := *slices[i].Spec.NodeName
-		if !d.hasFree[node] && devices.hasFree(allocated) {
+		if !d.hasFree[node] && devices.HasFree(allocated) {
 			d.hasFree[node] = true
 		}
 	}
 	return d
 }
 
-// sliceDevices is what a slice offers: the IDs of its devices that can be
+// Slice is what a slice offers: the IDs of its devices that can be
 // allocated once, and whether one may be allocated several times.
-type sliceDevices struct {
+type Slice struct {
 	once   []structured.DeviceID
 	shared bool
 }
 
-func (d sliceDevices) hasFree(allocated sets.Set[structured.DeviceID]) bool {
+// NewSlice reads a slice's devices.
+func NewSlice(slice *resourceapi.ResourceSlice) Slice {
+	d := Slice{once: make([]structured.DeviceID, 0, len(slice.Spec.Devices))}
+	for i := range slice.Spec.Devices {
+		dev := &slice.Spec.Devices[i]
+		if ptr.Deref(dev.AllowMultipleAllocations, false) {
+			d.shared = true
+			continue
+		}
+		d.once = append(d.once, structured.MakeDeviceID(slice.Spec.Driver, slice.Spec.Pool.Name, dev.Name))
+	}
+	return d
+}
+
+// HasFree reports whether the slice has a device not allocated, or one
+// that may be allocated several times. Tainted and counter-bound devices
+// count as free: false means plainly full.
+func (d Slice) HasFree(allocated sets.Set[structured.DeviceID]) bool {
 	if d.shared {
 		return true
 	}
@@ -133,32 +160,24 @@ func (d sliceDevices) hasFree(allocated sets.Set[structured.DeviceID]) bool {
 	return false
 }
 
-// sliceDeviceIDs keeps each slice's device IDs from one cycle to the
-// next: a slice object is never changed, only replaced, and making the
-// IDs of a fleet's devices anew for every pod would cost more than the
-// rest of the answer. It holds only the slices of the latest cycle.
-type sliceDeviceIDs struct {
+// SliceCache keeps each slice's devices from one cycle to the next: a
+// slice object is never changed, only replaced, and reading a fleet's
+// devices anew for every pod would cost more than the rest of the answer.
+// It holds only the slices of the latest call.
+type SliceCache struct {
 	mu   sync.Mutex
-	last map[*resourceapi.ResourceSlice]sliceDevices
+	last map[*resourceapi.ResourceSlice]Slice
 }
 
-func (c *sliceDeviceIDs) of(slices []*resourceapi.ResourceSlice) []sliceDevices {
+func (c *SliceCache) of(slices []*resourceapi.ResourceSlice) []Slice {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make([]sliceDevices, len(slices))
-	next := make(map[*resourceapi.ResourceSlice]sliceDevices, len(slices))
+	out := make([]Slice, len(slices))
+	next := make(map[*resourceapi.ResourceSlice]Slice, len(slices))
 	for i, slice := range slices {
 		d, ok := c.last[slice]
 		if !ok {
-			d.once = make([]structured.DeviceID, 0, len(slice.Spec.Devices))
-			for j := range slice.Spec.Devices {
-				dev := &slice.Spec.Devices[j]
-				if ptr.Deref(dev.AllowMultipleAllocations, false) {
-					d.shared = true
-					continue
-				}
-				d.once = append(d.once, structured.MakeDeviceID(slice.Spec.Driver, slice.Spec.Pool.Name, dev.Name))
-			}
+			d = NewSlice(slice)
 		}
 		out[i], next[slice] = d, d
 	}
@@ -184,7 +203,7 @@ func claimsNeedADevice(claims fwk.ResourceClaimTracker, pod *v1.Pod) (need, ok b
 			return false, false
 		}
 		for _, r := range claim.Spec.Devices.Requests {
-			if requestNeedsADevice(&r) {
+			if RequestNeedsADevice(&r) {
 				need = true
 			}
 		}
@@ -192,10 +211,11 @@ func claimsNeedADevice(claims fwk.ResourceClaimTracker, pod *v1.Pod) (need, ok b
 	return need, true
 }
 
-// requestNeedsADevice: an exact count (at least one; the API server
+// RequestNeedsADevice reports whether a request is met only with at least
+// one device no one holds: an exact count (at least one; the API server
 // defaults and validates it so) without admin access, which may share an
 // allocated device, in every alternative.
-func requestNeedsADevice(r *resourceapi.DeviceRequest) bool {
+func RequestNeedsADevice(r *resourceapi.DeviceRequest) bool {
 	exact := func(mode resourceapi.DeviceAllocationMode) bool {
 		return mode == "" || mode == resourceapi.DeviceAllocationModeExactCount
 	}
