@@ -10,10 +10,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	resourceapi "k8s.io/api/resource/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	policylisters "k8s.io/client-go/listers/policy/v1"
@@ -136,7 +133,7 @@ func (st *State) addPods(l Listers, bypassed []string) error {
 			return err
 		}
 	}
-	inBinding := podsInBinding(st.Objects.ResourceClaims)
+	inBinding := input.PodsInBinding(st.Objects.ResourceClaims)
 	inSnapshot := map[string]bool{}
 	for _, n := range st.Objects.Nodes {
 		inSnapshot[n.Name] = true
@@ -148,7 +145,7 @@ func (st *State) addPods(l Listers, bypassed []string) error {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
 	for _, p := range pods {
-		if node := assumedNode(inBinding, p); node != "" && inSnapshot[node] && p.Spec.NodeName == "" && p.DeletionTimestamp == nil {
+		if node := input.AssumedNode(inBinding, p); node != "" && inSnapshot[node] && p.DeletionTimestamp == nil {
 			assumed := *p
 			assumed.Spec.NodeName = node
 			st.Objects.RunningPods = append(st.Objects.RunningPods, &assumed)
@@ -163,7 +160,7 @@ func (st *State) addPods(l Listers, bypassed []string) error {
 			if inSnapshot[p.Spec.NodeName] && p.DeletionTimestamp == nil {
 				st.Objects.RunningPods = append(st.Objects.RunningPods, p)
 			}
-		case p.DeletionTimestamp == nil && len(p.Spec.SchedulingGates) == 0 && (unschedulable(p) || unprocessedBypassed(p, bypassed)) && !beingBound(inBinding, p):
+		case p.DeletionTimestamp == nil && len(p.Spec.SchedulingGates) == 0 && (unschedulable(p) || unprocessedBypassed(p, bypassed)) && !input.BeingBound(inBinding, p):
 			st.Unschedulable = append(st.Unschedulable, p)
 		case p.DeletionTimestamp == nil && len(p.Spec.SchedulingGates) == 0 && !hasScheduledCondition(p):
 			st.SchedulerUnprocessed++
@@ -263,78 +260,6 @@ func MetricLabels(g *nodegroup.NodeGroup) metrics.GroupLabels {
 		l.DRADrivers = append(l.DRADrivers, s.Driver)
 	}
 	return l
-}
-
-// podsInBinding returns the pods the scheduler is binding, by UID, read
-// from the claims: a claim allocated and reserved for the pod, or an
-// extended-resource claim the pod owns; the value is the node the claim's
-// devices are allocated on ("" when not known yet). The scheduler's
-// PreBind creates that claim, allocates and reserves it, and only then
-// records it in the pod's status, so the pod's status alone misses the
-// pods in between; with the scheduler's API calls throttled, hundreds of
-// pods of one scale-up sit there at once. Their Unschedulable condition is
-// stale. Planned again, such a pod fits nowhere (its claim already asks
-// for devices) and, worse, the planner takes that as "no existing node
-// fits this kind of pod", so its siblings would all be planned on new
-// nodes.
-func podsInBinding(claims []*resourceapi.ResourceClaim) map[types.UID]string {
-	out := map[types.UID]string{}
-	for _, c := range claims {
-		node := allocatedNode(c.Status.Allocation)
-		if c.Annotations[resourceapi.ExtendedResourceClaimAnnotation] == "true" {
-			if ref := metav1.GetControllerOfNoCopy(c); ref != nil && ref.Kind == "Pod" {
-				out[ref.UID] = cmp.Or(out[ref.UID], node)
-			}
-		}
-		if c.Status.Allocation == nil {
-			continue
-		}
-		for _, r := range c.Status.ReservedFor {
-			if r.Resource == "pods" && r.APIGroup == "" {
-				out[r.UID] = cmp.Or(out[r.UID], node)
-			}
-		}
-	}
-	return out
-}
-
-// allocatedNode is the node an allocation's devices are on: the
-// allocator's node selector names it (metadata.name In [node]); ""
-// for devices reachable from several nodes.
-func allocatedNode(a *resourceapi.AllocationResult) string {
-	if a == nil || a.NodeSelector == nil {
-		return ""
-	}
-	for _, t := range a.NodeSelector.NodeSelectorTerms {
-		for _, f := range t.MatchFields {
-			if f.Key == "metadata.name" && f.Operator == v1.NodeSelectorOpIn && len(f.Values) == 1 {
-				return f.Values[0]
-			}
-		}
-	}
-	return ""
-}
-
-// beingBound reports a pod the scheduler has placed but not yet bound: its
-// extended-resource claim is recorded in its status, or a claim is
-// allocated and reserved for it or owned by it (inBinding).
-func beingBound(inBinding map[types.UID]string, p *v1.Pod) bool {
-	if p.Status.ExtendedResourceClaimStatus != nil && p.Status.ExtendedResourceClaimStatus.ResourceClaimName != "" {
-		return true
-	}
-	_, ok := inBinding[p.UID]
-	return ok
-}
-
-// assumedNode is the node the scheduler is binding p to, as it assumes
-// it: where its claims' devices are allocated, or else the
-// nominatedNodeName the scheduler sets for that purpose before a long
-// PreBind; "" when p is not being bound or the node is not known yet.
-func assumedNode(inBinding map[types.UID]string, p *v1.Pod) string {
-	if !beingBound(inBinding, p) {
-		return ""
-	}
-	return cmp.Or(inBinding[p.UID], p.Status.NominatedNodeName)
 }
 
 func hasScheduledCondition(p *v1.Pod) bool {

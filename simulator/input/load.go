@@ -72,6 +72,7 @@ func (o Options) LoadPaths(paths []string) (*Objects, error) {
 		return nil, errors.Join(errs...)
 	}
 	out.reconcileWorkloads()
+	out.PlaceBindingPods()
 	return out, nil
 }
 
@@ -139,7 +140,7 @@ func (o Options) loadFile(path string) (*Objects, error) {
 	if len(data) > MaxFileSize {
 		return nil, fmt.Errorf("%s: file is more than the limit of %d bytes", path, MaxFileSize)
 	}
-	return o.Parse(data, path)
+	return o.parse(data, path)
 }
 
 // readUpTo reads r to its end or to limit bytes. A regular file's size

@@ -105,6 +105,17 @@ func Parse(data []byte, source string) (*Objects, error) {
 
 // Parse is Parse with these options.
 func (o Options) Parse(data []byte, source string) (*Objects, error) {
+	out, err := o.parse(data, source)
+	if err != nil {
+		return nil, err
+	}
+	out.PlaceBindingPods()
+	return out, nil
+}
+
+// parse reads one file of several: pods being bound are placed once all
+// files are merged, as their claims and nodes may be in other files.
+func (o Options) parse(data []byte, source string) (*Objects, error) {
 	if len(data) > MaxFileSize {
 		return nil, fmt.Errorf("%s: file is %d bytes, more than the limit of %d bytes", source, len(data), MaxFileSize)
 	}

@@ -53,7 +53,8 @@ func NewListers(f informers.SharedInformerFactory) Listers {
 
 // Objects builds from the caches what input.LoadPaths builds from a dump of
 // the same cluster: bound, unfinished pods are running, unbound ones
-// pending; finished pods are left out. Terminating pods are kept, as in a
+// pending (pods being bound run where the scheduler is binding them, as
+// in the autoscaler's loop); finished pods are left out. Terminating pods are kept, as in a
 // dump: a bound one still holds its node's resources in the scheduler's
 // cache until it is gone. Lists are sorted by namespace and name so that
 // the plan does not depend on cache order.
@@ -106,6 +107,7 @@ func (l Listers) Objects() (*input.Objects, error) {
 	sortByKey(objs.ResourceClaims)
 	sortByKey(objs.ResourceClaimTemplates)
 	sortByKey(objs.DeviceTaintRules)
+	objs.PlaceBindingPods()
 	return objs, nil
 }
 

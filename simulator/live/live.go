@@ -76,5 +76,6 @@ func FromAPI(ctx context.Context, c kubernetes.Interface) (*input.Objects, error
 	for i := range rules.Items {
 		objs.DeviceTaintRules = append(objs.DeviceTaintRules, &rules.Items[i])
 	}
+	objs.PlaceBindingPods()
 	return &objs, nil
 }

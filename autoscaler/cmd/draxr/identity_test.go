@@ -80,6 +80,21 @@ func podNames(refs []scaleup.PodRef) []string {
 
 // The same for draxr's NodeGroups and the local provider.
 func TestDumpPlanIsTheAutoscalersPlanLocal(t *testing.T) {
+	// 8 of 30 pods on gpu-0: +3.
+	checkLocalDumpPlan(t, localDump(0), 3)
+}
+
+// A dump taken while the scheduler binds pods to gpu-0: they hold half
+// its GPUs (their extended-resource claims are allocated there), so both
+// plan 4 of the 30 pods on gpu-0 and +4 nodes for the rest, and neither
+// plans the pods being bound again.
+func TestDumpPlanWithPodsBeingBound(t *testing.T) {
+	checkLocalDumpPlan(t, localDump(4), 4)
+}
+
+// localDump: a NodeGroup gpu of 8-GPU nodes, its node gpu-0, 30 pending
+// one-GPU pods and binding pods the scheduler is binding to gpu-0.
+func localDump(binding int) string {
 	var b strings.Builder
 	b.WriteString(`apiVersion: draxr.dev/v1alpha1
 kind: NodeGroup
@@ -125,7 +140,38 @@ status:
   conditions: [{type: PodScheduled, status: "False", reason: Unschedulable}]
 `, i)
 	}
-	path := writeFile(t, "dump.yaml", b.String())
+	for i := range binding {
+		fmt.Fprintf(&b, `---
+apiVersion: v1
+kind: Pod
+metadata: {name: bound-%[1]d, namespace: ml, uid: uid-bound-%[1]d}
+spec:
+  containers: [{name: c, image: busybox, resources: {limits: {example.com/gpu: "1"}}}]
+status:
+  phase: Pending
+  conditions: [{type: PodScheduled, status: "False", reason: Unschedulable}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata:
+  name: bound-%[1]d-extended-resources-x
+  namespace: ml
+  annotations: {resource.kubernetes.io/extended-resource-claim: "true"}
+  ownerReferences: [{apiVersion: v1, kind: Pod, name: bound-%[1]d, uid: uid-bound-%[1]d, controller: true}]
+spec: {devices: {requests: [{name: container-0-request-0, exactly: {deviceClassName: gpu.example.com}}]}}
+status:
+  allocation:
+    devices: {results: [{request: container-0-request-0, driver: gpu.example.com, pool: gpu-0, device: g%[1]d}]}
+    nodeSelector:
+      nodeSelectorTerms: [{matchFields: [{key: metadata.name, operator: In, values: [gpu-0]}]}]
+`, i)
+	}
+	return b.String()
+}
+
+func checkLocalDumpPlan(t *testing.T, dump string, wantNodes int) {
+	t.Helper()
+	path := writeFile(t, "dump.yaml", dump)
 	plan := simulatePlan(t, "-f", path)
 	objs, err := input.LoadPaths([]string{path})
 	if err != nil {
@@ -141,10 +187,20 @@ status:
 		t.Fatalf("simulate: %v; autoscaler: %v; want one scale-up each", plan.ScaleUps, res.ScaleUp)
 	}
 	cli, loop := plan.ScaleUps[0], *res.ScaleUp
-	if cli.NodeGroup != "gpu" || cli.NewNodes != 3 || cli.NodeGroup != loop.NodeGroup || cli.NewNodes != loop.NewNodes ||
+	if cli.NodeGroup != "gpu" || cli.NewNodes != wantNodes || cli.NodeGroup != loop.NodeGroup || cli.NewNodes != loop.NewNodes ||
 		!slices.Equal(podNames(cli.Pods), podNames(loop.Pods)) {
-		t.Errorf("simulate plans %s +%d for %d pods, the autoscaler %s +%d for %d; want gpu +3 (8 of 30 pods on gpu-0) from both",
-			cli.NodeGroup, cli.NewNodes, len(cli.Pods), loop.NodeGroup, loop.NewNodes, len(loop.Pods))
+		t.Errorf("simulate plans %s +%d for %d pods, the autoscaler %s +%d for %d; want gpu +%d from both",
+			cli.NodeGroup, cli.NewNodes, len(cli.Pods), loop.NodeGroup, loop.NewNodes, len(loop.Pods), wantNodes)
+	}
+	for _, p := range plan.NoScaleUp {
+		if strings.HasPrefix(p.Pod.Name, "bound-") {
+			t.Errorf("simulate plans pod %s, which the scheduler is binding: %s", p.Pod.Name, p.Reason)
+		}
+	}
+	for _, p := range plan.ExistingNodes {
+		if strings.HasPrefix(p.Pod.Name, "bound-") {
+			t.Errorf("simulate places pod %s on %s, which the scheduler is binding", p.Pod.Name, p.Node)
+		}
 	}
 }
 
