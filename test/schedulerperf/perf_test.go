@@ -21,7 +21,7 @@ import (
 	"k8s.io/dynamic-resource-allocation/structured"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	perf "k8s.io/kubernetes/test/integration/scheduler_perf"
-	"k8s.io/kubernetes/test/utils/ktesting"
+	"k8s.io/kubernetes/test/utils/client-go/ktesting"
 	"sigs.k8s.io/yaml"
 
 	"draxr.dev/draxr/scheduler/aliases"
