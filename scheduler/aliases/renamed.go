@@ -34,6 +34,9 @@ func (p *renamedDynamicResources) Name() string { return p.name }
 func (p *renamedDynamicResources) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	p.cycle.BeginCycle(state)
 	result, st := p.DynamicResources.PreFilter(ctx, state, pod, nodes)
+	// A state is one cycle's; dropping any earlier verdict keeps a reused
+	// one from answering with it.
+	state.Delete(devicefull.StateKey)
 	if p.dra != nil && st.IsSuccess() {
 		if d := devicefull.For(p.dra, &p.slices, state, pod); d != nil {
 			state.Write(devicefull.StateKey, d)
