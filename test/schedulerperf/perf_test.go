@@ -36,10 +36,13 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// workload is one of upstream's test cases, by its config file (relative
-// to scheduler_perf) and name.
+// workload is one of upstream's DRA extended-resource workloads: its
+// config file (relative to scheduler_perf), test case, and the prefix of
+// its workload names before the size (1.37 puts the class variants in one
+// test case as Explicit_25classes_2000pods_200nodes and so on). name is
+// what the output and SCHEDULER_PERF_WORKLOADS call it.
 type workload struct {
-	config, testCase string
+	name, config, testCase, prefix string
 }
 
 // workloads are upstream's DRA extended-resource cases that have 2000- and
@@ -47,10 +50,10 @@ type workload struct {
 func workloads() []workload {
 	const er = "dra/extendedresource/performance-config.yaml"
 	return []workload{
-		{er, "ExtendedResource_25Classes"},
-		{er, "ExtendedResource_50Classes"},
-		{er, "ImplicitExtendedResource_25Classes"},
-		{"dra/extendedresource/scoring/performance-config.yaml", "ExtendedResourceScoring"},
+		{"ExtendedResource_25Classes", er, "ExtendedResource", "Explicit_25classes_"},
+		{"ExtendedResource_50Classes", er, "ExtendedResource", "Explicit_50classes_"},
+		{"ImplicitExtendedResource_25Classes", er, "ExtendedResource", "Implicit_25classes_"},
+		{"ExtendedResourceScoring", "dra/extendedresource/scoring/performance-config.yaml", "ExtendedResourceScoring", ""},
 	}
 }
 
@@ -136,7 +139,7 @@ func BenchmarkSchedulerPerf(b *testing.B) {
 	work := b.TempDir()
 	seq := 0
 	for _, w := range workloads() {
-		if only != nil && !slices.Contains(only, w.testCase) {
+		if only != nil && !slices.Contains(only, w.name) {
 			continue
 		}
 		runs := map[string][]run{}
@@ -156,7 +159,7 @@ func BenchmarkSchedulerPerf(b *testing.B) {
 				runs[reg] = append(runs[reg], r)
 				pair[reg] = r.throughput
 				fmt.Printf("scheduler-perf-run %s/%s %s rep=%d throughput=%.1f scheduled=%d/%d scheduler-cpu=%s process-cpu=%s load=%s\n",
-					w.testCase, size, reg, rep+1, r.throughput, r.scheduled, r.total,
+					w.name, size, reg, rep+1, r.throughput, r.scheduled, r.total,
 					r.schedulerCPU.Round(time.Millisecond), r.processCPU.Round(time.Millisecond), loadAverage())
 				if r.hasCPU {
 					cpuPair[reg] = r.relativeCPU()
@@ -170,17 +173,17 @@ func BenchmarkSchedulerPerf(b *testing.B) {
 		stock, draxr := medianOf(runs["stock"], throughputOf), medianOf(runs["draxr"], throughputOf)
 		scheduled, total := fewestScheduled(append(runs["stock"], runs["draxr"]...))
 		fmt.Printf("scheduler-perf-pairs %s/%s draxr/stock per pair (first of each pair alternates, stock first): %s\n",
-			w.testCase, size, strings.Join(ratios, " "))
+			w.name, size, strings.Join(ratios, " "))
 		fmt.Printf("scheduler-perf %s/%s stock=%.1f draxr=%.1f ratio=%.3f scheduled=%d/%d\n",
-			w.testCase, size, stock, draxr, draxr/stock, scheduled, total)
+			w.name, size, stock, draxr, draxr/stock, scheduled, total)
 		if len(cpuRatios) == repeat {
 			var each []string
 			for _, r := range cpuRatios {
 				each = append(each, fmt.Sprintf("%.3f", r))
 			}
 			fmt.Printf("scheduler-perf-cpu-pairs %s/%s stock/draxr of scheduler CPU relative to the rest, per pair: %s\n",
-				w.testCase, size, strings.Join(each, " "))
-			fmt.Printf("scheduler-perf-cpu %s/%s stock=%.2fms/pod draxr=%.2fms/pod relative-ratio=%.3f\n", w.testCase, size,
+				w.name, size, strings.Join(each, " "))
+			fmt.Printf("scheduler-perf-cpu %s/%s stock=%.2fms/pod draxr=%.2fms/pod relative-ratio=%.3f\n", w.name, size,
 				ms(medianOf(runs["stock"], run.cpuPerPod)), ms(medianOf(runs["draxr"], run.cpuPerPod)), middle(cpuRatios))
 		}
 	}
@@ -276,13 +279,13 @@ func writeConfig(b *testing.B, upstream string, w workload, size, registryName s
 	}
 	var kept []any
 	for _, wl := range tc["workloads"].([]any) {
-		if m := wl.(map[string]any); m["name"] == size {
+		if m := wl.(map[string]any); m["name"] == w.prefix+size {
 			delete(m, "labels")
 			kept = append(kept, m)
 		}
 	}
 	if len(kept) != 1 {
-		b.Fatalf("%s: test case %s has no workload %s", src, w.testCase, size)
+		b.Fatalf("%s: test case %s has no workload %s", src, w.testCase, w.prefix+size)
 	}
 	tc["workloads"] = kept
 	delete(tc, "labels")
