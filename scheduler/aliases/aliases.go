@@ -28,11 +28,12 @@ func Names() map[string]string {
 // Registry returns factories for the draxr names. Each builds the upstream
 // plugin with the upstream default args when none are configured, and
 // with the handle that wrap returns (nil: the handle as given). With
-// deviceFullNodes, DraxrDynamicResources rejects pods that need a device
+// deviceFull set, DraxrDynamicResources rejects pods that need a device
 // on nodes with none left without upstream's fleet-wide search (see
-// devicefull): the scheduler's choice; the planner leaves such nodes out
-// before it filters.
-func Registry(wrap func(fwk.Handle) fwk.Handle, deviceFullNodes bool) frameworkruntime.Registry {
+// devicefull), in clusters of at least deviceFull.MinSlices slices: the
+// scheduler's choice; the planner (nil) leaves such nodes out before it
+// filters.
+func Registry(wrap func(fwk.Handle) fwk.Handle, deviceFull *DeviceFull) frameworkruntime.Registry {
 	out := frameworkruntime.Registry{}
 	for upstream, alias := range Names() {
 		out[alias] = func(ctx context.Context, args runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
@@ -52,13 +53,21 @@ func Registry(wrap func(fwk.Handle) fwk.Handle, deviceFullNodes bool) frameworkr
 				return nil, err
 			}
 			var dra fwk.SharedDRAManager
-			if deviceFullNodes {
-				dra = h.SharedDRAManager()
+			var minSlices int
+			if deviceFull != nil {
+				dra, minSlices = h.SharedDRAManager(), deviceFull.MinSlices
 			}
-			return rename(p, alias, cycleViewOf(h), dra)
+			return rename(p, alias, cycleViewOf(h), dra, minSlices)
 		}
 	}
 	return out
+}
+
+// DeviceFull configures DraxrDynamicResources' device-full verdict.
+type DeviceFull struct {
+	// MinSlices: with fewer ResourceSlices in the cluster upstream decides
+	// every node (devicefull.DefaultMinSlices for the scheduler).
+	MinSlices int
 }
 
 // CycleView is implemented by a DeviceClassResolver whose mapping can

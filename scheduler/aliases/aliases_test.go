@@ -75,7 +75,12 @@ func newFrameworkWith(t testing.TB, snap *snapshot.Snapshot, p *config.KubeSched
 	t.Helper()
 	registerMetrics.Do(schedmetrics.Register)
 	registry := plugins.NewInTreeRegistry()
-	if err := registry.Merge(aliases.Registry(nil, deviceFullNodes)); err != nil {
+	var deviceFull *aliases.DeviceFull
+	if deviceFullNodes {
+		// Taken at any size here; the scheduler's threshold is for speed.
+		deviceFull = &aliases.DeviceFull{}
+	}
+	if err := registry.Merge(aliases.Registry(nil, deviceFull)); err != nil {
 		t.Fatal(err)
 	}
 	return frameworkruntime.NewFramework(context.Background(), registry, p,
@@ -101,7 +106,7 @@ func rename(ps []config.Plugin) []config.Plugin {
 // the same extension points, in the same order, with the same weights as
 // the upstream plugins in the default profile.
 func TestAliasesTakeUpstreamPlaces(t *testing.T) {
-	reg := aliases.Registry(nil, true)
+	reg := aliases.Registry(nil, &aliases.DeviceFull{})
 	if len(reg) != len(aliases.Names()) {
 		t.Fatalf("registry has %d names, want %d", len(reg), len(aliases.Names()))
 	}

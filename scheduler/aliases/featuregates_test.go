@@ -25,7 +25,7 @@ import (
 // exactly as the upstream plugins (built after the change) refuse it.
 func TestAliasesHonourFeatureGatesSetAfterRegistry(t *testing.T) {
 	registerMetrics.Do(schedmetrics.Register)
-	early := aliases.Registry(nil, true) // as app.WithPlugin does, before flags
+	early := aliases.Registry(nil, &aliases.DeviceFull{}) // as app.WithPlugin does, before flags
 	// DRAExtendedResource is GA and locked on in v1.37; a 1.36 emulation
 	// (kube-scheduler's --emulated-version) may still turn it off.
 	featuregatetesting.SetFeatureGateEmulationVersionDuringTest(t, utilfeature.DefaultFeatureGate, version.MustParse("1.36"))

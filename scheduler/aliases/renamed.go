@@ -24,9 +24,11 @@ type renamedDynamicResources struct {
 	name  string
 	cycle CycleView
 	// dra is set when Filter answers device-full nodes itself (see
-	// devicefull); nil leaves every node to upstream.
-	dra    fwk.SharedDRAManager
-	slices devicefull.SliceCache
+	// devicefull), in clusters of at least minSlices slices; nil leaves
+	// every node to upstream.
+	dra       fwk.SharedDRAManager
+	minSlices int
+	slices    devicefull.SliceCache
 }
 
 func (p *renamedDynamicResources) Name() string { return p.name }
@@ -38,7 +40,7 @@ func (p *renamedDynamicResources) PreFilter(ctx context.Context, state fwk.Cycle
 	// one from answering with it.
 	state.Delete(devicefull.StateKey)
 	if p.dra != nil && st.IsSuccess() {
-		if d := devicefull.For(p.dra, &p.slices, state, pod); d != nil {
+		if d := devicefull.For(p.dra, &p.slices, state, pod, p.minSlices); d != nil {
 			state.Write(devicefull.StateKey, d)
 		}
 	}
@@ -111,13 +113,13 @@ func (p *renamedBalancedAllocation) PreScore(ctx context.Context, state fwk.Cycl
 	return p.BalancedAllocation.PreScore(ctx, state, pod, nodes)
 }
 
-func rename(p fwk.Plugin, name string, cycle CycleView, deviceFull fwk.SharedDRAManager) (fwk.Plugin, error) {
+func rename(p fwk.Plugin, name string, cycle CycleView, dra fwk.SharedDRAManager, minSlices int) (fwk.Plugin, error) {
 	if cycle == nil {
 		cycle = noCycleView{}
 	}
 	switch v := p.(type) {
 	case *dynamicresources.DynamicResources:
-		return &renamedDynamicResources{DynamicResources: v, name: name, cycle: cycle, dra: deviceFull}, nil
+		return &renamedDynamicResources{DynamicResources: v, name: name, cycle: cycle, dra: dra, minSlices: minSlices}, nil
 	case *noderesources.Fit:
 		return &renamedFit{v, name, cycle}, nil
 	case *noderesources.BalancedAllocation:

@@ -79,13 +79,22 @@ func (d *Verdict) Rejects(ni fwk.NodeInfo) bool {
 	return false
 }
 
-// For returns the cycle's answer for a pod whose upstream
-// PreFilter succeeded, or nil where it would not be exact: the pod needs
-// no new device or may be given one already held (a claim allocated or
-// pending, a prior cycle's extended-resource claim, a pod group's shared
+// DefaultMinSlices is the fewest ResourceSlices at which draxr-scheduler
+// takes the verdict. Below it upstream's walk is short, and the verdict's
+// own work for every pod (the allocated devices, the claims, the slices)
+// cost about a tenth of the scheduler's CPU a pod on upstream's
+// 200-node scheduler_perf workloads; at 500 full nodes the verdict is
+// ten times cheaper than the walk (BenchmarkFilterFullFleet).
+const DefaultMinSlices = 256
+
+// For returns the cycle's answer for a pod whose upstream PreFilter
+// succeeded, or nil where it would not be exact: the pod needs no new
+// device or may be given one already held (a claim allocated or pending,
+// a prior cycle's extended-resource claim, a pod group's shared
 // allocations, a deferred resize), or some slice is not local to one node
-// (its devices reach nodes this does not look at).
-func For(dra fwk.SharedDRAManager, ids *SliceCache, state fwk.CycleState, pod *v1.Pod) *Verdict {
+// (its devices reach nodes this does not look at). It is nil too when the
+// cluster has fewer than minSlices slices.
+func For(dra fwk.SharedDRAManager, ids *SliceCache, state fwk.CycleState, pod *v1.Pod, minSlices int) *Verdict {
 	if dra == nil || state.GetPodGroupSchedulingCycle() != nil || resourcehelper.IsPodResizeDeferred(pod) {
 		return nil
 	}
@@ -95,14 +104,14 @@ func For(dra fwk.SharedDRAManager, ids *SliceCache, state fwk.CycleState, pod *v
 		return nil
 	}
 	d.backed, d.unbacked = extendedRequests(dra.DeviceClassResolver(), pod)
-	if len(d.backed) > 0 && hasExtendedResourceClaim(dra.ResourceClaims(), pod) {
-		return nil
-	}
 	if !d.claimsNeed && len(d.backed) == 0 {
 		return nil
 	}
 	slices, err := dra.ResourceSlices().ListWithDeviceTaintRules()
-	if err != nil {
+	if err != nil || len(slices) < minSlices {
+		return nil
+	}
+	if len(d.backed) > 0 && hasExtendedResourceClaim(dra.ResourceClaims(), pod) {
 		return nil
 	}
 	for _, slice := range slices {

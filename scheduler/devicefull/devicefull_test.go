@@ -77,7 +77,7 @@ func TestDeviceFullRejects(t *testing.T) {
 			for _, c := range tt.claims {
 				snap.SetResourceClaim(c)
 			}
-			d := devicefull.For(snap, &devicefull.SliceCache{}, framework.NewCycleState(), tt.pod)
+			d := devicefull.For(snap, &devicefull.SliceCache{}, framework.NewCycleState(), tt.pod, 0)
 			if tt.want == nil {
 				if d != nil {
 					t.Fatalf("fast verdict for %s, want none (upstream decides every node)", tt.pod.Name)
@@ -102,5 +102,28 @@ func TestDeviceFullRejects(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Below minSlices slices upstream decides every node: its walk is short.
+func TestDeviceFullOnlyFromMinSlices(t *testing.T) {
+	snap := snapshot.New()
+	snap.SetDeviceClass(fx.Class("gpu.example.com", fx.Driver, fx.GPUResource, fx.Epoch))
+	for _, n := range []string{"a", "b"} {
+		if err := snap.AddNode(fx.Node(n, 16, 64, nil)); err != nil {
+			t.Fatal(err)
+		}
+		if err := snap.AddResourceSlice(fx.GPUSlice(n, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap.SetResourceClaim(fx.Allocated("taken", "gpu.example.com", fx.Driver, "a", "gpu-0"))
+	pod := fx.Pod("xr", 500, fx.GPUs(fx.GPUResource, 1))
+	if d := devicefull.For(snap, &devicefull.SliceCache{}, framework.NewCycleState(), pod, 3); d != nil {
+		t.Errorf("verdict with 2 slices and minSlices 3, want none")
+	}
+	d := devicefull.For(snap, &devicefull.SliceCache{}, framework.NewCycleState(), pod, 2)
+	if d == nil || !d.Rejects(snap.NodeInfo("a")) || d.Rejects(snap.NodeInfo("b")) {
+		t.Errorf("with 2 slices and minSlices 2, want a verdict rejecting full node a only")
 	}
 }

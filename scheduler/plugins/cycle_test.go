@@ -94,7 +94,7 @@ func newCycleFramework(t *testing.T, snap *snapshot.Snapshot) (framework.Framewo
 		}}},
 	}
 	registry := frameworkruntime.Registry{queuesort.Name: queuesort.New, defaultbinder.Name: defaultbinder.New}
-	if err := registry.Merge(aliases.Registry(rs.WithResolver, true)); err != nil {
+	if err := registry.Merge(aliases.Registry(rs.WithResolver, &aliases.DeviceFull{})); err != nil {
 		t.Fatal(err)
 	}
 	fw, err := frameworkruntime.NewFramework(context.Background(), registry, profile,

@@ -31,6 +31,7 @@ import (
 
 	"draxr.dev/draxr/scheduler/aliases"
 	"draxr.dev/draxr/scheduler/classes"
+	"draxr.dev/draxr/scheduler/devicefull"
 	"draxr.dev/draxr/scheduler/kubeversion"
 )
 
@@ -42,7 +43,7 @@ func Options() []app.Option {
 	resolvers := NewResolvers()
 	var server serverCheck
 	var opts []app.Option
-	for name, factory := range aliases.Registry(resolvers.WithResolver, true) {
+	for name, factory := range aliases.Registry(resolvers.WithResolver, &aliases.DeviceFull{MinSlices: devicefull.DefaultMinSlices}) {
 		opts = append(opts, app.WithPlugin(name, server.before(factory)))
 	}
 	return opts

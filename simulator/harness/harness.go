@@ -62,7 +62,7 @@ func New(ctx context.Context, snap *snapshot.Snapshot, profile *config.KubeSched
 	// draxr-scheduler's plugin names resolve to the same upstream plugins;
 	// the snapshot is already the DeviceClassResolver they need.
 	registry := plugins.NewInTreeRegistry()
-	if err := registry.Merge(aliases.Registry(nil, false)); err != nil {
+	if err := registry.Merge(aliases.Registry(nil, nil)); err != nil {
 		return nil, err
 	}
 	fw, err := frameworkruntime.NewFramework(ctx, registry, profile,

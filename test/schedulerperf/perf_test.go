@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"draxr.dev/draxr/scheduler/aliases"
+	"draxr.dev/draxr/scheduler/devicefull"
 	"draxr.dev/draxr/scheduler/plugins"
 )
 
@@ -197,7 +198,7 @@ func runWorkload(b *testing.B, config, registryName, dataDir string) run {
 	}
 	var registry frameworkruntime.Registry
 	if registryName == "draxr" && !stockAgainstItself() {
-		registry = aliases.Registry(plugins.NewResolvers().WithResolver, true)
+		registry = aliases.Registry(plugins.NewResolvers().WithResolver, &aliases.DeviceFull{MinSlices: devicefull.DefaultMinSlices})
 	}
 	var r run
 	count := perf.WithPrepareFn(func(tCtx ktesting.TContext) error {
