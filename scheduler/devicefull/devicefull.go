@@ -182,15 +182,21 @@ func (c *SliceCache) of(slices []*resourceapi.ResourceSlice) []Slice {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make([]Slice, len(slices))
-	next := make(map[*resourceapi.ResourceSlice]Slice, len(slices))
+	changed := len(slices) != len(c.last)
 	for i, slice := range slices {
 		d, ok := c.last[slice]
 		if !ok {
-			d = NewSlice(slice)
+			d, changed = NewSlice(slice), true
 		}
-		out[i], next[slice] = d, d
+		out[i] = d
 	}
-	c.last = next
+	// Most cycles see the slices of the last one: keep its map then.
+	if changed {
+		c.last = make(map[*resourceapi.ResourceSlice]Slice, len(slices))
+		for i, slice := range slices {
+			c.last[slice] = out[i]
+		}
+	}
 	return out
 }
 

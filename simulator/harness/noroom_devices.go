@@ -3,12 +3,13 @@ package harness
 import (
 	"strings"
 
-	"draxr.dev/draxr/scheduler/devicefull"
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
 	v1helper "k8s.io/kubernetes/pkg/apis/core/v1/helper"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
+
+	"draxr.dev/draxr/scheduler/devicefull"
 )
 
 // noFreeDevice returns a test, true only for nodes that have no device
