@@ -36,6 +36,13 @@ type NodeGroup interface {
 	// IncreaseSize asks for delta more nodes. A provider out of capacity
 	// or quota returns an OutOfResourcesErrorClass Error.
 	IncreaseSize(ctx context.Context, delta int) error
+	// AtomicIncreaseSize asks for delta more nodes, all of them or none
+	// (CA's NodeGroup.AtomicIncreaseSize, used for all-or-nothing
+	// scale-ups such as best-effort-atomic ProvisioningRequests). A
+	// provider that cannot promise it returns ErrNotImplemented; callers
+	// then fall back to IncreaseSize (IncreaseAtomically), as CA's
+	// executor does.
+	AtomicIncreaseSize(ctx context.Context, delta int) error
 	// DecreaseTargetSize gives up on -delta nodes not yet registered
 	// (delta is negative, as in CA); registered nodes are never touched.
 	DecreaseTargetSize(ctx context.Context, delta int) error
@@ -101,3 +108,14 @@ type Instance struct {
 
 // ErrNotImplemented is returned by providers for optional operations.
 var ErrNotImplemented = errors.New("not implemented by this cloud provider")
+
+// IncreaseAtomically asks g for delta nodes all or none, and falls back
+// to IncreaseSize when the provider cannot promise that (CA's executor
+// does the same). atomic says which call was made.
+func IncreaseAtomically(ctx context.Context, g NodeGroup, delta int) (atomic bool, err error) {
+	err = g.AtomicIncreaseSize(ctx, delta)
+	if !errors.Is(err, ErrNotImplemented) {
+		return true, err
+	}
+	return false, g.IncreaseSize(ctx, delta)
+}

@@ -40,7 +40,6 @@ func compatTable() []compatEntry {
 	const (
 		perf   = "a CA performance tuning knob; draxr's planner has no such limit"
 		gce    = "GCE/GKE only"
-		provRq = "ProvisioningRequests are not supported by draxr"
 		capBuf = "CapacityBuffers are not supported by draxr"
 		nap    = "node autoprovisioning (creating node groups) is not supported by draxr"
 		// klog's output flags (CA's main binds them with klog.InitFlags).
@@ -78,14 +77,6 @@ func compatTable() []compatEntry {
 		{"node-delete-delay-after-taint", warn, "", "draxr deletes a node once its evicted pods are gone"},
 		{"force-ds", reject, "false", "draxr does not block a scale-up for DaemonSet pods that would not fit"},
 		{"dynamic-node-delete-delay-after-taint-enabled", warn, "", "draxr deletes a node once its evicted pods are gone"},
-		{"enable-provisioning-requests", reject, "false", provRq},
-		{"provisioning-request-initial-backoff-time", warn, "", provRq},
-		{"provisioning-request-max-backoff-time", warn, "", provRq},
-		{"provisioning-request-max-backoff-cache-size", warn, "", provRq},
-		{"check-capacity-batch-processing", warn, "", provRq},
-		{"check-capacity-provisioning-request-max-batch-size", warn, "", provRq},
-		{"check-capacity-provisioning-request-batch-timebox", warn, "", provRq},
-		{"check-capacity-processor-instance", warn, "", provRq},
 		{"frequent-loops-enabled", warn, "", "draxr runs a loop every --scan-interval"},
 		{"async-node-groups", reject, "false", nap},
 		{"enable-proactive-scaleup", reject, "false", "draxr scales up for pods that exist, not for pods a controller is about to create"},
@@ -96,7 +87,7 @@ func compatTable() []compatEntry {
 		{"gce-concurrent-refreshes", warn, "", gce},
 		{"gce-mig-instances-min-refresh-wait-time", warn, "", gce},
 		{"aws-use-static-instance-list", warn, "", "AWS only"},
-		{"pod-injection-limit", warn, "", "draxr injects no fake pods (" + provRq + "; " + capBuf + ")"},
+		{"pod-injection-limit", warn, "", "draxr injects no pods for controllers' future replicas (--enable-proactive-scaleup is rejected); a ProvisioningRequest's pods are its podSets' counts"},
 		{"force-delete-unregistered-nodes", reject, "false", "draxr never removes a node group's instances below its minimum size"},
 		{"force-delete-failed-nodes", reject, "false", "draxr never removes a node group's instances below its minimum size"},
 		{"enable-csi-node-aware-scheduling", warn, "", "draxr's simulation does not model CSINode volume limits"},

@@ -55,6 +55,8 @@ type options struct {
 	failureOptions
 	scaleDownSafety
 	limitOptions // options_limits.go
+	// ProvisioningRequests (options_provreq.go).
+	provReqOptions
 
 	// Cluster API provider (--cloud-provider=clusterapi).
 	nodeGroupAutoDiscovery []string
@@ -202,6 +204,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	o.failureOptions.addFlags(fs)
 	o.scaleDownSafety.addFlags(fs)
 	o.limitOptions.addFlags(fs)
+	o.provReqOptions.addFlags(fs)
 	o.addClusterAPIFlags(fs)
 	o.caOptions.addFlags(fs, &o.schedulerConfig)
 }
@@ -295,6 +298,9 @@ func (o *options) validate() error {
 		return err
 	}
 	if err := o.limitOptions.validate(); err != nil {
+		return err
+	}
+	if err := o.provReqOptions.validate(); err != nil {
 		return err
 	}
 	if err := o.failureOptions.validate(o.leaderElectLeaseTimeout); err != nil {

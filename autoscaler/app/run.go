@@ -9,6 +9,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"reflect"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -18,6 +19,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	prv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
+	prclient "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/client/clientset/versioned"
+	prinformers "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/client/informers/externalversions"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -35,6 +39,7 @@ import (
 	"draxr.dev/draxr/autoscaler/clusterstate"
 	"draxr.dev/draxr/autoscaler/core"
 	"draxr.dev/draxr/autoscaler/health"
+	"draxr.dev/draxr/autoscaler/provisioning"
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/cloudprovider/clusterapi"
 	"draxr.dev/draxr/cloudprovider/externalgrpc"
@@ -170,6 +175,10 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 	if err != nil {
 		return err
 	}
+	requests, requestFactory, err := newProvisioningRequests(ctx, o, cfg, factory)
+	if err != nil {
+		return err
+	}
 	statusName := o.statusConfigMap
 	if !o.writeStatusConfigMap {
 		statusName = ""
@@ -190,7 +199,8 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 		Limits:                  o.limits,
 		EmitPerNodeGroupMetrics: o.emitPerNodeGroupMetrics,
 		Pods:                    &o.pods, NewPodScaleUpDelay: o.newPodScaleUpDelay,
-		Taints: o.caOptions.taints(),
+		Taints:               o.caOptions.taints(),
+		ProvisioningRequests: requests,
 	})
 
 	check := health.New(o.maxInactivity, o.maxFailingTime, o.maxStartupTime, nil)
@@ -219,8 +229,8 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 				logger.Error(err, "Deleting the status ConfigMap")
 			}
 		}()
-		for _, f := range []informers.SharedInformerFactory{factory, priorityFactory} {
-			if f == nil {
+		for _, f := range []informerFactory{factory, priorityFactory, requestFactory} {
+			if f == nil || reflect.ValueOf(f).IsNil() {
 				continue
 			}
 			f.Start(ctx.Done())
@@ -252,6 +262,53 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 		return nil
 	}
 	return leaderElect(ctx, client, o, loop)
+}
+
+// informerFactory is what the loop starts and waits for: client-go's
+// factory and CA's ProvisioningRequest one alike.
+type informerFactory interface {
+	Start(stop <-chan struct{})
+	WaitForCacheSync(stop <-chan struct{}) map[reflect.Type]bool
+}
+
+// newProvisioningRequests is the ProvisioningRequest processor with its
+// informers (registered, not started), or nil without
+// --enable-provisioning-requests. The API must be served: without CA's CRD
+// the informer would never sync, so that is a start-up error.
+func newProvisioningRequests(ctx context.Context, o *options, cfg *rest.Config, factory informers.SharedInformerFactory) (
+	*provisioning.Processor, prinformers.SharedInformerFactory, error) {
+	if !o.enableProvisioningRequests {
+		return nil, nil, nil
+	}
+	client, err := prclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	gv := prv1.SchemeGroupVersion.String()
+	resources, err := client.Discovery().ServerResourcesForGroupVersion(gv)
+	if err != nil || !servesResource(resources, "provisioningrequests") {
+		return nil, nil, fmt.Errorf("--enable-provisioning-requests: the API server does not serve provisioningrequests.%s (%v); "+
+			"install the CRD (the chart's provisioningRequests.installCRD, or charts/draxr/crds/)", gv, err)
+	}
+	prFactory := prinformers.NewSharedInformerFactory(client, 0)
+	pcfg := o.provReqOptions.processorConfig()
+	pcfg.Requests = prFactory.Autoscaling().V1().ProvisioningRequests().Lister()
+	pcfg.Templates = factory.Core().V1().PodTemplates().Lister()
+	pcfg.Client = provisioning.NewClient(client)
+	klog.FromContext(ctx).Info("Serving ProvisioningRequests", "batch", pcfg.BatchProcessing, "processorInstance", pcfg.ProcessorInstance)
+	return provisioning.New(pcfg), prFactory, nil
+}
+
+func servesResource(list *metav1.APIResourceList, name string) bool {
+	if list == nil {
+		return false
+	}
+	for _, r := range list.APIResources {
+		if r.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // The local provider's own API rate: many kubelets' worth.

@@ -33,6 +33,7 @@ func (f fakeGroup) MinSize() int                                  { return f.g.S
 func (f fakeGroup) MaxSize() int                                  { return f.g.Spec.MaxSize }
 func (f fakeGroup) TargetSize() (int, error)                      { return f.target, nil }
 func (f fakeGroup) IncreaseSize(context.Context, int) error       { return nil }
+func (f fakeGroup) AtomicIncreaseSize(context.Context, int) error { return nil }
 func (f fakeGroup) DecreaseTargetSize(context.Context, int) error { return nil }
 func (f fakeGroup) DeleteNodes(context.Context, []*v1.Node) error { return nil }
 func (f fakeGroup) Nodes() ([]cloudprovider.Instance, error)      { return nil, nil }

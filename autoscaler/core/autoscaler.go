@@ -25,6 +25,7 @@ import (
 	"draxr.dev/draxr/autoscaler/backoff"
 	"draxr.dev/draxr/autoscaler/clusterstate"
 	"draxr.dev/draxr/autoscaler/metrics"
+	"draxr.dev/draxr/autoscaler/provisioning"
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/cloudprovider/dryrun"
 	"draxr.dev/draxr/simulator/expander"
@@ -77,7 +78,10 @@ type Config struct {
 	// Taints are CA's taint flags (--startup-taint, --startup-taint-prefix,
 	// --status-taint): a node with a startup taint is still starting.
 	Taints taints.Config
-	Now    func() time.Time
+	// ProvisioningRequests serves ProvisioningRequests
+	// (--enable-provisioning-requests); nil leaves them alone.
+	ProvisioningRequests *provisioning.Processor
+	Now                  func() time.Time
 }
 
 // ClusterStateConfig are CA's node readiness, cluster health and node
@@ -135,6 +139,9 @@ type Autoscaler struct {
 	// podInfos carries the running pods' computed requests from one
 	// loop's snapshot to the next.
 	podInfos *snapshot.PodInfos
+	// requests is this loop's view of the ProvisioningRequests (nil when
+	// they are not served): every simulation books their capacity.
+	requests *provisioning.Loop
 }
 
 // New returns an autoscaler.
@@ -217,6 +224,8 @@ type LoopResult struct {
 	// would have done, WouldCall the provider calls it did not make.
 	DryRun    bool
 	WouldCall []string
+	// ProvisioningRequests are the requests decided this loop.
+	ProvisioningRequests []RequestResult
 }
 
 // readClusterState reads the loop's state; with act, the cluster state's
@@ -273,10 +282,13 @@ func (a *Autoscaler) RunOnce(ctx context.Context) (*LoopResult, error) {
 	}
 
 	var runErr error
-	if len(st.Unschedulable) > 0 {
+	if a.cfg.ProvisioningRequests != nil {
+		runErr = a.serveRequests(ctx, st, res)
+	}
+	if len(st.Unschedulable) > 0 && res.ScaleUp == nil {
 		metrics.UpdateLastTime(metrics.FunctionScaleUp, a.cfg.Now())
 		scaleUpStart := time.Now()
-		runErr = a.scaleUp(ctx, st, res)
+		runErr = errors.Join(runErr, a.scaleUp(ctx, st, res))
 		metrics.UpdateDurationFromStart(metrics.FunctionScaleUp, scaleUpStart)
 	}
 	metrics.UpdateScaleDownInCooldown(a.scaleDownInCooldown())
@@ -307,7 +319,24 @@ func (a *Autoscaler) simulation(ctx context.Context, st *clusterstate.State) (*h
 	if err != nil {
 		return nil, err
 	}
-	return harness.New(ctx, snap, a.cfg.Profile)
+	h, err := harness.New(ctx, snap, a.cfg.Profile)
+	if err != nil {
+		return nil, err
+	}
+	if a.requests != nil {
+		a.bookRequests(ctx, h, st)
+	}
+	return h, nil
+}
+
+// planner is the loop's planner over h for groups.
+func (a *Autoscaler) planner(h *harness.Harness, st *clusterstate.State, groups []*nodegroup.NodeGroup) *scaleup.Planner {
+	p := &scaleup.Planner{Harness: h, Groups: groups, Expander: a.cfg.Expander, MaxNodesTotal: a.cfg.MaxNodesTotal,
+		DaemonSets: st.Objects.DaemonSets, Limits: a.cfg.Limits}
+	if a.cfg.Pods != nil {
+		a.cfg.Pods.Apply(p)
+	}
+	return p
 }
 
 // clusterUnhealthy reports, as CA does, that scale-down is paused.
@@ -353,11 +382,7 @@ func (a *Autoscaler) scaleUpOnce(ctx context.Context, st *clusterstate.State, gr
 		metrics.RegisterError(metrics.ErrorInternal)
 		return true, err
 	}
-	p := &scaleup.Planner{Harness: h, Groups: groups, Expander: a.cfg.Expander, MaxNodesTotal: a.cfg.MaxNodesTotal,
-		DaemonSets: st.Objects.DaemonSets, Limits: a.cfg.Limits}
-	if a.cfg.Pods != nil {
-		a.cfg.Pods.Apply(p)
-	}
+	p := a.planner(h, st, groups)
 	// A plan of many thousands of pods stops when the process is told to
 	// (SIGTERM ends ctx): nothing is asked of the cloud after that.
 	plan, err := p.PlanContext(ctx, oldEnough(ctx, st.Unschedulable, a.cfg.NewPodScaleUpDelay, a.cfg.Now()))

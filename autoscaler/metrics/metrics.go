@@ -123,6 +123,7 @@ type set struct {
 	devicesTotal   *metrics.GaugeVec
 	extendedHelped *metrics.CounterVec
 	unhelpablePods *metrics.GaugeVec
+	provReqs       *metrics.GaugeVec
 	dryRun         *metrics.Gauge
 
 	registerOnce, perGroupOnce sync.Once
@@ -195,6 +196,9 @@ func newSet() *set {
 			"Pending pods asking for a DRA-backed extended resource that an executed scale-up was for, per resource name.", "resource"),
 		unhelpablePods: gaugeVec(draxrNamespace, "unhelpable_pods",
 			"Pending pods no scale-up can help at the last loop, by the planner's reason code.", "reason"),
+		provReqs: gaugeVec(draxrNamespace, "provisioning_requests",
+			"ProvisioningRequests this autoscaler serves, by class and state (Pending, Accepted, CapacityIsNotFound, Provisioned, BookingExpired, Failed), at the last loop.",
+			"provisioning_class", "state"),
 		dryRun: gauge(draxrNamespace, "dry_run",
 			"1 when this autoscaler runs with --dry-run: every other series is what it would have done, nothing was changed."),
 	}
@@ -210,7 +214,7 @@ func (s *set) main() []metrics.Registerable {
 		s.functionDuration, s.functionDurationSummary, s.pendingNodeDeletions, s.errorsTotal, s.scaledUpNodes,
 		s.failedScaleUps, s.failedNodeCreations, s.scaledDownNodes, s.evictedPods, s.unneededNodes, s.unremovableNodes,
 		s.scaleDownInCooldown, s.oldUnregisteredRemoved, s.skippedScaleEvents, s.nodeTaints, s.draTemplateMismatch,
-		s.plannedDevices, s.devicesInUse, s.devicesTotal, s.extendedHelped, s.unhelpablePods, s.dryRun}
+		s.plannedDevices, s.devicesInUse, s.devicesTotal, s.extendedHelped, s.unhelpablePods, s.provReqs, s.dryRun}
 }
 
 func (s *set) perGroup() []metrics.Registerable {
@@ -492,6 +496,17 @@ func UpdateUnhelpablePods(byReason map[string]int) {
 	m.unhelpablePods.Reset()
 	for r, n := range byReason {
 		m.unhelpablePods.WithLabelValues(r).Set(float64(n))
+	}
+}
+
+// UpdateProvisioningRequests replaces the served requests' counts, by
+// {class, state}.
+func UpdateProvisioningRequests(byClassAndState map[[2]string]int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.provReqs.Reset()
+	for k, n := range byClassAndState {
+		m.provReqs.WithLabelValues(k[0], k[1]).Set(float64(n))
 	}
 }
 

@@ -46,6 +46,44 @@ func For(ctx context.Context, names []string, f func(ctx context.Context, name s
 	return errors.Join(errs...)
 }
 
+// AllOrNone runs create for every name as For does; when any fails,
+// remove undoes the ones that succeeded, so that the group is left as it
+// was (an atomic increase). The error names every failure, the
+// create's and any of the rollback's.
+func AllOrNone(ctx context.Context, names []string, create, remove func(ctx context.Context, name string) error) error {
+	created := make([]bool, len(names))
+	index := make(map[string]int, len(names))
+	for i, n := range names {
+		index[n] = i
+	}
+	var mu sync.Mutex
+	err := For(ctx, names, func(ctx context.Context, name string) error {
+		if err := create(ctx, name); err != nil {
+			return err
+		}
+		mu.Lock()
+		created[index[name]] = true
+		mu.Unlock()
+		return nil
+	})
+	if err == nil {
+		return nil
+	}
+	var undo []string
+	for i, ok := range created {
+		if ok {
+			undo = append(undo, names[i])
+		}
+	}
+	// The rollback must run even when ctx ended the create.
+	rbErr := For(context.WithoutCancel(ctx), undo, remove)
+	if rbErr != nil {
+		return errors.Join(fmt.Errorf("atomic increase of %d nodes failed and was rolled back: %w", len(names), err),
+			fmt.Errorf("rollback: %w", rbErr))
+	}
+	return fmt.Errorf("atomic increase of %d nodes failed; the %d created were removed: %w", len(names), len(undo), err)
+}
+
 // CreateNode creates node (status included: a Node may be created with
 // its status, as a kubelet registers) and returns what the API server
 // stored. The server assigns the UID, so any UID node carries is dropped.

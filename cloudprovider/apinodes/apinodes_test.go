@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -29,6 +30,38 @@ func TestForJoinsEveryFailure(t *testing.T) {
 	}
 	if done.Load() != 2 {
 		t.Errorf("%d succeeded, want 2", done.Load())
+	}
+}
+
+// An atomic increase with one failure leaves nothing behind: every name
+// that was created is removed again, and the error says so.
+func TestAllOrNoneRollsBack(t *testing.T) {
+	var mu sync.Mutex
+	live := map[string]bool{}
+	create := func(_ context.Context, name string) error {
+		if name == "bad" {
+			return errors.New("bad: quota exceeded")
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		live[name] = true
+		return nil
+	}
+	remove := func(_ context.Context, name string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		delete(live, name)
+		return nil
+	}
+	err := AllOrNone(context.Background(), []string{"a", "b", "bad", "c"}, create, remove)
+	if err == nil || !strings.Contains(err.Error(), "bad: quota exceeded") || !strings.Contains(err.Error(), "the 3 created were removed") {
+		t.Errorf("error %v, want the failure and the rollback named", err)
+	}
+	if len(live) != 0 {
+		t.Errorf("left after a failed atomic increase: %v, want none", live)
+	}
+	if err := AllOrNone(context.Background(), []string{"a", "b"}, create, remove); err != nil || len(live) != 2 {
+		t.Errorf("all created: err %v, %d live, want nil and 2", err, len(live))
 	}
 }
 

@@ -608,6 +608,14 @@ func (g *group) IncreaseSize(ctx context.Context, delta int) error {
 	})
 }
 
+// AtomicIncreaseSize is IncreaseSize: one write of spec.replicas through
+// the scale subresource asks for all delta machines at once, so the API
+// never holds part of the increase. What the infrastructure provider
+// then creates is up to it (docs/provisioning-requests.md).
+func (g *group) AtomicIncreaseSize(ctx context.Context, delta int) error {
+	return g.IncreaseSize(ctx, delta)
+}
+
 // DecreaseTargetSize gives up on -delta machines that have no node yet;
 // delta is negative, as the NodeGroup contract (and CA's) has it.
 func (g *group) DecreaseTargetSize(ctx context.Context, delta int) error {

@@ -94,6 +94,19 @@ func (g *group) IncreaseSize(_ context.Context, delta int) error {
 	return nil
 }
 
+// AtomicIncreaseSize records the call, all or nothing as the wrapped
+// provider would make it.
+func (g *group) AtomicIncreaseSize(_ context.Context, delta int) error {
+	if delta <= 0 {
+		return fmt.Errorf("node group %s: size increase must be positive, got %d", g.Id(), delta)
+	}
+	if t, err := g.TargetSize(); err == nil && t+delta > g.MaxSize() {
+		return cloudprovider.MaxSizeExceeded(g.Id(), t, delta, g.MaxSize())
+	}
+	g.p.record(Call{Group: g.Id(), Op: "AtomicIncreaseSize", Delta: delta})
+	return nil
+}
+
 func (g *group) DecreaseTargetSize(_ context.Context, delta int) error {
 	if delta >= 0 {
 		return fmt.Errorf("node group %s: target size decrease must be negative, got %d", g.Id(), delta)

@@ -332,6 +332,12 @@ func (g *group) IncreaseSize(ctx context.Context, delta int) error {
 	return mapError("NodeGroupIncreaseSize", g.id, err)
 }
 
+// AtomicIncreaseSize is not in CA's externalgrpc protocol: callers fall
+// back to IncreaseSize, as CA does.
+func (g *group) AtomicIncreaseSize(context.Context, int) error {
+	return cloudprovider.ErrNotImplemented
+}
+
 // DecreaseTargetSize passes the negative delta on; the service refuses
 // to give up registered nodes.
 func (g *group) DecreaseTargetSize(ctx context.Context, delta int) error {

@@ -258,12 +258,41 @@ func (g *group) TargetSize() (int, error) { return len(g.p.names(g.Cfg.Name)), n
 // (as CA) with their slices; nodes created before a failure stay and
 // count.
 func (g *group) IncreaseSize(ctx context.Context, delta int) error {
+	names, err := g.newNames(delta)
+	if err != nil {
+		return err
+	}
+	return apinodes.For(ctx, names, g.createNode)
+}
+
+// AtomicIncreaseSize creates delta nodes, or none: nodes created before a
+// failure are deleted again.
+func (g *group) AtomicIncreaseSize(ctx context.Context, delta int) error {
+	names, err := g.newNames(delta)
+	if err != nil {
+		return err
+	}
+	return apinodes.AllOrNone(ctx, names, g.createNode, g.deleteNode)
+}
+
+func (g *group) deleteNode(ctx context.Context, name string) error {
+	if err := apinodes.Delete(ctx, g.p.opts.Client, name); err != nil {
+		return err
+	}
+	g.p.mu.Lock()
+	delete(g.p.created, name)
+	g.p.mu.Unlock()
+	return nil
+}
+
+// newNames checks delta against the max size and picks delta new names.
+func (g *group) newNames(delta int) ([]string, error) {
 	if delta <= 0 {
-		return fmt.Errorf("node group %s: size increase must be positive, got %d", g.Cfg.Name, delta)
+		return nil, fmt.Errorf("node group %s: size increase must be positive, got %d", g.Cfg.Name, delta)
 	}
 	current := g.p.names(g.Cfg.Name)
 	if len(current)+delta > g.Cfg.Spec.MaxSize {
-		return cloudprovider.MaxSizeExceeded(g.Cfg.Name, len(current), delta, g.Cfg.Spec.MaxSize)
+		return nil, cloudprovider.MaxSizeExceeded(g.Cfg.Name, len(current), delta, g.Cfg.Spec.MaxSize)
 	}
 	names := make([]string, 0, delta)
 	taken := map[string]bool{}
@@ -275,7 +304,7 @@ func (g *group) IncreaseSize(ctx context.Context, delta int) error {
 		taken[name] = true
 		names = append(names, name)
 	}
-	return apinodes.For(ctx, names, g.createNode)
+	return names, nil
 }
 
 func (g *group) createNode(ctx context.Context, name string) error {

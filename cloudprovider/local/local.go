@@ -184,17 +184,9 @@ func (g *group) names() map[string]bool {
 }
 
 func (g *group) IncreaseSize(ctx context.Context, delta int) error {
-	if delta <= 0 {
-		return fmt.Errorf("node group %s: size increase must be positive, got %d", g.Cfg.Name, delta)
-	}
-	current := g.names()
-	if len(current)+delta > g.Cfg.Spec.MaxSize {
-		return cloudprovider.MaxSizeExceeded(g.Cfg.Name, len(current), delta, g.Cfg.Spec.MaxSize)
-	}
-	next := nextIndex(g.Cfg.Name, current)
-	names := make([]string, delta)
-	for i := range names {
-		names[i] = fmt.Sprintf("%s-%d", g.Cfg.Name, next+i)
+	names, err := g.newNames(delta)
+	if err != nil {
+		return err
 	}
 	if l := g.p.opts.Launcher; l != nil {
 		// Machines start one at a time: a launcher may share local
@@ -207,6 +199,53 @@ func (g *group) IncreaseSize(ctx context.Context, delta int) error {
 		return nil
 	}
 	return apinodes.For(ctx, names, g.createNode)
+}
+
+// AtomicIncreaseSize creates delta nodes, or none: machines started or
+// nodes created before a failure are removed again.
+func (g *group) AtomicIncreaseSize(ctx context.Context, delta int) error {
+	names, err := g.newNames(delta)
+	if err != nil {
+		return err
+	}
+	if l := g.p.opts.Launcher; l != nil {
+		// One at a time, as IncreaseSize starts them.
+		for i, name := range names {
+			if err := l.Start(ctx, g.Cfg, name, g.providerID(name)); err != nil {
+				err = fmt.Errorf("node group %s: start node %s: %w", g.Cfg.Name, name, err)
+				var undo []error
+				for _, started := range names[:i] {
+					if serr := l.Stop(context.WithoutCancel(ctx), started); serr != nil {
+						undo = append(undo, fmt.Errorf("node %s: stop machine: %w", started, serr))
+					} else if derr := apinodes.Delete(context.WithoutCancel(ctx), g.p.opts.Client, started); derr != nil {
+						undo = append(undo, derr)
+					}
+				}
+				return errors.Join(append([]error{fmt.Errorf("atomic increase of %d nodes failed; the %d started were stopped: %w", delta, i, err)}, undo...)...)
+			}
+		}
+		return nil
+	}
+	return apinodes.AllOrNone(ctx, names, g.createNode, func(ctx context.Context, name string) error {
+		return apinodes.Delete(ctx, g.p.opts.Client, name)
+	})
+}
+
+// newNames checks delta against the max size and names the new nodes.
+func (g *group) newNames(delta int) ([]string, error) {
+	if delta <= 0 {
+		return nil, fmt.Errorf("node group %s: size increase must be positive, got %d", g.Cfg.Name, delta)
+	}
+	current := g.names()
+	if len(current)+delta > g.Cfg.Spec.MaxSize {
+		return nil, cloudprovider.MaxSizeExceeded(g.Cfg.Name, len(current), delta, g.Cfg.Spec.MaxSize)
+	}
+	next := nextIndex(g.Cfg.Name, current)
+	names := make([]string, delta)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-%d", g.Cfg.Name, next+i)
+	}
+	return names, nil
 }
 
 func (g *group) providerID(name string) string { return ProviderIDPrefix + g.Cfg.Name + "/" + name }

@@ -110,6 +110,20 @@ func (m *MockNodeGroup) EXPECT() *MockNodeGroupMockRecorder {
 	return m.recorder
 }
 
+// AtomicIncreaseSize mocks base method.
+func (m *MockNodeGroup) AtomicIncreaseSize(ctx context.Context, delta int) error {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "AtomicIncreaseSize", ctx, delta)
+	ret0, _ := ret[0].(error)
+	return ret0
+}
+
+// AtomicIncreaseSize indicates an expected call of AtomicIncreaseSize.
+func (mr *MockNodeGroupMockRecorder) AtomicIncreaseSize(ctx, delta any) *gomock.Call {
+	mr.mock.ctrl.T.Helper()
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "AtomicIncreaseSize", reflect.TypeOf((*MockNodeGroup)(nil).AtomicIncreaseSize), ctx, delta)
+}
+
 // DecreaseTargetSize mocks base method.
 func (m *MockNodeGroup) DecreaseTargetSize(ctx context.Context, delta int) error {
 	m.ctrl.T.Helper()

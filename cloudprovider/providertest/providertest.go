@@ -106,6 +106,28 @@ func rows() []row {
 				t.Errorf("target after a refused increase = %d, want 1", got)
 			}
 		}},
+		{"AtomicIncreaseSize adds all the nodes (or IncreaseSize does, where not implemented)", func(ctx context.Context, t *testing.T, e *Env) {
+			atomic, err := cloudprovider.IncreaseAtomically(ctx, group(t, e, e.Group), 2)
+			if err != nil {
+				t.Fatalf("atomic increase (atomic=%v): %v", atomic, err)
+			}
+			if got := target(ctx, t, e, e.Group); got != 3 {
+				t.Errorf("target after an atomic +2 = %d, want 3", got)
+			}
+		}},
+		{"AtomicIncreaseSize above max adds none, typed", func(ctx context.Context, t *testing.T, e *Env) {
+			err := group(t, e, e.Group).AtomicIncreaseSize(ctx, 3)
+			if errors.Is(err, cloudprovider.ErrNotImplemented) {
+				return // the fallback's refusal is IncreaseSize's row
+			}
+			var pe *cloudprovider.Error
+			if !errors.As(err, &pe) || pe.Code != cloudprovider.CodeMaxSizeExceeded {
+				t.Errorf("AtomicIncreaseSize(3) at 1 of max 3: %v, want a %s error", err, cloudprovider.CodeMaxSizeExceeded)
+			}
+			if got := target(ctx, t, e, e.Group); got != 1 {
+				t.Errorf("target after a refused atomic increase = %d, want 1 (none of the nodes)", got)
+			}
+		}},
 		{"IncreaseSize of zero refused", func(ctx context.Context, t *testing.T, e *Env) {
 			if err := group(t, e, e.Group).IncreaseSize(ctx, 0); err == nil {
 				t.Error("IncreaseSize(0) succeeded")

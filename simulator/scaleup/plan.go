@@ -99,6 +99,13 @@ type Planner struct {
 	// ExpendablePodsPriorityCutoff: pods whose priority is below it get no
 	// scale-up (CA's --expendable-pods-priority-cutoff); nil: none.
 	ExpendablePodsPriorityCutoff *int32
+	// AllOrNothing plans the pods as one: what does not fit existing nodes
+	// is placed on new nodes of one group (and the similar groups it is
+	// balanced with) in a single step, or no node is planned at all and
+	// every such pod says, per group, what was short (CA's allOrNothing
+	// scale-up, used for best-effort-atomic ProvisioningRequests and
+	// gangs).
+	AllOrNothing bool
 
 	// exhaustiveScored makes the scored check schedule every pod against
 	// every new node (estimator.BinPacking.Scored), for tests that hold
@@ -136,6 +143,13 @@ func (p *Planner) PlanContext(ctx context.Context, pending []*v1.Pod) (*Plan, er
 		return nil, err
 	}
 	remaining = SortLargestFirst(remaining, st.kinds)
+	if p.AllOrNothing {
+		if err := p.planAllOrNothing(ctx, st, remaining, plan); err != nil {
+			return nil, err
+		}
+		plan.Groups = st.describe()
+		return plan, nil
+	}
 	for loop := 0; len(remaining) > 0; loop++ {
 		best, ok, err := p.bestOption(ctx, st, remaining)
 		if err != nil {
@@ -254,6 +268,12 @@ func (p *Planner) placeOnExisting(ctx context.Context, pods []*v1.Pod, plan *Pla
 // bestOption evaluates every group with room on a fork and asks the
 // expander to choose among those that help at least one pod.
 func (p *Planner) bestOption(ctx context.Context, st *state, pods []*v1.Pod) (expander.Option, bool, error) {
+	return p.bestOptionFor(ctx, st, pods, 1)
+}
+
+// bestOptionFor is bestOption among the groups that help at least need
+// pods.
+func (p *Planner) bestOptionFor(ctx context.Context, st *state, pods []*v1.Pod, need int) (expander.Option, bool, error) {
 	var options []expander.Option
 	// Groups with the same template and the same room give the same answer
 	// but for their name: estimate one of them.
@@ -270,7 +290,7 @@ func (p *Planner) bestOption(ctx context.Context, st *state, pods []*v1.Pod) (ex
 		key := fmt.Sprintf("%s/%d", st.signature[g.Name], room)
 		if a, ok := seen[key]; ok && !estimator.SelectsNodesByName(pods) {
 			st.copyVerdicts(a.group, g.Name)
-			if a.option.PodCount > 0 {
+			if a.option.PodCount >= need {
 				o := a.option
 				o.Group = g.Name
 				options = append(options, o)
@@ -287,7 +307,7 @@ func (p *Planner) bestOption(ctx context.Context, st *state, pods []*v1.Pod) (ex
 		o := expander.Option{Group: g.Name, NewNodes: len(res.NewNodes), PodCount: len(res.Placed), Waste: waste(snap, res)}
 		snap.Revert()
 		seen[key] = answer{option: o, group: g.Name}
-		if o.PodCount > 0 {
+		if o.PodCount >= need {
 			options = append(options, o)
 		}
 	}

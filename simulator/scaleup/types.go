@@ -66,6 +66,9 @@ const (
 	// cluster-wide maximum (--cores-total, --memory-total, --gpu-total);
 	// the message has CA's wording, "max cluster cpu limit reached".
 	ResourceLimitReached ReasonCode = "ResourceLimitReached"
+	// MaxNodesPerScaleUpReached: an all-or-nothing scale-up needs more
+	// nodes than --max-nodes-per-scaleup allows in one step.
+	MaxNodesPerScaleUpReached ReasonCode = "MaxNodesPerScaleUpReached"
 	// IdleDevicesAvoided: a device node is not opened for a pod that uses
 	// no devices.
 	IdleDevicesAvoided ReasonCode = "IdleDevicesAvoided"

@@ -34,7 +34,10 @@ const ProviderIDPrefix = "fake:///"
 
 // Faults are what a group does wrong.
 type Faults struct {
-	IncreaseSizeErr       error
+	IncreaseSizeErr error
+	// AtomicIncreaseSizeErr fails AtomicIncreaseSize (nothing is added);
+	// ErrNotImplemented makes the group one that cannot promise it.
+	AtomicIncreaseSizeErr error
 	DeleteNodesErr        error
 	DecreaseTargetSizeErr error
 	TargetSizeErr         error
@@ -185,6 +188,7 @@ type Group struct {
 	instances  []*instance
 	next       int
 	increases  []int
+	atomic     []int
 	decreases  []int
 	deleted    []string
 	calledFail []string
@@ -205,6 +209,14 @@ func (g *Group) Increases() []int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return append([]int(nil), g.increases...)
+}
+
+// AtomicIncreases lists the successful AtomicIncreaseSize deltas (they
+// are not in Increases).
+func (g *Group) AtomicIncreases() []int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]int(nil), g.atomic...)
 }
 
 // Decreases lists the successful DecreaseTargetSize deltas.
@@ -252,6 +264,31 @@ func (g *Group) IncreaseSize(_ context.Context, delta int) error {
 		g.calledFail = append(g.calledFail, fmt.Sprintf("IncreaseSize(%d)", delta))
 		return g.faults.IncreaseSizeErr
 	}
+	if err := g.add(delta); err != nil {
+		return err
+	}
+	g.increases = append(g.increases, delta)
+	return nil
+}
+
+// AtomicIncreaseSize adds delta instances, or none with the injected
+// error.
+func (g *Group) AtomicIncreaseSize(_ context.Context, delta int) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.faults.AtomicIncreaseSizeErr != nil {
+		g.calledFail = append(g.calledFail, fmt.Sprintf("AtomicIncreaseSize(%d)", delta))
+		return g.faults.AtomicIncreaseSizeErr
+	}
+	if err := g.add(delta); err != nil {
+		return err
+	}
+	g.atomic = append(g.atomic, delta)
+	return nil
+}
+
+// add creates delta instances; g.mu is held.
+func (g *Group) add(delta int) error {
 	if delta <= 0 {
 		return fmt.Errorf("node group %s: size increase must be positive, got %d", g.cfg.Name, delta)
 	}
@@ -264,7 +301,6 @@ func (g *Group) IncreaseSize(_ context.Context, delta int) error {
 		g.instances = append(g.instances, &instance{name: name, providerID: ProviderIDPrefix + g.cfg.Name + "/" + name,
 			created: g.p.now(), errInfo: g.faults.InstanceError, faults: g.faults})
 	}
-	g.increases = append(g.increases, delta)
 	return nil
 }
 

@@ -1,0 +1,227 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	prv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
+	"k8s.io/klog/v2"
+
+	"draxr.dev/draxr/autoscaler/clusterstate"
+	"draxr.dev/draxr/autoscaler/metrics"
+	"draxr.dev/draxr/autoscaler/provisioning"
+	"draxr.dev/draxr/cloudprovider"
+	"draxr.dev/draxr/simulator/harness"
+	"draxr.dev/draxr/simulator/provreq"
+)
+
+// RequestResult is what the loop made of one ProvisioningRequest.
+type RequestResult struct {
+	Namespace             string `json:"namespace"`
+	Name                  string `json:"name"`
+	ProvisioningClassName string `json:"provisioningClassName"`
+	// Condition is the condition set: Provisioned or Failed.
+	Condition metav1.Condition `json:"condition"`
+	// ScaleUp is the atomic scale-up asked for (none for check-capacity).
+	ScaleUp []RequestScaleUp `json:"scaleUp,omitempty"`
+}
+
+// RequestScaleUp is one group's share of a request's atomic scale-up.
+type RequestScaleUp struct {
+	NodeGroup string `json:"nodeGroup"`
+	NewNodes  int    `json:"newNodes"`
+	// Atomic says whether the provider promised all or nothing (false:
+	// it fell back to IncreaseSize).
+	Atomic bool `json:"atomic"`
+}
+
+// maxConsumerEvents bounds the events on consuming pods a loop, as CA's.
+const maxConsumerEvents = 50
+
+// serveRequests is the loop's ProvisioningRequest step: timers, then the
+// requests to decide on a simulation that books the capacity of the
+// provisioned ones; an atomic scale-up is executed here (and is then the
+// loop's scale-up). Pods that consume a request never drive a regular
+// scale-up: they are dropped from st.Unschedulable.
+func (a *Autoscaler) serveRequests(ctx context.Context, st *clusterstate.State, res *LoopResult) error {
+	a.requests = nil
+	l, err := a.cfg.ProvisioningRequests.Start(ctx, st.Objects.RunningPods, a.cfg.Now())
+	if err != nil {
+		metrics.RegisterError(metrics.ErrorAPICall)
+		return err
+	}
+	a.requests = l
+	a.dropConsumers(st)
+	todo := l.ToDecide()
+	if len(todo) > 0 {
+		if err := a.decideRequests(ctx, st, l, todo, res); err != nil {
+			l.Errors = append(l.Errors, err)
+		}
+	}
+	l.Log(ctx)
+	metrics.UpdateProvisioningRequests(requestCounts(l.Served))
+	return l.Err()
+}
+
+// dropConsumers takes pods that consume a ProvisioningRequest out of the
+// regular scale-up, with an event on each (at most maxConsumerEvents).
+func (a *Autoscaler) dropConsumers(st *clusterstate.State) {
+	kept := st.Unschedulable[:0:0]
+	events := 0
+	for _, pod := range st.Unschedulable {
+		name := provreq.ConsumedRequest(pod)
+		if name == "" {
+			kept = append(kept, pod)
+			continue
+		}
+		if events < maxConsumerEvents && a.cfg.Recorder != nil {
+			events++
+			a.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, EventNotTriggerScaleUp,
+				"Unschedulable pod didn't trigger scale-up, because it's consuming ProvisioningRequest %s/%s", pod.Namespace, name)
+		}
+	}
+	st.Unschedulable = kept
+}
+
+// bookRequests places the pods of provisioned requests (less what real
+// pods consume) in h's snapshot. A request whose pods cannot be built
+// fails (FailedToBookCapacity).
+func (a *Autoscaler) bookRequests(ctx context.Context, h *harness.Harness, st *clusterstate.State) {
+	booked := a.requests.Booked()
+	if len(booked) == 0 {
+		return
+	}
+	engine := provreq.Engine{Planner: a.planner(h, st, nil), Templates: a.cfg.ProvisioningRequests.Templates}
+	for _, b := range engine.Book(ctx, booked, a.requests.Consumers) {
+		if b.Err == nil {
+			klog.FromContext(ctx).V(4).Info("Booked ProvisioningRequest capacity", "request", provreq.Key(b.Request),
+				"booked", b.Booked, "unplaced", b.Unplaced, "consumed", b.Consumed)
+			continue
+		}
+		if _, bad := errors.AsType[*provreq.InvalidError](b.Err); bad {
+			a.requests.Record(ctx, provreq.Decision{Request: b.Request, Condition: provreq.Condition{Type: prv1.Failed,
+				Status: metav1.ConditionTrue, Reason: provreq.ReasonFailedToBookCapacity, Message: "Couldn't create pods: " + b.Err.Error()}})
+			continue
+		}
+		a.requests.Errors = append(a.requests.Errors, fmt.Errorf("book ProvisioningRequest %s: %w", provreq.Key(b.Request), b.Err))
+	}
+}
+
+// decideRequests decides todo in order, on one simulation: a request
+// found or provisioned keeps its pods in it, so the next one in a batch
+// cannot take the same room.
+func (a *Autoscaler) decideRequests(ctx context.Context, st *clusterstate.State, l *provisioning.Loop, todo []*prv1.ProvisioningRequest,
+	res *LoopResult) error {
+	h, err := a.simulation(ctx, st)
+	if err != nil {
+		metrics.RegisterError(metrics.ErrorInternal)
+		return err
+	}
+	engine := provreq.Engine{Planner: a.planner(h, st, st.ScaleUpEligible()), Templates: a.cfg.ProvisioningRequests.Templates}
+	start := time.Now()
+	var errs []error
+	for i, pr := range todo {
+		if i > 0 && time.Since(start) > l.Timebox() {
+			break // the rest wait for the next loop, as in CA
+		}
+		pr = l.Accept(ctx, pr)
+		d, err := engine.Decide(ctx, pr)
+		if err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			metrics.RegisterError(metrics.ErrorInternal)
+			d = provreq.Decision{Request: pr, Condition: provreq.Condition{Type: prv1.Provisioned, Status: metav1.ConditionFalse,
+				Reason: provreq.ReasonFailedToCheckCapacity, Message: "Failed to check pre-existing capacity in the cluster: " + err.Error()}}
+			errs = append(errs, fmt.Errorf("ProvisioningRequest %s: %w", provreq.Key(pr), err))
+		}
+		rr := RequestResult{Namespace: pr.Namespace, Name: pr.Name, ProvisioningClassName: pr.Spec.ProvisioningClassName}
+		if len(d.ScaleUps) > 0 {
+			var sus []RequestScaleUp
+			d, sus = a.scaleUpAtomically(ctx, st, d, res)
+			rr.ScaleUp = sus
+		}
+		pr = l.Record(ctx, d)
+		rr.Condition = conditionOf(pr, d.Condition.Type)
+		res.ProvisioningRequests = append(res.ProvisioningRequests, rr)
+		if len(d.ScaleUps) > 0 {
+			break // one scale-up a loop
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// scaleUpAtomically asks the decision's groups for their nodes, all or
+// nothing where the provider can promise it. A refusal backs the group
+// off, and the request is retried (CapacityIsNotFound).
+func (a *Autoscaler) scaleUpAtomically(ctx context.Context, st *clusterstate.State, d provreq.Decision, res *LoopResult) (provreq.Decision, []RequestScaleUp) {
+	var done []RequestScaleUp
+	var texts []string
+	for i, su := range d.ScaleUps {
+		group := a.group(su.NodeGroup)
+		if group == nil {
+			return provreq.ScaleUpFailed(d, fmt.Errorf("node group %s is gone", su.NodeGroup)), done
+		}
+		target, err := group.TargetSize()
+		var atomic bool
+		if err == nil {
+			atomic, err = cloudprovider.IncreaseAtomically(ctx, group, su.NewNodes)
+		}
+		if err != nil {
+			metrics.RegisterError(metrics.ErrorCloudProvider)
+			a.clusterState.RegisterFailedScaleUp(su.NodeGroup, err, a.cfg.Now())
+			res.FailedScaleUps = append(res.FailedScaleUps, su.NodeGroup)
+			err = fmt.Errorf("scale up node group %s by %d: %w", su.NodeGroup, su.NewNodes, err)
+			if i > 0 {
+				// The balanced groups before it stand: what they added
+				// is upcoming for the next try.
+				err = fmt.Errorf("%w (after %s)", err, strings.Join(texts, ", "))
+			}
+			return provreq.ScaleUpFailed(d, err), done
+		}
+		a.recordScaleUp(su, target, group.MaxSize(), nil, st, res)
+		if res.ScaleUp == nil {
+			first := su
+			res.ScaleUp = &first
+		}
+		done = append(done, RequestScaleUp{NodeGroup: su.NodeGroup, NewNodes: su.NewNodes, Atomic: atomic})
+		texts = append(texts, fmt.Sprintf("%s %d->%d", su.NodeGroup, target, target+su.NewNodes))
+	}
+	if a.cfg.Recorder != nil {
+		a.cfg.Recorder.Eventf(requestRef(d.Request), v1.EventTypeNormal, EventTriggeredScaleUp,
+			"ProvisioningRequest triggered scale-up: [%s]", strings.Join(texts, ", "))
+	}
+	return d, done
+}
+
+// requestRef is the request with its kind set, so that the event
+// recorder can name it without its type in the scheme.
+func requestRef(pr *prv1.ProvisioningRequest) *prv1.ProvisioningRequest {
+	out := pr.DeepCopy()
+	out.APIVersion, out.Kind = prv1.SchemeGroupVersion.String(), "ProvisioningRequest"
+	return out
+}
+
+func conditionOf(pr *prv1.ProvisioningRequest, t string) metav1.Condition {
+	for _, c := range pr.Status.Conditions {
+		if c.Type == t {
+			return c
+		}
+	}
+	return metav1.Condition{Type: t}
+}
+
+// requestCounts counts requests by class and by the condition that
+// describes them now.
+func requestCounts(prs []*prv1.ProvisioningRequest) map[[2]string]int {
+	out := map[[2]string]int{}
+	for _, pr := range prs {
+		out[[2]string{pr.Spec.ProvisioningClassName, provreq.State(pr)}]++
+	}
+	return out
+}
