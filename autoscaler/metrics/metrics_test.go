@@ -50,6 +50,7 @@ func exported(t *testing.T) map[string]*dto.MetricFamily {
 	UpdateDevices(map[string]int{"gpu.example.com": 8}, map[string]int{"gpu.example.com": 8})
 	RegisterExtendedResourcePodsHelped(map[string]int{"example.com/gpu": 1})
 	UpdateUnhelpablePods(map[string]int{"MaxSizeReached": 1})
+	UpdateProvisioningRequests(map[[2]string]int{{"check-capacity.autoscaling.x-k8s.io", "Provisioned"}: 1})
 
 	families, err := legacyregistry.DefaultGatherer.Gather()
 	if err != nil {
