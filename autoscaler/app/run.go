@@ -280,7 +280,11 @@ func newProvisioningRequests(ctx context.Context, o *options, cfg *rest.Config, 
 	if !o.enableProvisioningRequests {
 		return nil, nil, nil
 	}
-	client, err := prclient.NewForConfig(cfg)
+	// A CRD is served in JSON only (the clientset's default may be
+	// protobuf, from --kube-api-content-type).
+	jsonCfg := rest.CopyConfig(cfg)
+	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = "application/json", "application/json"
+	client, err := prclient.NewForConfig(jsonCfg)
 	if err != nil {
 		return nil, nil, err
 	}

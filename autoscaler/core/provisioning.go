@@ -129,7 +129,9 @@ func (a *Autoscaler) decideRequests(ctx context.Context, st *clusterstate.State,
 		if i > 0 && time.Since(start) > l.Timebox() {
 			break // the rest wait for the next loop, as in CA
 		}
-		pr = l.Accept(ctx, pr)
+		if pr = l.Accept(ctx, pr); pr == nil {
+			continue
+		}
 		d, err := engine.Decide(ctx, pr)
 		if err != nil {
 			if ctx.Err() != nil {

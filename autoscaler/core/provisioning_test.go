@@ -10,6 +10,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -63,6 +64,19 @@ func (s *requestStore) UpdateStatus(_ context.Context, pr *prv1.ProvisioningRequ
 	s.writes++
 	out.ResourceVersion = strconv.Itoa(s.rv)
 	return out, s.indexer.Update(out)
+}
+
+func (s *requestStore) Get(_ context.Context, namespace, name string) (*prv1.ProvisioningRequest, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	obj, ok, err := s.indexer.GetByKey(namespace + "/" + name)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, apierrors.NewNotFound(prv1.Resource("provisioningrequests"), name)
+	}
+	return obj.(*prv1.ProvisioningRequest).DeepCopy(), nil
 }
 
 func (s *requestStore) Delete(_ context.Context, namespace, name string) error {

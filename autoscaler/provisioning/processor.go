@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -57,8 +58,10 @@ const (
 	DefaultBatchTimebox     = 10 * time.Second
 )
 
-// Client writes requests: their status, and deletes finished ones.
+// Client reads one request fresh, writes requests' status and deletes
+// finished ones.
 type Client interface {
+	Get(ctx context.Context, namespace, name string) (*prv1.ProvisioningRequest, error)
 	UpdateStatus(ctx context.Context, pr *prv1.ProvisioningRequest) (*prv1.ProvisioningRequest, error)
 	Delete(ctx context.Context, namespace, name string) error
 }
@@ -70,6 +73,10 @@ type clientsetWriter struct{ c prclient.Interface }
 
 func (w clientsetWriter) UpdateStatus(ctx context.Context, pr *prv1.ProvisioningRequest) (*prv1.ProvisioningRequest, error) {
 	return w.c.AutoscalingV1().ProvisioningRequests(pr.Namespace).UpdateStatus(ctx, pr, metav1.UpdateOptions{FieldManager: "draxr-autoscaler"})
+}
+
+func (w clientsetWriter) Get(ctx context.Context, namespace, name string) (*prv1.ProvisioningRequest, error) {
+	return w.c.AutoscalingV1().ProvisioningRequests(namespace).Get(ctx, name, metav1.GetOptions{})
 }
 
 func (w clientsetWriter) Delete(ctx context.Context, namespace, name string) error {
@@ -85,14 +92,16 @@ type Processor struct {
 	mu      sync.Mutex
 	backoff *backoffCache
 	// written is, by UID, the request as last written and the resource
-	// version it had before: while the cache still shows that version,
-	// the written copy is the truth.
+	// versions before it: while the cache still shows one of those, the
+	// written copy is the truth.
 	written map[types.UID]writtenRequest
 }
 
 type writtenRequest struct {
-	before string
+	before []string
 	pr     *prv1.ProvisioningRequest
+	// unsaved: the write failed; the next loop writes it again.
+	unsaved bool
 }
 
 // New returns a processor; zero values take CA's defaults.
@@ -159,10 +168,17 @@ func (p *Processor) Start(ctx context.Context, running []*v1.Pod, now time.Time)
 		}
 	}
 	p.mu.Lock()
+	var unsaved []*prv1.ProvisioningRequest
 	for i, pr := range all {
 		all[i] = p.current(pr)
+		if w, ok := p.written[pr.UID]; ok && w.unsaved {
+			unsaved = append(unsaved, w.pr)
+		}
 	}
 	p.mu.Unlock()
+	for _, pr := range unsaved {
+		l.save(ctx, pr, "retry")
+	}
 	provreq.Order(all)
 	for _, pr := range all {
 		if !p.serving.Serves(pr) {
@@ -191,27 +207,45 @@ func (p *Processor) current(pr *prv1.ProvisioningRequest) *prv1.ProvisioningRequ
 	if !ok {
 		return pr
 	}
-	if pr.ResourceVersion == w.before {
+	if slices.Contains(w.before, pr.ResourceVersion) {
 		return w.pr
 	}
 	delete(p.written, pr.UID)
 	return pr
 }
 
-// write sets c on pr and writes the status; on failure the change is
-// still this loop's truth (and reported), and the next loop tries again.
+// write sets c on pr and writes the status. On failure the change is
+// still the processor's truth (a decision is never made twice because a
+// write failed) and the next loops write it again.
 func (l *Loop) write(ctx context.Context, pr *prv1.ProvisioningRequest, c provreq.Condition) *prv1.ProvisioningRequest {
 	out := pr.DeepCopy()
 	provreq.Set(out, c, l.now)
 	l.Changed[provreq.Key(pr)] = c
-	updated, err := l.p.cfg.Client.UpdateStatus(ctx, out)
-	if err != nil {
-		l.Errors = append(l.Errors, fmt.Errorf("ProvisioningRequest %s: write %s=%s (%s): %w", provreq.Key(pr), c.Type, c.Status, c.Reason, err))
-		return out
-	}
+	return l.save(ctx, out, fmt.Sprintf("write %s=%s (%s)", c.Type, c.Status, c.Reason))
+}
+
+// save writes pr's status and remembers it as written, or as unsaved. A
+// conflict means the request changed meanwhile: what was to be saved is
+// dropped and the next loop reads it afresh.
+func (l *Loop) save(ctx context.Context, pr *prv1.ProvisioningRequest, what string) *prv1.ProvisioningRequest {
+	updated, err := l.p.cfg.Client.UpdateStatus(ctx, pr)
 	l.p.mu.Lock()
-	l.p.written[pr.UID] = writtenRequest{before: pr.ResourceVersion, pr: updated}
-	l.p.mu.Unlock()
+	defer l.p.mu.Unlock()
+	before := []string{pr.ResourceVersion}
+	if w, ok := l.p.written[pr.UID]; ok && w.pr.ResourceVersion == pr.ResourceVersion {
+		// Written on top of an earlier write the cache may not show yet.
+		before = append(w.before, before...)
+	}
+	if err != nil {
+		l.Errors = append(l.Errors, fmt.Errorf("ProvisioningRequest %s: %s: %w", provreq.Key(pr), what, err))
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			delete(l.p.written, pr.UID)
+		} else {
+			l.p.written[pr.UID] = writtenRequest{before: before, pr: pr, unsaved: true}
+		}
+		return pr
+	}
+	l.p.written[pr.UID] = writtenRequest{before: before, pr: updated}
 	return updated
 }
 
@@ -272,12 +306,25 @@ func (l *Loop) available(pr *prv1.ProvisioningRequest) bool {
 // Timebox is how long a loop may spend deciding a batch.
 func (l *Loop) Timebox() time.Duration { return l.p.cfg.BatchTimebox }
 
-// Accept marks pr Accepted (CA sets it when it takes the request up).
+// Accept takes pr up: it is read again from the API server (a cache
+// behind a write of this or another replica must not have it decided
+// twice) and marked Accepted, as CA does. nil means it is not to be
+// decided now (gone, or decided meanwhile).
 func (l *Loop) Accept(ctx context.Context, pr *prv1.ProvisioningRequest) *prv1.ProvisioningRequest {
-	if provreq.IsTrue(pr, prv1.Accepted) {
-		return pr
+	fresh, err := l.p.cfg.Client.Get(ctx, pr.Namespace, pr.Name)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		l.Errors = append(l.Errors, fmt.Errorf("read ProvisioningRequest %s: %w", provreq.Key(pr), err))
+		return nil
+	case fresh.UID != pr.UID || !l.available(fresh):
+		return nil
 	}
-	return l.write(ctx, pr, provreq.Condition{Type: prv1.Accepted, Status: metav1.ConditionTrue, Reason: provreq.ReasonAccepted,
+	if provreq.IsTrue(fresh, prv1.Accepted) {
+		return fresh
+	}
+	return l.write(ctx, fresh, provreq.Condition{Type: prv1.Accepted, Status: metav1.ConditionTrue, Reason: provreq.ReasonAccepted,
 		Message: "ProvisioningRequest is accepted by draxr-autoscaler"})
 }
 

@@ -41,6 +41,7 @@ func autoscalerUses() []use {
 		apinodes  = "cloudprovider/apinodes/apinodes.go"
 		kwok      = "cloudprovider/kwok/kwok.go"
 		kwokTmpl  = "cloudprovider/kwok/templates.go"
+		provReq   = "autoscaler/provisioning/processor.go"
 	)
 	return []use{
 		{"workload", "cluster", "", "nodes", "list watch", informers, "f.Core().V1().Nodes().Lister()"},
@@ -99,6 +100,15 @@ func autoscalerUses() []use {
 		{"workload", "cluster", "", "nodes", "list watch", run, "Nodes: factory.Core().V1().Nodes().Lister()"},
 		{"workload", "cluster", "resource.k8s.io", "resourceslices", "list watch", run, "Slices: factory.Resource().V1().ResourceSlices().Lister()"},
 
+		// ProvisioningRequests (--enable-provisioning-requests): the
+		// informer, a discovery check at start-up, status writes and the
+		// deletion of finished requests; PodTemplates from the informer.
+		{"provreq", "cluster", "autoscaling.x-k8s.io", "provisioningrequests", "list watch", run, "prFactory.Autoscaling().V1().ProvisioningRequests().Lister()"},
+		{"provreq", "cluster", "autoscaling.x-k8s.io", "provisioningrequests", "get", provReq, "Get(ctx, name, metav1.GetOptions{})"},
+		{"provreq", "cluster", "autoscaling.x-k8s.io", "provisioningrequests/status", "update", provReq, "w.c.AutoscalingV1().ProvisioningRequests(pr.Namespace).UpdateStatus(ctx"},
+		{"provreq", "cluster", "autoscaling.x-k8s.io", "provisioningrequests", "delete", provReq, "w.c.AutoscalingV1().ProvisioningRequests(namespace).Delete(ctx"},
+		{"provreq", "cluster", "", "podtemplates", "list watch", run, "factory.Core().V1().PodTemplates().Lister()"},
+
 		// The clusterapi provider, in the management cluster.
 		{"clusterapi", "cluster", "cluster.x-k8s.io", "machinedeployments machinesets machinepools machines", "list", capi,
 			"p.opts.Dynamic.Resource(gvr).Namespace(ns).List(ctx"},
@@ -152,7 +162,7 @@ func TestRBACUsesAreInTheCode(t *testing.T) {
 // (c.CoreV1().Pods(ns).Delete(...)); informerCall an informer's Lister or
 // Informer (list and watch).
 var (
-	typedCall    = regexp.MustCompile(`\.(CoreV1|ResourceV1|PolicyV1|AppsV1|CoordinationV1)\(\)\.(\w+)\([^()]*\)\.(\w+)\(`)
+	typedCall    = regexp.MustCompile(`\.(CoreV1|ResourceV1|PolicyV1|AppsV1|CoordinationV1|AutoscalingV1)\(\)\.(\w+)\([^()]*\)\.(\w+)\(`)
 	informerCall = regexp.MustCompile(`\.(\w+)\(\)\.(Lister|Informer)\(\)`)
 )
 
@@ -167,6 +177,7 @@ func TestRBACCodeCallsAreUses(t *testing.T) {
 		"ResourceSlices": {"resource.k8s.io", "resourceslices"}, "DeviceClasses": {"resource.k8s.io", "deviceclasses"},
 		"ResourceClaims": {"resource.k8s.io", "resourceclaims"}, "ResourceClaimTemplates": {"resource.k8s.io", "resourceclaimtemplates"},
 		"DeviceTaintRules": {"resource.k8s.io", "devicetaintrules"},
+		"PodTemplates":     {"", "podtemplates"}, "ProvisioningRequests": {"autoscaling.x-k8s.io", "provisioningrequests"},
 	}
 	verbs := map[string]string{"Get": "get", "List": "list", "Watch": "watch", "Create": "create", "Update": "update",
 		"UpdateStatus": "update", "Patch": "patch", "Delete": "delete", "DeleteCollection": "deletecollection", "Evict": "create"}
@@ -180,7 +191,7 @@ func TestRBACCodeCallsAreUses(t *testing.T) {
 	}
 	var files []string
 	for _, dir := range []string{"autoscaler/app", "autoscaler/core", "autoscaler/clusterstate", "cloudprovider/local", "cloudprovider/clusterapi",
-		"cloudprovider/externalgrpc", "cloudprovider/apinodes", "cloudprovider/kwok"} {
+		"cloudprovider/externalgrpc", "cloudprovider/apinodes", "cloudprovider/kwok", "autoscaler/provisioning"} {
 		m, err := filepath.Glob(filepath.Join(root, dir, "*.go"))
 		if err != nil {
 			t.Fatal(err)
@@ -205,8 +216,8 @@ func TestRBACCodeCallsAreUses(t *testing.T) {
 				t.Errorf("%s: %s: resource %s unknown to this test; add it with its grant", rel, match, method)
 				return
 			}
-			if method == "Nodes" && verb == "update" && strings.Contains(match, "UpdateStatus") {
-				r[1] = "nodes/status"
+			if verb == "update" && strings.Contains(match, "UpdateStatus") {
+				r[1] += "/status"
 			}
 			found++
 			if !have[rel+" "+r[0]+"/"+r[1]+" "+verb] {
@@ -292,6 +303,12 @@ func TestRBACIsTheCodesUses(t *testing.T) {
 		{"externalgrpc, template ConfigMap", map[string]any{"autoscaler": map[string]any{"cloudProvider": "externalgrpc",
 			"externalGRPC": map[string]any{"address": "p:8086", "templateSlicesConfigMap": "gpu-ops/slices"}}},
 			[]string{"workload", "externalgrpc"}, []string{"gpu-ops"}},
+		{"provisioning requests", map[string]any{"autoscaler": map[string]any{"extraArgs": map[string]any{"enable-provisioning-requests": true}}},
+			[]string{"workload", "clusterapi", "provreq"}, nil},
+		{"provisioning requests, flag without a value", map[string]any{"autoscaler": map[string]any{"extraArgs": map[string]any{"enable-provisioning-requests": nil}}},
+			[]string{"workload", "clusterapi", "provreq"}, nil},
+		{"provisioning requests off", map[string]any{"autoscaler": map[string]any{"extraArgs": map[string]any{"enable-provisioning-requests": false}}},
+			[]string{"workload", "clusterapi"}, nil},
 		{"plain manifests", PlainValues(), []string{"workload", "apinodes", "local", "kwok", "clusterapi", "externalgrpc"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

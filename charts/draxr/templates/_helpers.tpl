@@ -137,6 +137,16 @@ spec:
 {{/* The autoscaler's cloud provider: autoscaler.cloudProvider, or CA's
 top-level cloudProvider, else clusterapi (draxr's provider for real
 clusters; local is for tests and demos). */}}
+{{- /* "true" when the autoscaler serves ProvisioningRequests
+(extraArgs enable-provisioning-requests, as in CA's chart). */}}
+{{- define "draxr.autoscaler.provisioningRequests" -}}
+{{- $args := .Values.autoscaler.extraArgs -}}
+{{- if hasKey $args "enable-provisioning-requests" -}}
+{{- $v := index $args "enable-provisioning-requests" -}}
+{{- if or (kindIs "invalid" $v) (eq (toString $v) "true") -}}true{{- end -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "draxr.autoscaler.provider" -}}
 {{- $mine := .Values.autoscaler.cloudProvider -}}
 {{- $ca := .Values.cloudProvider -}}

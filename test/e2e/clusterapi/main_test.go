@@ -18,11 +18,7 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/klog/v2"
@@ -37,7 +33,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/yaml"
 
 	"draxr.dev/draxr/test/clusterapi/infra"
 	"draxr.dev/draxr/test/controlplane"
@@ -137,46 +132,15 @@ func installCRDs(ctx context.Context) error {
 		return fmt.Errorf("locate sigs.k8s.io/cluster-api: %w", err)
 	}
 	bases := filepath.Join(strings.TrimSpace(string(out)), "core", "config", "crd", "bases")
-	var crds []*apiextensionsv1.CustomResourceDefinition
+	var paths []string
 	for _, name := range []string{"clusters", "machines", "machinesets", "machinedeployments", "machinepools", "machinedrainrules"} {
-		data, err := os.ReadFile(filepath.Join(bases, "cluster.x-k8s.io_"+name+".yaml"))
-		if err != nil {
-			return err
-		}
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := yaml.Unmarshal(data, crd); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		crds = append(crds, crd)
+		paths = append(paths, filepath.Join(bases, "cluster.x-k8s.io_"+name+".yaml"))
 	}
-	crds = append(crds, infra.CRDs()...)
-	c, err := apiextensionsclient.NewForConfig(cp.AdminConfig)
+	crds, err := controlplane.ReadCRDs(paths...)
 	if err != nil {
 		return err
 	}
-	for _, crd := range crds {
-		if _, err := c.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("%s: %w", crd.Name, err)
-		}
-	}
-	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		for _, crd := range crds {
-			got, err := c.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
-			if err != nil {
-				return false, nil
-			}
-			established := false
-			for _, cond := range got.Status.Conditions {
-				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-					established = true
-				}
-			}
-			if !established {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
+	return cp.InstallCRDs(ctx, append(crds, infra.CRDs()...)...)
 }
 
 // startCAPI runs CAPI's MachineDeployment, MachineSet and Machine
