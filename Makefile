@@ -6,7 +6,7 @@ PKGS := ./...
 BENCH_COUNT ?= 6
 BENCH_PKGS ?= ./simulator/... ./autoscaler/...
 
-.PHONY: vet-tagged bench-live all build test test-unit test-race lint golangci-lint gofmt-check mocks mocks-check bench fmt vet example controlplane print-controlplane-dir cluster-up cluster-nodes cluster-down e2e-clusterapi fidelity e2e-bulk soak scheduler-perf images images-check manifests chart protos
+.PHONY: kueue print-kueue-bin vet-tagged bench-live all build test test-unit test-race lint golangci-lint gofmt-check mocks mocks-check bench fmt vet example controlplane print-controlplane-dir cluster-up cluster-nodes cluster-down e2e-clusterapi fidelity e2e-bulk soak scheduler-perf images images-check manifests chart protos
 
 # Control-plane binaries for end-to-end tests, built from the go.mod
 # versions into an ignored cache folder; rebuilt only when versions change.
@@ -66,7 +66,7 @@ example: build
 
 # The end-to-end tests need the control-plane binaries; building them here
 # keeps a cold build out of go test's per-package timeout.
-test: controlplane
+test: controlplane kueue
 	$(GO) test -count=1 -timeout 30m $(PKGS)
 
 # The Cluster API suite alone (real CAPI controllers in process; make test
@@ -190,6 +190,20 @@ controlplane: $(CONTROLPLANE_DIR)/.built
 
 print-controlplane-dir:
 	@echo $(CONTROLPLANE_DIR)
+
+# Kueue's controller manager for the end-to-end tests, built from its own
+# tool module (test/tools/kueue: Kueue's dependency versions, not draxr's)
+# into the ignored cache; rebuilt only when the pinned version changes.
+KUEUE_VERSION = $(shell cd test/tools/kueue && $(GO) list -m -f '{{.Version}}' sigs.k8s.io/kueue)
+KUEUE_BIN = .cache/kueue/kueue-$(KUEUE_VERSION)
+kueue: $(KUEUE_BIN)
+
+print-kueue-bin:
+	@echo $(KUEUE_BIN)
+
+$(KUEUE_BIN):
+	mkdir -p $(dir $(KUEUE_BIN))
+	cd test/tools/kueue && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(abspath $(KUEUE_BIN)) sigs.k8s.io/kueue/cmd/kueue
 
 $(CONTROLPLANE_DIR)/.built:
 	mkdir -p $(CONTROLPLANE_DIR)

@@ -116,9 +116,8 @@ func (e *Engine) atomic(ctx context.Context, pr *prv1.ProvisioningRequest, pods 
 	switch {
 	case len(plan.NoScaleUp) > 0:
 		snap.Revert()
-		d.Condition = Condition{Type: prv1.Provisioned, Status: metav1.ConditionFalse, Reason: ReasonCapacityIsNotFound,
-			Message: fmt.Sprintf("Capacity is not found, draxr will try to find it later: no scale-up for the %d pods that do not fit the existing nodes: %s",
-				len(plan.NoScaleUp), firstReason(plan.NoScaleUp))}
+		d.Condition = notFound(pr, fmt.Sprintf("no scale-up for the %d pods that do not fit the existing nodes: %s",
+			len(plan.NoScaleUp), firstReason(plan.NoScaleUp)))
 	case len(plan.FirstLoop) == 0:
 		snap.Commit()
 		d.Condition = Condition{Type: prv1.Provisioned, Status: metav1.ConditionTrue, Reason: ReasonCapacityIsFound,
@@ -140,12 +139,24 @@ func (e *Engine) atomic(ctx context.Context, pr *prv1.ProvisioningRequest, pods 
 }
 
 // ScaleUpFailed is the decision after the cloud refused the atomic
-// scale-up: retried with backoff, as CA does.
+// scale-up: retried with backoff, as CA does (or failed, with noRetry).
 func ScaleUpFailed(d Decision, err error) Decision {
 	d.ScaleUps = nil
-	d.Condition = Condition{Type: prv1.Provisioned, Status: metav1.ConditionFalse, Reason: ReasonCapacityIsNotFound,
-		Message: fmt.Sprintf("Capacity is not found, draxr will try to find it later: the atomic scale-up failed: %v", err)}
+	d.Condition = notFound(d.Request, fmt.Sprintf("the atomic scale-up failed: %v", err))
 	return d
+}
+
+// notFound is an atomic request's CapacityIsNotFound: retried with
+// backoff, as CA does; with parameters.noRetry "true" (which CA reads for
+// check-capacity only) it fails at once, so that Kueue releases the quota
+// and retries or rejects the workload instead of waiting.
+func notFound(pr *prv1.ProvisioningRequest, why string) Condition {
+	if NoRetry(pr) {
+		return Condition{Type: prv1.Failed, Status: metav1.ConditionTrue, Reason: ReasonCapacityIsNotFound,
+			Message: "draxr could not find requested capacity (noRetry): " + why}
+	}
+	return Condition{Type: prv1.Provisioned, Status: metav1.ConditionFalse, Reason: ReasonCapacityIsNotFound,
+		Message: "Capacity is not found, draxr will try to find it later: " + why}
 }
 
 // existingOnly is the planner without groups: pods go on nodes there are.

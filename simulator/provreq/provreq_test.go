@@ -224,11 +224,15 @@ func TestAtomic(t *testing.T) {
 		{"existing room first", 1, 4, 4, "extended", 16, ReasonCapacityIsProvisioned, 2, "12 pods on new nodes (gpu +2), 4 on existing nodes"},
 		{"fits existing", 2, 0, 4, "extended", 16, ReasonCapacityIsFound, 0, ""},
 		{"one node over max", 0, 0, 4, "extended", 40, ReasonCapacityIsNotFound, 0, "all 40 pods need 5 new nodes; max size 4 leaves room for 4"},
+		{"one node over max, noRetry: failed", 0, 0, 4, "extended", 40, ReasonCapacityIsNotFound, 0, "(noRetry): no scale-up for the 40 pods"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			planner, _ := cluster(t, tc.nodes, tc.used, tc.maxSize)
-			d, err := (&Engine{Planner: planner, Templates: templates(extendedTemplate(), claimTemplate())}).Decide(context.Background(),
-				request("atomic", BestEffortAtomic, tc.tmpl, tc.count))
+			pr := request("atomic", BestEffortAtomic, tc.tmpl, tc.count)
+			if strings.Contains(tc.name, "noRetry") {
+				pr.Spec.Parameters = map[string]prv1.Parameter{NoRetryParameter: "true"}
+			}
+			d, err := (&Engine{Planner: planner, Templates: templates(extendedTemplate(), claimTemplate())}).Decide(context.Background(), pr)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -236,7 +240,11 @@ func TestAtomic(t *testing.T) {
 			for _, su := range d.ScaleUps {
 				nodes += su.NewNodes
 			}
-			if d.Condition.Reason != tc.wantReason || nodes != tc.wantNodes || !strings.Contains(d.Condition.Message, tc.wantText) {
+			wantType := prv1.Provisioned
+			if strings.Contains(tc.name, "noRetry") {
+				wantType = prv1.Failed
+			}
+			if d.Condition.Type != wantType || d.Condition.Reason != tc.wantReason || nodes != tc.wantNodes || !strings.Contains(d.Condition.Message, tc.wantText) {
 				t.Fatalf("decision %+v, %d new nodes; want %s, %d nodes, message with %q", d.Condition, nodes, tc.wantReason, tc.wantNodes, tc.wantText)
 			}
 		})
