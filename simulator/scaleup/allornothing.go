@@ -3,6 +3,7 @@ package scaleup
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -96,15 +97,17 @@ func (st *state) allOrNothingReason(ctx context.Context, g *nodegroup.NodeGroup,
 	if err != nil {
 		return GroupReason{}, err
 	}
-	if len(res.Placed) < len(pods) {
-		for _, u := range res.Unplaced {
-			if u.Err != nil {
-				st.rejects[g.Name][st.kinds.Of(u.Pod)] = u.Err
-			}
-			r := st.groupReason(g, u.Pod, st.kinds.Of(u.Pod))
-			r.Message = fmt.Sprintf("%d of the %d pods never fit its new nodes: %s", len(pods)-len(res.Placed), len(pods), r.Message)
-			return r, nil
+	if len(res.Placed) < len(pods) && len(res.Unplaced) > 0 {
+		// The first pod that never fits says why for all.
+		u := res.Unplaced[0]
+		if u.Err != nil {
+			st.rejects[g.Name][st.kinds.Of(u.Pod)] = u.Err
 		}
+		r := st.groupReason(g, u.Pod, st.kinds.Of(u.Pod))
+		prefix := "node group " + g.Name + ": "
+		r.Message = prefix + fmt.Sprintf("%d of the %d pods never fit its new nodes: %s", len(pods)-len(res.Placed), len(pods),
+			strings.TrimPrefix(r.Message, prefix))
+		return r, nil
 	}
 	need := len(res.NewNodes)
 	current := st.current[g.Name] + st.planned[g.Name]

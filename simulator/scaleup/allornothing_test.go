@@ -75,6 +75,23 @@ func TestAllOrNothing(t *testing.T) {
 	}
 }
 
+// One pod that no new node takes sinks the whole request, and says so.
+func TestAllOrNothingOnePodNeverFits(t *testing.T) {
+	p := newPlanner(t, snapshot.New(), draGroup("gpu-dra", 8, 10))
+	p.AllOrNothing = true
+	pods := append(replicas("train", 8, 500, fx.GPUs(fx.GPUResource, 1)), replicas("big", 1, 500, fx.GPUs(fx.GPUResource, 9))...)
+	plan, err := p.Plan(pods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.ScaleUps) != 0 || len(plan.NoScaleUp) != 9 {
+		t.Fatalf("%d scale-ups, %d pods without a node; want none and 9", len(plan.ScaleUps), len(plan.NoScaleUp))
+	}
+	if r := plan.NoScaleUp[0].Reason; !strings.Contains(r, "node group gpu-dra: 1 of the 9 pods never fit its new nodes") {
+		t.Errorf("reason %q, want the pod that never fits named", r)
+	}
+}
+
 // The expander chooses among the groups that take all the pods: a larger
 // group wins over a cheaper one that would take only part.
 func TestAllOrNothingSkipsGroupsThatTakePart(t *testing.T) {
