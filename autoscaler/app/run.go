@@ -299,6 +299,9 @@ func newProvisioningRequests(ctx context.Context, o *options, cfg *rest.Config, 
 	pcfg.Requests = prFactory.Autoscaling().V1().ProvisioningRequests().Lister()
 	pcfg.Templates = factory.Core().V1().PodTemplates().Lister()
 	pcfg.Client = provisioning.NewClient(client)
+	if o.dryRun {
+		pcfg.Client = provisioning.DryRunClient(pcfg.Client)
+	}
 	klog.FromContext(ctx).Info("Serving ProvisioningRequests", "batch", pcfg.BatchProcessing, "processorInstance", pcfg.ProcessorInstance)
 	return provisioning.New(pcfg), prFactory, nil
 }

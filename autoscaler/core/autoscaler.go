@@ -33,6 +33,7 @@ import (
 	"draxr.dev/draxr/simulator/limits"
 	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/offline"
+	"draxr.dev/draxr/simulator/provreq"
 	"draxr.dev/draxr/simulator/scaledown"
 	"draxr.dev/draxr/simulator/scaleup"
 	"draxr.dev/draxr/simulator/snapshot"
@@ -225,7 +226,7 @@ type LoopResult struct {
 	DryRun    bool
 	WouldCall []string
 	// ProvisioningRequests are the requests decided this loop.
-	ProvisioningRequests []RequestResult
+	ProvisioningRequests []provreq.Report
 }
 
 // readClusterState reads the loop's state; with act, the cluster state's

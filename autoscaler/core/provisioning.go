@@ -20,26 +20,6 @@ import (
 	"draxr.dev/draxr/simulator/provreq"
 )
 
-// RequestResult is what the loop made of one ProvisioningRequest.
-type RequestResult struct {
-	Namespace             string `json:"namespace"`
-	Name                  string `json:"name"`
-	ProvisioningClassName string `json:"provisioningClassName"`
-	// Condition is the condition set: Provisioned or Failed.
-	Condition metav1.Condition `json:"condition"`
-	// ScaleUp is the atomic scale-up asked for (none for check-capacity).
-	ScaleUp []RequestScaleUp `json:"scaleUp,omitempty"`
-}
-
-// RequestScaleUp is one group's share of a request's atomic scale-up.
-type RequestScaleUp struct {
-	NodeGroup string `json:"nodeGroup"`
-	NewNodes  int    `json:"newNodes"`
-	// Atomic says whether the provider promised all or nothing (false:
-	// it fell back to IncreaseSize).
-	Atomic bool `json:"atomic"`
-}
-
 // maxConsumerEvents bounds the events on consuming pods a loop, as CA's.
 const maxConsumerEvents = 50
 
@@ -142,15 +122,12 @@ func (a *Autoscaler) decideRequests(ctx context.Context, st *clusterstate.State,
 				Reason: provreq.ReasonFailedToCheckCapacity, Message: "Failed to check pre-existing capacity in the cluster: " + err.Error()}}
 			errs = append(errs, fmt.Errorf("ProvisioningRequest %s: %w", provreq.Key(pr), err))
 		}
-		rr := RequestResult{Namespace: pr.Namespace, Name: pr.Name, ProvisioningClassName: pr.Spec.ProvisioningClassName}
+		var sus []provreq.ReportScaleUp
 		if len(d.ScaleUps) > 0 {
-			var sus []RequestScaleUp
 			d, sus = a.scaleUpAtomically(ctx, st, d, res)
-			rr.ScaleUp = sus
 		}
 		pr = l.Record(ctx, d)
-		rr.Condition = conditionOf(pr, d.Condition.Type)
-		res.ProvisioningRequests = append(res.ProvisioningRequests, rr)
+		res.ProvisioningRequests = append(res.ProvisioningRequests, provreq.ReportOf(pr, sus))
 		if len(d.ScaleUps) > 0 {
 			break // one scale-up a loop
 		}
@@ -161,8 +138,8 @@ func (a *Autoscaler) decideRequests(ctx context.Context, st *clusterstate.State,
 // scaleUpAtomically asks the decision's groups for their nodes, all or
 // nothing where the provider can promise it. A refusal backs the group
 // off, and the request is retried (CapacityIsNotFound).
-func (a *Autoscaler) scaleUpAtomically(ctx context.Context, st *clusterstate.State, d provreq.Decision, res *LoopResult) (provreq.Decision, []RequestScaleUp) {
-	var done []RequestScaleUp
+func (a *Autoscaler) scaleUpAtomically(ctx context.Context, st *clusterstate.State, d provreq.Decision, res *LoopResult) (provreq.Decision, []provreq.ReportScaleUp) {
+	var done []provreq.ReportScaleUp
 	var texts []string
 	for i, su := range d.ScaleUps {
 		group := a.group(su.NodeGroup)
@@ -191,7 +168,7 @@ func (a *Autoscaler) scaleUpAtomically(ctx context.Context, st *clusterstate.Sta
 			first := su
 			res.ScaleUp = &first
 		}
-		done = append(done, RequestScaleUp{NodeGroup: su.NodeGroup, NewNodes: su.NewNodes, Atomic: atomic})
+		done = append(done, provreq.ReportScaleUp{NodeGroup: su.NodeGroup, NewNodes: su.NewNodes, Atomic: atomic})
 		texts = append(texts, fmt.Sprintf("%s %d->%d", su.NodeGroup, target, target+su.NewNodes))
 	}
 	if a.cfg.Recorder != nil {
@@ -207,15 +184,6 @@ func requestRef(pr *prv1.ProvisioningRequest) *prv1.ProvisioningRequest {
 	out := pr.DeepCopy()
 	out.APIVersion, out.Kind = prv1.SchemeGroupVersion.String(), "ProvisioningRequest"
 	return out
-}
-
-func conditionOf(pr *prv1.ProvisioningRequest, t string) metav1.Condition {
-	for _, c := range pr.Status.Conditions {
-		if c.Type == t {
-			return c
-		}
-	}
-	return metav1.Condition{Type: t}
 }
 
 // requestCounts counts requests by class and by the condition that

@@ -17,7 +17,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -82,6 +81,18 @@ func (w clientsetWriter) Get(ctx context.Context, namespace, name string) (*prv1
 func (w clientsetWriter) Delete(ctx context.Context, namespace, name string) error {
 	return w.c.AutoscalingV1().ProvisioningRequests(namespace).Delete(ctx, name, metav1.DeleteOptions{})
 }
+
+// DryRunClient reads through c and writes nothing: a dry run (shadow
+// mode) decides requests and keeps what it would have written in memory.
+func DryRunClient(c Client) Client { return dryRunClient{c} }
+
+type dryRunClient struct{ Client }
+
+func (dryRunClient) UpdateStatus(_ context.Context, pr *prv1.ProvisioningRequest) (*prv1.ProvisioningRequest, error) {
+	return pr.DeepCopy(), nil
+}
+
+func (dryRunClient) Delete(context.Context, string, string) error { return nil }
 
 // Processor keeps, between loops, each request's backoff and the status
 // it last wrote (so a lagging cache never has a request decided twice).
@@ -160,13 +171,7 @@ func (p *Processor) Start(ctx context.Context, running []*v1.Pod, now time.Time)
 	if err != nil {
 		return nil, fmt.Errorf("list ProvisioningRequests: %w", err)
 	}
-	l := &Loop{p: p, now: now, Consumers: map[string][]*v1.Pod{}, Changed: map[string]provreq.Condition{}}
-	for _, pod := range running {
-		if name := provreq.ConsumedRequest(pod); name != "" && pod.Spec.NodeName != "" {
-			key := pod.Namespace + "/" + name
-			l.Consumers[key] = append(l.Consumers[key], pod)
-		}
-	}
+	l := &Loop{p: p, now: now, Consumers: provreq.Consumers(running), Changed: map[string]provreq.Condition{}}
 	p.mu.Lock()
 	var unsaved []*prv1.ProvisioningRequest
 	for i, pr := range all {
@@ -181,7 +186,7 @@ func (p *Processor) Start(ctx context.Context, running []*v1.Pod, now time.Time)
 	}
 	provreq.Order(all)
 	for _, pr := range all {
-		if !p.serving.Serves(pr) {
+		if !p.serving.Takes(pr) {
 			continue
 		}
 		if provreq.ShouldDelete(pr, now) {
@@ -287,20 +292,10 @@ func (l *Loop) ToDecide() []*prv1.ProvisioningRequest {
 }
 
 func (l *Loop) available(pr *prv1.ProvisioningRequest) bool {
-	if provreq.Finished(pr) || provreq.IsTrue(pr, prv1.Provisioned) {
-		return false
-	}
-	c := meta.FindStatusCondition(pr.Status.Conditions, prv1.Provisioned)
-	if c == nil {
-		return true
-	}
-	if c.Status != metav1.ConditionFalse {
-		return false // Unknown: someone else's
-	}
 	l.p.mu.Lock()
 	wait := l.p.backoff.get(pr.UID, l.p.cfg.InitialBackoff)
 	l.p.mu.Unlock()
-	return l.now.Sub(c.LastTransitionTime.Time) >= wait
+	return provreq.Available(pr, wait, l.now)
 }
 
 // Timebox is how long a loop may spend deciding a batch.
@@ -325,7 +320,7 @@ func (l *Loop) Accept(ctx context.Context, pr *prv1.ProvisioningRequest) *prv1.P
 		return fresh
 	}
 	return l.write(ctx, fresh, provreq.Condition{Type: prv1.Accepted, Status: metav1.ConditionTrue, Reason: provreq.ReasonAccepted,
-		Message: "ProvisioningRequest is accepted by draxr-autoscaler"})
+		Message: provreq.AcceptedMessage})
 }
 
 // Record writes a decision's condition and keeps the backoff: a request

@@ -20,6 +20,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	prv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
 
 	"draxr.dev/draxr/simulator/nodegroup"
 )
@@ -49,6 +50,10 @@ type Objects struct {
 	// ConfigMaps are read for the node groups that reference one
 	// (draxr.dev/template-resource-slices-configmap).
 	ConfigMaps []*v1.ConfigMap
+	// ProvisioningRequests (CA's autoscaling.x-k8s.io/v1) and the
+	// PodTemplates their podSets name: capacity asked before pods.
+	ProvisioningRequests []*prv1.ProvisioningRequest
+	PodTemplates         []*v1.PodTemplate
 	// Skipped counts, per "apiVersion kind", objects of kinds the planner
 	// does not read (Services, Secrets, CRDs it does not know...).
 	Skipped map[string]int
@@ -83,7 +88,8 @@ func keyOf(kind string, obj metav1.Object) objectKey {
 func (o *Objects) count() int {
 	return len(o.Nodes) + len(o.RunningPods) + len(o.PendingPods) + len(o.ResourceSlices) +
 		len(o.DeviceClasses) + len(o.ResourceClaims) + len(o.ResourceClaimTemplates) + len(o.DeviceTaintRules) +
-		len(o.NodeGroups) + len(o.DaemonSets) + len(o.workloads) + len(o.ClusterAPI) + len(o.ConfigMaps)
+		len(o.NodeGroups) + len(o.DaemonSets) + len(o.workloads) + len(o.ClusterAPI) + len(o.ConfigMaps) +
+		len(o.ProvisioningRequests) + len(o.PodTemplates)
 }
 
 // SkippedSummary is one line on the objects of kinds the planner does not
@@ -134,6 +140,8 @@ func (o *Objects) each(fn func(kind string, obj metav1.Object)) {
 		fn(u.GetKind(), u)
 	}
 	visit(o.ConfigMaps, "ConfigMap", fn)
+	visit(o.ProvisioningRequests, "ProvisioningRequest", fn)
+	visit(o.PodTemplates, "PodTemplate", fn)
 }
 
 func visit[T metav1.Object](list []T, kind string, fn func(string, metav1.Object)) {
@@ -231,6 +239,8 @@ func (o *Objects) Merge(other *Objects) error {
 		}
 	}
 	mergeList(o, &o.ConfigMaps, other.ConfigMaps, "ConfigMap", from, report)
+	mergeList(o, &o.ProvisioningRequests, other.ProvisioningRequests, "ProvisioningRequest", from, report)
+	mergeList(o, &o.PodTemplates, other.PodTemplates, "PodTemplate", from, report)
 	for k, n := range other.Skipped {
 		if o.Skipped == nil {
 			o.Skipped = map[string]int{}

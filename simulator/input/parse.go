@@ -35,6 +35,7 @@ func kindHandlers() map[string]handler {
 	addWorkloadKinds(h)
 	addNodeGroupKind(h)
 	addClusterAPIKinds(h)
+	addBatchKinds(h)
 	return h
 }
 

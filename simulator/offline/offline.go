@@ -7,12 +7,16 @@ package offline
 import (
 	"context"
 	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
 
 	"draxr.dev/draxr/simulator/dynres"
 	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/input"
 	"draxr.dev/draxr/simulator/limits"
+	"draxr.dev/draxr/simulator/provreq"
 	"draxr.dev/draxr/simulator/scaleup"
 	"draxr.dev/draxr/simulator/snapshot"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
@@ -29,6 +33,13 @@ type Options struct {
 	// Pods are CA's flags on which pending pods are planned for; nil
 	// plans for all.
 	Pods *scaleup.Flags
+	// Requests says which ProvisioningRequests draxr-autoscaler serves
+	// (--check-capacity-processor-instance) and how long one not
+	// provisioned waits before it is tried again; Now is the time CA's
+	// timers are read at (time.Now when zero).
+	Requests       provreq.Serving
+	RequestBackoff time.Duration
+	Now            time.Time
 }
 
 // BuildSnapshot loads objects into a new snapshot: classes and templates
@@ -70,6 +81,38 @@ func BuildSnapshotWith(objs *input.Objects, infos *snapshot.PodInfos) (*snapshot
 	return snap, nil
 }
 
+// planRequests runs the requests on p's harness as the loop would.
+func planRequests(ctx context.Context, p *scaleup.Planner, objs *input.Objects, opts Options) ([]provreq.Report, error) {
+	templates := map[[2]string]*v1.PodTemplate{}
+	for _, t := range objs.PodTemplates {
+		templates[[2]string{t.Namespace, t.Name}] = t
+	}
+	engine := &provreq.Engine{Planner: p, Templates: func(ns, name string) *v1.PodTemplate { return templates[[2]string{ns, name}] }}
+	now := opts.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	backoff := opts.RequestBackoff
+	if backoff <= 0 {
+		backoff = provreq.DefaultInitialBackoff
+	}
+	reports, err := engine.PlanAll(ctx, objs.ProvisioningRequests, objs.RunningPods, opts.Requests, backoff, now)
+	if err != nil {
+		return nil, fmt.Errorf("provisioning requests: %w", err)
+	}
+	return reports, nil
+}
+
+func withoutConsumers(pods []*v1.Pod) []*v1.Pod {
+	out := make([]*v1.Pod, 0, len(pods))
+	for _, pod := range pods {
+		if provreq.ConsumedRequest(pod) == "" {
+			out = append(out, pod)
+		}
+	}
+	return out
+}
+
 // Result is a plan with the state it was made on.
 type Result struct {
 	Plan     *scaleup.Plan
@@ -77,6 +120,9 @@ type Result struct {
 	Harness  *harness.Harness
 	// ClassErrors lists DeviceClasses whose selectors do not compile.
 	ClassErrors []string
+	// ProvisioningRequests are what draxr-autoscaler sets on each request
+	// it serves; the plan's pods are planned after their bookings.
+	ProvisioningRequests []provreq.Report
 }
 
 // Simulate plans scale-ups for the pending pods in objs; it stops with
@@ -102,11 +148,22 @@ func Simulate(ctx context.Context, objs *input.Objects, opts Options) (*Result, 
 	if opts.Pods != nil {
 		opts.Pods.Apply(p)
 	}
-	plan, err := p.PlanContext(ctx, objs.PendingPods)
+	pending := objs.PendingPods
+	var requests []provreq.Report
+	if len(objs.ProvisioningRequests) > 0 {
+		// As the loop: requests first (timers, bookings, decisions, an
+		// atomic request's new nodes), then the other pending pods, of
+		// which those that consume a request drive no scale-up.
+		if requests, err = planRequests(ctx, p, objs, opts); err != nil {
+			return nil, err
+		}
+		pending = withoutConsumers(pending)
+	}
+	plan, err := p.PlanContext(ctx, pending)
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
-	res := &Result{Plan: plan, Snapshot: snap, Harness: h}
+	res := &Result{Plan: plan, Snapshot: snap, Harness: h, ProvisioningRequests: requests}
 	classes, _ := snap.Classes().List()
 	for _, c := range classes {
 		if err := matcher.ClassError(c); err != nil {

@@ -65,6 +65,10 @@ const (
 	DeleteAfter = 7 * 24 * time.Hour
 )
 
+// DefaultInitialBackoff is --provisioning-request-initial-backoff-time's
+// default, CA's.
+const DefaultInitialBackoff = time.Minute
+
 // MaxPods bounds one request's in-memory pods: the API bounds podSets
 // (32) but not count, and a typo of a few zeros must not take the
 // autoscaler's memory.
@@ -220,7 +224,9 @@ func Lifecycle(pr *prv1.ProvisioningRequest, consumed int, now time.Time) *Condi
 		}
 		return nil
 	}
-	if now.Sub(pr.CreationTimestamp.Time) > ExpiryTime {
+	// A request without a creation time (written by hand, planned before
+	// it is applied) is new.
+	if !pr.CreationTimestamp.IsZero() && now.Sub(pr.CreationTimestamp.Time) > ExpiryTime {
 		return &Condition{Type: prv1.Failed, Status: metav1.ConditionTrue, Reason: ReasonExpired,
 			Message: fmt.Sprintf("ProvisioningRequest is expired: not provisioned within %v of its creation", ExpiryTime)}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"draxr.dev/draxr/simulator/capacity"
 	"draxr.dev/draxr/simulator/nodegroup"
+	"draxr.dev/draxr/simulator/provreq"
 	"draxr.dev/draxr/simulator/scaledown"
 	"draxr.dev/draxr/simulator/scaleup"
 )
@@ -47,6 +48,9 @@ type SimulateOutput struct {
 	// ScaleDown (draxr simulate --scale-down) says of every node of an
 	// autoscaled group what draxr-autoscaler's scale-down makes of it.
 	ScaleDown []scaledown.NodeVerdict `json:"scaleDown,omitempty"`
+	// ProvisioningRequests are what draxr-autoscaler sets on each
+	// ProvisioningRequest it serves.
+	ProvisioningRequests []provreq.Report `json:"provisioningRequests,omitempty"`
 }
 
 // NewSimulateOutput is the plan's output, with its apiVersion and kind.
@@ -137,6 +141,22 @@ func PlanTable(w io.Writer, out SimulateOutput) error {
 		fmt.Fprintln(tw, "POD\tREASON")
 		for _, n := range p.NoScaleUp {
 			fmt.Fprintf(tw, "%s\t%s\n", n.Pod, n.Reason)
+		}
+	}
+	if len(out.ProvisioningRequests) > 0 {
+		fmt.Fprintln(tw)
+		fmt.Fprintln(tw, "PROVISIONING REQUESTS")
+		fmt.Fprintln(tw, "REQUEST\tCLASS\tCONDITION\tSCALE-UP\tMESSAGE")
+		for _, r := range out.ProvisioningRequests {
+			var ups []string
+			for _, su := range r.ScaleUp {
+				ups = append(ups, fmt.Sprintf("%s +%d", su.NodeGroup, su.NewNodes))
+			}
+			if len(ups) == 0 {
+				ups = []string{"-"}
+			}
+			fmt.Fprintf(tw, "%s/%s\t%s\t%s=%s %s\t%s\t%s\n", r.Namespace, r.Name, r.ProvisioningClassName,
+				r.Condition.Type, r.Condition.Status, r.Condition.Reason, strings.Join(ups, ", "), r.Condition.Message)
 		}
 	}
 	if out.ScaleDown != nil {

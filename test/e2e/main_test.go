@@ -46,7 +46,7 @@ func run(m *testing.M) int {
 	// Under bin/, not .cache/: .cache may be shared by several checkouts,
 	// which must not run each other's builds.
 	bins = filepath.Join(root, "bin", "e2e")
-	if out, err := goCmd("build", "-o", bins+"/", "./scheduler/cmd/draxr-scheduler", "./autoscaler/cmd/draxr-autoscaler", "./test/cmd/draxr-autoscaler-testnodes").CombinedOutput(); err != nil {
+	if out, err := goCmd("build", "-o", bins+"/", "./scheduler/cmd/draxr-scheduler", "./autoscaler/cmd/draxr-autoscaler", "./autoscaler/cmd/draxr", "./test/cmd/draxr-autoscaler-testnodes").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: build draxr binaries: %v\n%s", err, out)
 		return 1
 	}

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -19,6 +20,7 @@ import (
 
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/provreq"
+	"draxr.dev/draxr/simulator/report"
 	"draxr.dev/draxr/test/chart"
 )
 
@@ -190,6 +192,27 @@ func TestProvisioningRequestsLive(t *testing.T) {
 	if !strings.Contains(c.Message, "8 of 8 pods do not fit the existing nodes") {
 		t.Errorf("CapacityIsNotFound message %q", c.Message)
 	}
+	// draxr simulate on the live cluster says what the loop set.
+	groups := e.nodeGroups(groupSpec{name: "provreq-gpu", min: 0, max: 4, draDevices: 8})
+	code, out, errOut := runDraxr(t, filepath.Join(bins, "draxr"), "simulate", "--kubeconfig", cp.AdminKubeconfig,
+		"--node-group-config", groups, "-n", e.ns, "-o", "json")
+	if code != 0 {
+		t.Fatalf("draxr simulate --kubeconfig: exit %d: %s", code, errOut)
+	}
+	var plan report.SimulateOutput
+	if err := json.Unmarshal([]byte(out), &plan); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]string{}
+	for _, r := range plan.ProvisioningRequests {
+		if r.Namespace == e.ns {
+			seen[r.Name] = fmt.Sprintf("%s=%s %s", r.Condition.Type, r.Condition.Status, r.Condition.Reason)
+		}
+	}
+	if seen["train"] != "Provisioned=True CapacityIsProvisioned" || seen["check"] != "Provisioned=False CapacityIsNotFound" {
+		t.Errorf("draxr simulate --kubeconfig reports %v, want train provisioned and check not found, as the loop set", seen)
+	}
+
 	// The booking ends with its request: the claim-template pods fit.
 	if err := e.pr.AutoscalingV1().ProvisioningRequests(e.ns).Delete(e.ctx, "train", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)

@@ -23,6 +23,7 @@ import (
 	"draxr.dev/draxr/simulator/limits"
 	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/offline"
+	"draxr.dev/draxr/simulator/provreq"
 	"draxr.dev/draxr/simulator/report"
 	"draxr.dev/draxr/simulator/scaleup"
 )
@@ -216,6 +217,8 @@ func newSimulateCommand(g *globalFlags) *cobra.Command {
 	var pods scaleup.Flags
 	var sd scaleDownFlags
 	c.scaleDown = &sd
+	var requests provreq.Serving
+	var requestBackoff time.Duration
 	cmd := &cobra.Command{
 		Use:   "simulate [-f FILE|DIR]... | --kubeconfig FILE [--node-group-config FILE]...",
 		Short: "Plan which node groups grow for the pending pods, and explain every pod left out",
@@ -233,7 +236,7 @@ draxr simulate --context prod --node-group-config nodegroups.yaml --watch
 draxr simulate -f cluster.yaml -n ml --scale-down`),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts := offline.Options{MaxNodesTotal: maxNodesTotal, Pods: &pods}
+			opts := offline.Options{MaxNodesTotal: maxNodesTotal, Pods: &pods, Requests: requests, RequestBackoff: requestBackoff}
 			if maxNodesTotal < 0 {
 				return badInput(fmt.Errorf("--max-nodes-total: must be >= 0, got %d", maxNodesTotal))
 			}
@@ -266,6 +269,7 @@ draxr simulate -f cluster.yaml -n ml --scale-down`),
 					return nil, err
 				}
 				out := report.NewSimulateOutput(res.Plan, res.ClassErrors)
+				out.ProvisioningRequests = res.ProvisioningRequests
 				out.FeatureGates = featureGatesSet(cmd)
 				if c.explainer != nil {
 					if out.ScaleDown, err = c.explainer(cmd.Context()); err != nil {
@@ -317,6 +321,10 @@ draxr simulate -f cluster.yaml -n ml --scale-down`),
 	limitFlags.AddFlags(cmd.Flags())
 	pods.AddFlags(cmd.Flags())
 	sd.add(cmd.Flags())
+	cmd.Flags().StringVar(&requests.ProcessorInstance, "check-capacity-processor-instance", "",
+		"plan the ProvisioningRequests of this check-capacity processor instance, as draxr-autoscaler with the flag serves them")
+	cmd.Flags().DurationVar(&requestBackoff, "provisioning-request-initial-backoff-time", provreq.DefaultInitialBackoff,
+		"a ProvisioningRequest not provisioned is tried again once its last try is this old")
 	completeWith(cmd, "expander", fixedValues(expander.Names(), true))
 	markFiles(cmd, "scheduler-config", "expander-priorities")
 	return cmd

@@ -8,6 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	prv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
+	prclient "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/client/clientset/versioned"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -73,7 +76,47 @@ func (g *globalFlags) read(ctx context.Context, groups groupsFunc) (*input.Objec
 	if err := groups(ctx, client, cfg, objs); err != nil {
 		return nil, fmt.Errorf("%s: %w", cfg.Host, err)
 	}
+	if err := readRequests(ctx, client, cfg, objs); err != nil {
+		return nil, fmt.Errorf("%s: %w", cfg.Host, err)
+	}
 	return objs, nil
+}
+
+// readRequests adds the cluster's ProvisioningRequests and PodTemplates
+// (read once, per plan) when the API serves CA's CRD.
+func readRequests(ctx context.Context, client kubernetes.Interface, cfg *rest.Config, objs *input.Objects) error {
+	resources, err := client.Discovery().ServerResourcesForGroupVersion(prv1.SchemeGroupVersion.String())
+	if err != nil || resources == nil {
+		return nil // not served: no requests
+	}
+	served := false
+	for _, r := range resources.APIResources {
+		served = served || r.Name == "provisioningrequests"
+	}
+	if !served {
+		return nil
+	}
+	jsonCfg := rest.CopyConfig(cfg)
+	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = "application/json", "application/json"
+	prc, err := prclient.NewForConfig(jsonCfg)
+	if err != nil {
+		return err
+	}
+	prs, err := prc.AutoscalingV1().ProvisioningRequests("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list provisioningrequests: %w", err)
+	}
+	pts, err := client.CoreV1().PodTemplates("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list podtemplates: %w", err)
+	}
+	for i := range prs.Items {
+		objs.ProvisioningRequests = append(objs.ProvisioningRequests, &prs.Items[i])
+	}
+	for i := range pts.Items {
+		objs.PodTemplates = append(objs.PodTemplates, &pts.Items[i])
+	}
+	return nil
 }
 
 // groupsFunc adds the node groups of a provider that reads the cluster
@@ -89,6 +132,9 @@ func (g *globalFlags) watch(ctx context.Context, quiet time.Duration, groups gro
 	}
 	err = live.Watch(ctx, client, g.syncTimeout, quiet, func(objs *input.Objects) error {
 		if err := groups(ctx, client, cfg, objs); err != nil {
+			return err
+		}
+		if err := readRequests(ctx, client, cfg, objs); err != nil {
 			return err
 		}
 		return fn(objs)

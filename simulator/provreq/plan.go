@@ -1,0 +1,167 @@
+package provreq
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	prv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"draxr.dev/draxr/simulator/scaleup"
+)
+
+// Report is one request as draxr-autoscaler leaves it: the condition
+// that says where it is, and the atomic scale-up asked for it. draxr
+// simulate prints it; the loop's status ConfigMap lists it.
+type Report struct {
+	Namespace             string          `json:"namespace"`
+	Name                  string          `json:"name"`
+	ProvisioningClassName string          `json:"provisioningClassName"`
+	Condition             ReportCondition `json:"condition"`
+	ScaleUp               []ReportScaleUp `json:"scaleUp,omitempty"`
+}
+
+// ReportCondition is a condition without its times.
+type ReportCondition struct {
+	Type    string                 `json:"type"`
+	Status  metav1.ConditionStatus `json:"status"`
+	Reason  string                 `json:"reason"`
+	Message string                 `json:"message"`
+}
+
+// ReportScaleUp is one group's share of an atomic scale-up.
+type ReportScaleUp struct {
+	NodeGroup string `json:"nodeGroup"`
+	NewNodes  int    `json:"newNodes"`
+	// Atomic: the provider promised all or nothing (the loop only; false
+	// when it fell back to IncreaseSize).
+	Atomic bool `json:"atomic,omitempty"`
+}
+
+// ReportOf is pr's report: its most telling condition (Failed, then
+// BookingExpired, Provisioned, Accepted) and scale-ups.
+func ReportOf(pr *prv1.ProvisioningRequest, scaleUps []ReportScaleUp) Report {
+	r := Report{Namespace: pr.Namespace, Name: pr.Name, ProvisioningClassName: pr.Spec.ProvisioningClassName, ScaleUp: scaleUps}
+	for _, t := range []string{prv1.Failed, prv1.BookingExpired, prv1.Provisioned, prv1.Accepted} {
+		c := meta.FindStatusCondition(pr.Status.Conditions, t)
+		if c == nil || (t != prv1.Provisioned && c.Status != metav1.ConditionTrue) {
+			continue
+		}
+		r.Condition = ReportCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message}
+		return r
+	}
+	r.Condition = ReportCondition{Type: prv1.Accepted, Status: metav1.ConditionFalse, Reason: "Pending", Message: "not taken up yet"}
+	return r
+}
+
+// Takes says whether this autoscaler acts on pr: it serves it, or the
+// API server would have refused it (a class that is no DNS subdomain, from
+// a dump), which fails with a condition naming the field.
+func (s Serving) Takes(pr *prv1.ProvisioningRequest) bool {
+	if s.Serves(pr) {
+		return true
+	}
+	var invalid *InvalidError
+	return errors.As(Validate(pr), &invalid) && invalid.Field == "spec.provisioningClassName"
+}
+
+// Available says whether pr is decided now: neither finished nor
+// provisioned, and when retried, its backoff since the last
+// CapacityIsNotFound has passed.
+func Available(pr *prv1.ProvisioningRequest, backoff time.Duration, now time.Time) bool {
+	if Finished(pr) || IsTrue(pr, prv1.Provisioned) {
+		return false
+	}
+	c := meta.FindStatusCondition(pr.Status.Conditions, prv1.Provisioned)
+	if c == nil {
+		return true
+	}
+	return c.Status == metav1.ConditionFalse && now.Sub(c.LastTransitionTime.Time) >= backoff
+}
+
+// Consumers are, per request (namespace/name), the scheduled pods that
+// consume it.
+func Consumers(running []*v1.Pod) map[string][]*v1.Pod {
+	out := map[string][]*v1.Pod{}
+	for _, pod := range running {
+		if name := ConsumedRequest(pod); name != "" && pod.Spec.NodeName != "" {
+			key := pod.Namespace + "/" + name
+			out[key] = append(out[key], pod)
+		}
+	}
+	return out
+}
+
+// PlanAll is what draxr-autoscaler's loops make of the requests while
+// nothing else changes, on the engine's snapshot: CA's timers at now,
+// the bookings of provisioned requests, then every available request
+// decided in order (oldest first), each seeing the room the earlier ones
+// took, an atomic one's new nodes included. The loop decides the same
+// requests one (or a check-capacity batch) at a time, on the same code.
+// backoff is the retry wait a request not provisioned has (the initial
+// one: a plan has no history). It returns a report per request taken,
+// and the requests with their new conditions.
+func (e *Engine) PlanAll(ctx context.Context, prs []*prv1.ProvisioningRequest, running []*v1.Pod, serving Serving,
+	backoff time.Duration, now time.Time) ([]Report, error) {
+	consumers := Consumers(running)
+	var taken []*prv1.ProvisioningRequest
+	for _, pr := range prs {
+		if !serving.Takes(pr) || ShouldDelete(pr, now) {
+			continue
+		}
+		pr = pr.DeepCopy()
+		if c := Lifecycle(pr, len(consumers[Key(pr)]), now); c != nil {
+			Set(pr, *c, now)
+		}
+		taken = append(taken, pr)
+	}
+	Order(taken)
+	var booked []*prv1.ProvisioningRequest
+	for _, pr := range taken {
+		if Books(pr) {
+			booked = append(booked, pr)
+		}
+	}
+	for _, b := range e.Book(ctx, booked, consumers) {
+		if b.Err == nil {
+			continue
+		}
+		if _, bad := errors.AsType[*InvalidError](b.Err); !bad {
+			return nil, b.Err
+		}
+		Set(b.Request, Condition{Type: prv1.Failed, Status: metav1.ConditionTrue, Reason: ReasonFailedToBookCapacity,
+			Message: "Couldn't create pods: " + b.Err.Error()}, now)
+	}
+	out := make([]Report, 0, len(taken))
+	for _, pr := range taken {
+		if !Available(pr, backoff, now) {
+			out = append(out, ReportOf(pr, nil))
+			continue
+		}
+		if !IsTrue(pr, prv1.Accepted) {
+			Set(pr, Condition{Type: prv1.Accepted, Status: metav1.ConditionTrue, Reason: ReasonAccepted, Message: AcceptedMessage}, now)
+		}
+		d, err := e.Decide(ctx, pr)
+		if err != nil {
+			return nil, err
+		}
+		Set(pr, d.Condition, now)
+		out = append(out, ReportOf(pr, ReportScaleUps(d.ScaleUps)))
+	}
+	return out, nil
+}
+
+// AcceptedMessage is the Accepted condition's message.
+const AcceptedMessage = "ProvisioningRequest is accepted by draxr-autoscaler"
+
+// ReportScaleUps lists scale-ups as reports do.
+func ReportScaleUps(sus []scaleup.ScaleUp) []ReportScaleUp {
+	var out []ReportScaleUp
+	for _, su := range sus {
+		out = append(out, ReportScaleUp{NodeGroup: su.NodeGroup, NewNodes: su.NewNodes})
+	}
+	return out
+}
