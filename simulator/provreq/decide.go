@@ -159,11 +159,13 @@ func notFound(pr *prv1.ProvisioningRequest, why string) Condition {
 		Message: "Capacity is not found, draxr will try to find it later: " + why}
 }
 
-// existingOnly is the planner without groups: pods go on nodes there are.
+// existingOnly is the planner without groups: pods go on nodes there are,
+// on the first that fits (CA's TrySchedulePods): "is there room?".
 func (e *Engine) existingOnly() *scaleup.Planner {
 	p := *e.Planner
 	p.Groups = nil
 	p.AllOrNothing = false
+	p.FirstFit = true
 	return &p
 }
 
