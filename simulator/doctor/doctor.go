@@ -103,6 +103,8 @@ func Check(objs *input.Objects) []Finding {
 	d.classesMatchNothing()
 	d.missingClasses()
 	d.groupDevicesDiffer()
+	d.provisioningRequests()
+	d.kueueManagedResources()
 	sort.SliceStable(d.findings, func(i, j int) bool {
 		a, b := d.findings[i], d.findings[j]
 		if a.Check != b.Check {

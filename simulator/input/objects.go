@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,6 +55,11 @@ type Objects struct {
 	// PodTemplates their podSets name: capacity asked before pods.
 	ProvisioningRequests []*prv1.ProvisioningRequest
 	PodTemplates         []*v1.PodTemplate
+	// KueueConfigs are Kueue's ProvisioningRequestConfigs, and QueuedJobs
+	// the suspended Jobs that wait in a Kueue queue (they have no pods
+	// yet): the doctor checks what Kueue will ask of the autoscaler.
+	KueueConfigs []*unstructured.Unstructured
+	QueuedJobs   []*batchv1.Job
 	// Skipped counts, per "apiVersion kind", objects of kinds the planner
 	// does not read (Services, Secrets, CRDs it does not know...).
 	Skipped map[string]int
@@ -89,7 +95,7 @@ func (o *Objects) count() int {
 	return len(o.Nodes) + len(o.RunningPods) + len(o.PendingPods) + len(o.ResourceSlices) +
 		len(o.DeviceClasses) + len(o.ResourceClaims) + len(o.ResourceClaimTemplates) + len(o.DeviceTaintRules) +
 		len(o.NodeGroups) + len(o.DaemonSets) + len(o.workloads) + len(o.ClusterAPI) + len(o.ConfigMaps) +
-		len(o.ProvisioningRequests) + len(o.PodTemplates)
+		len(o.ProvisioningRequests) + len(o.PodTemplates) + len(o.KueueConfigs) + len(o.QueuedJobs)
 }
 
 // SkippedSummary is one line on the objects of kinds the planner does not
@@ -142,6 +148,8 @@ func (o *Objects) each(fn func(kind string, obj metav1.Object)) {
 	visit(o.ConfigMaps, "ConfigMap", fn)
 	visit(o.ProvisioningRequests, "ProvisioningRequest", fn)
 	visit(o.PodTemplates, "PodTemplate", fn)
+	visit(o.KueueConfigs, "ProvisioningRequestConfig", fn)
+	visit(o.QueuedJobs, "QueuedJob", fn)
 }
 
 func visit[T metav1.Object](list []T, kind string, fn func(string, metav1.Object)) {
@@ -241,6 +249,8 @@ func (o *Objects) Merge(other *Objects) error {
 	mergeList(o, &o.ConfigMaps, other.ConfigMaps, "ConfigMap", from, report)
 	mergeList(o, &o.ProvisioningRequests, other.ProvisioningRequests, "ProvisioningRequest", from, report)
 	mergeList(o, &o.PodTemplates, other.PodTemplates, "PodTemplate", from, report)
+	mergeList(o, &o.KueueConfigs, other.KueueConfigs, "ProvisioningRequestConfig", from, report)
+	mergeList(o, &o.QueuedJobs, other.QueuedJobs, "QueuedJob", from, report)
 	for k, n := range other.Skipped {
 		if o.Skipped == nil {
 			o.Skipped = map[string]int{}

@@ -2,12 +2,16 @@ package input
 
 import (
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	prv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
 	podutil "k8s.io/kubernetes/pkg/api/pod"
 	"k8s.io/kubernetes/pkg/apis/core"
 	corevalidation "k8s.io/kubernetes/pkg/apis/core/validation"
 )
+
+// KueueQueueLabel names the Kueue LocalQueue of a Job.
+const KueueQueueLabel = "kueue.x-k8s.io/queue-name"
 
 // addBatchKinds adds CA's ProvisioningRequest (v1, and v1beta1, whose
 // schema is the same) and the PodTemplates its podSets name. A request is
@@ -17,6 +21,19 @@ func addBatchKinds(handlers map[string]handler) {
 	handlers["v1/PodTemplate"] = storedKind[v1.PodTemplate]("PodTemplate", true, func(t *core.PodTemplate) field.ErrorList {
 		return corevalidation.ValidatePodTemplate(t, podutil.GetValidationOptionsFromPodTemplate(&t.Template, nil))
 	}, func(o *Objects) *[]*v1.PodTemplate { return &o.PodTemplates })
+	// Kueue's ProvisioningRequestConfigs (its API is not a dependency of
+	// draxr: read as written), for the doctor's check of managedResources.
+	for _, version := range []string{"v1beta1", "v1beta2"} {
+		handlers["kueue.x-k8s.io/"+version+"/ProvisioningRequestConfig"] = func(p *parser, d doc, raw []byte) {
+			u := &unstructured.Unstructured{}
+			if err := u.UnmarshalJSON(raw); err != nil {
+				p.fail(d, describe("ProvisioningRequestConfig", raw), err)
+				return
+			}
+			prepareMeta("ProvisioningRequestConfig", u, false, d.loc)
+			store(p, d, object{"ProvisioningRequestConfig", u}, nil, &p.out.KueueConfigs, u)
+		}
+	}
 	for _, version := range []string{"v1", "v1beta1"} {
 		handlers[prv1.GroupName+"/"+version+"/ProvisioningRequest"] = func(p *parser, d doc, raw []byte) {
 			pr := &prv1.ProvisioningRequest{}

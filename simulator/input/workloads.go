@@ -103,6 +103,9 @@ func addWorkloadKinds(handlers map[string]handler) {
 			}
 			if ptr.Deref(w.Spec.Suspend, false) {
 				n = 0
+				if w.Labels[KueueQueueLabel] != "" && len(errs) == 0 {
+					p.out.QueuedJobs = append(p.out.QueuedJobs, w)
+				}
 			}
 			indexed := ptr.Deref(w.Spec.CompletionMode, batchv1.NonIndexedCompletion) == batchv1.IndexedCompletion
 			p.expand(d, o, errs, &w.Spec.Template, n, func(i int64, pod *v1.Pod) {
