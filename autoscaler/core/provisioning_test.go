@@ -275,6 +275,14 @@ func TestCheckCapacityRequestsInTheLoop(t *testing.T) {
 	if len(gpu.Increases())+len(gpu.AtomicIncreases()) != 0 {
 		t.Fatalf("check-capacity scaled up: %v %v", gpu.Increases(), gpu.AtomicIncreases())
 	}
+	_, status := readStatus(t, e.a)
+	listed := map[string]string{}
+	for _, r := range status.ProvisioningRequests {
+		listed[r.Name] = r.Condition.Type + "=" + string(r.Condition.Status) + "/" + r.Condition.Reason
+	}
+	if listed["a-fits"] != "Provisioned=True/CapacityIsFound" || listed["d-no-template"] != "Failed=True/FailedToCreatePods" || len(listed) != 4 {
+		t.Errorf("status ConfigMap lists %v, want the four served requests with their conditions", listed)
+	}
 	if msg := meta.FindStatusCondition(store.get(t, "d-no-template").Status.Conditions, prv1.Failed).Message; !strings.Contains(msg,
 		"ProvisioningRequest default/d-no-template: spec.podSets[0].podTemplateRef.name: PodTemplate default/missing not found") {
 		t.Errorf("FailedToCreatePods message %q does not name the object and field", msg)

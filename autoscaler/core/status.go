@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"draxr.dev/draxr/autoscaler/clusterstate"
+	"draxr.dev/draxr/simulator/provreq"
 )
 
 // The status ConfigMap as the Cluster Autoscaler writes it: key "status"
@@ -165,7 +166,14 @@ type DraxrStatus struct {
 	// it would have done, WouldCall the provider calls it did not make.
 	DryRun    bool     `json:"dryRun,omitempty"`
 	WouldCall []string `json:"wouldCall,omitempty"`
+	// ProvisioningRequests are the requests served (at most
+	// maxStatusRequests, oldest first): each one's condition, and the
+	// atomic scale-up this loop asked for it.
+	ProvisioningRequests []provreq.Report `json:"provisioningRequests,omitempty"`
 }
+
+// maxStatusRequests bounds the requests listed in the status ConfigMap.
+const maxStatusRequests = 100
 
 // DraxrScaleUp is an executed scale-up.
 type DraxrScaleUp struct {
@@ -368,6 +376,22 @@ func (a *Autoscaler) draxrStatus(st *clusterstate.State, res *LoopResult, loopEr
 	}
 	for _, n := range res.NoScaleUp {
 		d.NoScaleUp = append(d.NoScaleUp, DraxrNoScaleUp{Pod: n.Pod.String(), Code: string(n.Code), Reason: n.Reason})
+	}
+	if a.requests != nil {
+		decided := map[string]provreq.Report{}
+		for _, r := range res.ProvisioningRequests {
+			decided[r.Namespace+"/"+r.Name] = r
+		}
+		for _, pr := range a.requests.Served {
+			if len(d.ProvisioningRequests) == maxStatusRequests {
+				break
+			}
+			r := provreq.ReportOf(pr, nil)
+			if dr, ok := decided[provreq.Key(pr)]; ok {
+				r = dr
+			}
+			d.ProvisioningRequests = append(d.ProvisioningRequests, r)
+		}
 	}
 	for _, g := range a.cfg.Provider.NodeGroups() {
 		id := g.Id()
