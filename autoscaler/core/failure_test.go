@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"draxr.dev/draxr/autoscaler/clusterstate"
+	"draxr.dev/draxr/autoscaler/metrics"
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/simulator/expander"
 	fx "draxr.dev/draxr/simulator/fixtures"
@@ -287,5 +288,40 @@ func TestScaleDownNeverDrainsOntoNodesStillComingUp(t *testing.T) {
 	}
 	if got := g.Deleted(); len(got) != 0 {
 		t.Errorf("deleted %v, want gpu-0 kept", got)
+	}
+}
+
+// A drain outlives its loop; a refresh meanwhile may drop the node's
+// group (its annotation turned invalid). The drain then gives up
+// cleanly: no panic, the node stays and loses its ToBeDeleted taint.
+func TestDrainOfAGroupDroppedMidDrain(t *testing.T) {
+	e := newFailureEnv(t)
+	cpu := e.provider.AddGroup(&nodegroup.NodeGroup{ObjectMeta: metav1.ObjectMeta{Name: "cpu"},
+		Spec: nodegroup.Spec{MaxSize: 10, Template: *fx.Node("t", 8, 32, nil)}}, fakeprovider.Faults{})
+	if err := cpu.AddReadyNodes(e.ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	e.at(time.Hour)
+	name := cpu.Names()[0]
+	node, err := e.client.CoreV1().Nodes().Get(e.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.a.setTaint(e.ctx, name, ToBeDeletedTaint, v1.TaintEffectNoSchedule, true); err != nil {
+		t.Fatal(err)
+	}
+	e.provider.RemoveGroup("cpu")
+	err = e.a.removeNode(e.ctx, node, "cpu", "empty", time.Minute, metrics.GroupLabels{})
+	if err == nil || !strings.Contains(err.Error(), "node group cpu is no longer one of the provider's; the node is kept") {
+		t.Fatalf("removeNode of a dropped group: %v", err)
+	}
+	got, err := e.client.CoreV1().Nodes().Get(e.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the node is gone: %v", err)
+	}
+	for _, tt := range got.Spec.Taints {
+		if tt.Key == ToBeDeletedTaint {
+			t.Errorf("the node keeps its %s taint", ToBeDeletedTaint)
+		}
 	}
 }

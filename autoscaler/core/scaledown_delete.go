@@ -55,7 +55,14 @@ func (a *Autoscaler) removeNode(ctx context.Context, node *v1.Node, group, reaso
 		return err
 	}
 	a.waitPodsGone(ctx, node.Name, evicted)
-	if err := a.group(group).DeleteNodes(ctx, []*v1.Node{node}); err != nil {
+	// The drain outlives its loop: a refresh since may have dropped the
+	// group (an annotation turned invalid). The node stays, untainted.
+	ng := a.group(group)
+	if ng == nil {
+		errType = metrics.ErrorCloudProvider
+		return fmt.Errorf("node %s: node group %s is no longer one of the provider's; the node is kept", node.Name, group)
+	}
+	if err := ng.DeleteNodes(ctx, []*v1.Node{node}); err != nil {
 		errType = metrics.ErrorCloudProvider
 		return fmt.Errorf("node %s: delete: %w", node.Name, err)
 	}

@@ -92,7 +92,12 @@ func (a *Autoscaler) findScaleDown(ctx context.Context, st *clusterstate.State) 
 	}
 	for _, r := range removals {
 		g := st.GroupOf[r.Node]
-		if min := a.group(g).MinSize(); size[g]+st.Upcoming[g] <= min {
+		ng := a.group(g)
+		if ng == nil {
+			verdict(r.Node, scaledown.Kept, scaledown.NotAutoscaled, fmt.Sprintf("node group %s is no longer one of the provider's", g))
+			continue
+		}
+		if min := ng.MinSize(); size[g]+st.Upcoming[g] <= min {
 			verdict(r.Node, scaledown.Kept, scaledown.NodeGroupMinSizeReached,
 				fmt.Sprintf("unneeded (utilization %.2f), but node group %s is at its min size %d", r.Utilization, g, min))
 			continue
@@ -124,7 +129,12 @@ func (a *Autoscaler) findScaleDown(ctx context.Context, st *clusterstate.State) 
 	rejections = append(rejections, unreadyRejections...)
 	for _, name := range unready {
 		g := st.GroupOf[name]
-		if min := a.group(g).MinSize(); size[g]+st.Upcoming[g] <= min {
+		ng := a.group(g)
+		if ng == nil {
+			verdict(name, scaledown.Kept, scaledown.NotAutoscaled, fmt.Sprintf("node group %s is no longer one of the provider's", g))
+			continue
+		}
+		if min := ng.MinSize(); size[g]+st.Upcoming[g] <= min {
 			verdict(name, scaledown.Kept, scaledown.NodeGroupMinSizeReached, fmt.Sprintf("unready, but node group %s is at its min size %d", g, min))
 			continue
 		}

@@ -559,6 +559,8 @@ const (
 	NotUnreadyLongEnough    = "NotUnreadyLongEnough"
 	NodeGroupMinSizeReached = "NodeGroupMinSizeReached"
 	CurrentlyBeingDeleted   = "CurrentlyBeingDeleted"
+	// NotAutoscaled: the node's group is no longer one of the provider's.
+	NotAutoscaled = "NotAutoscaled"
 )
 
 // NodeVerdict answers "why is this node not removed?" for one node of an

@@ -10,6 +10,7 @@ package fakeprovider
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -81,6 +82,14 @@ func (p *Provider) AddGroup(ng *nodegroup.NodeGroup, f Faults) *Group {
 	g := &Group{p: p, cfg: ng, faults: f}
 	p.groups = append(p.groups, g)
 	return g
+}
+
+// RemoveGroup drops a group, as a provider's refresh drops one whose
+// configuration turned invalid; its instances are left as they are.
+func (p *Provider) RemoveGroup(name string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.groups = slices.DeleteFunc(p.groups, func(g *Group) bool { return g.cfg.Name == name })
 }
 
 // SetRefreshError makes Refresh fail (nil clears it).
