@@ -128,4 +128,3 @@ func editDistance(a, b string) int {
 	}
 	return prev[len(b)]
 }
-
