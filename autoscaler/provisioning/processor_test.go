@@ -41,14 +41,10 @@ func (a *laggingAPI) UpdateStatus(_ context.Context, pr *prv1.ProvisioningReques
 
 func (a *laggingAPI) Delete(context.Context, string, string) error { return nil }
 
-func newIndexer() cache.Indexer {
-	return cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-}
-
-// A request is never decided twice because the cache lags a write: not
-// after this processor's own write (it keeps what it wrote), and not
-// after another replica's (the request is read fresh before it is taken).
-func TestStaleCacheNeverDecidesTwice(t *testing.T) {
+// laggingFixture is one atomic request, in a cache that never sees
+// writes and in the laggingAPI, and a processor over both.
+func laggingFixture(t *testing.T) (time.Time, cache.Indexer, *laggingAPI, *Processor) {
+	t.Helper()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	pr := &prv1.ProvisioningRequest{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "default", UID: "u", ResourceVersion: "1",
 		CreationTimestamp: metav1.NewTime(now)},
@@ -60,6 +56,18 @@ func TestStaleCacheNeverDecidesTwice(t *testing.T) {
 	}
 	api := &laggingAPI{objects: map[string]*prv1.ProvisioningRequest{"default/train": pr.DeepCopy()}}
 	p := New(Config{Requests: prlisters.NewProvisioningRequestLister(idx), Templates: corelisters.NewPodTemplateLister(newIndexer()), Client: api})
+	return now, idx, api, p
+}
+
+func newIndexer() cache.Indexer {
+	return cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+}
+
+// A request is never decided twice because the cache lags a write: not
+// after this processor's own write (it keeps what it wrote), and not
+// after another replica's (the request is read fresh before it is taken).
+func TestStaleCacheNeverDecidesTwice(t *testing.T) {
+	now, idx, api, p := laggingFixture(t)
 	ctx := context.Background()
 
 	l, err := p.Start(ctx, nil, now)
@@ -105,17 +113,7 @@ func TestStaleCacheNeverDecidesTwice(t *testing.T) {
 // A decision whose write failed is not made again: the next loop writes
 // it again instead.
 func TestFailedWriteIsRetriedNotRedecided(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	pr := &prv1.ProvisioningRequest{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "default", UID: "u", ResourceVersion: "1",
-		CreationTimestamp: metav1.NewTime(now)},
-		Spec: prv1.ProvisioningRequestSpec{ProvisioningClassName: provreq.BestEffortAtomic,
-			PodSets: []prv1.PodSet{{PodTemplateRef: prv1.Reference{Name: "t"}, Count: 1}}}}
-	idx := newIndexer()
-	if err := idx.Add(pr.DeepCopy()); err != nil {
-		t.Fatal(err)
-	}
-	api := &laggingAPI{objects: map[string]*prv1.ProvisioningRequest{"default/train": pr.DeepCopy()}}
-	p := New(Config{Requests: prlisters.NewProvisioningRequestLister(idx), Templates: corelisters.NewPodTemplateLister(newIndexer()), Client: api})
+	now, _, api, p := laggingFixture(t)
 	ctx := context.Background()
 	l, _ := p.Start(ctx, nil, now)
 	todo := l.ToDecide()

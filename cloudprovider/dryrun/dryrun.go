@@ -83,27 +83,23 @@ type group struct {
 	p *Provider
 }
 
-func (g *group) IncreaseSize(_ context.Context, delta int) error {
-	if delta <= 0 {
-		return fmt.Errorf("node group %s: size increase must be positive, got %d", g.Id(), delta)
-	}
-	if t, err := g.TargetSize(); err == nil && t+delta > g.MaxSize() {
-		return cloudprovider.MaxSizeExceeded(g.Id(), t, delta, g.MaxSize())
-	}
-	g.p.record(Call{Group: g.Id(), Op: "IncreaseSize", Delta: delta})
-	return nil
-}
+func (g *group) IncreaseSize(_ context.Context, delta int) error { return g.increase("IncreaseSize", delta) }
 
 // AtomicIncreaseSize records the call, all or nothing as the wrapped
 // provider would make it.
 func (g *group) AtomicIncreaseSize(_ context.Context, delta int) error {
+	return g.increase("AtomicIncreaseSize", delta)
+}
+
+// increase checks an increase as a provider would and records it.
+func (g *group) increase(op string, delta int) error {
 	if delta <= 0 {
 		return fmt.Errorf("node group %s: size increase must be positive, got %d", g.Id(), delta)
 	}
 	if t, err := g.TargetSize(); err == nil && t+delta > g.MaxSize() {
 		return cloudprovider.MaxSizeExceeded(g.Id(), t, delta, g.MaxSize())
 	}
-	g.p.record(Call{Group: g.Id(), Op: "AtomicIncreaseSize", Delta: delta})
+	g.p.record(Call{Group: g.Id(), Op: op, Delta: delta})
 	return nil
 }
 

@@ -25,16 +25,7 @@ func halfFullFleet(b *testing.B, nodes int) *scaleup.Planner {
 	snap := snapshot.New()
 	snap.SetDeviceClass(fx.Class(gpuClass, fx.Driver, fx.GPUResource, fx.Epoch))
 	var running []*v1.Pod
-	for n := 0; n < nodes; n++ {
-		name := fmt.Sprintf("node-%d", n)
-		node := fx.Node(name, 64, 256, nil)
-		node.Labels[nodegroup.GroupLabel] = "gpu"
-		if err := snap.AddNode(node); err != nil {
-			b.Fatal(err)
-		}
-		if err := snap.AddResourceSlice(fx.GPUSlice(name, 8)); err != nil {
-			b.Fatal(err)
-		}
+	for _, name := range addGPUNodes(b, snap, nodes) {
 		for d := 0; d < 4; d++ {
 			pod := fx.Pod(fmt.Sprintf("%s-run-%d", name, d), 100, fx.GPUs(fx.GPUResource, 1))
 			pod.Spec.NodeName = name

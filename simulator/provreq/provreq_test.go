@@ -71,17 +71,7 @@ func cluster(t *testing.T, nodes, used, maxSize int) (*scaleup.Planner, *snapsho
 	snap := snapshot.New()
 	snap.SetDeviceClass(fx.Class(gpuClass, fx.Driver, fx.GPUResource, fx.Epoch))
 	snap.SetResourceClaimTemplate(fx.ClaimTemplate("one-gpu", gpuClass, 1))
-	for i := 0; i < nodes; i++ {
-		name := fmt.Sprintf("node-%d", i)
-		n := fx.Node(name, 64, 256, nil)
-		n.Labels[nodegroup.GroupLabel] = "gpu"
-		if err := snap.AddNode(n); err != nil {
-			t.Fatal(err)
-		}
-		if err := snap.AddResourceSlice(fx.GPUSlice(name, 8)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	addGPUNodes(t, snap, nodes)
 	h, err := harness.New(context.Background(), snap, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -98,6 +88,25 @@ func cluster(t *testing.T, nodes, used, maxSize int) (*scaleup.Planner, *snapsho
 			ResourceSlices: []resourceapi.ResourceSliceSpec{slice.Spec}}}
 	exp, _ := expander.New("least-waste", nil, 1)
 	return &scaleup.Planner{Harness: h, Groups: []*nodegroup.NodeGroup{group}, Expander: exp}, snap
+}
+
+// addGPUNodes adds nodes node-<i> of the group gpu, 8 GPUs each, and
+// returns their names.
+func addGPUNodes(t testing.TB, snap *snapshot.Snapshot, n int) []string {
+	t.Helper()
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("node-%d", i)
+		node := fx.Node(names[i], 64, 256, nil)
+		node.Labels[nodegroup.GroupLabel] = "gpu"
+		if err := snap.AddNode(node); err != nil {
+			t.Fatal(err)
+		}
+		if err := snap.AddResourceSlice(fx.GPUSlice(names[i], 8)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return names
 }
 
 func TestPodsOfARequest(t *testing.T) {

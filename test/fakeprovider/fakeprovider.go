@@ -267,32 +267,28 @@ func (g *Group) TargetSize() (int, error) {
 
 // IncreaseSize adds delta instances, or fails with the injected error.
 func (g *Group) IncreaseSize(_ context.Context, delta int) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.faults.IncreaseSizeErr != nil {
-		g.calledFail = append(g.calledFail, fmt.Sprintf("IncreaseSize(%d)", delta))
-		return g.faults.IncreaseSizeErr
-	}
-	if err := g.add(delta); err != nil {
-		return err
-	}
-	g.increases = append(g.increases, delta)
-	return nil
+	return g.increase("IncreaseSize", func(f Faults) error { return f.IncreaseSizeErr }, &g.increases, delta)
 }
 
 // AtomicIncreaseSize adds delta instances, or none with the injected
 // error.
 func (g *Group) AtomicIncreaseSize(_ context.Context, delta int) error {
+	return g.increase("AtomicIncreaseSize", func(f Faults) error { return f.AtomicIncreaseSizeErr }, &g.atomic, delta)
+}
+
+// increase adds delta instances and records delta in done, or fails
+// with the fault that faultOf picks.
+func (g *Group) increase(op string, faultOf func(Faults) error, done *[]int, delta int) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.faults.AtomicIncreaseSizeErr != nil {
-		g.calledFail = append(g.calledFail, fmt.Sprintf("AtomicIncreaseSize(%d)", delta))
-		return g.faults.AtomicIncreaseSizeErr
+	if fault := faultOf(g.faults); fault != nil {
+		g.calledFail = append(g.calledFail, fmt.Sprintf("%s(%d)", op, delta))
+		return fault
 	}
 	if err := g.add(delta); err != nil {
 		return err
 	}
-	g.atomic = append(g.atomic, delta)
+	*done = append(*done, delta)
 	return nil
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"draxr.dev/draxr/autoscaler/clusterstate"
 	"draxr.dev/draxr/autoscaler/core"
+	"draxr.dev/draxr/autoscaler/provisioning"
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/cloudprovider/clusterapi"
 	"draxr.dev/draxr/cloudprovider/local"
@@ -206,6 +207,18 @@ func checkLocalDumpPlan(t *testing.T, dump string, wantNodes int) {
 
 func runOnceDryRun(t *testing.T, client *fake.Clientset, provider cloudprovider.Provider) *core.LoopResult {
 	t.Helper()
+	ctx, a := dryRunAutoscaler(t, client, provider, nil)
+	res, err := a.RunOnce(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// dryRunAutoscaler is draxr-autoscaler in dry run over client's objects
+// (its informers synced), serving requests when given.
+func dryRunAutoscaler(t *testing.T, client *fake.Clientset, provider cloudprovider.Provider, requests *provisioning.Processor) (context.Context, *core.Autoscaler) {
+	t.Helper()
 	factory := informers.NewSharedInformerFactory(client, 0)
 	listers := clusterstate.NewListers(factory)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -216,13 +229,9 @@ func runOnceDryRun(t *testing.T, client *fake.Clientset, provider cloudprovider.
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := core.New(core.Config{Client: client, Listers: listers, Provider: provider, Expander: exp, DryRun: true,
-		Recorder: record.NewFakeRecorder(1000), StatusNamespace: "kube-system", StatusName: core.DryRunStatusConfigMapName})
-	res, err := a.RunOnce(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
+	return ctx, core.New(core.Config{Client: client, Listers: listers, Provider: provider, Expander: exp, DryRun: true,
+		Recorder: record.NewFakeRecorder(1000), StatusNamespace: "kube-system", StatusName: core.DryRunStatusConfigMapName,
+		ProvisioningRequests: requests})
 }
 
 // simulatePlan runs draxr simulate -o json with args and decodes its plan.

@@ -9,17 +9,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	prv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
 	prlisters "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/client/listers/autoscaling.x-k8s.io/v1"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 
-	"draxr.dev/draxr/autoscaler/clusterstate"
-	"draxr.dev/draxr/autoscaler/core"
 	"draxr.dev/draxr/autoscaler/provisioning"
 	"draxr.dev/draxr/cloudprovider/local"
-	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/input"
 	"draxr.dev/draxr/simulator/provreq"
 )
@@ -176,22 +171,10 @@ func loopRequests(t *testing.T, path string) map[string]provreq.Report {
 			t.Fatal(err)
 		}
 	}
-	factory := informers.NewSharedInformerFactory(client, 0)
-	listers := clusterstate.NewListers(factory)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	factory.Start(ctx.Done())
-	factory.WaitForCacheSync(ctx.Done())
-	exp, err := expander.New("least-waste", nil, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
 	proc := provisioning.New(provisioning.Config{Requests: prlisters.NewProvisioningRequestLister(requests),
 		Templates: corelisters.NewPodTemplateLister(templates), Client: provisioning.DryRunClient(indexerReader{requests}),
 		BatchProcessing: true, MaxBatchSize: 100})
-	a := core.New(core.Config{Client: client, Listers: listers, Provider: provider, Expander: exp, DryRun: true,
-		Recorder: record.NewFakeRecorder(1000), StatusNamespace: "kube-system", StatusName: core.DryRunStatusConfigMapName,
-		ProvisioningRequests: proc})
+	ctx, a := dryRunAutoscaler(t, client, provider, proc)
 	out := map[string]provreq.Report{}
 	for range 5 {
 		res, err := a.RunOnce(ctx)
