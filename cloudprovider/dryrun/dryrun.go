@@ -83,7 +83,9 @@ type group struct {
 	p *Provider
 }
 
-func (g *group) IncreaseSize(_ context.Context, delta int) error { return g.increase("IncreaseSize", delta) }
+func (g *group) IncreaseSize(_ context.Context, delta int) error {
+	return g.increase("IncreaseSize", delta)
+}
 
 // AtomicIncreaseSize records the call, all or nothing as the wrapped
 // provider would make it.
