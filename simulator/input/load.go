@@ -73,6 +73,7 @@ func (o Options) LoadPaths(paths []string) (*Objects, error) {
 	}
 	out.reconcileWorkloads()
 	out.PlaceBindingPods()
+	out.TimeUntimedPods()
 	return out, nil
 }
 

@@ -111,6 +111,7 @@ func (o Options) Parse(data []byte, source string) (*Objects, error) {
 		return nil, err
 	}
 	out.PlaceBindingPods()
+	out.TimeUntimedPods()
 	return out, nil
 }
 
