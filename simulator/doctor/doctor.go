@@ -105,6 +105,7 @@ func Check(objs *input.Objects) []Finding {
 	d.groupDevicesDiffer()
 	d.provisioningRequests()
 	d.kueueManagedResources()
+	d.nodeAllocatable()
 	sort.SliceStable(d.findings, func(i, j int) bool {
 		a, b := d.findings[i], d.findings[j]
 		if a.Check != b.Check {

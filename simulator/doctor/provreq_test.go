@@ -82,3 +82,26 @@ func TestProvisioningRequestChecks(t *testing.T) {
 		})
 	}
 }
+
+// Devices that say what node CPU or memory their allocation takes
+// (KEP-5517) are reported: draxr does not count it.
+func TestNodeAllocatableResourcesReported(t *testing.T) {
+	input := node("cpu-0", "") + `---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: cpu-0-cpus}
+spec:
+  driver: cpu.example.com
+  nodeName: cpu-0
+  pool: {name: cpu-0, resourceSliceCount: 1}
+  devices:
+  - name: numa-0
+    nodeAllocatableResources:
+      cpu: {mapping: {deviceMultiplier: "8"}}
+`
+	got := Check(load(t, input))
+	assertFindings(t, got, []wantFinding{{CheckNodeAllocatableIgnored, Warning, []string{"ResourceSlice/cpu-0-cpus"}}})
+	if !strings.Contains(got[0].Message, "numa-0 (cpu)") {
+		t.Errorf("message %q does not name the device and resource", got[0].Message)
+	}
+}

@@ -113,6 +113,30 @@ func withoutConsumers(pods []*v1.Pod) []*v1.Pod {
 	return out
 }
 
+// nodeAllocatableWarning says once per plan that devices carrying
+// nodeAllocatableResources (KEP-5517) take node CPU or memory the plan
+// does not count; "" when none do.
+func nodeAllocatableWarning(objs *input.Objects) []string {
+	n := 0
+	for _, s := range objs.ResourceSlices {
+		if len(dynres.NodeAllocatableDevices(&s.Spec)) > 0 {
+			n++
+		}
+	}
+	for _, g := range objs.NodeGroups {
+		for i := range g.Spec.ResourceSlices {
+			if len(dynres.NodeAllocatableDevices(&g.Spec.ResourceSlices[i])) > 0 {
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("%d ResourceSlices carry nodeAllocatableResources (KEP-5517): the node CPU and memory their devices' allocations take "+
+		"are not counted (DRANodeAllocatableResources is off in draxr); draxr doctor names them", n)}
+}
+
 // Result is a plan with the state it was made on.
 type Result struct {
 	Plan     *scaleup.Plan
@@ -123,6 +147,8 @@ type Result struct {
 	// ProvisioningRequests are what draxr-autoscaler sets on each request
 	// it serves; the plan's pods are planned after their bookings.
 	ProvisioningRequests []provreq.Report
+	// Warnings are what the plan leaves out and a person should know.
+	Warnings []string
 }
 
 // Simulate plans scale-ups for the pending pods in objs; it stops with
@@ -163,7 +189,7 @@ func Simulate(ctx context.Context, objs *input.Objects, opts Options) (*Result, 
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
-	res := &Result{Plan: plan, Snapshot: snap, Harness: h, ProvisioningRequests: requests}
+	res := &Result{Plan: plan, Snapshot: snap, Harness: h, ProvisioningRequests: requests, Warnings: nodeAllocatableWarning(objs)}
 	classes, _ := snap.Classes().List()
 	for _, c := range classes {
 		if err := matcher.ClassError(c); err != nil {

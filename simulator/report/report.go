@@ -42,6 +42,8 @@ type SimulateOutput struct {
 	metav1.TypeMeta `json:",inline"`
 	*scaleup.Plan
 	ClassErrors []string `json:"deviceClassErrors,omitempty"`
+	// Warnings are what the plan leaves out and a person should know.
+	Warnings []string `json:"warnings,omitempty"`
 	// FeatureGates are the gates set with --feature-gates: the plan holds
 	// for a scheduler running with them.
 	FeatureGates map[string]bool `json:"featureGates,omitempty"`
@@ -182,7 +184,7 @@ func PlanTable(w io.Writer, out SimulateOutput) error {
 		}
 		fmt.Fprintf(tw, "\nfeature gates: %s (the scheduler must run with the same)\n", strings.Join(names, ","))
 	}
-	for _, e := range out.ClassErrors {
+	for _, e := range append(append([]string(nil), out.ClassErrors...), out.Warnings...) {
 		fmt.Fprintf(tw, "\nwarning: %s\n", e)
 	}
 	return tw.Flush()

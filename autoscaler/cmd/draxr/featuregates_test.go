@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -140,5 +141,28 @@ func TestWorkloadGatesAreRefused(t *testing.T) {
 	// does not read yet).
 	if code, _, errOut := draxr(t, "simulate", "-f", input); code != 0 {
 		t.Errorf("gates off: exit %d: %s", code, errOut)
+	}
+}
+
+// A plan over slices whose devices carry nodeAllocatableResources says
+// once that it does not count what they take of their nodes.
+func TestNodeAllocatableWarnedOnce(t *testing.T) {
+	slice := `---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: %s}
+spec:
+  driver: cpu.example.com
+  nodeName: gpu-0
+  pool: {name: %s, resourceSliceCount: 1}
+  devices: [{name: numa-0, nodeAllocatableResources: {cpu: {mapping: {deviceMultiplier: "8"}}}}]
+`
+	dump := strings.SplitN(localDump(0), "\n---\napiVersion: v1\nkind: Pod\n", 2)[0] + "\n" + fmt.Sprintf(slice, "a", "a") + fmt.Sprintf(slice, "b", "b")
+	code, out, errOut := draxr(t, "simulate", "-f", writeFile(t, "dump.yaml", dump))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if n := strings.Count(out, "carry nodeAllocatableResources"); n != 1 || !strings.Contains(out, "warning: 2 ResourceSlices carry nodeAllocatableResources") {
+		t.Errorf("%d warnings, want one naming 2 slices:\n%s", n, out)
 	}
 }

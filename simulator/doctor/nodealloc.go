@@ -1,0 +1,37 @@
+package doctor
+
+import (
+	"fmt"
+	"strings"
+
+	"draxr.dev/draxr/simulator/dynres"
+	"draxr.dev/draxr/simulator/nodegroup"
+)
+
+// CheckNodeAllocatableIgnored: devices that say what node CPU or memory
+// their allocation takes (KEP-5517), which draxr does not count.
+const CheckNodeAllocatableIgnored = "node-allocatable-resources-ignored"
+
+// nodeAllocatable reports live and template slices whose devices carry
+// nodeAllocatableResources: with DRANodeAllocatableResources on, the
+// scheduler counts the node CPU and memory their allocations take; draxr
+// refuses the gate and plans without them.
+func (d *doctor) nodeAllocatable() {
+	const why = "devices carry nodeAllocatableResources (KEP-5517): the node CPU or memory an allocation takes is not counted by draxr, " +
+		"which plans with DRANodeAllocatableResources off (the gate is refused)"
+	const advice = "keep the gate off in the scheduler too, or leave the node's CPU and memory of these devices out of its allocatable"
+	for _, s := range d.objs.ResourceSlices {
+		if devs := dynres.NodeAllocatableDevices(&s.Spec); len(devs) > 0 {
+			d.add(Finding{Severity: Warning, Check: CheckNodeAllocatableIgnored, Objects: []Object{objectOf("ResourceSlice", s)},
+				Message: fmt.Sprintf("%s: %s", strings.Join(devs, "; "), why), Advice: advice})
+		}
+	}
+	for _, g := range d.objs.NodeGroups {
+		for i := range g.Spec.ResourceSlices {
+			if devs := dynres.NodeAllocatableDevices(&g.Spec.ResourceSlices[i]); len(devs) > 0 {
+				d.add(Finding{Severity: Warning, Check: CheckNodeAllocatableIgnored, Objects: []Object{objectOf(nodegroup.Kind, g)},
+					Message: fmt.Sprintf("spec.resourceSlices[%d]: %s: %s", i, strings.Join(devs, "; "), why), Advice: advice})
+			}
+		}
+	}
+}
