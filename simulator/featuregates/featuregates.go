@@ -27,23 +27,25 @@ func AddFlag(fs *pflag.FlagSet, gates *map[string]bool, usage string) {
 // Refused are the gates draxr refuses to turn on, with why: the
 // scheduler would act on them in ways draxr's simulation does not
 // (docs/dra-support.md).
-var Refused = map[string]string{
-	// With DRANodeAllocatableResources (alpha, off by default) the
-	// scheduler's PreBind writes status.nodeAllocatableResourceClaimStatuses,
-	// which node accounting then reads; draxr's simulated bind does not.
-	string(features.DRANodeAllocatableResources): "the scheduler's bind writes status.nodeAllocatableResourceClaimStatuses, " +
-		"which draxr's simulated bind does not, so a plan would count node resources wrongly",
-	// The Workload API's gang scheduling: the scheduler binds a PodGroup's
-	// pods all or none; draxr plans pod by pod (and the upstream
-	// preemption evaluator it builds has no workload listers).
-	string(features.GenericWorkload): "the scheduler then binds a PodGroup's pods all or none (gangs), which draxr's planner does not model: " +
-		"it would add nodes for part of a gang that never runs",
-	string(features.DRAWorkloadResourceClaims): "claims reserved for a whole PodGroup need the Workload API (GenericWorkload), which draxr does not model",
-	string(features.CompositePodGroup):         "composite PodGroups are part of the Workload API (GenericWorkload), which draxr does not model",
-	string(features.TopologyAwareWorkloadScheduling): "topology-aware placement of PodGroups is part of the Workload API (GenericWorkload), " +
-		"which draxr does not model",
-	string(features.PodGroupPreemptionPolicy): "PodGroup preemption is part of the Workload API (GenericWorkload), which draxr does not model",
-	string(features.WorkloadWithJob):          "Jobs with a Workload are part of the Workload API (GenericWorkload), which draxr does not model",
+func Refused() map[string]string {
+	return map[string]string{
+		// With DRANodeAllocatableResources (alpha, off by default) the
+		// scheduler's PreBind writes status.nodeAllocatableResourceClaimStatuses,
+		// which node accounting then reads; draxr's simulated bind does not.
+		string(features.DRANodeAllocatableResources): "the scheduler's bind writes status.nodeAllocatableResourceClaimStatuses, " +
+			"which draxr's simulated bind does not, so a plan would count node resources wrongly",
+		// The Workload API's gang scheduling: the scheduler binds a PodGroup's
+		// pods all or none; draxr plans pod by pod (and the upstream
+		// preemption evaluator it builds has no workload listers).
+		string(features.GenericWorkload): "the scheduler then binds a PodGroup's pods all or none (gangs), which draxr's planner does not model: " +
+			"it would add nodes for part of a gang that never runs",
+		string(features.DRAWorkloadResourceClaims): "claims reserved for a whole PodGroup need the Workload API (GenericWorkload), which draxr does not model",
+		string(features.CompositePodGroup):         "composite PodGroups are part of the Workload API (GenericWorkload), which draxr does not model",
+		string(features.TopologyAwareWorkloadScheduling): "topology-aware placement of PodGroups is part of the Workload API (GenericWorkload), " +
+			"which draxr does not model",
+		string(features.PodGroupPreemptionPolicy): "PodGroup preemption is part of the Workload API (GenericWorkload), which draxr does not model",
+		string(features.WorkloadWithJob):          "Jobs with a Workload are part of the Workload API (GenericWorkload), which draxr does not model",
+	}
 }
 
 // Apply sets the process's Kubernetes feature gates. Names are checked
@@ -69,9 +71,10 @@ func Apply(gates map[string]bool) error {
 	// which node accounting then reads; draxr's simulated bind does not,
 	// so its plans would count node resources the scheduler counts as
 	// taken. Refused before anything is set.
-	for _, name := range slices.Sorted(maps.Keys(Refused)) {
+	refused := Refused()
+	for _, name := range slices.Sorted(maps.Keys(refused)) {
 		if gates[name] {
-			return fmt.Errorf("--feature-gates: %s=true is not modelled: %s; plan with the gate off", name, Refused[name])
+			return fmt.Errorf("--feature-gates: %s=true is not modelled: %s; plan with the gate off", name, refused[name])
 		}
 	}
 	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(gates); err != nil {

@@ -181,10 +181,14 @@ func TestKueueProvisioningRequests(t *testing.T) {
 	if len(perNode) != 2 || len(e.groupNodes("kueue-gpu")) != 2 {
 		t.Fatalf("16 pods on %v, group has %d nodes; want 8 on each of 2", perNode, len(e.groupNodes("kueue-gpu")))
 	}
-	ups, err := cp.Client.CoreV1().Events("").List(e.ctx, metav1.ListOptions{FieldSelector: "reason=TriggeredScaleUp,involvedObject.name=" + pr})
-	if err != nil || len(ups.Items) != 1 || !strings.Contains(ups.Items[0].Message, "kueue-gpu 0->2") {
-		t.Errorf("scale-ups for the request: %d events (%v), want one, kueue-gpu 0->2", len(ups.Items), err)
-	}
+	// Events are written in the background: wait for the one.
+	e.eventually(30*time.Second, "one TriggeredScaleUp event on the request, kueue-gpu 0->2", func() error {
+		ups, err := cp.Client.CoreV1().Events("").List(e.ctx, metav1.ListOptions{FieldSelector: "reason=TriggeredScaleUp,involvedObject.name=" + pr})
+		if err != nil || len(ups.Items) != 1 || !strings.Contains(ups.Items[0].Message, "kueue-gpu 0->2") {
+			return fmt.Errorf("%d events (%v)", len(ups.Items), err)
+		}
+		return nil
+	})
 	pods, err := cp.Client.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)

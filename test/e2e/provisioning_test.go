@@ -179,10 +179,14 @@ func TestProvisioningRequestsLive(t *testing.T) {
 		}
 		return nil
 	})
-	scaledUp, err := cp.Client.CoreV1().Events("").List(e.ctx, metav1.ListOptions{FieldSelector: "reason=TriggeredScaleUp,involvedObject.name=train"})
-	if err != nil || len(scaledUp.Items) != 1 || !strings.Contains(scaledUp.Items[0].Message, "provreq-gpu 0->2") {
-		t.Errorf("TriggeredScaleUp on the request: %d events (%v), want one naming provreq-gpu 0->2", len(scaledUp.Items), err)
-	}
+	// Events are written in the background: wait for the one.
+	e.eventually(30*time.Second, "one TriggeredScaleUp event on the request naming provreq-gpu 0->2", func() error {
+		ups, err := cp.Client.CoreV1().Events("").List(e.ctx, metav1.ListOptions{FieldSelector: "reason=TriggeredScaleUp,involvedObject.name=train"})
+		if err != nil || len(ups.Items) != 1 || !strings.Contains(ups.Items[0].Message, "provreq-gpu 0->2") {
+			return fmt.Errorf("%d events (%v)", len(ups.Items), err)
+		}
+		return nil
+	})
 
 	// Half of it runs; the other half stays booked.
 	e.consumers("train", "extended", 8)

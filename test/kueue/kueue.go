@@ -32,8 +32,10 @@ import (
 
 // CRDNames are the CRDs Kueue's manager watches at start-up (it exits
 // without them).
-var CRDNames = []string{"admissionchecks", "clusterqueues", "cohorts", "localqueues", "multikueueclusters", "multikueueconfigs",
-	"provisioningrequestconfigs", "resourceflavors", "topologies", "workloadpriorityclasses", "workloads"}
+func CRDNames() []string {
+	return []string{"admissionchecks", "clusterqueues", "cohorts", "localqueues", "multikueueclusters", "multikueueconfigs",
+		"provisioningrequestconfigs", "resourceflavors", "topologies", "workloadpriorityclasses", "workloads"}
+}
 
 // Binary runs make kueue in root (a no-op when built) and returns the
 // binary's path.
@@ -79,7 +81,7 @@ func Start(ctx context.Context, cp *controlplane.ControlPlane, root string) (*pr
 		return nil, err
 	}
 	var paths []string
-	for _, n := range CRDNames {
+	for _, n := range CRDNames() {
 		paths = append(paths, filepath.Join(mod, "config", "components", "crd", "bases", "kueue.x-k8s.io_"+n+".yaml"))
 	}
 	if err := cp.InstallCRDFiles(ctx, paths...); err != nil {
