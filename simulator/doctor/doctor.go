@@ -106,6 +106,7 @@ func Check(objs *input.Objects) []Finding {
 	d.provisioningRequests()
 	d.kueueManagedResources()
 	d.nodeAllocatable()
+	d.daemonSetTemplates()
 	sort.SliceStable(d.findings, func(i, j int) bool {
 		a, b := d.findings[i], d.findings[j]
 		if a.Check != b.Check {

@@ -35,3 +35,28 @@ func (d *doctor) nodeAllocatable() {
 		}
 	}
 }
+
+// CheckDaemonSetClaimTemplateMissing: a DaemonSet whose pods name a
+// ResourceClaimTemplate that does not exist.
+const CheckDaemonSetClaimTemplateMissing = "daemonset-claim-template-missing"
+
+// daemonSetTemplates: such a DaemonSet's pods never start (the claim
+// controller cannot make their claims), and a plan counts no device for
+// them on new nodes.
+func (d *doctor) daemonSetTemplates() {
+	have := map[[2]string]bool{}
+	for _, t := range d.objs.ResourceClaimTemplates {
+		have[[2]string{t.Namespace, t.Name}] = true
+	}
+	for _, ds := range d.objs.DaemonSets {
+		for i, pc := range ds.Spec.Template.Spec.ResourceClaims {
+			if pc.ResourceClaimTemplateName == nil || have[[2]string{ds.Namespace, *pc.ResourceClaimTemplateName}] {
+				continue
+			}
+			d.add(Finding{Severity: Error, Check: CheckDaemonSetClaimTemplateMissing, Objects: []Object{objectOf("DaemonSet", ds)},
+				Message: fmt.Sprintf("spec.template.spec.resourceClaims[%d].resourceClaimTemplateName: ResourceClaimTemplate %s/%s not found: "+
+					"the DaemonSet's pods never start, and plans count no device for them on new nodes", i, ds.Namespace, *pc.ResourceClaimTemplateName),
+				Advice: "create the ResourceClaimTemplate in the DaemonSet's namespace, or fix the name"})
+		}
+	}
+}

@@ -105,3 +105,32 @@ spec:
 		t.Errorf("message %q does not name the device and resource", got[0].Message)
 	}
 }
+
+func TestDaemonSetClaimTemplateMissing(t *testing.T) {
+	ds := `---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: validator, namespace: kube-system}
+spec:
+  selector: {matchLabels: {app: validator}}
+  template:
+    metadata: {labels: {app: validator}}
+    spec:
+      resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}]
+      containers: [{name: c, image: busybox, resources: {claims: [{name: gpu}]}}]
+`
+	got := Check(load(t, ds))
+	assertFindings(t, got, []wantFinding{{CheckDaemonSetClaimTemplateMissing, Error, []string{"DaemonSet/kube-system/validator"}}})
+	if !strings.Contains(got[0].Message, "resourceClaims[0].resourceClaimTemplateName: ResourceClaimTemplate kube-system/one-gpu not found") {
+		t.Errorf("message %q does not name the field and the template", got[0].Message)
+	}
+	tmpl := `---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: one-gpu, namespace: kube-system}
+spec: {spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.example.com}}]}}}
+`
+	if got := Check(load(t, gpuClass+ds+tmpl)); len(got) != 0 {
+		t.Errorf("with the template: %+v", got)
+	}
+}

@@ -5,8 +5,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/snapshot"
@@ -71,6 +73,49 @@ func TestDaemonSetPodsTakeRoomOnNewNodes(t *testing.T) {
 						t.Errorf("pod %s got gpu-0 of %s, which the DaemonSet pod holds", pl.Pod, pl.Node)
 					}
 				}
+			}
+		})
+	}
+}
+
+// DaemonSet pods whose devices come through claims (CA's open #7684): a
+// claim template of one GPU takes a device of every new node; an
+// admin-access claim of all of them (a monitoring agent) takes none.
+func TestDaemonSetClaimsOnNewNodes(t *testing.T) {
+	withClaim := func(ds *appsv1.DaemonSet, template string) *appsv1.DaemonSet {
+		pod := &v1.Pod{Spec: ds.Spec.Template.Spec}
+		fx.WithTemplateClaim(pod, "gpu", template)
+		ds.Spec.Template.Spec = pod.Spec
+		return ds
+	}
+	one := fx.ClaimTemplate("one-gpu", "gpu.example.com", 1)
+	admin := fx.ClaimTemplate("all-gpus-admin", "gpu.example.com", 1)
+	admin.Spec.Spec.Devices.Requests[0].Exactly.AllocationMode = resourceapi.DeviceAllocationModeAll
+	admin.Spec.Spec.Devices.Requests[0].Exactly.Count = 0
+	admin.Spec.Spec.Devices.Requests[0].Exactly.AdminAccess = ptr.To(true)
+	for _, tc := range []struct {
+		name      string
+		ds        *appsv1.DaemonSet
+		wantNodes int
+	}{
+		{"a claim template of one GPU leaves 7 a node", withClaim(daemonSet("validator", 10, nil, nil), "one-gpu"), 3},
+		{"an admin-access claim of every GPU takes none", withClaim(daemonSet("dcgm", 10, nil, nil), "all-gpus-admin"), 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := snapshot.New()
+			for _, tmpl := range []*resourceapi.ResourceClaimTemplate{one, admin} {
+				tmpl = tmpl.DeepCopy()
+				tmpl.Namespace = "kube-system"
+				snap.SetResourceClaimTemplate(tmpl)
+			}
+			p := newPlanner(t, snap, draGroup("gpu", 8, 10))
+			p.DaemonSets = []*appsv1.DaemonSet{tc.ds}
+			plan, err := p.Plan(replicas("train", 15, 7500, fx.GPUs(fx.GPUResource, 1)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(plan.ScaleUps) != 1 || plan.ScaleUps[0].NewNodes != tc.wantNodes || len(plan.NoScaleUp) != 0 {
+				t.Fatalf("plan = %+v, noScaleUp %+v; want gpu +%d for all 15 pods", plan.ScaleUps, plan.NoScaleUp, tc.wantNodes)
 			}
 		})
 	}
