@@ -332,8 +332,12 @@ func (p *Planner) bestOptionFor(ctx context.Context, st *state, pods []*v1.Pod, 
 	type answer struct {
 		option expander.Option
 		group  string
+		rank   int
 	}
 	seen := map[string]answer{}
+	// rank is, per group, how far down their claims' firstAvailable lists
+	// the pods had to go on its new nodes.
+	rank := map[string]int{}
 	for _, g := range st.groups {
 		room := st.stepRoom(g)
 		if room <= 0 {
@@ -342,6 +346,7 @@ func (p *Planner) bestOptionFor(ctx context.Context, st *state, pods []*v1.Pod, 
 		key := fmt.Sprintf("%s/%d", st.signature[g.Name], room)
 		if a, ok := seen[key]; ok && !estimator.SelectsNodesByName(pods) {
 			st.copyVerdicts(a.group, g.Name)
+			rank[g.Name] = a.rank
 			if a.option.PodCount >= need {
 				o := a.option
 				o.Group = g.Name
@@ -357,8 +362,9 @@ func (p *Planner) bestOptionFor(ctx context.Context, st *state, pods []*v1.Pod, 
 			return expander.Option{}, false, err
 		}
 		o := expander.Option{Group: g.Name, NewNodes: len(res.NewNodes), PodCount: len(res.Placed), Waste: waste(snap, res)}
+		rank[g.Name] = firstAvailableRank(p.Harness, st.kinds, res)
 		snap.Revert()
-		seen[key] = answer{option: o, group: g.Name}
+		seen[key] = answer{option: o, group: g.Name, rank: rank[g.Name]}
 		if o.PodCount >= need {
 			options = append(options, o)
 		}
@@ -366,6 +372,7 @@ func (p *Planner) bestOptionFor(ctx context.Context, st *state, pods []*v1.Pod, 
 	if len(options) == 0 {
 		return expander.Option{}, false, nil
 	}
+	options = preferredChoices(options, rank)
 	best := p.Expander.Best(options)
 	// An expander may allow no group (CA's priority expander with an
 	// invalid ConfigMap): nothing is scaled up.
