@@ -40,7 +40,6 @@ func compatTable() []compatEntry {
 	const (
 		perf   = "a CA performance tuning knob; draxr's planner has no such limit"
 		gce    = "GCE/GKE only"
-		capBuf = "CapacityBuffers are not supported by draxr"
 		nap    = "node autoprovisioning (creating node groups) is not supported by draxr"
 		// klog's output flags (CA's main binds them with klog.InitFlags).
 		klogOut = "draxr-autoscaler logs every message to stderr (klog's default); klog's output options are not supported (-v and --vmodule are)"
@@ -87,16 +86,13 @@ func compatTable() []compatEntry {
 		{"gce-concurrent-refreshes", warn, "", gce},
 		{"gce-mig-instances-min-refresh-wait-time", warn, "", gce},
 		{"aws-use-static-instance-list", warn, "", "AWS only"},
-		{"pod-injection-limit", warn, "", "draxr injects no pods for controllers' future replicas (--enable-proactive-scaleup is rejected); a ProvisioningRequest's pods are its podSets' counts"},
+		{"pod-injection-limit", warn, "", "draxr injects no pods for controllers' future replicas (--enable-proactive-scaleup is rejected); a ProvisioningRequest's and a CapacityBuffer's pods are their own counts"},
 		{"force-delete-unregistered-nodes", reject, "false", "draxr never removes a node group's instances below its minimum size"},
 		{"force-delete-failed-nodes", reject, "false", "draxr never removes a node group's instances below its minimum size"},
 		{"enable-csi-node-aware-scheduling", warn, "", "draxr's simulation does not model CSINode volume limits"},
 		{"predicate-parallelism", warn, "", perf},
 		{"node-deletion-candidate-ttl", warn, "", "draxr keeps unneeded-node state in memory only; a restarted autoscaler starts counting --scale-down-unneeded-time again"},
-		{"capacity-buffer-controller-enabled", reject, "false", capBuf},
-		{"capacity-buffer-pod-injection-enabled", reject, "false", capBuf},
-		{"capacity-buffer-pod-dry-run-enabled", warn, "", capBuf},
-		{"capacity-buffer-ready-replicas-enabled", warn, "", capBuf},
+		{"capacity-buffer-ready-replicas-enabled", warn, "", "no such flag in CA's code; draxr keeps as many buffer pods as status.replicas says"},
 		{"node-removal-latency-tracking-enabled", warn, "", "draxr does not export CA's node removal latency metric"},
 		{"max-node-skip-eval-time-tracker-enabled", warn, "", "draxr does not export CA's node skip evaluation metric"},
 		{"capacity-quotas-enabled", reject, "false", "CapacityQuotas are not supported by draxr"},

@@ -20,6 +20,11 @@ type provReqOptions struct {
 	checkCapacityMaxBatchSize  int
 	checkCapacityBatchTimebox  time.Duration
 	checkCapacityInstance      string
+
+	// CapacityBuffers, CA's flags.
+	bufferController bool
+	bufferInjection  bool
+	bufferDryRun     bool
 }
 
 func (o *provReqOptions) addFlags(fs *pflag.FlagSet) {
@@ -38,6 +43,12 @@ func (o *provReqOptions) addFlags(fs *pflag.FlagSet) {
 		"with --check-capacity-batch-processing, the most check-capacity ProvisioningRequests decided a loop")
 	fs.DurationVar(&o.checkCapacityBatchTimebox, "check-capacity-provisioning-request-batch-timebox", provisioning.DefaultBatchTimebox,
 		"with --check-capacity-batch-processing, how long a loop may spend on a batch (the first request is always decided)")
+	fs.BoolVar(&o.bufferController, "capacity-buffer-controller-enabled", false,
+		"run the CapacityBuffer controller: set each buffer's replicas (DRA-backed extended resource limits counted in devices) and readiness")
+	fs.BoolVar(&o.bufferInjection, "capacity-buffer-pod-injection-enabled", false,
+		"keep room for ready CapacityBuffers: their pods take free room or drive a scale-up, and keep their nodes from scale-down")
+	fs.BoolVar(&o.bufferDryRun, "capacity-buffer-pod-dry-run-enabled", true,
+		"CA creates a buffer's pod in server dry run to apply webhooks; draxr applies the API server's defaults itself, so this changes nothing")
 	fs.StringVar(&o.checkCapacityInstance, "check-capacity-processor-instance", "",
 		"serve only check-capacity ProvisioningRequests whose parameters.processorInstance is this name, and no atomic ones "+
 			"(for two autoscalers side by side); empty serves those that name no instance")

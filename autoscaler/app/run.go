@@ -22,7 +22,9 @@ import (
 	prv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
 	prclient "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/client/clientset/versioned"
 	prinformers "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/client/informers/externalversions"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -38,6 +40,7 @@ import (
 
 	"draxr.dev/draxr/autoscaler/clusterstate"
 	"draxr.dev/draxr/autoscaler/core"
+	"draxr.dev/draxr/autoscaler/buffers"
 	"draxr.dev/draxr/autoscaler/health"
 	"draxr.dev/draxr/autoscaler/provisioning"
 	"draxr.dev/draxr/cloudprovider"
@@ -47,6 +50,7 @@ import (
 	"draxr.dev/draxr/cloudprovider/kwok"
 	"draxr.dev/draxr/cloudprovider/local"
 	"draxr.dev/draxr/scheduler/kubeversion"
+	"draxr.dev/draxr/simulator/capacitybuffer"
 	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/featuregates"
 	"draxr.dev/draxr/simulator/harness"
@@ -179,6 +183,10 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 	if err != nil {
 		return err
 	}
+	bufferConfig, bufferFactory, err := newBuffers(o, cfg, factory)
+	if err != nil {
+		return err
+	}
 	statusName := o.statusConfigMap
 	if !o.writeStatusConfigMap {
 		statusName = ""
@@ -201,6 +209,7 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 		Pods:                    &o.pods, NewPodScaleUpDelay: o.newPodScaleUpDelay,
 		Taints:               o.caOptions.taints(),
 		ProvisioningRequests: requests,
+		Buffers:              bufferConfig,
 	})
 
 	check := health.New(o.maxInactivity, o.maxFailingTime, o.maxStartupTime, nil)
@@ -229,16 +238,20 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 				logger.Error(err, "Deleting the status ConfigMap")
 			}
 		}()
-		for _, f := range []informerFactory{factory, priorityFactory, requestFactory} {
-			if f == nil || reflect.ValueOf(f).IsNil() {
-				continue
+		var factories []informerFactory
+		for _, f := range []typedFactory{factory, priorityFactory, requestFactory} {
+			if f != nil && !reflect.ValueOf(f).IsNil() {
+				factories = append(factories, typed{f})
 			}
+		}
+		if bufferFactory != nil {
+			factories = append(factories, dynamicFactory{bufferFactory})
+		}
+		for _, f := range factories {
 			f.Start(ctx.Done())
-			for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
-				if !ok {
-					logger.Error(nil, "Informer did not sync", "type", typ)
-					return
-				}
+			if typ, ok := f.Synced(ctx.Done()); !ok {
+				logger.Error(nil, "Informer did not sync", "type", typ)
+				return
 			}
 		}
 		ticker := time.NewTicker(o.scanInterval)
@@ -264,11 +277,70 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 	return leaderElect(ctx, client, o, loop)
 }
 
+// newBuffers is the CapacityBuffer step's configuration and informer
+// (registered, not started), or nil without --capacity-buffer-*-enabled.
+// The API must be served (CA's CRD, in the chart).
+func newBuffers(o *options, cfg *rest.Config, factory informers.SharedInformerFactory) (*buffers.Config, dynamicinformer.DynamicSharedInformerFactory, error) {
+	if !o.bufferController && !o.bufferInjection {
+		return nil, nil, nil
+	}
+	jsonCfg := rest.CopyConfig(cfg)
+	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = "application/json", "application/json"
+	dyn, err := dynamic.NewForConfig(jsonCfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(jsonCfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	gvr := capacitybuffer.GroupVersionResource()
+	resources, err := disco.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
+	if err != nil || !servesResource(resources, gvr.Resource) {
+		return nil, nil, fmt.Errorf("--capacity-buffer-*-enabled: the API server does not serve %s.%s (%v); "+
+			"install the CRD (charts/draxr/crds/)", gvr.Resource, gvr.GroupVersion(), err)
+	}
+	f := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+	return &buffers.Config{Buffers: f.ForResource(gvr).Lister(), Templates: factory.Core().V1().PodTemplates().Lister(),
+		Client: buffers.NewStatusWriter(dyn), Controller: o.bufferController, Injection: o.bufferInjection}, f, nil
+}
+
 // informerFactory is what the loop starts and waits for: client-go's
-// factory and CA's ProvisioningRequest one alike.
+// factories and the dynamic one alike.
 type informerFactory interface {
 	Start(stop <-chan struct{})
+	// Synced waits for the caches; false names one that did not sync.
+	Synced(stop <-chan struct{}) (string, bool)
+}
+
+// typedFactory is a typed informer factory (client-go's, CA's).
+type typedFactory interface {
+	Start(stop <-chan struct{})
 	WaitForCacheSync(stop <-chan struct{}) map[reflect.Type]bool
+}
+
+type typed struct{ typedFactory }
+
+func (f typed) Synced(stop <-chan struct{}) (string, bool) {
+	for typ, ok := range f.WaitForCacheSync(stop) {
+		if !ok {
+			return typ.String(), false
+		}
+	}
+	return "", true
+}
+
+type dynamicFactory struct {
+	dynamicinformer.DynamicSharedInformerFactory
+}
+
+func (f dynamicFactory) Synced(stop <-chan struct{}) (string, bool) {
+	for gvr, ok := range f.WaitForCacheSync(stop) {
+		if !ok {
+			return gvr.String(), false
+		}
+	}
+	return "", true
 }
 
 // newProvisioningRequests is the ProvisioningRequest processor with its

@@ -23,6 +23,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 
 	"draxr.dev/draxr/autoscaler/backoff"
+	"draxr.dev/draxr/autoscaler/buffers"
 	"draxr.dev/draxr/autoscaler/clusterstate"
 	"draxr.dev/draxr/autoscaler/metrics"
 	"draxr.dev/draxr/autoscaler/provisioning"
@@ -82,6 +83,9 @@ type Config struct {
 	// ProvisioningRequests serves ProvisioningRequests
 	// (--enable-provisioning-requests); nil leaves them alone.
 	ProvisioningRequests *provisioning.Processor
+	// Buffers serves CapacityBuffers (--capacity-buffer-*); nil leaves
+	// them alone.
+	Buffers *buffers.Config
 	Now                  func() time.Time
 }
 
@@ -143,6 +147,9 @@ type Autoscaler struct {
 	// requests is this loop's view of the ProvisioningRequests (nil when
 	// they are not served): every simulation books their capacity.
 	requests *provisioning.Loop
+	// buffers is this loop's CapacityBuffers and their pods (nil when not
+	// served).
+	buffers *buffers.Loop
 }
 
 // New returns an autoscaler.
@@ -286,7 +293,17 @@ func (a *Autoscaler) RunOnce(ctx context.Context) (*LoopResult, error) {
 	if a.cfg.ProvisioningRequests != nil {
 		runErr = a.serveRequests(ctx, st, res)
 	}
-	if len(st.Unschedulable) > 0 && res.ScaleUp == nil {
+	a.buffers = nil
+	if a.cfg.Buffers != nil {
+		l, err := buffers.Run(ctx, *a.cfg.Buffers, st.Objects, a.cfg.Now())
+		if err != nil {
+			runErr = errors.Join(runErr, err)
+		} else {
+			a.buffers = l
+			runErr = errors.Join(append([]error{runErr}, l.Errors...)...)
+		}
+	}
+	if (len(st.Unschedulable) > 0 || a.bufferPods() > 0) && res.ScaleUp == nil {
 		metrics.UpdateLastTime(metrics.FunctionScaleUp, a.cfg.Now())
 		scaleUpStart := time.Now()
 		runErr = errors.Join(runErr, a.scaleUp(ctx, st, res))
@@ -386,7 +403,13 @@ func (a *Autoscaler) scaleUpOnce(ctx context.Context, st *clusterstate.State, gr
 	p := a.planner(h, st, groups)
 	// A plan of many thousands of pods stops when the process is told to
 	// (SIGTERM ends ctx): nothing is asked of the cloud after that.
-	plan, err := p.PlanContext(ctx, oldEnough(ctx, st.Unschedulable, a.cfg.NewPodScaleUpDelay, a.cfg.Now()))
+	pending := oldEnough(ctx, st.Unschedulable, a.cfg.NewPodScaleUpDelay, a.cfg.Now())
+	if a.buffers != nil {
+		// After every real pod (they were created now): real pods take
+		// free room first, a buffer's pods the rest, or new nodes.
+		pending = append(pending, a.buffers.Pods...)
+	}
+	plan, err := p.PlanContext(ctx, pending)
 	metrics.UpdateDurationFromStart(metrics.FunctionEstimate, start)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -396,6 +419,13 @@ func (a *Autoscaler) scaleUpOnce(ctx context.Context, st *clusterstate.State, gr
 	}
 	a.maxNodesTotalReached(plan.NoScaleUp)
 	pods := podsByUID(st.Unschedulable)
+	bufferEvents := newBufferEvents(a)
+	if a.buffers != nil {
+		for _, p := range a.buffers.Pods {
+			pods[p.UID] = p
+		}
+	}
+	defer bufferEvents.emit()
 	var missing []error
 	if len(plan.ScaleUps) == 0 {
 		res.NoScaleUp = plan.NoScaleUp
@@ -404,6 +434,9 @@ func (a *Autoscaler) scaleUpOnce(ctx context.Context, st *clusterstate.State, gr
 			pod, err := pods.get(n.Pod)
 			if err != nil {
 				missing = append(missing, err)
+				continue
+			}
+			if bufferEvents.notTriggered(pod, n.Reason) {
 				continue
 			}
 			a.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, EventNotTriggerScaleUp, "pod didn't trigger scale-up: %s%s", n.Reason, notConsidered)
@@ -456,13 +489,17 @@ func (a *Autoscaler) scaleUpOnce(ctx context.Context, st *clusterstate.State, gr
 	res.NoScaleUp = plan.NoScaleUp
 	for _, n := range plan.NoScaleUp {
 		if pod, err := pods.get(n.Pod); err == nil {
-			a.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, EventNotTriggerScaleUp, "pod didn't trigger scale-up: %s", n.Reason)
+			if !bufferEvents.notTriggered(pod, n.Reason) {
+				a.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, EventNotTriggerScaleUp, "pod didn't trigger scale-up: %s", n.Reason)
+			}
 		} else {
 			missing = append(missing, err)
 		}
 	}
 	for _, pod := range helped {
-		a.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, EventTriggeredScaleUp, "pod triggered scale-up: [%s]", groupsText)
+		if !bufferEvents.triggered(pod, groupsText) {
+			a.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, EventTriggeredScaleUp, "pod triggered scale-up: [%s]", groupsText)
+		}
 	}
 	return true, errors.Join(missing...)
 }

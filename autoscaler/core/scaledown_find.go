@@ -37,6 +37,7 @@ func (a *Autoscaler) findScaleDown(ctx context.Context, st *clusterstate.State) 
 		return nil, err
 	}
 	a.placePendingPods(h, st)
+	a.placeBufferPods(h, st)
 	pdbs, err := a.pdbs()
 	if err != nil {
 		return nil, err

@@ -13,6 +13,8 @@ import (
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	"k8s.io/utils/ptr"
 
+	"draxr.dev/draxr/scheduler/classes"
+
 	// Registers the v1 defaulting functions with legacyscheme.
 	_ "k8s.io/kubernetes/pkg/apis/core/install"
 )
@@ -186,4 +188,32 @@ func ClaimDevices(pod *v1.Pod, class string, templates func(ns, name string) *re
 		}
 	}
 	return n, nil
+}
+
+// NewDevices is Devices over the cluster's DeviceClasses (with the KEP's
+// name resolution) and ResourceClaimTemplates.
+func NewDevices(classList []*resourceapi.DeviceClass, templateList []*resourceapi.ResourceClaimTemplate) Devices {
+	idx := classes.NewIndex()
+	for _, c := range classList {
+		idx.Set(c)
+	}
+	byName := map[[2]string]*resourceapi.ResourceClaimTemplate{}
+	for _, t := range templateList {
+		byName[[2]string{t.Namespace, t.Name}] = t
+	}
+	lookup := func(ns, name string) *resourceapi.ResourceClaimTemplate { return byName[[2]string{ns, name}] }
+	return func(pod *v1.Pod, name v1.ResourceName) (int64, bool, error) {
+		c := idx.GetDeviceClass(name)
+		if c == nil {
+			return 0, false, nil
+		}
+		n, err := ClaimDevices(pod, c.Name, lookup)
+		requests := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+		for _, other := range idx.ResourceNames(c.Name) {
+			if q, ok := requests[other]; ok {
+				n += q.Value()
+			}
+		}
+		return n, true, err
+	}
 }

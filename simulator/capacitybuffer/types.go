@@ -10,6 +10,7 @@ package capacitybuffer
 import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -95,6 +96,9 @@ func (b *CapacityBuffer) Strategy() string {
 
 // Key is namespace/name.
 func (b *CapacityBuffer) Key() string { return b.Namespace + "/" + b.Name }
+
+// DeepCopyObject is DeepCopy as a runtime.Object (events name buffers).
+func (b *CapacityBuffer) DeepCopyObject() runtime.Object { return b.DeepCopy() }
 
 // DeepCopy copies the buffer.
 func (b *CapacityBuffer) DeepCopy() *CapacityBuffer {

@@ -107,7 +107,12 @@ func autoscalerUses() []use {
 		{"provreq", "cluster", "autoscaling.x-k8s.io", "provisioningrequests", "get", provReq, "Get(ctx, name, metav1.GetOptions{})"},
 		{"provreq", "cluster", "autoscaling.x-k8s.io", "provisioningrequests/status", "update", provReq, "w.c.AutoscalingV1().ProvisioningRequests(pr.Namespace).UpdateStatus(ctx"},
 		{"provreq", "cluster", "autoscaling.x-k8s.io", "provisioningrequests", "delete", provReq, "w.c.AutoscalingV1().ProvisioningRequests(namespace).Delete(ctx"},
-		{"provreq", "cluster", "", "podtemplates", "list watch", run, "factory.Core().V1().PodTemplates().Lister()"},
+		{"templates-for-batch", "cluster", "", "podtemplates", "list watch", run, "factory.Core().V1().PodTemplates().Lister()"},
+		// CapacityBuffers (--capacity-buffer-*-enabled): a dynamic informer
+		// and status writes.
+		{"buffers", "cluster", "autoscaling.x-k8s.io", "capacitybuffers", "list watch", run, "f.ForResource(gvr).Lister()"},
+		{"buffers", "cluster", "autoscaling.x-k8s.io", "capacitybuffers/status", "update", "autoscaler/buffers/buffers.go",
+			"w.c.Resource(cb.GroupVersionResource()).Namespace(b.Namespace).UpdateStatus(ctx, u"},
 
 		// The clusterapi provider, in the management cluster.
 		{"clusterapi", "cluster", "cluster.x-k8s.io", "machinedeployments machinesets machinepools machines", "list", capi,
@@ -304,9 +309,11 @@ func TestRBACIsTheCodesUses(t *testing.T) {
 			"externalGRPC": map[string]any{"address": "p:8086", "templateSlicesConfigMap": "gpu-ops/slices"}}},
 			[]string{"workload", "externalgrpc"}, []string{"gpu-ops"}},
 		{"provisioning requests", map[string]any{"autoscaler": map[string]any{"extraArgs": map[string]any{"enable-provisioning-requests": true}}},
-			[]string{"workload", "clusterapi", "provreq"}, nil},
+			[]string{"workload", "clusterapi", "provreq", "templates-for-batch"}, nil},
+		{"capacity buffers", map[string]any{"autoscaler": map[string]any{"extraArgs": map[string]any{"capacity-buffer-pod-injection-enabled": true}}},
+			[]string{"workload", "clusterapi", "buffers", "templates-for-batch"}, nil},
 		{"provisioning requests, flag without a value", map[string]any{"autoscaler": map[string]any{"extraArgs": map[string]any{"enable-provisioning-requests": nil}}},
-			[]string{"workload", "clusterapi", "provreq"}, nil},
+			[]string{"workload", "clusterapi", "provreq", "templates-for-batch"}, nil},
 		{"provisioning requests off", map[string]any{"autoscaler": map[string]any{"extraArgs": map[string]any{"enable-provisioning-requests": false}}},
 			[]string{"workload", "clusterapi"}, nil},
 		{"plain manifests", PlainValues(), []string{"workload", "apinodes", "local", "kwok", "clusterapi", "externalgrpc"}, nil},

@@ -50,8 +50,15 @@ func newProvReqEnv(t *testing.T, name string, timeout time.Duration) *provReqEnv
 // those beyond the plain manifests' RBAC).
 func (e *env) grantProvisioningRequests() {
 	e.t.Helper()
+	e.grantBatch("enable-provisioning-requests", 3)
+}
+
+// grantBatch gives the autoscaler's ServiceAccount the chart's rules on
+// autoscaling.x-k8s.io and PodTemplates for the flag (want of them).
+func (e *env) grantBatch(flag string, want int) {
+	e.t.Helper()
 	docs, err := chart.Render(chart.Dir(root), "draxr", "kube-system", map[string]any{"autoscaler": map[string]any{
-		"extraArgs": map[string]any{"enable-provisioning-requests": true}}})
+		"extraArgs": map[string]any{flag: true}}})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -63,15 +70,15 @@ func (e *env) grantProvisioningRequests() {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(d.Object.Object, &role); err != nil {
 		e.t.Fatal(err)
 	}
-	name := "draxr-autoscaler-provreq-" + e.name
+	name := "draxr-autoscaler-batch-" + e.name
 	out := rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	for _, r := range role.Rules {
 		if strings.Join(r.APIGroups, ",") == prv1.GroupName || strings.Contains(strings.Join(r.Resources, ","), "podtemplates") {
 			out.Rules = append(out.Rules, r)
 		}
 	}
-	if len(out.Rules) != 3 {
-		e.t.Fatalf("the chart's ProvisioningRequest rules: %+v, want three", out.Rules)
+	if len(out.Rules) != want {
+		e.t.Fatalf("the chart's rules for --%s: %+v, want %d", flag, out.Rules, want)
 	}
 	if _, err := cp.Client.RbacV1().ClusterRoles().Create(e.ctx, &out, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		e.t.Fatal(err)

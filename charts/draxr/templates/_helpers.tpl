@@ -147,6 +147,18 @@ clusters; local is for tests and demos). */}}
 {{- end -}}
 {{- end -}}
 
+{{- /* "true" when the autoscaler serves CapacityBuffers (extraArgs
+capacity-buffer-controller-enabled or -pod-injection-enabled). */}}
+{{- define "draxr.autoscaler.capacityBuffers" -}}
+{{- $args := .Values.autoscaler.extraArgs -}}
+{{- range $k := list "capacity-buffer-controller-enabled" "capacity-buffer-pod-injection-enabled" -}}
+{{- if hasKey $args $k -}}
+{{- $v := index $args $k -}}
+{{- if or (kindIs "invalid" $v) (eq (toString $v) "true") -}}true{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "draxr.autoscaler.provider" -}}
 {{- $mine := .Values.autoscaler.cloudProvider -}}
 {{- $ca := .Values.cloudProvider -}}

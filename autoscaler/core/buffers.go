@@ -1,0 +1,129 @@
+package core
+
+import (
+	"sort"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+
+	"draxr.dev/draxr/autoscaler/buffers"
+	"draxr.dev/draxr/autoscaler/clusterstate"
+	cb "draxr.dev/draxr/simulator/capacitybuffer"
+	"draxr.dev/draxr/simulator/harness"
+)
+
+// bufferPods counts this loop's buffer pods.
+func (a *Autoscaler) bufferPods() int {
+	if a.buffers == nil {
+		return 0
+	}
+	return len(a.buffers.Pods)
+}
+
+// placeBufferPods keeps the buffers' room in a scale-down simulation: their
+// pods go on ready nodes where they fit, after the pending pods (which
+// take free room first), so a node holding a buffer's room is in use.
+// They are safe to evict: a node whose buffer pods fit elsewhere may go.
+func (a *Autoscaler) placeBufferPods(h *harness.Harness, st *clusterstate.State) {
+	if a.bufferPods() == 0 {
+		return
+	}
+	var ready []string
+	for _, name := range h.Snapshot().NodeNames() {
+		if st.Ready[name] && !a.sd.isDeleting(name) {
+			ready = append(ready, name)
+		}
+	}
+	fitsNowhere := false
+	for _, pod := range a.buffers.Pods {
+		if fitsNowhere {
+			return // pods of a buffer are alike; nodes only fill up
+		}
+		if _, _, ferr := h.PlaceOnAnyNode(pod, ready); ferr != nil {
+			fitsNowhere = true
+		}
+	}
+}
+
+// bufferEvents gathers, per buffer, what the scale-up made of its pods:
+// a buffer gets one event, its pods none (CA's TriggeredScaleUp and
+// NotTriggerScaleUp on the buffer).
+type bufferEvents struct {
+	a         *Autoscaler
+	triggers  map[string]map[string]int // buffer -> groups text -> pods
+	notTriggs map[string]map[string]int // buffer -> reason -> pods
+}
+
+func newBufferEvents(a *Autoscaler) *bufferEvents {
+	return &bufferEvents{a: a, triggers: map[string]map[string]int{}, notTriggs: map[string]map[string]int{}}
+}
+
+func (e *bufferEvents) key(pod *v1.Pod) (string, bool) {
+	if !cb.IsBufferPod(pod) {
+		return "", false
+	}
+	return pod.Namespace + "/" + cb.BufferOf(pod), true
+}
+
+// triggered records a buffer pod helped by the scale-up; false for other
+// pods.
+func (e *bufferEvents) triggered(pod *v1.Pod, groups string) bool {
+	k, ok := e.key(pod)
+	if ok {
+		add(e.triggers, k, groups)
+	}
+	return ok
+}
+
+// notTriggered records a buffer pod no scale-up helps; false for other
+// pods.
+func (e *bufferEvents) notTriggered(pod *v1.Pod, reason string) bool {
+	k, ok := e.key(pod)
+	if ok {
+		add(e.notTriggs, k, reason)
+	}
+	return ok
+}
+
+func add(m map[string]map[string]int, k, v string) {
+	if m[k] == nil {
+		m[k] = map[string]int{}
+	}
+	m[k][v]++
+}
+
+// emit sends each buffer its event.
+func (e *bufferEvents) emit() {
+	if e.a.buffers == nil || e.a.cfg.Recorder == nil {
+		return
+	}
+	for k, byGroups := range e.triggers {
+		b := e.a.buffers.Buffers[k]
+		if b == nil {
+			continue
+		}
+		n, texts := summary(byGroups)
+		e.a.cfg.Recorder.Eventf(buffers.Ref(b), v1.EventTypeNormal, EventTriggeredScaleUp,
+			"capacity buffer %d fake pods triggered scale-up: [%s]", n, texts)
+	}
+	for k, reasons := range e.notTriggs {
+		b := e.a.buffers.Buffers[k]
+		if b == nil {
+			continue
+		}
+		n, texts := summary(reasons)
+		e.a.cfg.Recorder.Eventf(buffers.Ref(b), v1.EventTypeNormal, EventNotTriggerScaleUp,
+			"capacity buffer %d fake pods didn't trigger scale-up: %s", n, texts)
+	}
+}
+
+func summary(counts map[string]int) (int, string) {
+	n := 0
+	keys := make([]string, 0, len(counts))
+	for k, c := range counts {
+		n += c
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return n, strings.Join(keys, ",")
+}
