@@ -38,9 +38,9 @@ type compatEntry struct {
 // compatTable lists every CA flag draxr-autoscaler does not register.
 func compatTable() []compatEntry {
 	const (
-		perf   = "a CA performance tuning knob; draxr's planner has no such limit"
-		gce    = "GCE/GKE only"
-		nap    = "node autoprovisioning (creating node groups) is not supported by draxr"
+		perf = "a CA performance tuning knob; draxr's planner has no such limit"
+		gce  = "GCE/GKE only"
+		nap  = "node autoprovisioning (creating node groups) is not supported by draxr"
 		// klog's output flags (CA's main binds them with klog.InitFlags).
 		klogOut = "draxr-autoscaler logs every message to stderr (klog's default); klog's output options are not supported (-v and --vmodule are)"
 	)

@@ -38,9 +38,9 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 
+	"draxr.dev/draxr/autoscaler/buffers"
 	"draxr.dev/draxr/autoscaler/clusterstate"
 	"draxr.dev/draxr/autoscaler/core"
-	"draxr.dev/draxr/autoscaler/buffers"
 	"draxr.dev/draxr/autoscaler/health"
 	"draxr.dev/draxr/autoscaler/provisioning"
 	"draxr.dev/draxr/cloudprovider"

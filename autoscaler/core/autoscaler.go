@@ -86,7 +86,7 @@ type Config struct {
 	// Buffers serves CapacityBuffers (--capacity-buffer-*); nil leaves
 	// them alone.
 	Buffers *buffers.Config
-	Now                  func() time.Time
+	Now     func() time.Time
 }
 
 // ClusterStateConfig are CA's node readiness, cluster health and node
