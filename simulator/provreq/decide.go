@@ -54,6 +54,9 @@ func failed(pr *prv1.ProvisioningRequest, reason string, err error) Decision {
 // Decide decides one served request: check-capacity or atomic.
 func (e *Engine) Decide(ctx context.Context, pr *prv1.ProvisioningRequest) (Decision, error) {
 	pods, err := Pods(pr, e.Templates)
+	if err == nil {
+		err = e.claimTemplatesExist(pr)
+	}
 	if err != nil {
 		if _, ok := errors.AsType[*InvalidError](err); ok {
 			return failed(pr, ReasonFailedToCreatePods, err), nil
@@ -67,6 +70,23 @@ func (e *Engine) Decide(ctx context.Context, pr *prv1.ProvisioningRequest) (Deci
 		return e.atomic(ctx, pr, pods)
 	}
 	return Decision{}, fmt.Errorf("ProvisioningRequest %s: spec.provisioningClassName: %q is not a class draxr serves", Key(pr), pr.Spec.ProvisioningClassName)
+}
+
+// claimTemplatesExist: a podSet's pods whose claims name a
+// ResourceClaimTemplate that does not exist can never be created.
+func (e *Engine) claimTemplatesExist(pr *prv1.ProvisioningRequest) error {
+	snap := e.Planner.Harness.Snapshot()
+	for i, ps := range pr.Spec.PodSets {
+		t := e.Templates(pr.Namespace, ps.PodTemplateRef.Name)
+		for j, pc := range t.Template.Spec.ResourceClaims {
+			if pc.ResourceClaimTemplateName != nil && snap.ResourceClaimTemplate(pr.Namespace, *pc.ResourceClaimTemplateName) == nil {
+				return &InvalidError{Request: Key(pr), Field: fmt.Sprintf("spec.podSets[%d].podTemplateRef.name", i),
+					Detail: fmt.Sprintf("PodTemplate %s/%s: template.spec.resourceClaims[%d].resourceClaimTemplateName: ResourceClaimTemplate %s/%s not found",
+						pr.Namespace, ps.PodTemplateRef.Name, j, pr.Namespace, *pc.ResourceClaimTemplateName)}
+			}
+		}
+	}
+	return nil
 }
 
 // checkCapacity: do all the pods fit the nodes there are now? Yes: they

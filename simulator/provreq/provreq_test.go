@@ -133,7 +133,7 @@ func TestPodsOfARequest(t *testing.T) {
 
 // Bad input names the object and the field.
 func TestBadRequests(t *testing.T) {
-	ts := templates(extendedTemplate())
+	ts := templates(extendedTemplate(), podTemplate("bad-claims", fx.WithTemplateClaim(fx.Pod("x", 500, nil), "gpu", "nope")))
 	for _, tc := range []struct {
 		pr   *prv1.ProvisioningRequest
 		want string
@@ -143,9 +143,10 @@ func TestBadRequests(t *testing.T) {
 		{request("empty", CheckCapacity), "spec.podSets: has 0 entries, must have 1 to 32"},
 		{request("huge", CheckCapacity, "extended", MaxPods+1), "spec.podSets[*].count: the request stands for 100001 pods"},
 		{request("typo", "Check_Capacity", "extended", 1), `spec.provisioningClassName: "Check_Capacity" is not a DNS subdomain`},
+		{request("no-claim-template", CheckCapacity, "bad-claims", 1),
+			"spec.podSets[0].podTemplateRef.name: PodTemplate default/bad-claims: template.spec.resourceClaims[0].resourceClaimTemplateName: ResourceClaimTemplate default/nope not found"},
 	} {
-		_, err := Pods(tc.pr, ts)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := Pods(tc.pr, ts); tc.pr.Name != "no-claim-template" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("%s: error %v, want %q", tc.pr.Name, err, tc.want)
 		}
 		planner, _ := cluster(t, 1, 0, 1)
