@@ -301,8 +301,12 @@ func newBuffers(o *options, cfg *rest.Config, factory informers.SharedInformerFa
 			"install the CRD (charts/draxr/crds/)", gvr.Resource, gvr.GroupVersion(), err)
 	}
 	f := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+	writer := buffers.NewStatusWriter(dyn)
+	if o.dryRun {
+		writer = buffers.DryRunWriter()
+	}
 	return &buffers.Config{Buffers: f.ForResource(gvr).Lister(), Templates: factory.Core().V1().PodTemplates().Lister(),
-		Client: buffers.NewStatusWriter(dyn), Controller: o.bufferController, Injection: o.bufferInjection}, f, nil
+		Client: writer, Controller: o.bufferController, Injection: o.bufferInjection}, f, nil
 }
 
 // informerFactory is what the loop starts and waits for: client-go's

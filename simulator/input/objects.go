@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	prv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
 
+	"draxr.dev/draxr/simulator/capacitybuffer"
 	"draxr.dev/draxr/simulator/nodegroup"
 )
 
@@ -60,6 +61,9 @@ type Objects struct {
 	// yet): the doctor checks what Kueue will ask of the autoscaler.
 	KueueConfigs []*unstructured.Unstructured
 	QueuedJobs   []*batchv1.Job
+	// CapacityBuffers (CA's autoscaling.x-k8s.io/v1beta1) keep room for
+	// pods that do not exist yet.
+	CapacityBuffers []*capacitybuffer.CapacityBuffer
 	// Skipped counts, per "apiVersion kind", objects of kinds the planner
 	// does not read (Services, Secrets, CRDs it does not know...).
 	Skipped map[string]int
@@ -95,7 +99,7 @@ func (o *Objects) count() int {
 	return len(o.Nodes) + len(o.RunningPods) + len(o.PendingPods) + len(o.ResourceSlices) +
 		len(o.DeviceClasses) + len(o.ResourceClaims) + len(o.ResourceClaimTemplates) + len(o.DeviceTaintRules) +
 		len(o.NodeGroups) + len(o.DaemonSets) + len(o.workloads) + len(o.ClusterAPI) + len(o.ConfigMaps) +
-		len(o.ProvisioningRequests) + len(o.PodTemplates) + len(o.KueueConfigs) + len(o.QueuedJobs)
+		len(o.ProvisioningRequests) + len(o.PodTemplates) + len(o.KueueConfigs) + len(o.QueuedJobs) + len(o.CapacityBuffers)
 }
 
 // SkippedSummary is one line on the objects of kinds the planner does not
@@ -150,6 +154,7 @@ func (o *Objects) each(fn func(kind string, obj metav1.Object)) {
 	visit(o.PodTemplates, "PodTemplate", fn)
 	visit(o.KueueConfigs, "ProvisioningRequestConfig", fn)
 	visit(o.QueuedJobs, "QueuedJob", fn)
+	visit(o.CapacityBuffers, capacitybuffer.Kind, fn)
 }
 
 func visit[T metav1.Object](list []T, kind string, fn func(string, metav1.Object)) {
@@ -251,6 +256,7 @@ func (o *Objects) Merge(other *Objects) error {
 	mergeList(o, &o.PodTemplates, other.PodTemplates, "PodTemplate", from, report)
 	mergeList(o, &o.KueueConfigs, other.KueueConfigs, "ProvisioningRequestConfig", from, report)
 	mergeList(o, &o.QueuedJobs, other.QueuedJobs, "QueuedJob", from, report)
+	mergeList(o, &o.CapacityBuffers, other.CapacityBuffers, capacitybuffer.Kind, from, report)
 	for k, n := range other.Skipped {
 		if o.Skipped == nil {
 			o.Skipped = map[string]int{}

@@ -1,6 +1,7 @@
 package input
 
 import (
+	"draxr.dev/draxr/simulator/capacitybuffer"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -32,6 +33,18 @@ func addBatchKinds(handlers map[string]handler) {
 			}
 			prepareMeta("ProvisioningRequestConfig", u, false, d.loc)
 			store(p, d, object{"ProvisioningRequestConfig", u}, nil, &p.out.KueueConfigs, u)
+		}
+	}
+	// CA's CapacityBuffers (v1beta1; v1alpha1 has the same schema).
+	for _, version := range []string{"v1beta1", "v1alpha1"} {
+		handlers[capacitybuffer.Group+"/"+version+"/"+capacitybuffer.Kind] = func(p *parser, d doc, raw []byte) {
+			b := &capacitybuffer.CapacityBuffer{}
+			if err := decodeStrict(raw, b); err != nil {
+				p.fail(d, describe(capacitybuffer.Kind, raw), err)
+				return
+			}
+			prepareMeta(capacitybuffer.Kind, b, true, d.loc)
+			store(p, d, object{capacitybuffer.Kind, b}, nil, &p.out.CapacityBuffers, b)
 		}
 	}
 	for _, version := range []string{"v1", "v1beta1"} {

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
+	"draxr.dev/draxr/simulator/capacitybuffer"
 	"draxr.dev/draxr/simulator/dynres"
 	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/harness"
@@ -137,6 +139,101 @@ func nodeAllocatableWarning(objs *input.Objects) []string {
 		"are not counted (DRANodeAllocatableResources is off in draxr); draxr doctor names them", n)}
 }
 
+// serveBuffers is what draxr-autoscaler with both buffer flags does to
+// each buffer (active-capacity ones): its status, and its pods, created
+// now, after every pending pod.
+func serveBuffers(objs *input.Objects, opts Options) ([]*v1.Pod, []*capacitybuffer.CapacityBuffer) {
+	if len(objs.CapacityBuffers) == 0 {
+		return nil, nil
+	}
+	now := opts.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	templates := map[[2]string]*v1.PodTemplate{}
+	for _, t := range objs.PodTemplates {
+		templates[[2]string{t.Namespace, t.Name}] = t
+	}
+	devices := capacitybuffer.NewDevices(objs.DeviceClasses, objs.ResourceClaimTemplates)
+	var pods []*v1.Pod
+	var buffers []*capacitybuffer.CapacityBuffer
+	for _, b := range objs.CapacityBuffers {
+		if b.Strategy() != capacitybuffer.ActiveCapacity {
+			continue
+		}
+		b = b.DeepCopy()
+		pods = append(pods, capacitybuffer.Serve(b, func(ns, name string) *v1.PodTemplate { return templates[[2]string{ns, name}] },
+			devices, capacitybuffer.Options{Controller: true, Injection: true}, now)...)
+		buffers = append(buffers, b)
+	}
+	return pods, buffers
+}
+
+// placeBuffers reports where each buffer's pods went, and takes them out
+// of the plan's pod lists.
+func placeBuffers(plan *scaleup.Plan, buffers []*capacitybuffer.CapacityBuffer, pods []*v1.Pod) []capacitybuffer.Report {
+	if len(buffers) == 0 {
+		return nil
+	}
+	reports := make([]capacitybuffer.Report, len(buffers))
+	index := map[string]int{}
+	for i, b := range buffers {
+		reports[i] = capacitybuffer.ReportOf(b)
+		index[b.Key()] = i
+	}
+	byPod := map[types.UID]int{}
+	for _, p := range pods {
+		byPod[p.UID] = index[p.Namespace+"/"+capacitybuffer.BufferOf(p)]
+	}
+	of := func(ref scaleup.PodRef) (*capacitybuffer.Report, bool) {
+		i, ok := byPod[ref.UID]
+		if !ok {
+			return nil, false
+		}
+		return &reports[i], true
+	}
+	existing := plan.ExistingNodes[:0]
+	for _, pl := range plan.ExistingNodes {
+		if r, ok := of(pl.Pod); ok {
+			r.KeptOnExistingNodes++
+			continue
+		}
+		existing = append(existing, pl)
+	}
+	plan.ExistingNodes = existing
+	for i := range plan.ScaleUps {
+		su := &plan.ScaleUps[i]
+		pods, placements := su.Pods[:0:0], su.Placements[:0:0]
+		for j, ref := range su.Pods {
+			if r, ok := of(ref); ok {
+				if r.OnNewNodes == nil {
+					r.OnNewNodes = map[string]int{}
+				}
+				r.OnNewNodes[su.NodeGroup]++
+				continue
+			}
+			pods = append(pods, ref)
+			if j < len(su.Placements) {
+				placements = append(placements, su.Placements[j])
+			}
+		}
+		su.Pods, su.Placements = pods, placements
+	}
+	noScaleUp := plan.NoScaleUp[:0]
+	for _, n := range plan.NoScaleUp {
+		if r, ok := of(n.Pod); ok {
+			if r.NoRoom == 0 {
+				r.Reason = n.Reason
+			}
+			r.NoRoom++
+			continue
+		}
+		noScaleUp = append(noScaleUp, n)
+	}
+	plan.NoScaleUp = noScaleUp
+	return reports
+}
+
 // Result is a plan with the state it was made on.
 type Result struct {
 	Plan     *scaleup.Plan
@@ -149,6 +246,10 @@ type Result struct {
 	ProvisioningRequests []provreq.Report
 	// Warnings are what the plan leaves out and a person should know.
 	Warnings []string
+	// CapacityBuffers say where each buffer's room is; their pods are
+	// not in the plan's pod lists (CA leaves fake pods out of its status
+	// too), the nodes they need are in its scale-ups.
+	CapacityBuffers []capacitybuffer.Report
 }
 
 // Simulate plans scale-ups for the pending pods in objs; it stops with
@@ -185,11 +286,14 @@ func Simulate(ctx context.Context, objs *input.Objects, opts Options) (*Result, 
 		}
 		pending = withoutConsumers(pending)
 	}
+	bufferPods, buffers := serveBuffers(objs, opts)
+	pending = append(pending, bufferPods...)
 	plan, err := p.PlanContext(ctx, pending)
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
-	res := &Result{Plan: plan, Snapshot: snap, Harness: h, ProvisioningRequests: requests, Warnings: nodeAllocatableWarning(objs)}
+	res := &Result{Plan: plan, Snapshot: snap, Harness: h, ProvisioningRequests: requests, Warnings: nodeAllocatableWarning(objs),
+		CapacityBuffers: placeBuffers(plan, buffers, bufferPods)}
 	classes, _ := snap.Classes().List()
 	for _, c := range classes {
 		if err := matcher.ClassError(c); err != nil {

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"draxr.dev/draxr/simulator/capacity"
+	"draxr.dev/draxr/simulator/capacitybuffer"
 	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/provreq"
 	"draxr.dev/draxr/simulator/scaledown"
@@ -53,6 +54,8 @@ type SimulateOutput struct {
 	// ProvisioningRequests are what draxr-autoscaler sets on each
 	// ProvisioningRequest it serves.
 	ProvisioningRequests []provreq.Report `json:"provisioningRequests,omitempty"`
+	// CapacityBuffers say where each buffer's room is.
+	CapacityBuffers []capacitybuffer.Report `json:"capacityBuffers,omitempty"`
 }
 
 // NewSimulateOutput is the plan's output, with its apiVersion and kind.
@@ -159,6 +162,31 @@ func PlanTable(w io.Writer, out SimulateOutput) error {
 			}
 			fmt.Fprintf(tw, "%s/%s\t%s\t%s=%s %s\t%s\t%s\n", r.Namespace, r.Name, r.ProvisioningClassName,
 				r.Condition.Type, r.Condition.Status, r.Condition.Reason, strings.Join(ups, ", "), r.Condition.Message)
+		}
+	}
+	if len(out.CapacityBuffers) > 0 {
+		fmt.Fprintln(tw)
+		fmt.Fprintln(tw, "CAPACITY BUFFERS")
+		fmt.Fprintln(tw, "BUFFER\tREPLICAS\tCONDITION\tON EXISTING NODES\tON NEW NODES\tNO ROOM")
+		for _, b := range out.CapacityBuffers {
+			groups := make([]string, 0, len(b.OnNewNodes))
+			for g, n := range b.OnNewNodes {
+				groups = append(groups, fmt.Sprintf("%s: %d", g, n))
+			}
+			sort.Strings(groups)
+			if len(groups) == 0 {
+				groups = []string{"-"}
+			}
+			noRoom := "-"
+			if b.NoRoom > 0 {
+				noRoom = fmt.Sprintf("%d: %s", b.NoRoom, b.Reason)
+			}
+			cond := b.Condition.Type + "=" + string(b.Condition.Status) + " " + b.Condition.Reason
+			if b.Condition.Message != "" && b.Condition.Status != "True" {
+				cond += " (" + b.Condition.Message + ")"
+			}
+			fmt.Fprintf(tw, "%s/%s\t%d\t%s\t%d\t%s\t%s\n", b.Namespace, b.Name, b.Replicas, cond, b.KeptOnExistingNodes,
+				strings.Join(groups, ", "), noRoom)
 		}
 	}
 	if out.ScaleDown != nil {

@@ -271,6 +271,7 @@ draxr simulate -f cluster.yaml -n ml --scale-down`),
 				out := report.NewSimulateOutput(res.Plan, res.ClassErrors)
 				out.ProvisioningRequests = res.ProvisioningRequests
 				out.Warnings = res.Warnings
+				out.CapacityBuffers = res.CapacityBuffers
 				out.FeatureGates = featureGatesSet(cmd)
 				if c.explainer != nil {
 					if out.ScaleDown, err = c.explainer(cmd.Context()); err != nil {

@@ -217,7 +217,8 @@ func runOnceDryRun(t *testing.T, client *fake.Clientset, provider cloudprovider.
 
 // dryRunAutoscaler is draxr-autoscaler in dry run over client's objects
 // (its informers synced), serving requests when given.
-func dryRunAutoscaler(t *testing.T, client *fake.Clientset, provider cloudprovider.Provider, requests *provisioning.Processor) (context.Context, *core.Autoscaler) {
+func dryRunAutoscaler(t *testing.T, client *fake.Clientset, provider cloudprovider.Provider, requests *provisioning.Processor,
+	more ...func(*core.Config)) (context.Context, *core.Autoscaler) {
 	t.Helper()
 	factory := informers.NewSharedInformerFactory(client, 0)
 	listers := clusterstate.NewListers(factory)
@@ -229,9 +230,13 @@ func dryRunAutoscaler(t *testing.T, client *fake.Clientset, provider cloudprovid
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ctx, core.New(core.Config{Client: client, Listers: listers, Provider: provider, Expander: exp, DryRun: true,
+	cfg := core.Config{Client: client, Listers: listers, Provider: provider, Expander: exp, DryRun: true,
 		Recorder: record.NewFakeRecorder(1000), StatusNamespace: "kube-system", StatusName: core.DryRunStatusConfigMapName,
-		ProvisioningRequests: requests})
+		ProvisioningRequests: requests}
+	for _, f := range more {
+		f(&cfg)
+	}
+	return ctx, core.New(cfg)
 }
 
 // simulatePlan runs draxr simulate -o json with args and decodes its plan.
