@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	cb "draxr.dev/draxr/simulator/capacitybuffer"
+	"draxr.dev/draxr/simulator/report"
 )
 
 // A CapacityBuffer of 16 GPUs (limits in the DRA-backed extended resource)
@@ -78,6 +80,30 @@ func TestCapacityBufferLive(t *testing.T) {
 		}
 		return nil
 	})
+	// draxr simulate on the live cluster: the buffer's room is on the two
+	// nodes now.
+	groups := e.nodeGroups(groupSpec{name: "buffer-gpu", min: 0, max: 4, draDevices: 8})
+	code, out, errOut := runDraxr(t, filepath.Join(bins, "draxr"), "simulate", "--kubeconfig", cp.AdminKubeconfig,
+		"--node-group-config", groups, "-o", "json")
+	if code != 0 {
+		t.Fatalf("draxr simulate --kubeconfig: exit %d: %s", code, errOut)
+	}
+	var plan report.SimulateOutput
+	if err := json.Unmarshal([]byte(out), &plan); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range plan.CapacityBuffers {
+		if r.Namespace == e.ns && r.Name == "warm" {
+			found = true
+			if r.Replicas != 16 || r.KeptOnExistingNodes != 16 || len(r.OnNewNodes) != 0 {
+				t.Errorf("draxr simulate --kubeconfig: buffer %+v, want 16 pods kept on the existing nodes", r)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("draxr simulate --kubeconfig lists no buffer warm: %+v", plan.CapacityBuffers)
+	}
 	pods, err := cp.Client.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{})
 	if err != nil || len(pods.Items) != 0 {
 		t.Errorf("the namespace has %d pods (%v): buffer pods are never created", len(pods.Items), err)

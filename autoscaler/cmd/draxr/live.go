@@ -9,12 +9,15 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	prv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
 	prclient "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/client/clientset/versioned"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"draxr.dev/draxr/simulator/capacitybuffer"
 	"draxr.dev/draxr/simulator/input"
 	"draxr.dev/draxr/simulator/live"
 )
@@ -82,36 +85,63 @@ func (g *globalFlags) read(ctx context.Context, groups groupsFunc) (*input.Objec
 	return objs, nil
 }
 
-// readRequests adds the cluster's ProvisioningRequests and PodTemplates
-// (read once, per plan) when the API serves CA's CRD.
+// readRequests adds the cluster's ProvisioningRequests, CapacityBuffers
+// and the PodTemplates they name (read once, per plan), where the API
+// serves CA's CRDs.
 func readRequests(ctx context.Context, client kubernetes.Interface, cfg *rest.Config, objs *input.Objects) error {
-	resources, err := client.Discovery().ServerResourcesForGroupVersion(prv1.SchemeGroupVersion.String())
-	if err != nil || resources == nil {
-		return nil // not served: no requests
+	served := func(gv, resource string) bool {
+		resources, err := client.Discovery().ServerResourcesForGroupVersion(gv)
+		if err != nil || resources == nil {
+			return false
+		}
+		for _, r := range resources.APIResources {
+			if r.Name == resource {
+				return true
+			}
+		}
+		return false
 	}
-	served := false
-	for _, r := range resources.APIResources {
-		served = served || r.Name == "provisioningrequests"
-	}
-	if !served {
+	requests := served(prv1.SchemeGroupVersion.String(), "provisioningrequests")
+	bufferGVR := capacitybuffer.GroupVersionResource()
+	buffers := served(bufferGVR.GroupVersion().String(), bufferGVR.Resource)
+	if !requests && !buffers {
 		return nil
 	}
 	jsonCfg := rest.CopyConfig(cfg)
 	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = "application/json", "application/json"
-	prc, err := prclient.NewForConfig(jsonCfg)
-	if err != nil {
-		return err
+	if requests {
+		prc, err := prclient.NewForConfig(jsonCfg)
+		if err != nil {
+			return err
+		}
+		prs, err := prc.AutoscalingV1().ProvisioningRequests("").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return fmt.Errorf("list provisioningrequests: %w", err)
+		}
+		for i := range prs.Items {
+			objs.ProvisioningRequests = append(objs.ProvisioningRequests, &prs.Items[i])
+		}
 	}
-	prs, err := prc.AutoscalingV1().ProvisioningRequests("").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return fmt.Errorf("list provisioningrequests: %w", err)
+	if buffers {
+		dyn, err := dynamic.NewForConfig(jsonCfg)
+		if err != nil {
+			return err
+		}
+		list, err := dyn.Resource(bufferGVR).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return fmt.Errorf("list capacitybuffers: %w", err)
+		}
+		for _, u := range list.Items {
+			b := &capacitybuffer.CapacityBuffer{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, b); err != nil {
+				return fmt.Errorf("CapacityBuffer %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+			}
+			objs.CapacityBuffers = append(objs.CapacityBuffers, b)
+		}
 	}
 	pts, err := client.CoreV1().PodTemplates("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("list podtemplates: %w", err)
-	}
-	for i := range prs.Items {
-		objs.ProvisioningRequests = append(objs.ProvisioningRequests, &prs.Items[i])
 	}
 	for i := range pts.Items {
 		objs.PodTemplates = append(objs.PodTemplates, &pts.Items[i])
