@@ -306,6 +306,8 @@ func newBuffers(o *options, cfg *rest.Config, factory informers.SharedInformerFa
 		writer = buffers.DryRunWriter()
 	}
 	return &buffers.Config{Buffers: f.ForResource(gvr).Lister(), Templates: factory.Core().V1().PodTemplates().Lister(),
+		Deployments: factory.Apps().V1().Deployments().Lister(), ReplicaSets: factory.Apps().V1().ReplicaSets().Lister(),
+		StatefulSets: factory.Apps().V1().StatefulSets().Lister(), Jobs: factory.Batch().V1().Jobs().Lister(),
 		Client: writer, Controller: o.bufferController, Injection: o.bufferInjection}, f, nil
 }
 

@@ -20,8 +20,11 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	batchlisters "k8s.io/client-go/listers/batch/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
 	cb "draxr.dev/draxr/simulator/capacitybuffer"
 	"draxr.dev/draxr/simulator/input"
@@ -32,7 +35,13 @@ type Config struct {
 	// Buffers is the CapacityBuffer informer's lister (unstructured).
 	Buffers   cache.GenericLister
 	Templates corelisters.PodTemplateLister
-	Client    StatusWriter
+	// Workloads are the listers of the kinds a scalableRef may name; nil
+	// ones answer "not found".
+	Deployments  appslisters.DeploymentLister
+	ReplicaSets  appslisters.ReplicaSetLister
+	StatefulSets appslisters.StatefulSetLister
+	Jobs         batchlisters.JobLister
+	Client       StatusWriter
 	// Controller sets the buffers' status; Injection makes their pods.
 	Controller, Injection bool
 }
@@ -104,16 +113,16 @@ func Run(ctx context.Context, cfg Config, objs *input.Objects, now time.Time) (*
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].Key() < all[j].Key() })
 	devices := cb.NewDevices(objs.DeviceClasses, objs.ResourceClaimTemplates)
-	templates := func(ns, name string) *v1.PodTemplate {
+	src := cb.Sources{Templates: func(ns, name string) *v1.PodTemplate {
 		t, err := cfg.Templates.PodTemplates(ns).Get(name)
 		if err != nil {
 			return nil
 		}
 		return t
-	}
+	}, Workloads: cfg.workload}
 	for _, b := range all {
 		before := b.DeepCopy()
-		l.Pods = append(l.Pods, cb.Serve(b, templates, devices, cb.Options{Controller: cfg.Controller, Injection: cfg.Injection}, now)...)
+		l.Pods = append(l.Pods, cb.Serve(b, src, devices, cb.Options{Controller: cfg.Controller, Injection: cfg.Injection}, now)...)
 		l.Buffers[b.Key()] = b
 		if !equality.Semantic.DeepEqual(before.Status, b.Status) {
 			if err := cfg.Client.UpdateStatus(ctx, b); err != nil {
@@ -122,6 +131,38 @@ func Run(ctx context.Context, cfg Config, objs *input.Objects, now time.Time) (*
 		}
 	}
 	return l, nil
+}
+
+// workload finds a scalableRef's pod template and replicas in the
+// listers.
+func (cfg Config) workload(ns string, ref cb.ScalableRef) (*v1.PodTemplateSpec, int32, bool) {
+	switch ref.Kind {
+	case "Deployment":
+		if cfg.Deployments != nil {
+			if d, err := cfg.Deployments.Deployments(ns).Get(ref.Name); err == nil {
+				return &d.Spec.Template, ptr.Deref(d.Spec.Replicas, 1), true
+			}
+		}
+	case "ReplicaSet":
+		if cfg.ReplicaSets != nil {
+			if r, err := cfg.ReplicaSets.ReplicaSets(ns).Get(ref.Name); err == nil {
+				return &r.Spec.Template, ptr.Deref(r.Spec.Replicas, 1), true
+			}
+		}
+	case "StatefulSet":
+		if cfg.StatefulSets != nil {
+			if s, err := cfg.StatefulSets.StatefulSets(ns).Get(ref.Name); err == nil {
+				return &s.Spec.Template, ptr.Deref(s.Spec.Replicas, 1), true
+			}
+		}
+	case "Job":
+		if cfg.Jobs != nil {
+			if j, err := cfg.Jobs.Jobs(ns).Get(ref.Name); err == nil {
+				return &j.Spec.Template, ptr.Deref(j.Spec.Parallelism, 1), true
+			}
+		}
+	}
+	return nil, 0, false
 }
 
 // Ref is the buffer with its kind set, for events.

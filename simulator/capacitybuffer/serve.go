@@ -19,15 +19,25 @@ type Options struct {
 	Controller, Injection bool
 }
 
+// Sources find what buffers name: PodTemplates, and the workloads a
+// scalableRef names (nil when absent).
+type Sources struct {
+	Templates func(ns, name string) *v1.PodTemplate
+	// Workloads finds a Deployment's, ReplicaSet's, StatefulSet's or
+	// Job's pod template and its replicas (a Job's parallelism).
+	Workloads func(ns string, ref ScalableRef) (*v1.PodTemplateSpec, int32, bool)
+}
+
 // Serve does to b what the buffer controller and CA's injection do, in
 // b's status, and returns the pods b stands for (none unless Injection).
-// templates finds PodTemplates (nil when absent).
-func Serve(b *CapacityBuffer, templates func(ns, name string) *v1.PodTemplate, devices Devices, opts Options, now time.Time) []*v1.Pod {
-	var tmpl *v1.PodTemplate
+func Serve(b *CapacityBuffer, src Sources, devices Devices, opts Options, now time.Time) []*v1.Pod {
+	var tmpl *v1.PodTemplateSpec
 	if opts.Controller {
-		tmpl = control(b, templates, devices, now)
+		tmpl = control(b, src, devices, now)
 	} else if ref := b.Status.PodTemplateRef; ref != nil {
-		tmpl = templates(b.Namespace, ref.Name)
+		if t := src.Templates(b.Namespace, ref.Name); t != nil {
+			tmpl = &t.Template
+		}
 	}
 	if !opts.Injection {
 		return nil
@@ -35,34 +45,60 @@ func Serve(b *CapacityBuffer, templates func(ns, name string) *v1.PodTemplate, d
 	return inject(b, tmpl, now)
 }
 
+// scalableGroup is the API group of a workload kind a scalableRef may
+// name (CA's), "" for others.
+func scalableGroup(kind string) (string, bool) {
+	switch kind {
+	case "Deployment", "ReplicaSet", "StatefulSet":
+		return "apps", true
+	case "Job":
+		return "batch", true
+	}
+	return "", false
+}
+
 // control is the buffer controller's work on b: the pod template and the
 // replicas, or why not, in b's status. It returns the template.
-func control(b *CapacityBuffer, templates func(ns, name string) *v1.PodTemplate, devices Devices, now time.Time) *v1.PodTemplate {
-	notReady := func(err error) *v1.PodTemplate {
+func control(b *CapacityBuffer, src Sources, devices Devices, now time.Time) *v1.PodTemplateSpec {
+	notReady := func(err error) *v1.PodTemplateSpec {
 		b.Status.PodTemplateRef, b.Status.Replicas, b.Status.PodTemplateGeneration = nil, nil, nil
 		setCondition(b, ReadyForProvisioning, metav1.ConditionFalse, ReasonError, "Buffer not ready for provisioning: "+err.Error(), now)
 		return nil
 	}
-	if b.Spec.ScalableRef != nil {
-		return notReady(&Error{Buffer: b.Key(), Field: "spec.scalableRef",
-			Detail: "draxr does not read workloads' templates yet: name a PodTemplate in spec.podTemplateRef"})
-	}
-	if b.Spec.PodTemplateRef == nil {
+	var tmpl *v1.PodTemplateSpec
+	var scalable *int32
+	switch ref := b.Spec.ScalableRef; {
+	case ref != nil && b.Spec.PodTemplateRef != nil:
+		return notReady(&Error{Buffer: b.Key(), Field: "spec", Detail: "names both a podTemplateRef and a scalableRef; name one"})
+	case ref != nil:
+		if group, ok := scalableGroup(ref.Kind); !ok || group != ref.APIGroup {
+			return notReady(&Error{Buffer: b.Key(), Field: "spec.scalableRef",
+				Detail: fmt.Sprintf("%s/%s is not a workload draxr reads (apps Deployment, ReplicaSet, StatefulSet; batch Job)", ref.APIGroup, ref.Kind)})
+		}
+		t, n, ok := src.Workloads(b.Namespace, *ref)
+		if !ok {
+			return notReady(&Error{Buffer: b.Key(), Field: "spec.scalableRef.name",
+				Detail: fmt.Sprintf("%s %s/%s not found", ref.Kind, b.Namespace, ref.Name)})
+		}
+		tmpl, scalable = t, &n
+	case b.Spec.PodTemplateRef != nil:
+		t := src.Templates(b.Namespace, b.Spec.PodTemplateRef.Name)
+		if t == nil {
+			return notReady(&Error{Buffer: b.Key(), Field: "spec.podTemplateRef.name",
+				Detail: fmt.Sprintf("PodTemplate %s/%s not found", b.Namespace, b.Spec.PodTemplateRef.Name)})
+		}
+		tmpl = &t.Template
+		b.Status.PodTemplateRef = &LocalObjectRef{Name: t.Name}
+		b.Status.PodTemplateGeneration = ptr.To(t.Generation)
+	default:
 		return notReady(&Error{Buffer: b.Key(), Field: "spec", Detail: "names neither a podTemplateRef nor a scalableRef"})
 	}
-	tmpl := templates(b.Namespace, b.Spec.PodTemplateRef.Name)
-	if tmpl == nil {
-		return notReady(&Error{Buffer: b.Key(), Field: "spec.podTemplateRef.name",
-			Detail: fmt.Sprintf("PodTemplate %s/%s not found", b.Namespace, b.Spec.PodTemplateRef.Name)})
-	}
-	pods := Pods(b, &tmpl.Template, 1)
-	n, err := Replicas(b, pods[0], nil, devices)
+	pods := Pods(b, tmpl, 1)
+	n, err := Replicas(b, pods[0], scalable, devices)
 	if err != nil {
 		return notReady(err)
 	}
-	b.Status.PodTemplateRef = &LocalObjectRef{Name: tmpl.Name}
 	b.Status.Replicas = ptr.To(n)
-	b.Status.PodTemplateGeneration = ptr.To(tmpl.Generation)
 	b.Status.ProvisioningStrategy = ptr.To(b.Strategy())
 	setCondition(b, ReadyForProvisioning, metav1.ConditionTrue, ReasonAttributesSetSuccessfully, "ready", now)
 	return tmpl
@@ -70,7 +106,7 @@ func control(b *CapacityBuffer, templates func(ns, name string) *v1.PodTemplate,
 
 // inject is CA's injection for b: its pods, and its Provisioning
 // condition.
-func inject(b *CapacityBuffer, tmpl *v1.PodTemplate, now time.Time) []*v1.Pod {
+func inject(b *CapacityBuffer, tmpl *v1.PodTemplateSpec, now time.Time) []*v1.Pod {
 	ready := meta.IsStatusConditionTrue(b.Status.Conditions, ReadyForProvisioning)
 	switch {
 	case !ready || b.Status.Replicas == nil:
@@ -85,7 +121,7 @@ func inject(b *CapacityBuffer, tmpl *v1.PodTemplate, now time.Time) []*v1.Pod {
 		return nil
 	}
 	setCondition(b, Provisioning, metav1.ConditionTrue, ReasonFakePodsInjected, "", now)
-	pods := Pods(b, &tmpl.Template, *b.Status.Replicas)
+	pods := Pods(b, tmpl, *b.Status.Replicas)
 	for _, p := range pods {
 		p.CreationTimestamp = metav1.NewTime(now)
 	}

@@ -18,6 +18,21 @@ type expansion struct {
 	owner    *metav1.OwnerReference // the workload's controller, e.g. a ReplicaSet's Deployment
 	replicas int
 	pods     []types.UID // generated pods, in expansion order
+	// template is the workload's pod template.
+	template *v1.PodTemplateSpec
+}
+
+// Workload returns a Deployment's, ReplicaSet's, StatefulSet's or Job's
+// pod template and the pods it runs at once (replicas, or a Job's
+// parallelism), as read; ok is false when the input has no such workload.
+func (o *Objects) Workload(kind, namespace, name string) (tmpl *v1.PodTemplateSpec, replicas int32, ok bool) {
+	key := objectKey{kind, namespace, name}
+	for _, e := range o.expansions {
+		if e.key == key && e.template != nil {
+			return e.template, int32(e.replicas), true
+		}
+	}
+	return nil, 0, false
 }
 
 // reconcileWorkloads keeps, of each workload's generated pods, only those

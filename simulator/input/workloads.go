@@ -189,7 +189,7 @@ func (p *parser) expand(d doc, w object, errs field.ErrorList, tmpl *v1.PodTempl
 		return
 	}
 	p.out.workloads = append(p.out.workloads, keyOf(w.kind, w.meta))
-	exp := &expansion{key: keyOf(w.kind, w.meta), uid: w.meta.GetUID(), replicas: int(n)}
+	exp := &expansion{key: keyOf(w.kind, w.meta), uid: w.meta.GetUID(), replicas: int(n), template: tmpl.DeepCopy()}
 	if ref := metav1.GetControllerOf(w.meta); ref != nil {
 		exp.owner = ref
 	}

@@ -162,8 +162,13 @@ func serveBuffers(objs *input.Objects, opts Options) ([]*v1.Pod, []*capacitybuff
 			continue
 		}
 		b = b.DeepCopy()
-		pods = append(pods, capacitybuffer.Serve(b, func(ns, name string) *v1.PodTemplate { return templates[[2]string{ns, name}] },
-			devices, capacitybuffer.Options{Controller: true, Injection: true}, now)...)
+		src := capacitybuffer.Sources{
+			Templates: func(ns, name string) *v1.PodTemplate { return templates[[2]string{ns, name}] },
+			Workloads: func(ns string, ref capacitybuffer.ScalableRef) (*v1.PodTemplateSpec, int32, bool) {
+				return objs.Workload(ref.Kind, ns, ref.Name)
+			},
+		}
+		pods = append(pods, capacitybuffer.Serve(b, src, devices, capacitybuffer.Options{Controller: true, Injection: true}, now)...)
 		buffers = append(buffers, b)
 	}
 	return pods, buffers

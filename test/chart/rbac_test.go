@@ -111,6 +111,10 @@ func autoscalerUses() []use {
 		// CapacityBuffers (--capacity-buffer-*-enabled): a dynamic informer
 		// and status writes.
 		{"buffers", "cluster", "autoscaling.x-k8s.io", "capacitybuffers", "list watch", run, "f.ForResource(gvr).Lister()"},
+		{"buffers", "cluster", "apps", "deployments", "list watch", run, "factory.Apps().V1().Deployments().Lister()"},
+		{"buffers", "cluster", "apps", "replicasets", "list watch", run, "factory.Apps().V1().ReplicaSets().Lister()"},
+		{"buffers", "cluster", "apps", "statefulsets", "list watch", run, "factory.Apps().V1().StatefulSets().Lister()"},
+		{"buffers", "cluster", "batch", "jobs", "list watch", run, "factory.Batch().V1().Jobs().Lister()"},
 		{"buffers", "cluster", "autoscaling.x-k8s.io", "capacitybuffers/status", "update", "autoscaler/buffers/buffers.go",
 			"w.c.Resource(cb.GroupVersionResource()).Namespace(b.Namespace).UpdateStatus(ctx, u"},
 
@@ -183,6 +187,8 @@ func TestRBACCodeCallsAreUses(t *testing.T) {
 		"ResourceClaims": {"resource.k8s.io", "resourceclaims"}, "ResourceClaimTemplates": {"resource.k8s.io", "resourceclaimtemplates"},
 		"DeviceTaintRules": {"resource.k8s.io", "devicetaintrules"},
 		"PodTemplates":     {"", "podtemplates"}, "ProvisioningRequests": {"autoscaling.x-k8s.io", "provisioningrequests"},
+		"Deployments": {"apps", "deployments"}, "ReplicaSets": {"apps", "replicasets"}, "StatefulSets": {"apps", "statefulsets"},
+		"Jobs": {"batch", "jobs"},
 	}
 	verbs := map[string]string{"Get": "get", "List": "list", "Watch": "watch", "Create": "create", "Update": "update",
 		"UpdateStatus": "update", "Patch": "patch", "Delete": "delete", "DeleteCollection": "deletecollection", "Evict": "create"}

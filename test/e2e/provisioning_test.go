@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -73,7 +74,8 @@ func (e *env) grantBatch(flag string, want int) {
 	name := "draxr-autoscaler-batch-" + e.name
 	out := rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	for _, r := range role.Rules {
-		if strings.Join(r.APIGroups, ",") == prv1.GroupName || strings.Contains(strings.Join(r.Resources, ","), "podtemplates") {
+		if strings.Join(r.APIGroups, ",") == prv1.GroupName || slices.Contains(r.Resources, "podtemplates") ||
+			slices.Contains(r.Resources, "deployments") || slices.Contains(r.Resources, "jobs") {
 			out.Rules = append(out.Rules, r)
 		}
 	}

@@ -1,0 +1,81 @@
+package capacitybuffer
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/utils/ptr"
+
+	fx "draxr.dev/draxr/simulator/fixtures"
+)
+
+// A scalableRef buffer takes its pods from the workload's template and a
+// percentage of its replicas; a podTemplateRef one from the PodTemplate;
+// what is missing or not a workload says which field.
+func TestServe(t *testing.T) {
+	serve := &v1.PodTemplateSpec{Spec: fx.Pod("p", 500, fx.GPUs(fx.GPUResource, 1)).Spec}
+	src := Sources{
+		Templates: func(ns, name string) *v1.PodTemplate {
+			if name == "serve" {
+				return &v1.PodTemplate{Template: *serve}
+			}
+			return nil
+		},
+		Workloads: func(ns string, ref ScalableRef) (*v1.PodTemplateSpec, int32, bool) {
+			if ref.Kind == "Deployment" && ref.Name == "serve" {
+				return serve, 25, true
+			}
+			return nil, 0, false
+		},
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name     string
+		spec     func(*Spec)
+		wantPods int
+		wantErr  string
+	}{
+		{"10% of a Deployment's 25", func(s *Spec) {
+			s.ScalableRef = &ScalableRef{APIGroup: "apps", Kind: "Deployment", Name: "serve"}
+			s.Percentage = ptr.To[int32](10)
+		}, 3, ""},
+		{"a PodTemplate", func(s *Spec) { s.PodTemplateRef = &LocalObjectRef{Name: "serve"}; s.Replicas = ptr.To[int32](2) }, 2, ""},
+		{"a missing Deployment", func(s *Spec) {
+			s.ScalableRef = &ScalableRef{APIGroup: "apps", Kind: "Deployment", Name: "gone"}
+			s.Replicas = ptr.To[int32](1)
+		}, 0, "spec.scalableRef.name: Deployment ml/gone not found"},
+		{"not a workload", func(s *Spec) {
+			s.ScalableRef = &ScalableRef{APIGroup: "", Kind: "Service", Name: "serve"}
+			s.Replicas = ptr.To[int32](1)
+		}, 0, "spec.scalableRef: /Service is not a workload draxr reads"},
+		{"both refs", func(s *Spec) {
+			s.ScalableRef = &ScalableRef{APIGroup: "apps", Kind: "Deployment", Name: "serve"}
+			s.PodTemplateRef = &LocalObjectRef{Name: "serve"}
+			s.Replicas = ptr.To[int32](1)
+		}, 0, "spec: names both a podTemplateRef and a scalableRef"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := buffer(tc.spec)
+			pods := Serve(b, src, devicesOf(), Options{Controller: true, Injection: true}, now)
+			if len(pods) != tc.wantPods {
+				t.Fatalf("%d pods, want %d; status %+v", len(pods), tc.wantPods, b.Status)
+			}
+			ready := meta.FindStatusCondition(b.Status.Conditions, ReadyForProvisioning)
+			if tc.wantErr == "" {
+				if ready == nil || ready.Status != "True" || !meta.IsStatusConditionTrue(b.Status.Conditions, Provisioning) {
+					t.Errorf("conditions %+v", b.Status.Conditions)
+				}
+				return
+			}
+			if ready == nil || ready.Reason != ReasonError || !strings.Contains(ready.Message, tc.wantErr) {
+				t.Errorf("ReadyForProvisioning %+v, want %q", ready, tc.wantErr)
+			}
+			if p := meta.FindStatusCondition(b.Status.Conditions, Provisioning); p == nil || p.Reason != ReasonNotReadyForProvisioning {
+				t.Errorf("Provisioning %+v", p)
+			}
+		})
+	}
+}
