@@ -308,6 +308,7 @@ func newBuffers(o *options, cfg *rest.Config, factory informers.SharedInformerFa
 	return &buffers.Config{Buffers: f.ForResource(gvr).Lister(), Templates: factory.Core().V1().PodTemplates().Lister(),
 		Deployments: factory.Apps().V1().Deployments().Lister(), ReplicaSets: factory.Apps().V1().ReplicaSets().Lister(),
 		StatefulSets: factory.Apps().V1().StatefulSets().Lister(), Jobs: factory.Batch().V1().Jobs().Lister(),
+		Quotas: factory.Core().V1().ResourceQuotas().Lister(),
 		Client: writer, Controller: o.bufferController, Injection: o.bufferInjection}, f, nil
 }
 

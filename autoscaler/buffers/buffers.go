@@ -41,7 +41,9 @@ type Config struct {
 	ReplicaSets  appslisters.ReplicaSetLister
 	StatefulSets appslisters.StatefulSetLister
 	Jobs         batchlisters.JobLister
-	Client       StatusWriter
+	// Quotas are the namespaces' ResourceQuotas, which cap buffers.
+	Quotas corelisters.ResourceQuotaLister
+	Client StatusWriter
 	// Controller sets the buffers' status; Injection makes their pods.
 	Controller, Injection bool
 }
@@ -120,11 +122,20 @@ func Run(ctx context.Context, cfg Config, objs *input.Objects, now time.Time) (*
 		}
 		return t
 	}, Workloads: cfg.workload}
-	for _, b := range all {
-		before := b.DeepCopy()
-		l.Pods = append(l.Pods, cb.Serve(b, src, devices, cb.Options{Controller: cfg.Controller, Injection: cfg.Injection}, now)...)
+	var quotas []*v1.ResourceQuota
+	if cfg.Quotas != nil {
+		if quotas, err = cfg.Quotas.List(labels.Everything()); err != nil {
+			return nil, fmt.Errorf("list ResourceQuotas: %w", err)
+		}
+	}
+	before := make([]*cb.CapacityBuffer, len(all))
+	for i, b := range all {
+		before[i] = b.DeepCopy()
+	}
+	l.Pods = cb.ServeAll(all, src, devices, quotas, cb.Options{Controller: cfg.Controller, Injection: cfg.Injection}, now)
+	for i, b := range all {
 		l.Buffers[b.Key()] = b
-		if !equality.Semantic.DeepEqual(before.Status, b.Status) {
+		if !equality.Semantic.DeepEqual(before[i].Status, b.Status) {
 			if err := cfg.Client.UpdateStatus(ctx, b); err != nil {
 				l.Errors = append(l.Errors, fmt.Errorf("CapacityBuffer %s: write status: %w", b.Key(), err))
 			}

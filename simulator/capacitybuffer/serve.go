@@ -28,21 +28,38 @@ type Sources struct {
 	Workloads func(ns string, ref ScalableRef) (*v1.PodTemplateSpec, int32, bool)
 }
 
-// Serve does to b what the buffer controller and CA's injection do, in
-// b's status, and returns the pods b stands for (none unless Injection).
-func Serve(b *CapacityBuffer, src Sources, devices Devices, opts Options, now time.Time) []*v1.Pod {
-	var tmpl *v1.PodTemplateSpec
-	if opts.Controller {
-		tmpl = control(b, src, devices, now)
-	} else if ref := b.Status.PodTemplateRef; ref != nil {
-		if t := src.Templates(b.Namespace, ref.Name); t != nil {
-			tmpl = &t.Template
+// ServeAll does to the buffers what the buffer controller and CA's
+// injection do: each one's status (replicas, template, readiness,
+// quotas, provisioning) and the pods the ready ones stand for (none
+// unless Injection). quotas are the cluster's ResourceQuotas.
+func ServeAll(buffers []*CapacityBuffer, src Sources, devices Devices, quotas []*v1.ResourceQuota, opts Options, now time.Time) []*v1.Pod {
+	templates := make(map[*CapacityBuffer]*v1.PodTemplateSpec, len(buffers))
+	for _, b := range buffers {
+		switch {
+		case opts.Controller:
+			templates[b] = control(b, src, devices, now)
+		case b.Status.PodTemplateRef != nil:
+			if t := src.Templates(b.Namespace, b.Status.PodTemplateRef.Name); t != nil {
+				templates[b] = &t.Template
+			}
 		}
+	}
+	if opts.Controller {
+		ApplyQuotas(buffers, func(b *CapacityBuffer) *v1.Pod {
+			if t := templates[b]; t != nil && meta.IsStatusConditionTrue(b.Status.Conditions, ReadyForProvisioning) {
+				return Pods(b, t, 1)[0]
+			}
+			return nil
+		}, quotas, now)
 	}
 	if !opts.Injection {
 		return nil
 	}
-	return inject(b, tmpl, now)
+	var pods []*v1.Pod
+	for _, b := range buffers {
+		pods = append(pods, inject(b, templates[b], now)...)
+	}
+	return pods
 }
 
 // scalableGroup is the API group of a workload kind a scalableRef may

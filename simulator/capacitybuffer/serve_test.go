@@ -59,7 +59,7 @@ func TestServe(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := buffer(tc.spec)
-			pods := Serve(b, src, devicesOf(), Options{Controller: true, Injection: true}, now)
+			pods := ServeAll([]*CapacityBuffer{b}, src, devicesOf(), nil, Options{Controller: true, Injection: true}, now)
 			if len(pods) != tc.wantPods {
 				t.Fatalf("%d pods, want %d; status %+v", len(pods), tc.wantPods, b.Status)
 			}

@@ -64,6 +64,8 @@ type Objects struct {
 	// CapacityBuffers (CA's autoscaling.x-k8s.io/v1beta1) keep room for
 	// pods that do not exist yet.
 	CapacityBuffers []*capacitybuffer.CapacityBuffer
+	// ResourceQuotas cap buffers' replicas.
+	ResourceQuotas []*v1.ResourceQuota
 	// Skipped counts, per "apiVersion kind", objects of kinds the planner
 	// does not read (Services, Secrets, CRDs it does not know...).
 	Skipped map[string]int
@@ -99,7 +101,7 @@ func (o *Objects) count() int {
 	return len(o.Nodes) + len(o.RunningPods) + len(o.PendingPods) + len(o.ResourceSlices) +
 		len(o.DeviceClasses) + len(o.ResourceClaims) + len(o.ResourceClaimTemplates) + len(o.DeviceTaintRules) +
 		len(o.NodeGroups) + len(o.DaemonSets) + len(o.workloads) + len(o.ClusterAPI) + len(o.ConfigMaps) +
-		len(o.ProvisioningRequests) + len(o.PodTemplates) + len(o.KueueConfigs) + len(o.QueuedJobs) + len(o.CapacityBuffers)
+		len(o.ProvisioningRequests) + len(o.PodTemplates) + len(o.KueueConfigs) + len(o.QueuedJobs) + len(o.CapacityBuffers) + len(o.ResourceQuotas)
 }
 
 // SkippedSummary is one line on the objects of kinds the planner does not
@@ -155,6 +157,7 @@ func (o *Objects) each(fn func(kind string, obj metav1.Object)) {
 	visit(o.KueueConfigs, "ProvisioningRequestConfig", fn)
 	visit(o.QueuedJobs, "QueuedJob", fn)
 	visit(o.CapacityBuffers, capacitybuffer.Kind, fn)
+	visit(o.ResourceQuotas, "ResourceQuota", fn)
 }
 
 func visit[T metav1.Object](list []T, kind string, fn func(string, metav1.Object)) {
@@ -257,6 +260,7 @@ func (o *Objects) Merge(other *Objects) error {
 	mergeList(o, &o.KueueConfigs, other.KueueConfigs, "ProvisioningRequestConfig", from, report)
 	mergeList(o, &o.QueuedJobs, other.QueuedJobs, "QueuedJob", from, report)
 	mergeList(o, &o.CapacityBuffers, other.CapacityBuffers, capacitybuffer.Kind, from, report)
+	mergeList(o, &o.ResourceQuotas, other.ResourceQuotas, "ResourceQuota", from, report)
 	for k, n := range other.Skipped {
 		if o.Skipped == nil {
 			o.Skipped = map[string]int{}

@@ -35,6 +35,10 @@ func addBatchKinds(handlers map[string]handler) {
 			store(p, d, object{"ProvisioningRequestConfig", u}, nil, &p.out.KueueConfigs, u)
 		}
 	}
+	// ResourceQuotas cap buffers (status.used is the quota controller's).
+	handlers["v1/ResourceQuota"] = storedKind[v1.ResourceQuota]("ResourceQuota", true, func(q *core.ResourceQuota) field.ErrorList {
+		return corevalidation.ValidateResourceQuota(q)
+	}, func(o *Objects) *[]*v1.ResourceQuota { return &o.ResourceQuotas })
 	// CA's CapacityBuffers (v1beta1; v1alpha1 has the same schema).
 	for _, version := range []string{"v1beta1", "v1alpha1"} {
 		handlers[capacitybuffer.Group+"/"+version+"/"+capacitybuffer.Kind] = func(p *parser, d doc, raw []byte) {

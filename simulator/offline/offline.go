@@ -155,22 +155,19 @@ func serveBuffers(objs *input.Objects, opts Options) ([]*v1.Pod, []*capacitybuff
 		templates[[2]string{t.Namespace, t.Name}] = t
 	}
 	devices := capacitybuffer.NewDevices(objs.DeviceClasses, objs.ResourceClaimTemplates)
-	var pods []*v1.Pod
+	src := capacitybuffer.Sources{
+		Templates: func(ns, name string) *v1.PodTemplate { return templates[[2]string{ns, name}] },
+		Workloads: func(ns string, ref capacitybuffer.ScalableRef) (*v1.PodTemplateSpec, int32, bool) {
+			return objs.Workload(ref.Kind, ns, ref.Name)
+		},
+	}
 	var buffers []*capacitybuffer.CapacityBuffer
 	for _, b := range objs.CapacityBuffers {
-		if b.Strategy() != capacitybuffer.ActiveCapacity {
-			continue
+		if b.Strategy() == capacitybuffer.ActiveCapacity {
+			buffers = append(buffers, b.DeepCopy())
 		}
-		b = b.DeepCopy()
-		src := capacitybuffer.Sources{
-			Templates: func(ns, name string) *v1.PodTemplate { return templates[[2]string{ns, name}] },
-			Workloads: func(ns string, ref capacitybuffer.ScalableRef) (*v1.PodTemplateSpec, int32, bool) {
-				return objs.Workload(ref.Kind, ns, ref.Name)
-			},
-		}
-		pods = append(pods, capacitybuffer.Serve(b, src, devices, capacitybuffer.Options{Controller: true, Injection: true}, now)...)
-		buffers = append(buffers, b)
 	}
+	pods := capacitybuffer.ServeAll(buffers, src, devices, objs.ResourceQuotas, capacitybuffer.Options{Controller: true, Injection: true}, now)
 	return pods, buffers
 }
 

@@ -115,6 +115,7 @@ func autoscalerUses() []use {
 		{"buffers", "cluster", "apps", "replicasets", "list watch", run, "factory.Apps().V1().ReplicaSets().Lister()"},
 		{"buffers", "cluster", "apps", "statefulsets", "list watch", run, "factory.Apps().V1().StatefulSets().Lister()"},
 		{"buffers", "cluster", "batch", "jobs", "list watch", run, "factory.Batch().V1().Jobs().Lister()"},
+		{"buffers", "cluster", "", "resourcequotas", "list watch", run, "factory.Core().V1().ResourceQuotas().Lister()"},
 		{"buffers", "cluster", "autoscaling.x-k8s.io", "capacitybuffers/status", "update", "autoscaler/buffers/buffers.go",
 			"w.c.Resource(cb.GroupVersionResource()).Namespace(b.Namespace).UpdateStatus(ctx, u"},
 
@@ -188,7 +189,7 @@ func TestRBACCodeCallsAreUses(t *testing.T) {
 		"DeviceTaintRules": {"resource.k8s.io", "devicetaintrules"},
 		"PodTemplates":     {"", "podtemplates"}, "ProvisioningRequests": {"autoscaling.x-k8s.io", "provisioningrequests"},
 		"Deployments": {"apps", "deployments"}, "ReplicaSets": {"apps", "replicasets"}, "StatefulSets": {"apps", "statefulsets"},
-		"Jobs": {"batch", "jobs"},
+		"Jobs": {"batch", "jobs"}, "ResourceQuotas": {"", "resourcequotas"},
 	}
 	verbs := map[string]string{"Get": "get", "List": "list", "Watch": "watch", "Create": "create", "Update": "update",
 		"UpdateStatus": "update", "Patch": "patch", "Delete": "delete", "DeleteCollection": "deletecollection", "Evict": "create"}

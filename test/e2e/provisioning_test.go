@@ -75,7 +75,7 @@ func (e *env) grantBatch(flag string, want int) {
 	out := rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	for _, r := range role.Rules {
 		if strings.Join(r.APIGroups, ",") == prv1.GroupName || slices.Contains(r.Resources, "podtemplates") ||
-			slices.Contains(r.Resources, "deployments") || slices.Contains(r.Resources, "jobs") {
+			slices.Contains(r.Resources, "deployments") || slices.Contains(r.Resources, "jobs") || slices.Contains(r.Resources, "resourcequotas") {
 			out.Rules = append(out.Rules, r)
 		}
 	}

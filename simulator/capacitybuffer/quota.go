@@ -1,0 +1,147 @@
+package capacitybuffer
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	resourcehelper "k8s.io/component-helpers/resource"
+)
+
+// ApplyQuotas caps the replicas of ready buffers by their namespaces'
+// ResourceQuotas, as CA's buffer controller does: buffers oldest first
+// (then by name), each taking what the quotas leave after the pods that
+// use them and the buffers before it; a buffer cut down says so
+// (LimitedByQuotas=True, reason ResourceQuotasAllocated, naming the
+// quotas), others get LimitedByQuotas=False. podOf is the pod a buffer
+// stands for (nil: none known, the buffer is left as it is). Quotas with
+// scopes other than Terminating, NotTerminating, BestEffort and
+// NotBestEffort, or with a scope selector, are not applied (CA reads
+// them; draxr says so in docs).
+func ApplyQuotas(buffers []*CapacityBuffer, podOf func(*CapacityBuffer) *v1.Pod, quotas []*v1.ResourceQuota, now time.Time) {
+	sorted := append([]*CapacityBuffer(nil), buffers...)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		a, b := sorted[i], sorted[j]
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		}
+		return a.Key() < b.Key()
+	})
+	reserved := map[types.UID]v1.ResourceList{}
+	for _, b := range sorted {
+		if b.Status.Replicas == nil {
+			continue
+		}
+		pod := podOf(b)
+		if pod == nil {
+			continue
+		}
+		requests := quotaRequests(pod)
+		if len(requests) == 0 {
+			continue
+		}
+		want := int64(*b.Status.Replicas)
+		allowed := want
+		var blocking []string
+		var matching []*v1.ResourceQuota
+		for _, q := range quotas {
+			if q.Namespace != b.Namespace || !scopesMatch(q, pod) {
+				continue
+			}
+			matching = append(matching, q)
+			fit := int64(math.MaxInt32)
+			for name, hard := range q.Status.Hard {
+				req, ok := requests[name]
+				if !ok || req.IsZero() {
+					continue
+				}
+				left := hard.DeepCopy()
+				if used, ok := q.Status.Used[name]; ok {
+					left.Sub(used)
+				}
+				if r, ok := reserved[q.UID][name]; ok {
+					left.Sub(r)
+				}
+				n := int64(0)
+				if left.Sign() > 0 {
+					n = left.MilliValue() / req.MilliValue()
+				}
+				fit = min(fit, n)
+			}
+			if fit < want {
+				blocking = append(blocking, q.Name)
+			}
+			allowed = min(allowed, fit)
+		}
+		if allowed < want {
+			sort.Strings(blocking)
+			b.Status.Replicas = ptr32(int32(allowed))
+			setCondition(b, LimitedByQuotas, metav1.ConditionTrue, ReasonResourceQuotasAllocated,
+				fmt.Sprintf("Buffer replicas limited from %d to %d due to quotas: %s", want, allowed, strings.Join(blocking, ", ")), now)
+		} else {
+			setCondition(b, LimitedByQuotas, metav1.ConditionFalse, ReasonResourceQuotasAllocated, "", now)
+		}
+		for _, q := range matching {
+			if reserved[q.UID] == nil {
+				reserved[q.UID] = v1.ResourceList{}
+			}
+			for name := range q.Status.Hard {
+				req, ok := requests[name]
+				if !ok {
+					continue
+				}
+				total := reserved[q.UID][name]
+				total.Add(*resource.NewMilliQuantity(req.MilliValue()*allowed, req.Format))
+				reserved[q.UID][name] = total
+			}
+		}
+	}
+}
+
+// quotaRequests is what the pod counts against quotas: each resource it
+// requests under its own name and as requests.<name>.
+func quotaRequests(pod *v1.Pod) v1.ResourceList {
+	out := v1.ResourceList{}
+	for name, q := range resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}) {
+		out[name] = q
+		if !strings.HasPrefix(string(name), "requests.") {
+			out["requests."+name] = q
+		}
+	}
+	return out
+}
+
+// scopesMatch says whether the quota counts the pod.
+func scopesMatch(q *v1.ResourceQuota, pod *v1.Pod) bool {
+	if q.Spec.ScopeSelector != nil && len(q.Spec.ScopeSelector.MatchExpressions) > 0 {
+		return false
+	}
+	requests := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	_, cpu := requests[v1.ResourceCPU]
+	_, mem := requests[v1.ResourceMemory]
+	bestEffort := !cpu && !mem
+	for _, s := range q.Spec.Scopes {
+		switch s {
+		case v1.ResourceQuotaScopeNotTerminating:
+		case v1.ResourceQuotaScopeBestEffort:
+			if !bestEffort {
+				return false
+			}
+		case v1.ResourceQuotaScopeNotBestEffort:
+			if bestEffort {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func ptr32(v int32) *int32 { return &v }
