@@ -29,6 +29,7 @@ import (
 	"draxr.dev/draxr/autoscaler/provisioning"
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/cloudprovider/dryrun"
+	"draxr.dev/draxr/simulator/capacitybuffer"
 	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/limits"
@@ -150,6 +151,10 @@ type Autoscaler struct {
 	// buffers is this loop's CapacityBuffers and their pods (nil when not
 	// served).
 	buffers *buffers.Loop
+	// shared is this loop's simulation for scale-up and scale-down, built
+	// once (after the requests are decided); each step forks it and
+	// reverts what it changed.
+	shared *harness.Harness
 }
 
 // New returns an autoscaler.
@@ -290,6 +295,8 @@ func (a *Autoscaler) RunOnce(ctx context.Context) (*LoopResult, error) {
 	}
 
 	var runErr error
+	a.shared = nil
+	defer func() { a.shared = nil }()
 	if a.cfg.ProvisioningRequests != nil {
 		runErr = a.serveRequests(ctx, st, res)
 	}
@@ -347,10 +354,24 @@ func (a *Autoscaler) simulation(ctx context.Context, st *clusterstate.State) (*h
 	return h, nil
 }
 
+// sharedSimulation is the loop's simulation for scale-up and scale-down:
+// built once, a snapshot of tens of thousands of pods is not built twice.
+// Callers fork it and revert.
+func (a *Autoscaler) sharedSimulation(ctx context.Context, st *clusterstate.State) (*harness.Harness, error) {
+	if a.shared == nil {
+		h, err := a.simulation(ctx, st)
+		if err != nil {
+			return nil, err
+		}
+		a.shared = h
+	}
+	return a.shared, nil
+}
+
 // planner is the loop's planner over h for groups.
 func (a *Autoscaler) planner(h *harness.Harness, st *clusterstate.State, groups []*nodegroup.NodeGroup) *scaleup.Planner {
 	p := &scaleup.Planner{Harness: h, Groups: groups, Expander: a.cfg.Expander, MaxNodesTotal: a.cfg.MaxNodesTotal,
-		DaemonSets: st.Objects.DaemonSets, Limits: a.cfg.Limits}
+		DaemonSets: st.Objects.DaemonSets, Limits: a.cfg.Limits, FirstFitFor: capacitybuffer.IsBufferPod}
 	if a.cfg.Pods != nil {
 		a.cfg.Pods.Apply(p)
 	}
@@ -395,11 +416,13 @@ func (a *Autoscaler) scaleUp(ctx context.Context, st *clusterstate.State, res *L
 func (a *Autoscaler) scaleUpOnce(ctx context.Context, st *clusterstate.State, groups []*nodegroup.NodeGroup,
 	excluded map[string]string, res *LoopResult) (bool, error) {
 	start := time.Now()
-	h, err := a.simulation(ctx, st)
+	h, err := a.sharedSimulation(ctx, st)
 	if err != nil {
 		metrics.RegisterError(metrics.ErrorInternal)
 		return true, err
 	}
+	h.Snapshot().Fork()
+	defer h.Snapshot().Revert()
 	p := a.planner(h, st, groups)
 	// A plan of many thousands of pods stops when the process is told to
 	// (SIGTERM ends ctx): nothing is asked of the cloud after that.

@@ -31,6 +31,7 @@ type fleetShape struct {
 	name                  string
 	gpuNodes, cpuNodes    int
 	cpuPodsPerNode        int
+	emptyGPUNodes         int
 	pending               int
 	wantNodes, groupLimit int
 }
@@ -176,6 +177,10 @@ func fleetObjects(s fleetShape) []k8sruntime.Object {
 					ResourceName: string(fx.GPUResource), RequestName: claim.Spec.Devices.Requests[0].Name}}}
 			objs = append(objs, pod, claim)
 		}
+	}
+	for n := 0; n < s.emptyGPUNodes; n++ {
+		node := fmt.Sprintf("free-gpu-node-%d", n)
+		objs = append(objs, fx.Node(node, 64, 256, nil), fx.GPUSlice(node, 8))
 	}
 	for n := 0; n < s.cpuNodes; n++ {
 		node := fmt.Sprintf("cpu-node-%d", n)

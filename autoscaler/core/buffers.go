@@ -1,10 +1,12 @@
 package core
 
 import (
+	"context"
 	"sort"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	"draxr.dev/draxr/autoscaler/buffers"
 	"draxr.dev/draxr/autoscaler/clusterstate"
@@ -21,27 +23,17 @@ func (a *Autoscaler) bufferPods() int {
 }
 
 // placeBufferPods keeps the buffers' room in a scale-down simulation: their
-// pods go on ready nodes where they fit, after the pending pods (which
-// take free room first), so a node holding a buffer's room is in use.
-// They are safe to evict: a node whose buffer pods fit elsewhere may go.
-func (a *Autoscaler) placeBufferPods(h *harness.Harness, st *clusterstate.State) {
+// pods go where they fit, first fit, after the pending pods (which take
+// free room first), so a node holding a buffer's room is in use. They are
+// safe to evict: a node whose buffer pods fit elsewhere may go.
+func (a *Autoscaler) placeBufferPods(ctx context.Context, h *harness.Harness, st *clusterstate.State) {
 	if a.bufferPods() == 0 {
 		return
 	}
-	var ready []string
-	for _, name := range h.Snapshot().NodeNames() {
-		if st.Ready[name] && !a.sd.isDeleting(name) {
-			ready = append(ready, name)
-		}
-	}
-	fitsNowhere := false
-	for _, pod := range a.buffers.Pods {
-		if fitsNowhere {
-			return // pods of a buffer are alike; nodes only fill up
-		}
-		if _, _, ferr := h.PlaceOnAnyNode(pod, ready); ferr != nil {
-			fitsNowhere = true
-		}
+	p := a.planner(h, st, nil)
+	p.FirstFit = true
+	if _, err := p.PlanContext(ctx, a.buffers.Pods); err != nil {
+		klog.FromContext(ctx).Error(err, "Placing CapacityBuffers' pods for scale-down")
 	}
 }
 

@@ -31,13 +31,15 @@ import (
 func (a *Autoscaler) findScaleDown(ctx context.Context, st *clusterstate.State) (*scaleDownFindings, error) {
 	start := a.cfg.Now()
 	findStart := time.Now()
-	h, err := a.simulation(ctx, st)
+	h, err := a.sharedSimulation(ctx, st)
 	if err != nil {
 		metrics.RegisterError(metrics.ErrorInternal)
 		return nil, err
 	}
+	h.Snapshot().Fork()
+	defer h.Snapshot().Revert()
 	a.placePendingPods(h, st)
-	a.placeBufferPods(h, st)
+	a.placeBufferPods(ctx, h, st)
 	pdbs, err := a.pdbs()
 	if err != nil {
 		return nil, err

@@ -273,7 +273,7 @@ func Simulate(ctx context.Context, objs *input.Objects, opts Options) (*Result, 
 	}
 	matcher := dynres.NewMatcher()
 	p := &scaleup.Planner{Harness: h, Groups: objs.NodeGroups, Expander: exp, MaxNodesTotal: opts.MaxNodesTotal, Matcher: matcher,
-		DaemonSets: objs.DaemonSets, Limits: opts.Limits}
+		DaemonSets: objs.DaemonSets, Limits: opts.Limits, FirstFitFor: capacitybuffer.IsBufferPod}
 	if opts.Pods != nil {
 		opts.Pods.Apply(p)
 	}

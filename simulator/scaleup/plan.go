@@ -113,6 +113,10 @@ type Planner struct {
 	// predicting which node the scheduler will pick, at a fraction of the
 	// cost on large fleets. Feasibility is the same.
 	FirstFit bool
+	// FirstFitFor places the pods it names first-fit too (in-memory pods
+	// such as a CapacityBuffer's, whose node does not matter), the others
+	// as the scheduler would.
+	FirstFitFor func(*v1.Pod) bool
 
 	// exhaustiveScored makes the scored check schedule every pod against
 	// every new node (estimator.BinPacking.Scored), for tests that hold
@@ -256,7 +260,7 @@ func (p *Planner) placeOnExisting(ctx context.Context, pods []*v1.Pod, plan *Pla
 		var node string
 		var placed *v1.Pod
 		var ferr *harness.FitError
-		if p.FirstFit {
+		if p.FirstFit || p.FirstFitFor != nil && p.FirstFitFor(pod) {
 			node, placed, ferr = p.firstFit(pod, nodes, last)
 		} else {
 			// Nodes plainly short of the pod's requests are left out
@@ -282,7 +286,7 @@ func (p *Planner) placeOnExisting(ctx context.Context, pods []*v1.Pod, plan *Pla
 }
 
 // firstFit places pod on the first node that takes it, searching from
-// the node last (the previous pod's) on, in batches that grow: the
+// the node last (the previous pod's) on, in batches that grow from one: the
 // plugins' PreFilter then sees only the batch's nodes (the harness scopes
 // it to its candidates), so a fleet of thousands costs a few nodes a pod.
 // Nodes plainly short of the pod's requests are skipped before any plugin
@@ -290,7 +294,7 @@ func (p *Planner) placeOnExisting(ctx context.Context, pods []*v1.Pod, plan *Pla
 func (p *Planner) firstFit(pod *v1.Pod, nodes []string, last string) (string, *v1.Pod, *harness.FitError) {
 	full := p.Harness.NoRoom(pod)
 	start := max(slices.Index(nodes, last), 0)
-	batch := make([]string, 0, 8)
+	batch := make([]string, 0, 1) // most pods take the first node with room
 	var ferr *harness.FitError
 	for i := 0; i < len(nodes); i++ {
 		n := nodes[(start+i)%len(nodes)]
