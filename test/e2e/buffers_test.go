@@ -25,6 +25,7 @@ func TestCapacityBufferLive(t *testing.T) {
 	if err := cp.InstallCRDFiles(e.ctx, filepath.Join(root, "charts/draxr/crds/autoscaling.x-k8s.io_capacitybuffers.yaml")); err != nil {
 		t.Fatal(err)
 	}
+	e.deleteOnCleanup(cb.GroupVersionResource())
 	e.grantBatch("capacity-buffer-pod-injection-enabled", 6)
 	e.class("buffer-gpu", e.driver, e.resource)
 	e.podTemplate("serve", 1, "")

@@ -9,9 +9,12 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 
 	fx "draxr.dev/draxr/simulator/fixtures"
@@ -281,3 +284,25 @@ func devices(c *resourceapi.ResourceClaim) []string {
 func resourceQuantity(n int64) *resource.Quantity { return resource.NewQuantity(n, resource.DecimalSI) }
 
 func resourcePool() resourceapi.ResourcePool { return resourceapi.ResourcePool{} }
+
+// deleteOnCleanup deletes the env's objects of each resource when the test
+// ends (before its context is cancelled), so that later tests reading the
+// whole cluster (the CLI's live simulate) do not see this test's batch
+// objects. A resource whose CRD is not installed is skipped.
+func (e *env) deleteOnCleanup(resources ...schema.GroupVersionResource) {
+	e.t.Helper()
+	dyn, err := dynamic.NewForConfig(cp.AdminConfig)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for _, gvr := range resources {
+			err := dyn.Resource(gvr).Namespace(e.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				e.t.Errorf("deleting the test's %s: %v", gvr.Resource, err)
+			}
+		}
+	})
+}

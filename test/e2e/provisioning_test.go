@@ -43,6 +43,7 @@ func newProvReqEnv(t *testing.T, name string, timeout time.Duration) *provReqEnv
 		t.Fatal(err)
 	}
 	e.grantProvisioningRequests()
+	e.deleteOnCleanup(prv1.SchemeGroupVersion.WithResource("provisioningrequests"))
 	return &provReqEnv{env: e, pr: c}
 }
 
