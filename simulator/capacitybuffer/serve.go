@@ -1,7 +1,6 @@
 package capacitybuffer
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -134,7 +133,7 @@ func inject(b *CapacityBuffer, tmpl *v1.PodTemplateSpec, now time.Time) []*v1.Po
 		return nil
 	case tmpl == nil:
 		setCondition(b, Provisioning, metav1.ConditionFalse, ReasonFailedToGetPodTemplate,
-			"failed to get pod template with error: "+errors.New("not found").Error(), now)
+			fmt.Sprintf("failed to get pod template with error: PodTemplate %s/%s not found", b.Namespace, templateName(b)), now)
 		return nil
 	}
 	setCondition(b, Provisioning, metav1.ConditionTrue, ReasonFakePodsInjected, "", now)
@@ -148,4 +147,16 @@ func inject(b *CapacityBuffer, tmpl *v1.PodTemplateSpec, now time.Time) []*v1.Po
 func setCondition(b *CapacityBuffer, t string, s metav1.ConditionStatus, reason, msg string, now time.Time) {
 	meta.SetStatusCondition(&b.Status.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg,
 		ObservedGeneration: b.Generation, LastTransitionTime: metav1.NewTime(now)})
+}
+
+// templateName names the PodTemplate b's pods come from: the one its
+// status resolved, else the one its spec names.
+func templateName(b *CapacityBuffer) string {
+	switch {
+	case b.Status.PodTemplateRef != nil:
+		return b.Status.PodTemplateRef.Name
+	case b.Spec.PodTemplateRef != nil:
+		return b.Spec.PodTemplateRef.Name
+	}
+	return ""
 }

@@ -79,3 +79,22 @@ func TestServe(t *testing.T) {
 		})
 	}
 }
+
+// Injection alone (another controller fills the status) of a buffer whose
+// resolved PodTemplate is gone: no pods, and CA's FailedToGetPodTemplate
+// naming the template.
+func TestInjectWithoutItsTemplate(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	b := buffer(func(s *Spec) { s.PodTemplateRef = &LocalObjectRef{Name: "gone"} })
+	b.Status.PodTemplateRef = &LocalObjectRef{Name: "gone"}
+	b.Status.Replicas = ptr.To[int32](2)
+	setCondition(b, ReadyForProvisioning, "True", ReasonAttributesSetSuccessfully, "ready", now)
+	src := Sources{Templates: func(string, string) *v1.PodTemplate { return nil }}
+	if pods := ServeAll([]*CapacityBuffer{b}, src, devicesOf(), nil, Options{Injection: true}, now); len(pods) != 0 {
+		t.Fatalf("%d pods from a buffer without its template", len(pods))
+	}
+	p := meta.FindStatusCondition(b.Status.Conditions, Provisioning)
+	if p == nil || p.Reason != ReasonFailedToGetPodTemplate || !strings.Contains(p.Message, "PodTemplate ml/gone not found") {
+		t.Errorf("Provisioning %+v, want %s naming PodTemplate ml/gone", p, ReasonFailedToGetPodTemplate)
+	}
+}
