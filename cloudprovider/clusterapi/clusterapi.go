@@ -637,6 +637,16 @@ func (g *group) DecreaseTargetSize(ctx context.Context, delta int) error {
 	})
 }
 
+// freshReplicas reads spec.replicas from the API server, not the cache.
+func (g *group) freshReplicas(ctx context.Context) (int, error) {
+	s, err := g.p.opts.Dynamic.Resource(g.gvr).Namespace(g.res.Namespace).Get(ctx, g.res.Name, metav1.GetOptions{}, "scale")
+	if err != nil {
+		return 0, fmt.Errorf("node group %s: get scale: %w", g.Id(), err)
+	}
+	replicas, _, _ := unstructured.NestedInt64(s.Object, "spec", "replicas")
+	return int(replicas), nil
+}
+
 // scale reads and writes spec.replicas through the scale subresource,
 // retrying on a conflict with a fresh read.
 func (g *group) scale(ctx context.Context, next func(replicas int) (int, error)) error {
@@ -693,9 +703,15 @@ func (g *group) DeleteNodes(ctx context.Context, nodes []*v1.Node) error {
 		}
 		machines = append(machines, m)
 	}
-	if target, err := g.TargetSize(); err != nil {
+	// Checked on a fresh read before any mark: the loop's view of replicas
+	// may lag a removal it made a moment ago, and a machine marked on a
+	// stale view would carry the mark (and be CAPI's first pick) until the
+	// failed scale-down undoes it.
+	target, err := g.freshReplicas(ctx)
+	if err != nil {
 		return err
-	} else if target-len(nodes) < g.MinSize() {
+	}
+	if target-len(nodes) < g.MinSize() {
 		return fmt.Errorf("node group %s: deleting %d of %d nodes goes below min size %d", g.Id(), len(nodes), target, g.MinSize())
 	}
 	var marked []string
@@ -706,7 +722,7 @@ func (g *group) DeleteNodes(ctx context.Context, nodes []*v1.Node) error {
 		}
 		marked = append(marked, m)
 	}
-	err := g.scale(ctx, func(replicas int) (int, error) {
+	err = g.scale(ctx, func(replicas int) (int, error) {
 		if replicas-len(nodes) < g.MinSize() {
 			return 0, fmt.Errorf("node group %s: deleting %d of %d nodes goes below min size %d", g.Id(), len(nodes), replicas, g.MinSize())
 		}

@@ -438,6 +438,47 @@ func TestDeleteNodesUnmarksOnFailure(t *testing.T) {
 	}
 }
 
+// A removal decided on a stale view of replicas (the loop's cache still
+// says 3 after an earlier removal made it 2) fails before any Machine is
+// marked: a mark would make that machine CAPI's first pick until undone.
+func TestDeleteNodesChecksFreshReplicasBeforeMarking(t *testing.T) {
+	f := newFake(t, []runtime.Object{
+		scalable(capi.MachineSet, "ns", "ms", 3, bounds(1, 5), nil, ""),
+		machine("ns", "m1", capi.MachineSet, "ms", "test:///n1", "Running", false),
+		machine("ns", "m2", capi.MachineSet, "ms", "test:///n2", "Running", false),
+		machine("ns", "m3", capi.MachineSet, "ms", "test:///n3", "Running", false),
+	}, node("n1", "test:///n1", true), node("n2", "test:///n2", true), node("n3", "test:///n3", true))
+	p := f.provider(t)
+	ms := f.dyn.Resource(GVR(capi.MachineSet)).Namespace("ns")
+	u, err := ms.Get(context.Background(), "ms", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(u.Object, int64(2), "spec", "replicas"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ms.Update(context.Background(), u, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var marks []string
+	f.dyn.PrependReactor("update", "machines", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if obj, ok := a.(clienttesting.UpdateAction).GetObject().(*unstructured.Unstructured); ok && obj.GetAnnotations()[capi.DeleteMachineAnnotation] != "" {
+			marks = append(marks, obj.GetName())
+		}
+		return false, nil, nil
+	})
+	err = p.NodeGroups()[0].DeleteNodes(context.Background(), []*v1.Node{node("n1", "test:///n1", true), node("n3", "test:///n3", true)})
+	if err == nil || !strings.Contains(err.Error(), "deleting 2 of 2 nodes goes below min size 1") {
+		t.Fatalf("error = %v, want the fresh replicas (2) named", err)
+	}
+	if len(marks) != 0 {
+		t.Errorf("machines marked %v on a stale view", marks)
+	}
+	if got := f.replicas(t, capi.MachineSet, "ns", "ms"); got != 2 {
+		t.Errorf("replicas = %d, want 2", got)
+	}
+}
+
 func TestNodesAndStates(t *testing.T) {
 	f := newFake(t, []runtime.Object{
 		scalable(capi.MachineSet, "ns", "ms", 4, bounds(0, 5), nil, ""),
