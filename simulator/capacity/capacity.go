@@ -38,6 +38,9 @@ type Row struct {
 	Total     int64         `json:"total"`
 	Allocated int64         `json:"allocated"`
 	Free      int64         `json:"free"`
+	// Tainted are neither allocated nor free: a NoSchedule or NoExecute
+	// device taint keeps them from claims that do not tolerate it.
+	Tainted int64 `json:"tainted"`
 	// Partitions are, per profile of the class's partitions, at most how
 	// many fit on the hardware (total) and on what is left (free).
 	Partitions []dynres.Partition `json:"partitions,omitempty"`
@@ -51,6 +54,7 @@ type Part struct {
 	Total     int64  `json:"total"`
 	Allocated int64  `json:"allocated"`
 	Free      int64  `json:"free"`
+	Tainted   int64  `json:"tainted"`
 }
 
 // Compute builds the report from every node's dynamic resources.
@@ -83,24 +87,28 @@ func add(rows map[string]*Row, key string, proto Row, node, group string, e dynr
 		r = &proto
 		rows[key] = r
 	}
-	total, free := e.Units()
-	used := total - free
-	r.Total += total
-	r.Allocated += used
-	r.Free += free
+	total, free, tainted := e.Units()
+	part := Part{Name: node, Total: total, Allocated: total - free - tainted, Free: free, Tainted: tainted}
+	r.Total += part.Total
+	r.Allocated += part.Allocated
+	r.Free += part.Free
+	r.Tainted += part.Tainted
 	if e.Hardware != nil {
 		r.Partitions = addPartitions(r.Partitions, e.Hardware.Partitions)
 	}
-	r.Nodes = append(r.Nodes, Part{Name: node, Total: total, Allocated: used, Free: free})
+	r.Nodes = append(r.Nodes, part)
 	for i := range r.Groups {
 		if r.Groups[i].Name == group {
-			r.Groups[i].Total += total
-			r.Groups[i].Allocated += used
-			r.Groups[i].Free += free
+			g := &r.Groups[i]
+			g.Total += part.Total
+			g.Allocated += part.Allocated
+			g.Free += part.Free
+			g.Tainted += part.Tainted
 			return
 		}
 	}
-	r.Groups = append(r.Groups, Part{Name: group, Total: total, Allocated: used, Free: free})
+	part.Name = group
+	r.Groups = append(r.Groups, part)
 }
 
 func addPartitions(to, from []dynres.Partition) []dynres.Partition {

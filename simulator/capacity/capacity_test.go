@@ -12,6 +12,7 @@ import (
 	"draxr.dev/draxr/simulator/capacity"
 	"draxr.dev/draxr/simulator/dynres"
 	fx "draxr.dev/draxr/simulator/fixtures"
+	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/report"
 	"draxr.dev/draxr/simulator/snapshot"
 )
@@ -163,5 +164,47 @@ func TestPlainPoolsCountDevices(t *testing.T) {
 	}
 	if len(r.Counters) != 0 {
 		t.Errorf("counters from pools without any: %v", r.Counters)
+	}
+}
+
+// Tainted devices are not free: of 8 Gaudi devices, one allocated, one
+// with a NoSchedule taint on the slice, one a DeviceTaintRule NoExecutes
+// and one with an informational (None) taint, 5 are free and 2 tainted,
+// per node group and in the table.
+func TestTaintedDevicesAreNotFree(t *testing.T) {
+	gaudi := fx.GaudiSlice("gaudi-a", 8)
+	gaudi.Spec.Devices[1].Taints = []resourceapi.DeviceTaint{{Key: "health", Value: "degraded", Effect: resourceapi.DeviceTaintEffectNoSchedule}}
+	gaudi.Spec.Devices[3].Taints = []resourceapi.DeviceTaint{{Key: "note", Effect: resourceapi.DeviceTaintEffectNone}}
+	driver := "gaudi.intel.com"
+	snap := snapshot.New()
+	snap.SetDeviceClass(fx.DriverClass(driver))
+	snap.SetDeviceTaintRules([]*resourceapi.DeviceTaintRule{{Spec: resourceapi.DeviceTaintRuleSpec{
+		DeviceSelector: &resourceapi.DeviceTaintSelector{Driver: &driver, Device: &gaudi.Spec.Devices[2].Name},
+		Taint:          resourceapi.DeviceTaint{Key: "maintenance", Effect: resourceapi.DeviceTaintEffectNoExecute},
+	}}})
+	n := fx.Node("gaudi-a", 160, 1024, nil)
+	n.Labels = map[string]string{nodegroup.GroupLabel: "gaudi"}
+	if err := snap.AddNode(n); err != nil {
+		t.Fatal(err)
+	}
+	if err := snap.AddResourceSlice(gaudi); err != nil {
+		t.Fatal(err)
+	}
+	snap.SetResourceClaim(fx.Allocated("g", driver, driver, "gaudi-a", gaudi.Spec.Devices[0].Name))
+
+	r := capacity.Compute(snap, dynres.NewMatcher())
+	got := row(t, r.Classes, driver)
+	if counts(got) != "8 total, 1 allocated, 5 free" || got.Tainted != 2 {
+		t.Errorf("%s: %s, %d tainted; want 8 total, 1 allocated, 5 free, 2 tainted", driver, counts(got), got.Tainted)
+	}
+	if len(got.Groups) != 1 || got.Groups[0].Name != "gaudi" || got.Groups[0].Tainted != 2 || got.Groups[0].Free != 5 {
+		t.Errorf("by group: %+v", got.Groups)
+	}
+	var buf bytes.Buffer
+	if err := report.CapacityTable(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(strings.Fields(buf.String()), " "), "gaudi.intel.com 8 1 5 2") {
+		t.Errorf("table lacks total/allocated/free/tainted 8 1 5 2:\n%s", buf.String())
 	}
 }

@@ -38,6 +38,11 @@ type Entry struct {
 	// allocated, and in a partitioned pool with their counters still
 	// free (a GPU one of whose MIG partitions is taken is not).
 	Free int64 `json:"free"`
+	// Tainted counts the offered devices, not allocated, that a
+	// NoSchedule or NoExecute taint (on the slice or from a
+	// DeviceTaintRule) keeps from claims without a toleration; they are
+	// not in Free.
+	Tainted int64 `json:"tainted,omitempty"`
 	// Hardware, set when the class's devices share counters, counts the
 	// hardware they partition (see Units).
 	Hardware *Hardware `json:"hardware,omitempty"`
@@ -135,7 +140,7 @@ func (m *Matcher) ForNode(snap *snapshot.Snapshot, nodeName string) []Entry {
 	}
 	classList, _ := snap.Classes().List()
 	for _, class := range classList {
-		var offered, free int64
+		var offered, free, tainted int64
 		matches := func(driver string, d *resourceapi.Device) bool {
 			ok, err := m.Matches(class, driver, d)
 			return err == nil && ok
@@ -146,7 +151,11 @@ func (m *Matcher) ForNode(snap *snapshot.Snapshot, nodeName string) []Entry {
 					continue
 				}
 				offered++
-				if !d.Allocated && left[i].fits(d.Device) {
+				switch {
+				case d.Allocated:
+				case keepsOut(d.Device.Taints):
+					tainted++
+				case left[i].fits(d.Device):
 					free++
 				}
 			}
@@ -159,7 +168,7 @@ func (m *Matcher) ForNode(snap *snapshot.Snapshot, nodeName string) []Entry {
 			if q, ok := alloc[rName]; ok && !q.IsZero() {
 				continue // the device plugin path wins on this node
 			}
-			out = append(out, Entry{Resource: rName, Source: DRA, Class: class.Name, Offered: offered, Free: free, Hardware: hw})
+			out = append(out, Entry{Resource: rName, Source: DRA, Class: class.Name, Offered: offered, Free: free, Tainted: tainted, Hardware: hw})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -169,6 +178,21 @@ func (m *Matcher) ForNode(snap *snapshot.Snapshot, nodeName string) []Entry {
 		return out[i].Source < out[j].Source
 	})
 	return out
+}
+
+// keepsOut reports whether taints keep a device from claims that do not
+// tolerate them (the allocator's rule; effect None only informs, and with
+// DRADeviceTaints off the allocator reads no taint).
+func keepsOut(taints []resourceapi.DeviceTaint) bool {
+	if len(taints) == 0 || !utilfeature.DefaultFeatureGate.Enabled(features.DRADeviceTaints) {
+		return false
+	}
+	for _, t := range taints {
+		if t.Effect == resourceapi.DeviceTaintEffectNoSchedule || t.Effect == resourceapi.DeviceTaintEffectNoExecute {
+			return true
+		}
+	}
+	return false
 }
 
 // Lookup returns the entry for one resource name, if the node offers it.

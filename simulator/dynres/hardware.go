@@ -414,10 +414,11 @@ func Counters(pools []*Pool) []CounterUsage {
 
 // Units counts an entry as hardware: whole devices where its class's
 // devices share counters, else devices. --gpu-total, capacity and the
-// device metrics count these.
-func (e Entry) Units() (total, free int64) {
+// device metrics count these. tainted (devices only: partitioned hardware
+// does not count its taints yet) is out of free, not in use.
+func (e Entry) Units() (total, free, tainted int64) {
 	if e.Hardware != nil {
-		return e.Hardware.Units, e.Hardware.Free
+		return e.Hardware.Units, e.Hardware.Free, 0
 	}
-	return e.Offered, e.Free
+	return e.Offered, e.Free, e.Tainted
 }

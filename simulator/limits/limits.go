@@ -139,7 +139,7 @@ func (l Limits) Of(node *v1.Node, extended []dynres.Entry) Amounts {
 		if e, ok := dynres.Lookup(extended, g.Type); ok {
 			// Hardware, not devices: a DynamicMIG H100 publishes the GPU and
 			// its MIG placements, all one GPU.
-			a[string(g.Type)], _ = e.Units()
+			a[string(g.Type)], _, _ = e.Units()
 		} else {
 			a[string(g.Type)] = 0
 		}

@@ -228,18 +228,18 @@ func devices(ds []string) string {
 // CapacityTable prints a capacity report for people.
 func CapacityTable(w io.Writer, r *capacity.Report) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "DEVICE CLASS\tTOTAL\tALLOCATED\tFREE\tBY NODE GROUP")
+	fmt.Fprintln(tw, "DEVICE CLASS\tTOTAL\tALLOCATED\tFREE\tTAINTED\tBY NODE GROUP")
 	for _, row := range r.Classes {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", row.Name, row.Total, row.Allocated, row.Free, parts(row.Groups))
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\n", row.Name, row.Total, row.Allocated, row.Free, row.Tainted, parts(row.Groups))
 	}
 	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, "EXTENDED RESOURCE\tSOURCE\tTOTAL\tALLOCATED\tFREE\tBY NODE")
+	fmt.Fprintln(tw, "EXTENDED RESOURCE\tSOURCE\tTOTAL\tALLOCATED\tFREE\tTAINTED\tBY NODE")
 	for _, row := range r.Resources {
 		src := string(row.Source)
 		if row.Class != "" {
 			src += " (" + row.Class + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\n", row.Name, src, row.Total, row.Allocated, row.Free, parts(row.Nodes))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", row.Name, src, row.Total, row.Allocated, row.Free, row.Tainted, parts(row.Nodes))
 	}
 	// Partitioned hardware only: what whole devices do not say.
 	header := true

@@ -336,7 +336,7 @@ func newCapacityCommand(g *globalFlags) *cobra.Command {
 	var c commonFlags
 	cmd := &cobra.Command{
 		Use:   "capacity [-f FILE|DIR]... | --kubeconfig FILE",
-		Short: "Show devices per DeviceClass and extended resource name: total, allocated, free",
+		Short: "Show devices per DeviceClass and extended resource name: total, allocated, free, tainted",
 		Example: exampleText(g.asPlugin, `
 # Devices per DeviceClass and extended resource name in a dump
 draxr capacity -f cluster.yaml

@@ -129,7 +129,7 @@ func TestCapacityBuiltin(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("table: exit %d", code)
 	}
-	if !regexp.MustCompile(`(?m)^gpu\.example\.com\s+8\s+6\s+2\s+gpu-dra 2/8 free$`).MatchString(out) {
+	if !regexp.MustCompile(`(?m)^gpu\.example\.com\s+8\s+6\s+2\s+0\s+gpu-dra 2/8 free$`).MatchString(out) {
 		t.Errorf("capacity table lacks the gpu.example.com row 8/6/2:\n%s", out)
 	}
 }
