@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"draxr.dev/draxr/simulator/expander"
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/nodegroup"
+	"draxr.dev/draxr/simulator/scaledown"
 	"draxr.dev/draxr/test/fakeprovider"
 )
 
@@ -323,5 +325,62 @@ func TestDrainOfAGroupDroppedMidDrain(t *testing.T) {
 		if tt.Key == ToBeDeletedTaint {
 			t.Errorf("the node keeps its %s taint", ToBeDeletedTaint)
 		}
+	}
+}
+
+// A removed node whose provider deletes it later (Cluster API: replicas
+// lowered at once, the Machine and its node going after) stays being
+// deleted until its Node object is gone: it keeps its ToBeDeleted taint,
+// is not counted towards the min size, and is not chosen again.
+func TestRemovedNodesStayDeletingUntilGone(t *testing.T) {
+	e := newFailureEnv(t)
+	cpu := e.provider.AddGroup(&nodegroup.NodeGroup{ObjectMeta: metav1.ObjectMeta{Name: "cpu"},
+		Spec: nodegroup.Spec{MinSize: 1, MaxSize: 10, Template: *fx.Node("t", 8, 32, nil)}},
+		fakeprovider.Faults{DeletionDelay: 10 * time.Minute})
+	if err := cpu.AddReadyNodes(e.ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	loop := func(at time.Duration) *LoopResult {
+		t.Helper()
+		e.at(at)
+		res, err := e.a.RunOnce(e.ctx)
+		if err != nil {
+			t.Fatalf("at %v: %v", at, err)
+		}
+		e.a.waitForDrains()
+		return res
+	}
+	for i := 0; len(cpu.Deleted()) < 2 && i < 5; i++ {
+		loop(time.Hour + time.Duration(i)*time.Second)
+	}
+	removed := cpu.Deleted()
+	if len(removed) != 2 {
+		t.Fatalf("removed %v, want 2 of the 3 empty nodes (min size 1)", removed)
+	}
+	for i := range 5 {
+		res := loop(time.Hour + time.Minute + time.Duration(i)*10*time.Second)
+		for _, v := range res.ScaleDown {
+			if slices.Contains(removed, v.Node) && v.Code != scaledown.CurrentlyBeingDeleted {
+				t.Errorf("loop %d: removed node %s: %s (%s), want %s", i, v.Node, v.Code, v.Reason, scaledown.CurrentlyBeingDeleted)
+			}
+		}
+	}
+	if got := cpu.Deleted(); len(got) != 2 {
+		t.Errorf("deleted %v while the first two were still going, want only %v", got, removed)
+	}
+	for _, name := range removed {
+		n, err := e.client.CoreV1().Nodes().Get(e.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("node %s gone before the provider's delay: %v", name, err)
+		}
+		if !slices.ContainsFunc(n.Spec.Taints, func(tt v1.Taint) bool { return tt.Key == ToBeDeletedTaint }) {
+			t.Errorf("removed node %s lost its %s taint while the provider deletes it", name, ToBeDeletedTaint)
+		}
+	}
+	// Once the provider is done, the nodes are forgotten.
+	loop(time.Hour + 15*time.Minute)
+	loop(time.Hour + 15*time.Minute + time.Second)
+	if e.a.sd.isDeleting(removed[0]) || e.a.sd.isDeleting(removed[1]) {
+		t.Errorf("nodes gone from the cluster still counted as being deleted")
 	}
 }

@@ -98,7 +98,13 @@ func withActuationDefaults(c ScaleDownActuation) ScaleDownActuation {
 type scaleDownState struct {
 	mu sync.Mutex
 	// deleting: nodes of batches in flight -> whether they need a drain.
-	deleting                map[string]bool
+	deleting map[string]bool
+	// removed: nodes whose removal succeeded -> when. Their Node objects
+	// may stay a while (Cluster API deletes the Machine, then the node);
+	// until they go they stay tainted and count as being deleted, so a
+	// loop never counts them towards a min size, places pods on them or
+	// takes their ToBeDeleted taint off.
+	removed                 map[string]time.Time
 	lastDelete, lastFailure time.Time
 	// noScaleDown: the reason last emitted per node, so each change gives
 	// one event, not one per loop.
@@ -109,14 +115,32 @@ type scaleDownState struct {
 }
 
 func newScaleDownState() *scaleDownState {
-	return &scaleDownState{deleting: map[string]bool{}, noScaleDown: map[string]string{}}
+	return &scaleDownState{deleting: map[string]bool{}, removed: map[string]time.Time{}, noScaleDown: map[string]string{}}
 }
 
 func (s *scaleDownState) isDeleting(node string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, ok := s.deleting[node]
-	return ok
+	_, gone := s.removed[node]
+	return ok || gone
+}
+
+// removedNodeGrace bounds how long a removed node that is still there
+// counts as being deleted: past it, the provider is not deleting it and
+// housekeeping untaints it like any node no removal holds.
+const removedNodeGrace = 15 * time.Minute
+
+// forgetRemoved drops the removed nodes that are gone from the cluster,
+// or that outstayed removedNodeGrace.
+func (s *scaleDownState) forgetRemoved(present func(string) bool, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for node, at := range s.removed {
+		if !present(node) || now.Sub(at) > removedNodeGrace {
+			delete(s.removed, node)
+		}
+	}
 }
 
 // waitForDrains blocks until every started node removal has finished.
@@ -128,12 +152,17 @@ func (a *Autoscaler) waitForDrains() { a.sd.drains.Wait() }
 // node stays unschedulable for good; with scale-down disabled, deletion
 // candidate taints come off too.
 func (a *Autoscaler) scaleDownHousekeeping(ctx context.Context, st *clusterstate.State) error {
-	if a.cfg.DryRun {
-		return nil // the taints are the acting autoscaler's
-	}
 	nodes, err := a.cfg.Listers.Nodes.List(labels.Everything())
 	if err != nil {
 		return err
+	}
+	present := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		present[n.Name] = true
+	}
+	a.sd.forgetRemoved(func(node string) bool { return present[node] }, a.cfg.Now())
+	if a.cfg.DryRun {
+		return nil // the taints are the acting autoscaler's
 	}
 	var errs []error
 	for _, n := range nodes {

@@ -83,6 +83,7 @@ func (a *Autoscaler) finishRemoval(node string, ok bool) {
 	defer a.sd.mu.Unlock()
 	delete(a.sd.deleting, node)
 	if ok {
+		a.sd.removed[node] = a.cfg.Now()
 		a.sd.lastDelete = a.cfg.Now()
 	} else {
 		a.sd.lastFailure = a.cfg.Now()

@@ -55,6 +55,10 @@ type Faults struct {
 	// InstanceError makes new instances fail: they stay Creating with
 	// this error info and never register.
 	InstanceError *cloudprovider.InstanceErrorInfo
+	// DeletionDelay: a deleted instance leaves the target size at once
+	// but stays, Deleting, with its Node object, this long (Cluster API:
+	// replicas lowered, the Machine and its node going later).
+	DeletionDelay time.Duration
 }
 
 // Provider implements cloudprovider.Provider.
@@ -184,7 +188,21 @@ type instance struct {
 	registered       bool
 	ready            bool
 	errInfo          *cloudprovider.InstanceErrorInfo
-	faults           Faults // the group's faults when it was asked for
+	faults           Faults    // the group's faults when it was asked for
+	goneAt           time.Time // set while Deleting (DeletionDelay)
+}
+
+func (in *instance) deleting() bool { return !in.goneAt.IsZero() }
+
+// live counts the instances that are not being deleted.
+func (g *Group) live() int {
+	n := 0
+	for _, in := range g.instances {
+		if !in.deleting() {
+			n++
+		}
+	}
+	return n
 }
 
 // Group is one fake node group. It records the calls made to it.
@@ -262,7 +280,7 @@ func (g *Group) TargetSize() (int, error) {
 		g.calledFail = append(g.calledFail, "TargetSize")
 		return 0, g.faults.TargetSizeErr
 	}
-	return len(g.instances), nil
+	return g.live(), nil
 }
 
 // IncreaseSize adds delta instances, or fails with the injected error.
@@ -297,8 +315,8 @@ func (g *Group) add(delta int) error {
 	if delta <= 0 {
 		return fmt.Errorf("node group %s: size increase must be positive, got %d", g.cfg.Name, delta)
 	}
-	if len(g.instances)+delta > g.cfg.Spec.MaxSize {
-		return cloudprovider.MaxSizeExceeded(g.cfg.Name, len(g.instances), delta, g.cfg.Spec.MaxSize)
+	if g.live()+delta > g.cfg.Spec.MaxSize {
+		return cloudprovider.MaxSizeExceeded(g.cfg.Name, g.live(), delta, g.cfg.Spec.MaxSize)
 	}
 	for i := 0; i < delta; i++ {
 		name := fmt.Sprintf("%s-%d", g.cfg.Name, g.next)
@@ -350,15 +368,20 @@ func (g *Group) DeleteNodes(ctx context.Context, nodes []*v1.Node) error {
 		g.calledFail = append(g.calledFail, fmt.Sprintf("DeleteNodes(%s)", strings.Join(names, ",")))
 		return g.faults.DeleteNodesErr
 	}
-	if len(g.instances)-len(nodes) < g.cfg.Spec.MinSize {
-		return fmt.Errorf("node group %s: deleting %d of %d nodes goes below min size %d", g.cfg.Name, len(nodes), len(g.instances), g.cfg.Spec.MinSize)
+	if g.live()-len(nodes) < g.cfg.Spec.MinSize {
+		return fmt.Errorf("node group %s: deleting %d of %d nodes goes below min size %d", g.cfg.Name, len(nodes), g.live(), g.cfg.Spec.MinSize)
 	}
 	for _, n := range nodes {
 		i := g.find(n)
-		if i < 0 {
+		if i < 0 || g.instances[i].deleting() {
 			return fmt.Errorf("node group %s: node %s (%s) is not in the group", g.cfg.Name, n.Name, n.Spec.ProviderID)
 		}
 		in := g.instances[i]
+		if g.faults.DeletionDelay > 0 {
+			in.goneAt = g.p.now().Add(g.faults.DeletionDelay)
+			g.deleted = append(g.deleted, in.name)
+			continue
+		}
 		if in.registered {
 			if err := g.p.client.CoreV1().Nodes().Delete(ctx, in.name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("node %s: delete: %w", in.name, err)
@@ -392,6 +415,9 @@ func (g *Group) Nodes() ([]cloudprovider.Instance, error) {
 		name := ""
 		if in.registered {
 			st.State, name = cloudprovider.InstanceRunning, in.name
+		}
+		if in.deleting() {
+			st.State = cloudprovider.InstanceDeleting
 		}
 		out = append(out, cloudprovider.Instance{ProviderID: in.providerID, NodeName: name, Status: st})
 	}
@@ -452,6 +478,14 @@ func (g *Group) advance(ctx context.Context) error {
 	instances := append([]*instance(nil), g.instances...)
 	g.mu.Unlock()
 	for _, in := range instances {
+		if in.deleting() {
+			if !now.Before(in.goneAt) {
+				if err := g.finishDeletion(ctx, in); err != nil {
+					return err
+				}
+			}
+			continue
+		}
 		f := in.faults
 		if !in.registered && in.errInfo == nil && !f.NeverRegister && !now.Before(in.created.Add(f.RegistrationDelay)) {
 			if err := g.register(ctx, in); err != nil {
@@ -464,6 +498,19 @@ func (g *Group) advance(ctx context.Context) error {
 			}
 		}
 	}
+	return nil
+}
+
+// finishDeletion removes a Deleting instance and its Node object.
+func (g *Group) finishDeletion(ctx context.Context, in *instance) error {
+	if in.registered {
+		if err := g.p.client.CoreV1().Nodes().Delete(ctx, in.name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("node %s: delete: %w", in.name, err)
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.instances = slices.DeleteFunc(g.instances, func(x *instance) bool { return x == in })
 	return nil
 }
 
