@@ -12,7 +12,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
-	appslisters "k8s.io/client-go/listers/apps/v1"
 	policylisters "k8s.io/client-go/listers/policy/v1"
 
 	"draxr.dev/draxr/autoscaler/metrics"
@@ -27,17 +26,15 @@ import (
 // (the same reader draxr simulate --kubeconfig uses), plus what only the
 // live loop needs.
 type Listers struct {
-	live.Listers
-	PDBs       policylisters.PodDisruptionBudgetLister
-	DaemonSets appslisters.DaemonSetLister
+	live.Listers // DaemonSets included
+	PDBs         policylisters.PodDisruptionBudgetLister
 }
 
 // NewListers registers the informers with the factory (start it after).
 func NewListers(f informers.SharedInformerFactory) Listers {
 	return Listers{
-		Listers:    live.NewListers(f),
-		PDBs:       f.Policy().V1().PodDisruptionBudgets().Lister(),
-		DaemonSets: f.Apps().V1().DaemonSets().Lister(),
+		Listers: live.NewListers(f),
+		PDBs:    f.Policy().V1().PodDisruptionBudgets().Lister(),
 	}
 }
 
