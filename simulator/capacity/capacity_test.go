@@ -208,3 +208,46 @@ func TestTaintedDevicesAreNotFree(t *testing.T) {
 		t.Errorf("table lacks total/allocated/free/tainted 8 1 5 2:\n%s", buf.String())
 	}
 }
+
+// A DynamicMIG GPU whose every device (whole and MIG placements) is
+// tainted NoExecute is tainted hardware, not free; one with only some
+// placements tainted is still free (its untainted devices can take it).
+func TestTaintedPartitionedGPUsAreNotFree(t *testing.T) {
+	slices := fx.NVIDIADynamicMIG("h100-a", 8)
+	setOf := func(device string) string {
+		for _, s := range slices {
+			for _, d := range s.Spec.Devices {
+				if d.Name == device && len(d.ConsumesCounters) > 0 {
+					return d.ConsumesCounters[0].CounterSet
+				}
+			}
+		}
+		t.Fatalf("no device %s drawing on a counter set", device)
+		return ""
+	}
+	all, some := setOf("gpu-3"), setOf("gpu-5")
+	taint := []resourceapi.DeviceTaint{{Key: "xid", Value: "79", Effect: resourceapi.DeviceTaintEffectNoExecute}}
+	first := true
+	for _, s := range slices {
+		for i := range s.Spec.Devices {
+			d := &s.Spec.Devices[i]
+			for _, c := range d.ConsumesCounters {
+				if c.CounterSet == all || (c.CounterSet == some && first && d.Name != "gpu-5") {
+					if c.CounterSet == some {
+						first = false
+					}
+					d.Taints = taint
+				}
+			}
+		}
+	}
+	snap := build(t, fx.NVIDIAClasses(), []node{{fx.H100Node("h100-a"), slices}},
+		fx.Allocated("whole", "gpu.nvidia.com", fx.NVIDIADriver, "h100-a", "gpu-1"))
+	r := capacity.Compute(snap, dynres.NewMatcher())
+	for _, class := range []string{"gpu.nvidia.com", "mig.nvidia.com"} {
+		got := row(t, r.Classes, class)
+		if counts(got) != "8 total, 1 allocated, 6 free" || got.Tainted != 1 {
+			t.Errorf("%s: %s, %d tainted; want 8 total, 1 allocated, 6 free, 1 tainted (gpu-3)", class, counts(got), got.Tainted)
+		}
+	}
+}

@@ -236,6 +236,11 @@ type Hardware struct {
 	// Free is how many of them are untouched: sets with nothing consumed,
 	// counter-less devices not allocated.
 	Free int64 `json:"wholeDevicesFree"`
+	// Tainted is how many of them are untouched but kept from claims
+	// without a toleration: every device of the class that draws on the
+	// set (or the counter-less device) has a NoSchedule or NoExecute
+	// taint. They are not in Free.
+	Tainted int64 `json:"wholeDevicesTainted,omitempty"`
 	// Partitions are, per profile of the devices that take part of a set,
 	// how many fit at most.
 	Partitions []Partition `json:"partitions,omitempty"`
@@ -299,6 +304,9 @@ func hardware(pools []*Pool, matches func(driver string, d *resourceapi.Device) 
 	profiles := map[string]*profile{}
 	for _, p := range pools {
 		units := sets.New[string]()
+		// Per counter set, the class's devices drawing on it and how many
+		// of them are tainted.
+		drawing, tainted := map[string]int{}, map[string]int{}
 		byProfile := map[string][]PoolDevice{}
 		var order []string
 		for _, d := range p.Devices {
@@ -307,7 +315,11 @@ func hardware(pools []*Pool, matches func(driver string, d *resourceapi.Device) 
 			}
 			if len(d.ConsumesCounters) == 0 {
 				h.Units++
-				if !d.Allocated {
+				switch {
+				case d.Allocated:
+				case keepsOut(d.Taints):
+					h.Tainted++
+				default:
 					h.Free++
 				}
 				continue
@@ -315,6 +327,10 @@ func hardware(pools []*Pool, matches func(driver string, d *resourceapi.Device) 
 			partitioned = true
 			for _, c := range d.ConsumesCounters {
 				units.Insert(c.CounterSet)
+				drawing[c.CounterSet]++
+				if keepsOut(d.Taints) {
+					tainted[c.CounterSet]++
+				}
 			}
 			name := ProfileOf(d.Device)
 			if p.whole(d.Device) {
@@ -332,7 +348,11 @@ func hardware(pools []*Pool, matches func(driver string, d *resourceapi.Device) 
 		for set := range units {
 			h.Units++
 			if s := p.Sets[set]; s != nil && s.Unused() {
-				h.Free++
+				if tainted[set] == drawing[set] {
+					h.Tainted++
+				} else {
+					h.Free++
+				}
 			}
 		}
 		for _, name := range order {
@@ -414,11 +434,10 @@ func Counters(pools []*Pool) []CounterUsage {
 
 // Units counts an entry as hardware: whole devices where its class's
 // devices share counters, else devices. --gpu-total, capacity and the
-// device metrics count these. tainted (devices only: partitioned hardware
-// does not count its taints yet) is out of free, not in use.
+// device metrics count these. tainted is out of free, not in use.
 func (e Entry) Units() (total, free, tainted int64) {
 	if e.Hardware != nil {
-		return e.Hardware.Units, e.Hardware.Free, 0
+		return e.Hardware.Units, e.Hardware.Free, e.Hardware.Tainted
 	}
 	return e.Offered, e.Free, e.Tainted
 }
