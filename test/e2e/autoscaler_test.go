@@ -116,7 +116,13 @@ func TestAutoscalerBulkScaleUp(t *testing.T) {
 		}
 		return nil
 	})
-	_, addr := e.autoscalerWithAddress(e.nodeGroups(groupSpec{name: "asbulk-gpu", min: 0, max: 100, draDevices: 8}))
+	// CA's default --scale-down-delay-after-add, not the suite's 0s: this
+	// test is about the scale-up. Under heavy load (the machine also
+	// running other suites) nodes that were Ready and still empty for the
+	// suite's 2s unneeded time were removed while 408 pods were pending;
+	// that is an open bug, not what this test measures.
+	_, addr := e.autoscalerWithAddress(e.nodeGroups(groupSpec{name: "asbulk-gpu", min: 0, max: 100, draDevices: 8}),
+		"--scale-down-delay-after-add=10m")
 	perNode := e.waitPodsBound(600, 7*time.Minute)
 	t.Logf("600 pods: first pending to last bound in %.1f s", time.Since(start).Seconds())
 	if len(perNode) != 75 {
