@@ -55,7 +55,6 @@ func autoscalerUses() []use {
 		// client-go's event recorder creates events and patches repeats.
 		{"workload", "cluster", "", "events", "create patch", run, "StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events(\"\")})"},
 		{"workload", "cluster", "apps", "daemonsets", "list watch", informers, "f.Apps().V1().DaemonSets().Lister()"},
-		{"workload", "cluster", "apps", "daemonsets", "list watch", state, "f.Apps().V1().DaemonSets().Lister()"},
 		{"workload", "cluster", "policy", "poddisruptionbudgets", "list watch", state, "f.Policy().V1().PodDisruptionBudgets().Lister()"},
 		{"workload", "cluster", "resource.k8s.io", "resourceslices", "list watch", informers, "r.ResourceSlices().Lister()"},
 		{"workload", "cluster", "resource.k8s.io", "resourceslices", "list", capi, "p.opts.Workload.ResourceV1().ResourceSlices().List(ctx"},
