@@ -54,6 +54,12 @@ type State struct {
 	// SchedulerUnprocessed counts pending pods the scheduler has not
 	// tried yet (no PodScheduled condition), CA's scheduler_unprocessed.
 	SchedulerUnprocessed int
+	// BindingNodeUnknown are pods the scheduler is binding to a node the
+	// loop cannot tell yet (the pod's claim status written, the claim not
+	// yet seen). No scale-up is asked for them; scale-down places them as
+	// pending pods (CA, which knows nothing of binding, does the same), so
+	// the node they go to is not found empty meanwhile.
+	BindingNodeUnknown []*v1.Pod
 	// Upcoming counts, per group, nodes asked for that cannot take pods
 	// yet (not registered, not Ready, or devices not yet published); they
 	// are in Objects as template nodes so the same pods do not trigger a
@@ -142,6 +148,11 @@ func (st *State) addPods(l Listers, bypassed []string) error {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
 	for _, p := range pods {
+		if p.Spec.NodeName == "" && p.DeletionTimestamp == nil && input.BeingBound(inBinding, p) {
+			if node := input.AssumedNode(inBinding, p); node == "" || !inSnapshot[node] {
+				st.BindingNodeUnknown = append(st.BindingNodeUnknown, p)
+			}
+		}
 		if node := input.AssumedNode(inBinding, p); node != "" && inSnapshot[node] && p.DeletionTimestamp == nil {
 			assumed := *p
 			assumed.Spec.NodeName = node

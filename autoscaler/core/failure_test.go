@@ -384,3 +384,31 @@ func TestRemovedNodesStayDeletingUntilGone(t *testing.T) {
 		t.Errorf("nodes gone from the cluster still counted as being deleted")
 	}
 }
+
+// A pod the scheduler is binding to a node the loop cannot tell yet (its
+// extended-resource claim status written, the claim not yet seen) asks
+// for no scale-up, but scale-down places it as a pending pod: the only
+// node it can go to is not unneeded meanwhile.
+func TestPodBindingToAnUnknownNodeKeepsItsNode(t *testing.T) {
+	pod := fx.Pod("train-0", 4000, nil)
+	pod.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: v1.PodReasonUnschedulable}}
+	pod.Status.ExtendedResourceClaimStatus = &v1.PodExtendedResourceClaimStatus{ResourceClaimName: "train-0-extended-resources-x"}
+	e := newFailureEnv(t, pod)
+	cpu := e.provider.AddGroup(&nodegroup.NodeGroup{ObjectMeta: metav1.ObjectMeta{Name: "cpu"},
+		Spec: nodegroup.Spec{MaxSize: 10, Template: *fx.Node("t", 8, 32, nil)}}, fakeprovider.Faults{})
+	if err := cpu.AddReadyNodes(e.ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	e.at(time.Hour)
+	res, err := e.a.RunOnce(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.a.waitForDrains()
+	if len(res.ScaleUps) != 0 {
+		t.Errorf("scale-up %+v for a pod being bound", res.ScaleUps)
+	}
+	if len(res.Unneeded) != 0 || len(cpu.Deleted()) != 0 {
+		t.Errorf("unneeded %v, deleted %v: the node the pod is being bound to looks empty", res.Unneeded, cpu.Deleted())
+	}
+}

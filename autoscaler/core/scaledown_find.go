@@ -8,6 +8,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -184,7 +185,11 @@ func bindingRejections(st *clusterstate.State, deleting func(string) bool) []sca
 // has just come up for them is about to run them, not unneeded, however
 // long the scheduler takes to bind them.
 func (a *Autoscaler) placePendingPods(h *harness.Harness, st *clusterstate.State) {
-	if len(st.Unschedulable) == 0 {
+	pending := st.Unschedulable
+	if len(st.BindingNodeUnknown) > 0 {
+		pending = append(slices.Clip(st.Unschedulable), st.BindingNodeUnknown...)
+	}
+	if len(pending) == 0 {
 		return
 	}
 	var ready []string
@@ -195,10 +200,10 @@ func (a *Autoscaler) placePendingPods(h *harness.Harness, st *clusterstate.State
 	}
 	// Nodes only fill up here: a kind of pod that fits nowhere is not
 	// tried again, so thousands of pods no node can take cost one try.
-	kinds := estimator.NewKinds(h.Snapshot(), st.Unschedulable)
+	kinds := estimator.NewKinds(h.Snapshot(), pending)
 	fitsNowhere := map[string]bool{}
 	room := h.NewCandidates()
-	for _, pod := range st.Unschedulable {
+	for _, pod := range pending {
 		kind := kinds.Of(pod)
 		if fitsNowhere[kind] {
 			continue
