@@ -149,18 +149,17 @@ func (st *State) addPods(l Listers, bypassed []string) error {
 	})
 	for _, p := range pods {
 		if p.Spec.NodeName == "" && p.DeletionTimestamp == nil && input.BeingBound(inBinding, p) {
-			if node := input.AssumedNode(inBinding, p); node == "" || !inSnapshot[node] {
+			if node := input.AssumedNode(inBinding, p); node != "" && inSnapshot[node] {
+				assumed := *p
+				assumed.Spec.NodeName = node
+				st.Objects.RunningPods = append(st.Objects.RunningPods, &assumed)
+				if st.Binding == nil {
+					st.Binding = map[string][]string{}
+				}
+				st.Binding[node] = append(st.Binding[node], p.Namespace+"/"+p.Name)
+			} else {
 				st.BindingNodeUnknown = append(st.BindingNodeUnknown, p)
 			}
-		}
-		if node := input.AssumedNode(inBinding, p); node != "" && inSnapshot[node] && p.DeletionTimestamp == nil {
-			assumed := *p
-			assumed.Spec.NodeName = node
-			st.Objects.RunningPods = append(st.Objects.RunningPods, &assumed)
-			if st.Binding == nil {
-				st.Binding = map[string][]string{}
-			}
-			st.Binding[node] = append(st.Binding[node], p.Namespace+"/"+p.Name)
 		}
 		switch {
 		case p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed:

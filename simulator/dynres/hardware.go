@@ -325,10 +325,11 @@ func hardware(pools []*Pool, matches func(driver string, d *resourceapi.Device) 
 				continue
 			}
 			partitioned = true
+			kept := keepsOut(d.Taints)
 			for _, c := range d.ConsumesCounters {
 				units.Insert(c.CounterSet)
 				drawing[c.CounterSet]++
-				if keepsOut(d.Taints) {
+				if kept {
 					tainted[c.CounterSet]++
 				}
 			}
