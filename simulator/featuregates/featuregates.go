@@ -34,17 +34,16 @@ func Refused() map[string]string {
 		// which node accounting then reads; draxr's simulated bind does not.
 		string(features.DRANodeAllocatableResources): "the scheduler's bind writes status.nodeAllocatableResourceClaimStatuses, " +
 			"which draxr's simulated bind does not, so a plan would count node resources wrongly",
-		// The Workload API's gang scheduling: the scheduler binds a PodGroup's
-		// pods all or none; draxr plans pod by pod (and the upstream
-		// preemption evaluator it builds has no workload listers).
-		string(features.GenericWorkload): "the scheduler then binds a PodGroup's pods all or none (gangs), which draxr's planner does not model: " +
-			"it would add nodes for part of a gang that never runs",
-		string(features.DRAWorkloadResourceClaims): "claims reserved for a whole PodGroup need the Workload API (GenericWorkload), which draxr does not model",
-		string(features.CompositePodGroup):         "composite PodGroups are part of the Workload API (GenericWorkload), which draxr does not model",
-		string(features.TopologyAwareWorkloadScheduling): "topology-aware placement of PodGroups is part of the Workload API (GenericWorkload), " +
-			"which draxr does not model",
-		string(features.PodGroupPreemptionPolicy): "PodGroup preemption is part of the Workload API (GenericWorkload), which draxr does not model",
-		string(features.WorkloadWithJob):          "Jobs with a Workload are part of the Workload API (GenericWorkload), which draxr does not model",
+		// GenericWorkload is served: simulator/scaleup plans a gang's pods
+		// all or nothing. The rest of the Workload family is not modelled.
+		string(features.DRAWorkloadResourceClaims): "claims reserved for a whole PodGroup are planned per pod by draxr, " +
+			"so a gang sharing one claim would be counted once per pod",
+		string(features.CompositePodGroup): "composite PodGroups (gangs of gangs) are not planned by draxr, only single PodGroups",
+		string(features.TopologyAwareWorkloadScheduling): "topology-aware placement of PodGroups (one rack, one zone) is not planned by draxr: " +
+			"it could plan a gang on nodes the scheduler would not use together",
+		string(features.PodGroupPreemptionPolicy): "PodGroup preemption is not simulated by draxr",
+		string(features.WorkloadWithJob): "Jobs that create their own Workload and PodGroup are expanded into pods by draxr without them, " +
+			"so their gangs would be planned pod by pod",
 	}
 }
 

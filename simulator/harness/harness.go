@@ -69,6 +69,8 @@ func New(ctx context.Context, snap *snapshot.Snapshot, profile *config.KubeSched
 		frameworkruntime.WithInformerFactory(factory),
 		frameworkruntime.WithSnapshotSharedLister(snap),
 		frameworkruntime.WithSharedDRAManager(snap),
+		// Plugins built with GenericWorkload on read pod groups from it.
+		frameworkruntime.WithPodGroupManager(snap),
 		// The framework logs its plugin set at V(2); every loop builds one.
 		frameworkruntime.WithLogger(klog.FromContext(ctx).V(3)),
 	)

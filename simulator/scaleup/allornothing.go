@@ -3,6 +3,7 @@ package scaleup
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -15,56 +16,22 @@ import (
 const NotAllPodsFitText = "not all pods would fit and scale-up is using all-or-nothing strategy"
 
 // planAllOrNothing plans remaining (the pods no existing node takes) as
-// one scale-up: the expander chooses among the groups whose new nodes take
-// every one of them, and the chosen step (balanced across similar groups)
-// must place them all. Otherwise nothing is planned and each pod gets,
-// per group, what was short: its max size, a cluster-wide limit, the
-// per-scale-up cap, or a pod the group's nodes never take.
+// one scale-up (allOrNothingStep). Otherwise nothing is planned and each
+// pod gets, per group, what was short.
 func (p *Planner) planAllOrNothing(ctx context.Context, st *state, remaining []*v1.Pod, plan *Plan) error {
 	if len(remaining) == 0 {
 		return nil
 	}
-	best, ok, err := p.bestOptionFor(ctx, st, remaining, len(remaining))
+	sus, reasons, err := p.allOrNothingStep(ctx, st, remaining)
 	if err != nil {
 		return err
 	}
-	if ok {
-		snap := p.Harness.Snapshot()
-		snap.Fork()
-		planned := make(map[string]int, len(st.planned))
-		for g, n := range st.planned {
-			planned[g] = n
+	if sus != nil {
+		plan.FirstLoop = sus
+		for _, su := range sus {
+			plan.addScaleUp(su, 0)
 		}
-		step, err := st.scaleUpStep(ctx, best.Group, remaining)
-		if err != nil {
-			snap.Revert()
-			return err
-		}
-		var sus []ScaleUp
-		placed := 0
-		for _, res := range step {
-			sus = append(sus, scaleUpOf(p.Harness, res))
-			placed += len(res.Placed)
-		}
-		if placed == len(remaining) {
-			snap.Commit()
-			plan.FirstLoop = sus
-			for _, su := range sus {
-				plan.addScaleUp(su, 0)
-			}
-			return nil
-		}
-		// The balanced step fell short of the estimate: give it all up.
-		snap.Revert()
-		st.planned = planned
-	}
-	reasons := make([]GroupReason, 0, len(st.groups))
-	for _, g := range st.groups {
-		r, err := st.allOrNothingReason(ctx, g, remaining)
-		if err != nil {
-			return err
-		}
-		reasons = append(reasons, r)
+		return nil
 	}
 	code, msg := reasonOf(reasons)
 	if len(reasons) > 0 {
@@ -81,6 +48,52 @@ func (p *Planner) planAllOrNothing(ctx context.Context, st *state, remaining []*
 		plan.NoScaleUp = append(plan.NoScaleUp, n)
 	}
 	return nil
+}
+
+// allOrNothingStep plans pods on new nodes in one step: the expander
+// chooses among the groups whose new nodes take every one of them, and
+// the chosen step (balanced across similar groups) must place them all;
+// its nodes and placements are then in the snapshot. Otherwise nothing
+// changes and reasons says, per group, what was short: its max size, a
+// cluster-wide limit, the per-scale-up cap, or a pod its nodes never
+// take.
+func (p *Planner) allOrNothingStep(ctx context.Context, st *state, pods []*v1.Pod) ([]ScaleUp, []GroupReason, error) {
+	best, ok, err := p.bestOptionFor(ctx, st, pods, len(pods))
+	if err != nil {
+		return nil, nil, err
+	}
+	if ok {
+		snap := p.Harness.Snapshot()
+		snap.Fork()
+		planned := maps.Clone(st.planned)
+		step, err := st.scaleUpStep(ctx, best.Group, pods)
+		if err != nil {
+			snap.Revert()
+			return nil, nil, err
+		}
+		var sus []ScaleUp
+		placed := 0
+		for _, res := range step {
+			sus = append(sus, scaleUpOf(p.Harness, res))
+			placed += len(res.Placed)
+		}
+		if placed == len(pods) {
+			snap.Commit()
+			return sus, nil, nil
+		}
+		// The balanced step fell short of the estimate: give it all up.
+		snap.Revert()
+		st.planned = planned
+	}
+	reasons := make([]GroupReason, 0, len(st.groups))
+	for _, g := range st.groups {
+		r, err := st.allOrNothingReason(ctx, g, pods)
+		if err != nil {
+			return nil, nil, err
+		}
+		reasons = append(reasons, r)
+	}
+	return nil, reasons, nil
 }
 
 // allOrNothingReason says why group g's new nodes do not take all of

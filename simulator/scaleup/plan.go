@@ -20,6 +20,7 @@ import (
 	"draxr.dev/draxr/simulator/dynres"
 	"draxr.dev/draxr/simulator/estimator"
 	"draxr.dev/draxr/simulator/expander"
+	"draxr.dev/draxr/simulator/gang"
 	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/limits"
 	"draxr.dev/draxr/simulator/nodegroup"
@@ -45,6 +46,10 @@ type ScaleUp struct {
 	Pods      []PodRef `json:"pods"`
 	// Placements lists each pod's new node, for reports.
 	Placements []Placement `json:"placements,omitempty"`
+	// Atomic: the nodes are asked for all or none (the provider's
+	// AtomicIncreaseSize), as for Gang, the gang they are for.
+	Atomic bool   `json:"atomic,omitempty"`
+	Gang   string `json:"gang,omitempty"`
 }
 
 // Placement is a pod and the node it goes to.
@@ -117,6 +122,10 @@ type Planner struct {
 	// such as a CapacityBuffer's, whose node does not matter), the others
 	// as the scheduler would.
 	FirstFitFor func(*v1.Pod) bool
+	// Gangs finds the pods scheduled as gangs (PodGroups with a gang
+	// policy, GenericWorkload; Volcano's): each gang is planned all or
+	// nothing. Nil plans every pod on its own.
+	Gangs *gang.Index
 
 	// exhaustiveScored makes the scored check schedule every pod against
 	// every new node (estimator.BinPacking.Scored), for tests that hold
@@ -149,11 +158,22 @@ func (p *Planner) PlanContext(ctx context.Context, pending []*v1.Pod) (*Plan, er
 	// Existing nodes take pods in the scheduler's order, so the plan
 	// predicts what the scheduler will bind; new nodes are packed largest
 	// first, as the Cluster Autoscaler's estimator does.
-	remaining, err := p.placeOnExisting(ctx, SortSchedulerQueue(pending), plan, st.kinds)
+	singles, gangs := p.splitGangs(SortSchedulerQueue(pending), plan)
+	remaining, err := p.placeOnExisting(ctx, singles, plan, st.kinds)
 	if err != nil {
 		return nil, err
 	}
+	// Gangs after the pods that bind one by one: each is planned whole, in
+	// one step of its own, before any other pod's new nodes.
+	for _, gp := range gangs {
+		left, err := p.planGang(ctx, st, gp, plan)
+		if err != nil {
+			return nil, err
+		}
+		remaining = append(remaining, left...)
+	}
 	remaining = SortLargestFirst(remaining, st.kinds)
+	firstLoopTaken := len(plan.FirstLoop) > 0
 	if p.AllOrNothing {
 		if err := p.planAllOrNothing(ctx, st, remaining, plan); err != nil {
 			return nil, err
@@ -176,7 +196,7 @@ func (p *Planner) PlanContext(ctx context.Context, pending []*v1.Pod) (*Plan, er
 		placed := 0
 		for _, res := range step {
 			su := scaleUpOf(p.Harness, res)
-			if loop == 0 {
+			if loop == 0 && !firstLoopTaken {
 				plan.FirstLoop = append(plan.FirstLoop, su)
 			}
 			plan.addScaleUp(su, p.Limits.MaxNodesPerScaleUp)

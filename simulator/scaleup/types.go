@@ -85,6 +85,15 @@ const (
 	// --expendable-pods-priority-cutoff; as in CA, it never triggers a
 	// scale-up.
 	Expendable ReasonCode = "Expendable"
+	// GangDoesNotFit: the pod's gang (a PodGroup with a gang policy)
+	// binds all its pods or none, and no scale-up takes all of them.
+	GangDoesNotFit ReasonCode = "GangDoesNotFit"
+	// GangIncomplete: fewer of the gang's pods exist (or are pending long
+	// enough) than its minCount; the scheduler waits for the rest.
+	GangIncomplete ReasonCode = "GangIncomplete"
+	// PodGroupNotFound: the pod names a PodGroup that does not exist; the
+	// scheduler does not try it until it does.
+	PodGroupNotFound ReasonCode = "PodGroupNotFound"
 	// MultipleReasons: node groups decline for different reasons; see
 	// NoScaleUp.NodeGroups.
 	MultipleReasons ReasonCode = "MultipleReasons"

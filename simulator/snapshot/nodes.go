@@ -293,6 +293,17 @@ func (s *Snapshot) CompositePodGroups() fwk.CompositePodGroupLister {
 	return noCompositePodGroupObjects{}
 }
 
+// BuildHierarchySnapshotFromPod implements fwk.PodGroupManager, which the
+// scheduler's plugins take at construction with GenericWorkload on: the
+// gangs themselves are planned by simulator/scaleup, never in a plugin.
+func (s *Snapshot) BuildHierarchySnapshotFromPod(*v1.Pod) (fwk.PodGroupManager, error) { return s, nil }
+
+// GetRootKeyForGroup implements fwk.PodGroupManager; see
+// BuildHierarchySnapshotFromPod.
+func (s *Snapshot) GetRootKeyForGroup(fwk.EntityKey) (fwk.EntityKey, bool, error) {
+	return fwk.EntityKey{}, false, nil
+}
+
 type nodeInfoLister struct{ s *Snapshot }
 
 func (l nodeInfoLister) List() ([]fwk.NodeInfo, error) {

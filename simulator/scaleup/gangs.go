@@ -1,0 +1,144 @@
+package scaleup
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	v1 "k8s.io/api/core/v1"
+
+	"draxr.dev/draxr/simulator/gang"
+)
+
+// gangPods are a gang's pending pods that the planner plans together.
+type gangPods struct {
+	gang *gang.Gang
+	pods []*v1.Pod
+}
+
+// splitGangs takes the pods of gangs out of pending. A pod the scheduler
+// will not try (its PodGroup missing, fewer pods than minCount) gets its
+// reason; a gang whose quorum is already met binds pod by pod, so its
+// pods stay with the others. Gangs come in the order of their first pod in pending.
+func (p *Planner) splitGangs(pending []*v1.Pod, plan *Plan) ([]*v1.Pod, []gangPods) {
+	if p.Gangs == nil {
+		return pending, nil
+	}
+	singles := make([]*v1.Pod, 0, len(pending))
+	byGang := map[*gang.Gang]int{}
+	var gangs []gangPods
+	for _, pod := range pending {
+		g, problem := p.Gangs.Of(pod)
+		switch {
+		case problem != nil:
+			plan.NoScaleUp = append(plan.NoScaleUp, NoScaleUp{Pod: RefOf(pod), Code: ReasonCode(problem.Code), Reason: problem.Message})
+		case g == nil || g.Need() == 0:
+			singles = append(singles, pod)
+		default:
+			i, ok := byGang[g]
+			if !ok {
+				i = len(gangs)
+				byGang[g] = i
+				gangs = append(gangs, gangPods{gang: g})
+			}
+			gangs[i].pods = append(gangs[i].pods, pod)
+		}
+	}
+	return singles, gangs
+}
+
+// planGang plans a gang all or nothing, as the scheduler binds it: the
+// pods still needed for its quorum (minCount less those running) go to
+// existing nodes where they fit and the rest to new nodes of one group
+// (balanced with similar groups) in one atomic step. When that cannot be
+// done nothing is planned, not even on existing nodes, and every pending
+// pod of the gang gets one reason naming the gang, its minCount and what
+// was short. It returns the gang's pods left over once its quorum is
+// planned: they bind one by one, as other pods.
+func (p *Planner) planGang(ctx context.Context, st *state, gp gangPods, plan *Plan) ([]*v1.Pod, error) {
+	snap := p.Harness.Snapshot()
+	need := gp.gang.Need()
+	snap.Fork()
+	planned := maps.Clone(st.planned)
+	trial := &Plan{}
+	rest, err := p.placeOnExisting(ctx, SortSchedulerQueue(gp.pods), trial, st.kinds)
+	if err != nil {
+		snap.Revert()
+		return nil, err
+	}
+	onExisting := len(gp.pods) - len(rest)
+	if onExisting >= need {
+		snap.Commit()
+		plan.ExistingNodes = append(plan.ExistingNodes, trial.ExistingNodes...)
+		return rest, nil
+	}
+	short := need - onExisting
+	head := fmt.Sprintf("%s is a gang of minCount %d with %d running: %d more pods must be scheduled together, %d fit existing nodes",
+		gp.gang, gp.gang.MinCount, gp.gang.Scheduled, need, onExisting)
+	if len(rest) < short {
+		snap.Revert()
+		p.refuseGang(gp, plan, GangIncomplete, fmt.Sprintf("%s, and only %d more are pending and old enough to plan for", head, len(rest)), nil)
+		return nil, nil
+	}
+	rest = SortLargestFirst(rest, st.kinds)
+	// All the gang's pods if new nodes take them, else only its quorum.
+	attempts := [][]*v1.Pod{rest}
+	if len(rest) > short {
+		attempts = append(attempts, rest[:short])
+	}
+	var reasons []GroupReason
+	for _, pods := range attempts {
+		var sus []ScaleUp
+		sus, reasons, err = p.allOrNothingStep(ctx, st, pods)
+		if err != nil {
+			snap.Revert()
+			st.planned = planned
+			return nil, err
+		}
+		if sus == nil {
+			continue
+		}
+		snap.Commit()
+		plan.ExistingNodes = append(plan.ExistingNodes, trial.ExistingNodes...)
+		for i := range sus {
+			sus[i].Atomic = true
+			sus[i].Gang = gp.gang.String()
+		}
+		if len(plan.FirstLoop) == 0 {
+			plan.FirstLoop = sus
+		}
+		for _, su := range sus {
+			plan.addScaleUp(su, 0)
+		}
+		return withoutRefs(rest, sus), nil
+	}
+	snap.Revert()
+	st.planned = planned
+	_, msg := reasonOf(reasons)
+	p.refuseGang(gp, plan, GangDoesNotFit, head+"; no scale-up takes them all: "+msg, reasons)
+	return nil, nil
+}
+
+// refuseGang gives every pending pod of the gang the same reason.
+func (p *Planner) refuseGang(gp gangPods, plan *Plan, code ReasonCode, msg string, reasons []GroupReason) {
+	for _, pod := range gp.pods {
+		plan.NoScaleUp = append(plan.NoScaleUp, NoScaleUp{Pod: RefOf(pod), Code: code, Reason: msg, NodeGroups: reasons})
+	}
+}
+
+// withoutRefs drops from pods those the scale-ups place.
+func withoutRefs(pods []*v1.Pod, sus []ScaleUp) []*v1.Pod {
+	placed := map[PodRef]bool{}
+	for _, su := range sus {
+		for _, ref := range su.Pods {
+			placed[ref] = true
+		}
+	}
+	out := pods[:0:0]
+	for _, pod := range pods {
+		if !placed[RefOf(pod)] {
+			out = append(out, pod)
+		}
+	}
+	return out
+}
