@@ -375,6 +375,7 @@ func (a *Autoscaler) planner(h *harness.Harness, st *clusterstate.State, groups 
 	if a.cfg.Pods != nil {
 		a.cfg.Pods.Apply(p)
 	}
+	p.Gangs = st.Objects.Gangs(p.BypassedSchedulerNames)
 	return p
 }
 

@@ -209,5 +209,6 @@ func (ix *Index) groupOf(pod *v1.Pod) (key, bool) {
 // Volcano's gangs: its PodGroup and the annotation its pods carry.
 const (
 	KindVolcano            = "PodGroup.scheduling.volcano.sh"
+	VolcanoScheduler       = "volcano"
 	VolcanoGroupAnnotation = "scheduling.k8s.io/group-name"
 )

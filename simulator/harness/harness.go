@@ -8,6 +8,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -71,6 +72,7 @@ func New(ctx context.Context, snap *snapshot.Snapshot, profile *config.KubeSched
 		frameworkruntime.WithSharedDRAManager(snap),
 		// Plugins built with GenericWorkload on read pod groups from it.
 		frameworkruntime.WithPodGroupManager(snap),
+		frameworkruntime.WithMutableSnapshotLister(readOnlyMutations{snap}),
 		// The framework logs its plugin set at V(2); every loop builds one.
 		frameworkruntime.WithLogger(klog.FromContext(ctx).V(3)),
 	)
@@ -213,3 +215,19 @@ func (h *Harness) reserveAndCommit(c *cycle, nodeName string) (*v1.Pod, []Reason
 }
 
 func podKey(pod *v1.Pod) string { return pod.Namespace + "/" + pod.Name }
+
+// readOnlyMutations is the snapshot as the framework's mutable lister,
+// which plugins built with GenericWorkload on take at construction. Only
+// preemption mutates through it, and the harness never runs PostFilter.
+type readOnlyMutations struct{ *snapshot.Snapshot }
+
+var errNoPreemption = errors.New("preemption is not simulated")
+
+func (readOnlyMutations) StartMutations() error { return errNoPreemption }
+func (readOnlyMutations) EndMutations() error   { return errNoPreemption }
+func (readOnlyMutations) AddPod(fwk.PodInfo, string) error {
+	return errNoPreemption
+}
+func (readOnlyMutations) RemovePod(klog.Logger, *v1.Pod, string) error {
+	return errNoPreemption
+}

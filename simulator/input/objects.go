@@ -19,11 +19,13 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	prv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
 
 	"draxr.dev/draxr/simulator/capacitybuffer"
+	"draxr.dev/draxr/simulator/gang"
 	"draxr.dev/draxr/simulator/nodegroup"
 )
 
@@ -66,6 +68,10 @@ type Objects struct {
 	CapacityBuffers []*capacitybuffer.CapacityBuffer
 	// ResourceQuotas cap buffers' replicas.
 	ResourceQuotas []*v1.ResourceQuota
+	// PodGroups (scheduling.k8s.io/v1beta1) and Volcano's PodGroups (as
+	// read) make gangs of the pods that name them.
+	PodGroups        []*schedulingv1beta1.PodGroup
+	VolcanoPodGroups []*unstructured.Unstructured
 	// Skipped counts, per "apiVersion kind", objects of kinds the planner
 	// does not read (Services, Secrets, CRDs it does not know...).
 	Skipped map[string]int
@@ -101,7 +107,8 @@ func (o *Objects) count() int {
 	return len(o.Nodes) + len(o.RunningPods) + len(o.PendingPods) + len(o.ResourceSlices) +
 		len(o.DeviceClasses) + len(o.ResourceClaims) + len(o.ResourceClaimTemplates) + len(o.DeviceTaintRules) +
 		len(o.NodeGroups) + len(o.DaemonSets) + len(o.workloads) + len(o.ClusterAPI) + len(o.ConfigMaps) +
-		len(o.ProvisioningRequests) + len(o.PodTemplates) + len(o.KueueConfigs) + len(o.QueuedJobs) + len(o.CapacityBuffers) + len(o.ResourceQuotas)
+		len(o.ProvisioningRequests) + len(o.PodTemplates) + len(o.KueueConfigs) + len(o.QueuedJobs) + len(o.CapacityBuffers) + len(o.ResourceQuotas) +
+		len(o.PodGroups) + len(o.VolcanoPodGroups)
 }
 
 // SkippedSummary is one line on the objects of kinds the planner does not
@@ -158,6 +165,8 @@ func (o *Objects) each(fn func(kind string, obj metav1.Object)) {
 	visit(o.QueuedJobs, "QueuedJob", fn)
 	visit(o.CapacityBuffers, capacitybuffer.Kind, fn)
 	visit(o.ResourceQuotas, "ResourceQuota", fn)
+	visit(o.PodGroups, "PodGroup", fn)
+	visit(o.VolcanoPodGroups, gang.KindVolcano, fn)
 }
 
 func visit[T metav1.Object](list []T, kind string, fn func(string, metav1.Object)) {
@@ -260,6 +269,8 @@ func (o *Objects) Merge(other *Objects) error {
 	mergeList(o, &o.KueueConfigs, other.KueueConfigs, "ProvisioningRequestConfig", from, report)
 	mergeList(o, &o.QueuedJobs, other.QueuedJobs, "QueuedJob", from, report)
 	mergeList(o, &o.CapacityBuffers, other.CapacityBuffers, capacitybuffer.Kind, from, report)
+	mergeList(o, &o.PodGroups, other.PodGroups, "PodGroup", from, report)
+	mergeList(o, &o.VolcanoPodGroups, other.VolcanoPodGroups, gang.KindVolcano, from, report)
 	mergeList(o, &o.ResourceQuotas, other.ResourceQuotas, "ResourceQuota", from, report)
 	for k, n := range other.Skipped {
 		if o.Skipped == nil {

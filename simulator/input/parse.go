@@ -36,6 +36,7 @@ func kindHandlers() map[string]handler {
 	addNodeGroupKind(h)
 	addClusterAPIKinds(h)
 	addBatchKinds(h)
+	addGangKinds(h)
 	return h
 }
 

@@ -424,12 +424,13 @@ func scaleUpOf(h *harness.Harness, res *estimator.Result) ScaleUp {
 func (plan *Plan) addScaleUp(add ScaleUp, maxPerScaleUp int) {
 	var su *ScaleUp
 	for i := range plan.ScaleUps {
-		if plan.ScaleUps[i].NodeGroup == add.NodeGroup {
+		// A gang's step stays whole: it is asked for atomically.
+		if plan.ScaleUps[i].NodeGroup == add.NodeGroup && !plan.ScaleUps[i].Atomic && !add.Atomic {
 			su = &plan.ScaleUps[i]
 		}
 	}
 	if su == nil || (maxPerScaleUp > 0 && su.NewNodes+add.NewNodes > maxPerScaleUp) {
-		plan.ScaleUps = append(plan.ScaleUps, ScaleUp{NodeGroup: add.NodeGroup})
+		plan.ScaleUps = append(plan.ScaleUps, ScaleUp{NodeGroup: add.NodeGroup, Atomic: add.Atomic, Gang: add.Gang})
 		su = &plan.ScaleUps[len(plan.ScaleUps)-1]
 	}
 	su.NewNodes += add.NewNodes

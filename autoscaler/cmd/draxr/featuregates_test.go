@@ -104,31 +104,97 @@ func TestFeatureGates(t *testing.T) {
 	}
 }
 
-// workloadDump has a PodGroup with a gang policy and pods that name it
-// (the 1.37 Workload API), the shape that crashed the planner with
-// GenericWorkload on.
-const workloadDump = `apiVersion: scheduling.k8s.io/v1beta1
+// gangDump is a group of at most 4 nodes of 8 GPUs and a gang of n
+// one-GPU pods of minCount n (the 1.37 Workload API's PodGroup, the shape
+// that crashed the planner with GenericWorkload on before gangs were
+// planned).
+func gangDump(n int) string {
+	var b strings.Builder
+	b.WriteString(gpuClassDoc + `---
+apiVersion: draxr.dev/v1alpha1
+kind: NodeGroup
+metadata: {name: gpu}
+spec:
+  minSize: 0
+  maxSize: 4
+  template:
+    status: {capacity: {cpu: "32", memory: 128Gi, pods: "110"}}
+  resourceSlices:
+  - driver: gpu.example.com
+    devices: [{name: g0}, {name: g1}, {name: g2}, {name: g3}, {name: g4}, {name: g5}, {name: g6}, {name: g7}]
+---
+apiVersion: scheduling.k8s.io/v1beta1
 kind: PodGroup
 metadata: {name: train, namespace: ml}
 spec:
-  schedulingPolicy: {gang: {minCount: 2}}
----
+`)
+	fmt.Fprintf(&b, "  schedulingPolicy: {gang: {minCount: %d}}\n", n)
+	for i := range n {
+		fmt.Fprintf(&b, `---
 apiVersion: v1
 kind: Pod
-metadata: {name: train-0, namespace: ml}
+metadata: {name: train-%d, namespace: ml}
 spec:
+  schedulingGroup: {podGroupName: train}
   containers: [{name: c, image: busybox, resources: {limits: {example.com/gpu: "1"}}}]
-`
+`, i)
+	}
+	return b.String()
+}
 
-// Every gate of the Workload family is refused with its reason, alone and
-// together, by the CLI and the autoscaler alike; none crashes.
-func TestWorkloadGatesAreRefused(t *testing.T) {
-	input := writeFile(t, "workloads.yaml", gpuClassDoc+"---\n"+workloadDump)
-	var all []string
-	for _, gate := range []string{"GenericWorkload", "DRAWorkloadResourceClaims", "CompositePodGroup", "TopologyAwareWorkloadScheduling",
+// With GenericWorkload on a gang is planned all or nothing: 16 pods get 2
+// nodes in one atomic step, 40 get none (one node over max) and each says
+// why; with the gate off the scheduler ignores the PodGroup and so does
+// the plan (4 nodes for 32 of the 40). The rest of the Workload family is
+// refused with its reason, alone and together; nothing crashes.
+func TestWorkloadGates(t *testing.T) {
+	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.GenericWorkload, false)
+	plan := func(n int, gates ...string) report.SimulateOutput {
+		t.Helper()
+		args := []string{"simulate", "-o", "json", "-f", writeFile(t, "gang.yaml", gangDump(n))}
+		if len(gates) > 0 {
+			args = append(args, "--feature-gates="+strings.Join(gates, ","))
+		}
+		code, out, errOut := draxr(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", gates, code, errOut)
+		}
+		var o report.SimulateOutput
+		if err := json.Unmarshal([]byte(out), &o); err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	nodes := func(o report.SimulateOutput) (n int) {
+		for _, su := range o.ScaleUps {
+			n += su.NewNodes
+		}
+		return n
+	}
+	if o := plan(40); nodes(o) != 4 {
+		t.Errorf("gate off: %d new nodes, want 4 (pod by pod)", nodes(o))
+	}
+	o := plan(40, "GenericWorkload=true")
+	if nodes(o) != 0 || len(o.NoScaleUp) != 40 {
+		t.Fatalf("gang of 40: %d new nodes, %d pods without, want 0 and 40", nodes(o), len(o.NoScaleUp))
+	}
+	for _, n := range o.NoScaleUp {
+		if n.Code != "GangDoesNotFit" || !strings.Contains(n.Reason, "PodGroup ml/train is a gang of minCount 40") ||
+			!strings.Contains(n.Reason, "max size 4 leaves room for 4") {
+			t.Fatalf("pod %s: %s %q, want GangDoesNotFit naming the gang and the max size", n.Pod, n.Code, n.Reason)
+		}
+	}
+	o = plan(16, "GenericWorkload=true")
+	if nodes(o) != 2 || len(o.NoScaleUp) != 0 || len(o.ScaleUps) != 1 || !o.ScaleUps[0].Atomic || o.ScaleUps[0].Gang != "PodGroup ml/train" {
+		t.Errorf("gang of 16: scale-ups %+v, want one atomic step of 2 nodes for PodGroup ml/train", o.ScaleUps)
+	}
+
+	input := writeFile(t, "gang.yaml", gangDump(2))
+	all := []string{"GenericWorkload=true"}
+	for _, gate := range []string{"DRAWorkloadResourceClaims", "CompositePodGroup", "TopologyAwareWorkloadScheduling",
 		"PodGroupPreemptionPolicy", "WorkloadWithJob"} {
 		all = append(all, gate+"=true")
-		code, _, errOut := draxr(t, "simulate", "-f", input, "--feature-gates="+gate+"=true")
+		code, _, errOut := draxr(t, "simulate", "-f", input, "--feature-gates=GenericWorkload=true,"+gate+"=true")
 		if code != 2 || !strings.Contains(errOut, gate+"=true is not modelled") {
 			t.Errorf("%s: exit %d, stderr %q; want 2 saying it is not modelled", gate, code, errOut)
 		}
@@ -136,11 +202,6 @@ func TestWorkloadGatesAreRefused(t *testing.T) {
 	code, _, errOut := draxr(t, "simulate", "-f", input, "--feature-gates="+strings.Join(all, ","))
 	if code != 2 || !strings.Contains(errOut, "is not modelled") {
 		t.Errorf("all together: exit %d, stderr %q; want 2", code, errOut)
-	}
-	// With the gates off the dump plans (the PodGroup is a kind draxr
-	// does not read yet).
-	if code, _, errOut := draxr(t, "simulate", "-f", input); code != 0 {
-		t.Errorf("gates off: exit %d: %s", code, errOut)
 	}
 }
 
