@@ -153,6 +153,9 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 	// members from the same node cache as the loop.
 	factory := informers.NewSharedInformerFactory(client, 0)
 	listers := clusterstate.NewListers(factory)
+	if listers.Listers, err = listers.WithPodGroups(factory, client.Discovery()); err != nil {
+		return err
+	}
 	provider, err := newProvider(ctx, o, cfg, client, launcher, factory)
 	if err != nil {
 		return err

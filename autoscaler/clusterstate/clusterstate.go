@@ -17,6 +17,7 @@ import (
 	"draxr.dev/draxr/autoscaler/metrics"
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/simulator/dynres"
+	"draxr.dev/draxr/simulator/gang"
 	"draxr.dev/draxr/simulator/input"
 	"draxr.dev/draxr/simulator/live"
 	"draxr.dev/draxr/simulator/nodegroup"
@@ -60,6 +61,11 @@ type State struct {
 	// pending pods (CA, which knows nothing of binding, does the same), so
 	// the node they go to is not found empty meanwhile.
 	BindingNodeUnknown []*v1.Pod
+	// AllPods are every pod of the cache: a gang counts its pods wherever
+	// they are (pending ones the scheduler has not tried too).
+	AllPods []*v1.Pod
+	// Gangs are the loop's gangs (nil when none is served).
+	Gangs *gang.Index
 	// Upcoming counts, per group, nodes asked for that cannot take pods
 	// yet (not registered, not Ready, or devices not yet published); they
 	// are in Objects as template nodes so the same pods do not trigger a
@@ -174,6 +180,7 @@ func (st *State) addPods(l Listers, bypassed []string) error {
 		}
 	}
 	st.Objects.PendingPods = st.Unschedulable
+	st.AllPods = pods
 	return nil
 }
 
@@ -196,6 +203,13 @@ func (st *State) addDRA(l Listers) error {
 			return err
 		}
 		st.Objects.DeviceTaintRules = rules
+	}
+	if l.PodGroups != nil {
+		groups, err := l.PodGroups.List(all)
+		if err != nil {
+			return err
+		}
+		st.Objects.PodGroups = groups
 	}
 	// New nodes run the DaemonSet pods that match them (a fake or older
 	// set-up may have no DaemonSet informer).

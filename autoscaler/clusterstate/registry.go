@@ -286,7 +286,11 @@ func (r *Registry) State(as *Assessment) (*State, error) {
 	if err := st.addPods(as.listers, r.cfg.BypassedSchedulerNames); err != nil {
 		return nil, err
 	}
-	return st, st.addDRA(as.listers)
+	if err := st.addDRA(as.listers); err != nil {
+		return st, err
+	}
+	st.Gangs = st.Objects.Gangs(r.cfg.BypassedSchedulerNames, st.AllPods)
+	return st, nil
 }
 
 // healthy is CA's rule: too many unready nodes, by count and by share.

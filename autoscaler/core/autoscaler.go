@@ -375,7 +375,7 @@ func (a *Autoscaler) planner(h *harness.Harness, st *clusterstate.State, groups 
 	if a.cfg.Pods != nil {
 		a.cfg.Pods.Apply(p)
 	}
-	p.Gangs = st.Objects.Gangs(p.BypassedSchedulerNames)
+	p.Gangs = st.Gangs
 	return p
 }
 
@@ -489,7 +489,7 @@ func (a *Autoscaler) scaleUpOnce(ctx context.Context, st *clusterstate.State, gr
 		}
 		helped = append(helped, pod)
 	}
-	if err := group.IncreaseSize(ctx, su.NewNodes); err != nil {
+	if err := increase(ctx, group, su); err != nil {
 		// As CA: an event on the status ConfigMap (FailedToScaleUpGroup),
 		// none on the pods; they are planned again without the group
 		// and get TriggeredScaleUp or NotTriggerScaleUp from that plan.
@@ -528,6 +528,17 @@ func (a *Autoscaler) scaleUpOnce(ctx context.Context, st *clusterstate.State, gr
 	return true, errors.Join(missing...)
 }
 
+// increase asks group for su's nodes: a gang's all or none where the
+// provider can promise it (AtomicIncreaseSize), as CA asks for a
+// best-effort-atomic ProvisioningRequest's.
+func increase(ctx context.Context, group cloudprovider.NodeGroup, su scaleup.ScaleUp) error {
+	if su.Atomic {
+		_, err := cloudprovider.IncreaseAtomically(ctx, group, su.NewNodes)
+		return err
+	}
+	return group.IncreaseSize(ctx, su.NewNodes)
+}
+
 // scaleUpBalanced executes the rest of a scale-up split across similar
 // groups (--balance-similar-node-groups). A group whose IncreaseSize fails
 // is backed off; the others' nodes stand, and the next loop plans again
@@ -546,7 +557,7 @@ func (a *Autoscaler) scaleUpBalanced(ctx context.Context, st *clusterstate.State
 		}
 		target, err := group.TargetSize()
 		if err == nil {
-			err = group.IncreaseSize(ctx, su.NewNodes)
+			err = increase(ctx, group, su)
 		}
 		if err != nil {
 			metrics.RegisterError(metrics.ErrorCloudProvider)

@@ -14,9 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/kubernetes/pkg/features"
 	"k8s.io/utils/ptr"
 
 	"draxr.dev/draxr/autoscaler/clusterstate"
@@ -58,6 +60,9 @@ func newFailureEnv(t *testing.T, objs ...runtime.Object) *failureEnv {
 	e.client = fake.NewClientset(objs...)
 	f := informers.NewSharedInformerFactory(e.client, 0)
 	e.listers = clusterstate.NewListers(f)
+	if utilfeature.DefaultFeatureGate.Enabled(features.GenericWorkload) {
+		e.listers.PodGroups = f.Scheduling().V1beta1().PodGroups().Lister()
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	e.ctx = ctx

@@ -83,6 +83,7 @@ func (a *Autoscaler) findScaleDown(ctx context.Context, st *clusterstate.State) 
 		ExpendablePodsPriorityCutoff: a.expendableCutoff(),
 		Ignore:                       a.cfg.ScaleDown.UtilizationIgnores,
 		Stop:                         a.earlyStop(findStart),
+		Gangs:                        st.Gangs,
 	})
 	metrics.UpdateDurationFromStart(metrics.FunctionFindUnneeded, findStart)
 	rejections = append(rejections, bindingRejections(st, a.sd.isDeleting)...)

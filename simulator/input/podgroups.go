@@ -61,8 +61,9 @@ func VolcanoGroup(u *unstructured.Unstructured) (gang.VolcanoGroup, error) {
 // Gangs indexes the objects' gangs for the planner: PodGroups when the
 // scheduler serves them (GenericWorkload on), Volcano's when its
 // scheduler is among bypassed (--bypassed-scheduler-names). Nil when
-// neither applies: every pod is planned on its own.
-func (o *Objects) Gangs(bypassed []string) *gang.Index {
+// neither applies: every pod is planned on its own. Gangs count pods
+// (nil: the running and pending pods).
+func (o *Objects) Gangs(bypassed []string, pods []*v1.Pod) *gang.Index {
 	src := gang.Sources{}
 	if utilfeature.DefaultFeatureGate.Enabled(features.GenericWorkload) {
 		src.PodGroups = o.PodGroups
@@ -78,6 +79,9 @@ func (o *Objects) Gangs(bypassed []string) *gang.Index {
 	if src.PodGroups == nil && src.VolcanoSchedulers == nil {
 		return nil
 	}
-	pods := make([]*v1.Pod, 0, len(o.RunningPods)+len(o.PendingPods))
-	return gang.NewIndex(src, append(append(pods, o.RunningPods...), o.PendingPods...))
+	if pods == nil {
+		pods = make([]*v1.Pod, 0, len(o.RunningPods)+len(o.PendingPods))
+		pods = append(append(pods, o.RunningPods...), o.PendingPods...)
+	}
+	return gang.NewIndex(src, pods)
 }

@@ -4,19 +4,26 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	resourcelisters "k8s.io/client-go/listers/resource/v1"
+	schedulinglisters "k8s.io/client-go/listers/scheduling/v1beta1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/kubernetes/pkg/features"
 
 	"draxr.dev/draxr/simulator/input"
 )
@@ -36,6 +43,27 @@ type Listers struct {
 	// DaemonSets run their pods on every new node they match: a live plan
 	// counts that overhead as a dump plan does.
 	DaemonSets appslisters.DaemonSetLister
+	// PodGroups make gangs (GenericWorkload): set by WithPodGroups where
+	// the API server serves them; nil reads none.
+	PodGroups schedulinglisters.PodGroupLister
+}
+
+// WithPodGroups registers the PodGroup informer with the factory when the
+// GenericWorkload gate is on (the scheduler then binds gangs all or
+// none), after checking that the API server serves PodGroups: an informer
+// on an API that is not served never syncs.
+func (l Listers) WithPodGroups(f informers.SharedInformerFactory, disco discovery.DiscoveryInterface) (Listers, error) {
+	if !utilfeature.DefaultFeatureGate.Enabled(features.GenericWorkload) {
+		return l, nil
+	}
+	gv := schedulingv1beta1.SchemeGroupVersion.String()
+	resources, err := disco.ServerResourcesForGroupVersion(gv)
+	if err != nil || !slices.ContainsFunc(resources.APIResources, func(r metav1.APIResource) bool { return r.Name == "podgroups" }) {
+		return l, fmt.Errorf("GenericWorkload=true: the API server does not serve podgroups.%s (%v); "+
+			"turn the gate on in the API server too (--feature-gates and --runtime-config=%s=true)", gv, err, gv)
+	}
+	l.PodGroups = f.Scheduling().V1beta1().PodGroups().Lister()
+	return l, nil
 }
 
 // NewListers registers the informers with the factory; start the factory
@@ -98,8 +126,14 @@ func (l Listers) Objects() (*input.Objects, error) {
 			return nil, fmt.Errorf("list daemonsets: %w", err)
 		}
 	}
+	if l.PodGroups != nil {
+		if objs.PodGroups, err = l.PodGroups.List(all); err != nil {
+			return nil, fmt.Errorf("list podgroups: %w", err)
+		}
+	}
 	sortByKey(objs.Nodes)
 	sortByKey(objs.DaemonSets)
+	sortByKey(objs.PodGroups)
 	sortByKey(objs.RunningPods)
 	sortByKey(objs.PendingPods)
 	sortByKey(objs.ResourceSlices)
@@ -149,7 +183,11 @@ func Read(ctx context.Context, c kubernetes.Interface) (*input.Objects, error) {
 func Watch(ctx context.Context, c kubernetes.Interface, syncTimeout, quiet time.Duration, fn func(*input.Objects) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	f := informers.NewSharedInformerFactory(c, 0)
-	l := NewListers(f)
+	l, err := NewListers(f).WithPodGroups(f, c.Discovery())
+	if err != nil {
+		cancel()
+		return err
+	}
 	changed := make(chan struct{}, 1)
 	notify := func() {
 		select {

@@ -277,7 +277,7 @@ func Simulate(ctx context.Context, objs *input.Objects, opts Options) (*Result, 
 	if opts.Pods != nil {
 		opts.Pods.Apply(p)
 	}
-	p.Gangs = objs.Gangs(p.BypassedSchedulerNames)
+	p.Gangs = objs.Gangs(p.BypassedSchedulerNames, nil)
 	pending := objs.PendingPods
 	var requests []provreq.Report
 	if len(objs.ProvisioningRequests) > 0 {

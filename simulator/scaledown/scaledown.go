@@ -16,6 +16,7 @@ import (
 	"draxr.dev/draxr/simulator/drainability"
 	"draxr.dev/draxr/simulator/dynres"
 	"draxr.dev/draxr/simulator/estimator"
+	"draxr.dev/draxr/simulator/gang"
 	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/limits"
 	"draxr.dev/draxr/simulator/scaleup"
@@ -67,6 +68,10 @@ type Options struct {
 	// Stop ends the search early, as CA's planner does; the zero value
 	// evaluates every candidate.
 	Stop EarlyStop
+	// Gangs are the running gangs: no node is removed whose removal (with
+	// the nodes chosen before it and those Uncounted) leaves a gang fewer
+	// scheduled pods than its minCount. nil: pods are moved one by one.
+	Gangs *gang.Index
 }
 
 // EarlyStop bounds one search as CA's scale-down planner does: once
@@ -103,6 +108,10 @@ const (
 	NotUnderutilized             = "NotUnderutilized"
 	NoPlaceToMovePods            = "NoPlaceToMovePods"
 	MinimalResourceLimitExceeded = "MinimalResourceLimitExceeded"
+	// GangBelowMinCount: the node runs pods of a gang that would keep
+	// fewer than its minCount pods without it (draxr's code: CA does not
+	// know gangs).
+	GangBelowMinCount = "GangBelowMinCount"
 	// NotEvaluated: the search stopped early (EarlyStop) before this
 	// candidate; it is evaluated again next loop. draxr's code: CA leaves
 	// such nodes out of its status.
@@ -171,6 +180,14 @@ func Find(h *harness.Harness, opts Options) ([]Removal, []Rejection) {
 
 	spare, amounts := minimums(h, opts)
 	groupRoom := maps.Clone(opts.GroupRoom)
+	gone := map[string]bool{}
+	if opts.Gangs != nil && opts.Uncounted != nil {
+		for _, name := range snap.NodeNames() {
+			if opts.Uncounted(snap.NodeInfo(name).Node()) {
+				gone[name] = true
+			}
+		}
+	}
 	d := newDrainer(h, opts)
 	var out []Removal
 	for i, c := range cands {
@@ -195,6 +212,10 @@ func Find(h *harness.Harness, opts Options) ([]Removal, []Rejection) {
 				continue
 			}
 		}
+		if why := gangBroken(opts.Gangs, gone, c.name); why != "" {
+			rejected = append(rejected, Rejection{Node: c.name, Code: GangBelowMinCount, Reason: why})
+			continue
+		}
 		moves, err := d.drain(c.name)
 		if err != nil {
 			r := Rejection{Node: c.name, Code: NoPlaceToMovePods, Reason: err.Error()}
@@ -208,9 +229,24 @@ func Find(h *harness.Harness, opts Options) ([]Removal, []Rejection) {
 			groupRoom[group]--
 		}
 		spare.Take(node)
+		gone[c.name] = true
 		out = append(out, Removal{Node: c.name, Utilization: c.util, Moves: moves})
 	}
 	return out, rejected
+}
+
+// gangBroken says which gang removing node (with the nodes gone) leaves
+// below its minCount, or "".
+func gangBroken(gangs *gang.Index, gone map[string]bool, node string) string {
+	for _, g := range gangs.OnNode(node) {
+		without := maps.Clone(gone)
+		without[node] = true
+		if left := g.ScheduledOutside(without); left < g.MinCount {
+			return fmt.Sprintf("runs pods of %s, a gang of minCount %d: without the node %d of its %d scheduled pods are left, "+
+				"and the scheduler binds a gang's pods only all together", g, g.MinCount, left, g.Scheduled)
+		}
+	}
+	return ""
 }
 
 // reached says why the search stops before the next candidate, or "".

@@ -55,6 +55,7 @@ func autoscalerUses() []use {
 		// client-go's event recorder creates events and patches repeats.
 		{"workload", "cluster", "", "events", "create patch", run, "StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events(\"\")})"},
 		{"workload", "cluster", "apps", "daemonsets", "list watch", informers, "f.Apps().V1().DaemonSets().Lister()"},
+		{"workload", "cluster", "scheduling.k8s.io", "podgroups", "list watch", informers, "f.Scheduling().V1beta1().PodGroups().Lister()"},
 		{"workload", "cluster", "policy", "poddisruptionbudgets", "list watch", state, "f.Policy().V1().PodDisruptionBudgets().Lister()"},
 		{"workload", "cluster", "resource.k8s.io", "resourceslices", "list watch", informers, "r.ResourceSlices().Lister()"},
 		{"workload", "cluster", "resource.k8s.io", "resourceslices", "list", capi, "p.opts.Workload.ResourceV1().ResourceSlices().List(ctx"},
@@ -189,6 +190,7 @@ func TestRBACCodeCallsAreUses(t *testing.T) {
 		"PodTemplates":     {"", "podtemplates"}, "ProvisioningRequests": {"autoscaling.x-k8s.io", "provisioningrequests"},
 		"Deployments": {"apps", "deployments"}, "ReplicaSets": {"apps", "replicasets"}, "StatefulSets": {"apps", "statefulsets"},
 		"Jobs": {"batch", "jobs"}, "ResourceQuotas": {"", "resourcequotas"},
+		"PodGroups": {"scheduling.k8s.io", "podgroups"},
 	}
 	verbs := map[string]string{"Get": "get", "List": "list", "Watch": "watch", "Create": "create", "Update": "update",
 		"UpdateStatus": "update", "Patch": "patch", "Delete": "delete", "DeleteCollection": "deletecollection", "Evict": "create"}
