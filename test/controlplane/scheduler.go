@@ -27,6 +27,8 @@ type SchedulerOptions struct {
 	// second scheduler can serve another schedulerName.
 	ProfileName string
 	Name        string // process and log name; "draxr-scheduler" if empty
+	// Args are added to the scheduler's (e.g. --feature-gates).
+	Args []string
 }
 
 // StartScheduler applies the RBAC manifests, mints a token for the
@@ -44,7 +46,7 @@ func (cp *ControlPlane) StartScheduler(ctx context.Context, opts SchedulerOption
 	if err := writeSchedulerConfig(opts.Config, cfgPath, kubeconfig, opts.ProfileName); err != nil {
 		return nil, err
 	}
-	p, err := cp.startProcess(opts.Name, opts.Binary, "--config="+cfgPath, "--secure-port=0", "--v=2")
+	p, err := cp.startProcess(opts.Name, opts.Binary, append([]string{"--config=" + cfgPath, "--secure-port=0", "--v=2"}, opts.Args...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -52,7 +52,11 @@ func run(m *testing.M) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cp, err = controlplane.Start(ctx, controlplane.Options{BinDir: binDir})
+	// The Workload API (beta, off by default) is served for the gang
+	// tests; only schedulers and autoscalers started with GenericWorkload
+	// act on it.
+	cp, err = controlplane.Start(ctx, controlplane.Options{BinDir: binDir, APIServerArgs: []string{
+		"--feature-gates=GenericWorkload=true", "--runtime-config=scheduling.k8s.io/v1beta1=true"}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: start control plane:", err)
 		return 1
