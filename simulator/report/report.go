@@ -124,7 +124,11 @@ func PlanTable(w io.Writer, out SimulateOutput) error {
 	} else {
 		fmt.Fprintln(tw, "NODE GROUP\tNEW NODES\tPODS HELPED")
 		for _, su := range p.ScaleUps {
-			fmt.Fprintf(tw, "%s\t+%d\t%d\n", su.NodeGroup, su.NewNodes, len(su.Pods))
+			gang := ""
+			if su.Gang != "" {
+				gang = " (gang " + su.Gang + ", asked all at once)"
+			}
+			fmt.Fprintf(tw, "%s\t+%d\t%d%s\n", su.NodeGroup, su.NewNodes, len(su.Pods), gang)
 		}
 	}
 	fmt.Fprintln(tw)

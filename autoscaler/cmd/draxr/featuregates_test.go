@@ -124,6 +124,12 @@ spec:
     devices: [{name: g0}, {name: g1}, {name: g2}, {name: g3}, {name: g4}, {name: g5}, {name: g6}, {name: g7}]
 ---
 apiVersion: scheduling.k8s.io/v1beta1
+kind: Workload
+metadata: {name: train, namespace: ml}
+spec:
+  podGroupTemplates: [{name: workers, schedulingPolicy: {gang: {minCount: 2}}}]
+---
+apiVersion: scheduling.k8s.io/v1beta1
 kind: PodGroup
 metadata: {name: train, namespace: ml}
 spec:
@@ -189,6 +195,11 @@ func TestWorkloadGates(t *testing.T) {
 		t.Errorf("gang of 16: scale-ups %+v, want one atomic step of 2 nodes for PodGroup ml/train", o.ScaleUps)
 	}
 
+	code, out, errOut := draxr(t, "simulate", "-f", writeFile(t, "gang.yaml", gangDump(16)), "--feature-gates=GenericWorkload=true")
+	if code != 0 || !strings.Contains(out, "16 (gang PodGroup ml/train, asked all at once)") {
+		t.Errorf("table: exit %d (%s), want the gang's step named:\n%s", code, errOut, out)
+	}
+
 	input := writeFile(t, "gang.yaml", gangDump(2))
 	all := []string{"GenericWorkload=true"}
 	for _, gate := range []string{"DRAWorkloadResourceClaims", "CompositePodGroup", "TopologyAwareWorkloadScheduling",
@@ -199,9 +210,68 @@ func TestWorkloadGates(t *testing.T) {
 			t.Errorf("%s: exit %d, stderr %q; want 2 saying it is not modelled", gate, code, errOut)
 		}
 	}
-	code, _, errOut := draxr(t, "simulate", "-f", input, "--feature-gates="+strings.Join(all, ","))
+	code, _, errOut = draxr(t, "simulate", "-f", input, "--feature-gates="+strings.Join(all, ","))
 	if code != 2 || !strings.Contains(errOut, "is not modelled") {
 		t.Errorf("all together: exit %d, stderr %q; want 2", code, errOut)
+	}
+}
+
+// volcanoDump is gangDump's gang as Volcano runs it: its own PodGroup
+// (minMember) and scheduler, pods naming the group in an annotation.
+func volcanoDump(n int) string {
+	var b strings.Builder
+	b.WriteString(strings.SplitN(gangDump(0), "---\napiVersion: scheduling.k8s.io/v1beta1", 2)[0])
+	fmt.Fprintf(&b, `---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: PodGroup
+metadata: {name: train, namespace: ml}
+spec: {minMember: %d, queue: default}
+`, n)
+	for i := range n {
+		fmt.Fprintf(&b, `---
+apiVersion: v1
+kind: Pod
+metadata: {name: train-%d, namespace: ml, annotations: {scheduling.k8s.io/group-name: train}}
+spec:
+  schedulerName: volcano
+  containers: [{name: c, image: busybox, resources: {limits: {example.com/gpu: "1"}}}]
+`, i)
+	}
+	return b.String()
+}
+
+// Volcano's gangs are planned all or nothing when its scheduler is
+// bypassed (CA's --bypassed-scheduler-names=volcano); otherwise its pods
+// are Volcano's to place and get no node.
+func TestVolcanoGangs(t *testing.T) {
+	plan := func(n int, args ...string) report.SimulateOutput {
+		t.Helper()
+		code, out, errOut := draxr(t, append([]string{"simulate", "-o", "json", "-f", writeFile(t, "volcano.yaml", volcanoDump(n))}, args...)...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		var o report.SimulateOutput
+		if err := json.Unmarshal([]byte(out), &o); err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	o := plan(40, "--bypassed-scheduler-names=volcano")
+	if len(o.ScaleUps) != 0 || len(o.NoScaleUp) != 40 {
+		t.Fatalf("gang of 40: %+v, want no scale-up and 40 pods refused", o.ScaleUps)
+	}
+	for _, n := range o.NoScaleUp {
+		if n.Code != "GangDoesNotFit" || !strings.Contains(n.Reason, "PodGroup.scheduling.volcano.sh ml/train is a gang of minCount 40") {
+			t.Fatalf("pod %s: %s %q, want GangDoesNotFit naming the Volcano group", n.Pod, n.Code, n.Reason)
+		}
+	}
+	o = plan(16, "--bypassed-scheduler-names=volcano")
+	if len(o.ScaleUps) != 1 || o.ScaleUps[0].NewNodes != 2 || !o.ScaleUps[0].Atomic {
+		t.Errorf("gang of 16: %+v, want one atomic step of 2 nodes", o.ScaleUps)
+	}
+	o = plan(16)
+	if len(o.ScaleUps) != 0 || len(o.NoScaleUp) != 16 || o.NoScaleUp[0].Code != "NotServedByScheduler" {
+		t.Errorf("not bypassed: %+v / %+v, want every pod NotServedByScheduler", o.ScaleUps, o.NoScaleUp)
 	}
 }
 
