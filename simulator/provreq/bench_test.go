@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"testing"
 
-	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	prv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
@@ -24,21 +23,7 @@ func halfFullFleet(b *testing.B, nodes int) *scaleup.Planner {
 	b.Helper()
 	snap := snapshot.New()
 	snap.SetDeviceClass(fx.Class(gpuClass, fx.Driver, fx.GPUResource, fx.Epoch))
-	var running []*v1.Pod
-	for _, name := range addGPUNodes(b, snap, nodes) {
-		for d := 0; d < 4; d++ {
-			pod := fx.Pod(fmt.Sprintf("%s-run-%d", name, d), 100, fx.GPUs(fx.GPUResource, 1))
-			pod.Spec.NodeName = name
-			pod.Status.Phase = v1.PodRunning
-			claim := fx.ExtendedResourceClaim(pod, gpuClass, fx.Driver, name, 1, fmt.Sprintf("gpu-%d", d))
-			pod.Status.ExtendedResourceClaimStatus = &v1.PodExtendedResourceClaimStatus{ResourceClaimName: claim.Name,
-				RequestMappings: []v1.ContainerExtendedResourceRequest{{ContainerName: "main",
-					ResourceName: string(fx.GPUResource), RequestName: claim.Spec.Devices.Requests[0].Name}}}
-			snap.SetResourceClaim(claim)
-			running = append(running, pod)
-		}
-	}
-	if err := snap.AddBoundPods(running, nil); err != nil {
+	if err := fx.BusyGPUFleet(nodes, 4, gpuClass, nodegroup.GroupLabel, "gpu").AddTo(snap); err != nil {
 		b.Fatal(err)
 	}
 	h, err := harness.New(context.Background(), snap, nil)
