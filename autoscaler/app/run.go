@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"reflect"
+	"slices"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -53,6 +54,8 @@ import (
 	"draxr.dev/draxr/simulator/capacitybuffer"
 	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/featuregates"
+	"draxr.dev/draxr/simulator/gang"
+	"draxr.dev/draxr/simulator/live"
 	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/input"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
@@ -190,6 +193,10 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 	if err != nil {
 		return err
 	}
+	volcanoFactory, err := watchVolcano(ctx, o, cfg, &listers)
+	if err != nil {
+		return err
+	}
 	statusName := o.statusConfigMap
 	if !o.writeStatusConfigMap {
 		statusName = ""
@@ -247,8 +254,10 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 				factories = append(factories, typed{f})
 			}
 		}
-		if bufferFactory != nil {
-			factories = append(factories, dynamicFactory{bufferFactory})
+		for _, f := range []dynamicinformer.DynamicSharedInformerFactory{bufferFactory, volcanoFactory} {
+			if f != nil {
+				factories = append(factories, dynamicFactory{f})
+			}
 		}
 		for _, f := range factories {
 			f.Start(ctx.Done())
@@ -313,6 +322,33 @@ func newBuffers(o *options, cfg *rest.Config, factory informers.SharedInformerFa
 		StatefulSets: factory.Apps().V1().StatefulSets().Lister(), Jobs: factory.Batch().V1().Jobs().Lister(),
 		Quotas: factory.Core().V1().ResourceQuotas().Lister(),
 		Client: writer, Controller: o.bufferController, Injection: o.bufferInjection}, f, nil
+}
+
+// watchVolcano registers an informer on Volcano's PodGroups when its
+// scheduler is among --bypassed-scheduler-names, so that its gangs are
+// planned all or nothing; where Volcano's API is not served, its pods are
+// planned one by one, and the log says so.
+func watchVolcano(ctx context.Context, o *options, cfg *rest.Config, listers *clusterstate.Listers) (dynamicinformer.DynamicSharedInformerFactory, error) {
+	if !slices.Contains(o.pods.BypassedSchedulerNames, gang.VolcanoScheduler) {
+		return nil, nil
+	}
+	jsonCfg := rest.CopyConfig(cfg)
+	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = "application/json", "application/json"
+	disco, err := discovery.NewDiscoveryClientForConfig(jsonCfg)
+	if err != nil {
+		return nil, err
+	}
+	if !live.Serves(disco, live.VolcanoPodGroups) {
+		klog.FromContext(ctx).Info("Volcano's PodGroups are not served: its pods are planned one by one", "resource", live.VolcanoPodGroups.String())
+		return nil, nil
+	}
+	dyn, err := dynamic.NewForConfig(jsonCfg)
+	if err != nil {
+		return nil, err
+	}
+	f := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+	listers.VolcanoPodGroups = f.ForResource(live.VolcanoPodGroups).Lister()
+	return f, nil
 }
 
 // informerFactory is what the loop starts and waits for: client-go's

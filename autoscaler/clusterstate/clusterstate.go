@@ -204,12 +204,8 @@ func (st *State) addDRA(l Listers) error {
 		}
 		st.Objects.DeviceTaintRules = rules
 	}
-	if l.PodGroups != nil {
-		groups, err := l.PodGroups.List(all)
-		if err != nil {
-			return err
-		}
-		st.Objects.PodGroups = groups
+	if err := l.AddGangs(st.Objects); err != nil {
+		return err
 	}
 	// New nodes run the DaemonSet pods that match them (a fake or older
 	// set-up may have no DaemonSet informer).

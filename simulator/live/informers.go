@@ -13,7 +13,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/informers"
@@ -46,6 +48,9 @@ type Listers struct {
 	// PodGroups make gangs (GenericWorkload): set by WithPodGroups where
 	// the API server serves them; nil reads none.
 	PodGroups schedulinglisters.PodGroupLister
+	// VolcanoPodGroups are Volcano's PodGroups, read unstructured (set
+	// where Volcano's scheduler is bypassed and its API served).
+	VolcanoPodGroups cache.GenericLister
 }
 
 // WithPodGroups registers the PodGroup informer with the factory when the
@@ -56,14 +61,22 @@ func (l Listers) WithPodGroups(f informers.SharedInformerFactory, disco discover
 	if !utilfeature.DefaultFeatureGate.Enabled(features.GenericWorkload) {
 		return l, nil
 	}
-	gv := schedulingv1beta1.SchemeGroupVersion.String()
-	resources, err := disco.ServerResourcesForGroupVersion(gv)
-	if err != nil || !slices.ContainsFunc(resources.APIResources, func(r metav1.APIResource) bool { return r.Name == "podgroups" }) {
-		return l, fmt.Errorf("GenericWorkload=true: the API server does not serve podgroups.%s (%v); "+
-			"turn the gate on in the API server too (--feature-gates and --runtime-config=%s=true)", gv, err, gv)
+	gvr := schedulingv1beta1.SchemeGroupVersion.WithResource("podgroups")
+	if !Serves(disco, gvr) {
+		return l, fmt.Errorf("GenericWorkload=true: the API server does not serve %s.%s; "+
+			"turn the gate on in the API server too (--feature-gates and --runtime-config=%s=true)", gvr.Resource, gvr.GroupVersion(), gvr.GroupVersion())
 	}
 	l.PodGroups = f.Scheduling().V1beta1().PodGroups().Lister()
 	return l, nil
+}
+
+// VolcanoPodGroups is the resource of Volcano's PodGroups.
+var VolcanoPodGroups = schema.GroupVersionResource{Group: "scheduling.volcano.sh", Version: "v1beta1", Resource: "podgroups"}
+
+// Serves reports whether the API server serves gvr.
+func Serves(disco discovery.DiscoveryInterface, gvr schema.GroupVersionResource) bool {
+	resources, err := disco.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
+	return err == nil && slices.ContainsFunc(resources.APIResources, func(r metav1.APIResource) bool { return r.Name == gvr.Resource })
 }
 
 // NewListers registers the informers with the factory; start the factory
@@ -126,14 +139,11 @@ func (l Listers) Objects() (*input.Objects, error) {
 			return nil, fmt.Errorf("list daemonsets: %w", err)
 		}
 	}
-	if l.PodGroups != nil {
-		if objs.PodGroups, err = l.PodGroups.List(all); err != nil {
-			return nil, fmt.Errorf("list podgroups: %w", err)
-		}
+	if err := l.AddGangs(objs); err != nil {
+		return nil, err
 	}
 	sortByKey(objs.Nodes)
 	sortByKey(objs.DaemonSets)
-	sortByKey(objs.PodGroups)
 	sortByKey(objs.RunningPods)
 	sortByKey(objs.PendingPods)
 	sortByKey(objs.ResourceSlices)
@@ -143,6 +153,34 @@ func (l Listers) Objects() (*input.Objects, error) {
 	sortByKey(objs.DeviceTaintRules)
 	objs.PlaceBindingPods()
 	return objs, nil
+}
+
+// AddGangs adds the PodGroups and Volcano's PodGroups the listers hold,
+// sorted.
+func (l Listers) AddGangs(objs *input.Objects) error {
+	all := labels.Everything()
+	if l.PodGroups != nil {
+		groups, err := l.PodGroups.List(all)
+		if err != nil {
+			return fmt.Errorf("list podgroups: %w", err)
+		}
+		objs.PodGroups = groups
+		sortByKey(objs.PodGroups)
+	}
+	if l.VolcanoPodGroups != nil {
+		groups, err := l.VolcanoPodGroups.List(all)
+		if err != nil {
+			return fmt.Errorf("list %s: %w", VolcanoPodGroups.GroupResource(), err)
+		}
+		objs.VolcanoPodGroups = nil
+		for _, g := range groups {
+			if u, ok := g.(*unstructured.Unstructured); ok {
+				objs.VolcanoPodGroups = append(objs.VolcanoPodGroups, u)
+			}
+		}
+		sortByKey(objs.VolcanoPodGroups)
+	}
+	return nil
 }
 
 type namespacedName interface {

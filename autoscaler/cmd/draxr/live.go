@@ -85,6 +85,25 @@ func (g *globalFlags) read(ctx context.Context, groups groupsFunc) (*input.Objec
 	return objs, nil
 }
 
+// readVolcano adds Volcano's PodGroups (its gangs are planned with
+// --bypassed-scheduler-names=volcano).
+func readVolcano(ctx context.Context, cfg *rest.Config, objs *input.Objects) error {
+	jsonCfg := rest.CopyConfig(cfg)
+	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = "application/json", "application/json"
+	dyn, err := dynamic.NewForConfig(jsonCfg)
+	if err != nil {
+		return err
+	}
+	list, err := dyn.Resource(live.VolcanoPodGroups).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list %s: %w", live.VolcanoPodGroups.GroupResource(), err)
+	}
+	for i := range list.Items {
+		objs.VolcanoPodGroups = append(objs.VolcanoPodGroups, &list.Items[i])
+	}
+	return nil
+}
+
 // readRequests adds the cluster's ProvisioningRequests, CapacityBuffers
 // and the PodTemplates they name (read once, per plan), where the API
 // serves CA's CRDs.
@@ -100,6 +119,11 @@ func readRequests(ctx context.Context, client kubernetes.Interface, cfg *rest.Co
 			}
 		}
 		return false
+	}
+	if live.Serves(client.Discovery(), live.VolcanoPodGroups) {
+		if err := readVolcano(ctx, cfg, objs); err != nil {
+			return err
+		}
 	}
 	requests := served(prv1.SchemeGroupVersion.String(), "provisioningrequests")
 	bufferGVR := capacitybuffer.GroupVersionResource()
