@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -9,7 +11,13 @@ import (
 	v1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
+
+	"draxr.dev/draxr/simulator/gang"
+	"draxr.dev/draxr/simulator/live"
+	"draxr.dev/draxr/simulator/report"
 )
 
 // gang creates a PodGroup of minCount n with a gang policy and its n pods,
@@ -54,8 +62,12 @@ func TestGangsLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop()
-	e.autoscaler(e.nodeGroups(groupSpec{name: "gang-gpu", min: 0, max: 4, draDevices: 8}),
-		"--feature-gates=GenericWorkload=true", "--bypassed-scheduler-names=gang")
+	if err := cp.InstallCRDFiles(e.ctx, filepath.Join(root, "test/e2e/testdata/volcano/podgroups-crd.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	e.deleteOnCleanup(live.VolcanoPodGroups)
+	groups := e.nodeGroups(groupSpec{name: "gang-gpu", min: 0, max: 4, draDevices: 8})
+	e.autoscaler(groups, "--feature-gates=GenericWorkload=true", "--bypassed-scheduler-names=gang,volcano")
 
 	e.gang("gang", "train", 16)
 	e.eventually(time.Minute, "2 nodes", func() error {
@@ -108,4 +120,66 @@ func TestGangsLive(t *testing.T) {
 		}
 		return nil
 	})
+
+	// Offline is live: draxr simulate on the cluster refuses big as the
+	// loop did.
+	code, out, errOut := runDraxr(t, filepath.Join(bins, "draxr"), "simulate", "--kubeconfig", cp.AdminKubeconfig,
+		"--node-group-config", groups, "-n", e.ns, "-o", "json", "--feature-gates=GenericWorkload=true", "--bypassed-scheduler-names=gang,volcano")
+	if code != 0 {
+		t.Fatalf("draxr simulate --kubeconfig: exit %d: %s", code, errOut)
+	}
+	var plan report.SimulateOutput
+	if err := json.Unmarshal([]byte(out), &plan); err != nil {
+		t.Fatal(err)
+	}
+	refused := 0
+	for _, n := range plan.NoScaleUp {
+		if strings.HasPrefix(n.Pod.Name, "big-") && n.Code == "GangDoesNotFit" && strings.Contains(n.Reason, "max size 4 leaves room for 2") {
+			refused++
+		}
+	}
+	if refused != 24 || len(plan.ScaleUps) != 0 {
+		t.Errorf("draxr simulate refuses %d of big's 24 pods and plans %+v; want all refused, no scale-up, as the loop", refused, plan.ScaleUps)
+	}
+
+	// Volcano's gang (no Volcano runs: its pods stay pending, bypassed):
+	// 8 pods of minMember 8 get one node of the two left.
+	e.volcanoGang("vc", 8)
+	e.eventually(time.Minute, "3 nodes", func() error {
+		if n := len(e.groupNodes("gang-gpu")); n != 3 {
+			return fmt.Errorf("%d nodes", n)
+		}
+		return nil
+	})
+}
+
+// volcanoGang creates a Volcano PodGroup of minMember n and its n pods
+// (schedulerName volcano, the group in Volcano's annotation).
+func (e *env) volcanoGang(name string, n int) {
+	e.t.Helper()
+	dyn, err := dynamic.NewForConfig(cp.AdminConfig)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	pg := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+		"metadata": map[string]any{"name": name, "namespace": e.ns},
+		"spec":     map[string]any{"minMember": int64(n), "queue": "default"}}}
+	if _, err := dyn.Resource(live.VolcanoPodGroups).Namespace(e.ns).Create(e.ctx, pg, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	for i := range n {
+		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", name, i), Namespace: e.ns,
+			Annotations: map[string]string{gang.VolcanoGroupAnnotation: name}},
+			Spec: v1.PodSpec{
+				SchedulerName:                 gang.VolcanoScheduler,
+				NodeSelector:                  map[string]string{"e2e-test": e.name},
+				TerminationGracePeriodSeconds: ptr.To[int64](0),
+				Containers: []v1.Container{{Name: "main", Image: "registry.example/app",
+					Resources: v1.ResourceRequirements{Limits: v1.ResourceList{e.resource: *resourceQuantity(1)}}}},
+			}}
+		if _, err := cp.Client.CoreV1().Pods(e.ns).Create(e.ctx, p, metav1.CreateOptions{}); err != nil {
+			e.t.Fatal(err)
+		}
+	}
 }
