@@ -117,7 +117,9 @@ func newOracle(t *testing.T) *oracle {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	ocp, err := controlplane.Start(ctx, controlplane.Options{BinDir: binDir})
+	// The Workload API is served for the gang scenarios.
+	ocp, err := controlplane.Start(ctx, controlplane.Options{BinDir: binDir, APIServerArgs: []string{
+		"--feature-gates=GenericWorkload=true", "--runtime-config=scheduling.k8s.io/v1beta1=true"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,6 +348,13 @@ func (o *oracle) build(ctx context.Context, objs *input.Objects, newNodes []newN
 		fresh(&tmpl.ObjectMeta)
 		if _, err := c.ResourceV1().ResourceClaimTemplates(tmpl.Namespace).Create(ctx, tmpl, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("ResourceClaimTemplate %s/%s: %v", tmpl.Namespace, tmpl.Name, err)
+		}
+	}
+	for _, pg := range objs.PodGroups {
+		pg = pg.DeepCopy()
+		fresh(&pg.ObjectMeta)
+		if _, err := c.SchedulingV1beta1().PodGroups(pg.Namespace).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("PodGroup %s/%s: %v", pg.Namespace, pg.Name, err)
 		}
 	}
 	for _, n := range objs.Nodes {
@@ -707,6 +716,9 @@ func (o *oracle) cleanup(ctx context.Context) {
 		if err := c.ResourceV1().ResourceClaims(ns).DeleteCollection(ctx, now, metav1.ListOptions{}); err != nil {
 			t.Errorf("delete claims in %s: %v", ns, err)
 		}
+		if err := c.SchedulingV1beta1().PodGroups(ns).DeleteCollection(ctx, now, metav1.ListOptions{}); err != nil {
+			t.Errorf("delete PodGroups in %s: %v", ns, err)
+		}
 	}
 	if err := c.ResourceV1().ResourceSlices().DeleteCollection(ctx, now, metav1.ListOptions{}); err != nil {
 		t.Errorf("delete ResourceSlices: %v", err)
@@ -757,6 +769,22 @@ func (o *oracle) leftovers(ctx context.Context, namespaces []string) ([]string, 
 			if claim.DeletionTimestamp != nil && len(pods.Items) == 0 && len(claim.Finalizers) > 0 {
 				claim.Finalizers = nil
 				_, _ = c.ResourceV1().ResourceClaims(ns).Update(ctx, claim, metav1.UpdateOptions{})
+			}
+		}
+	}
+	for _, ns := range namespaces {
+		groups, err := c.SchedulingV1beta1().PodGroups(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		for i := range groups.Items {
+			g := &groups.Items[i]
+			left = append(left, "PodGroup "+ns+"/"+g.Name)
+			// Its protection finalizer is the controller-manager's, which
+			// the test control plane runs without the gate.
+			if g.DeletionTimestamp != nil && len(g.Finalizers) > 0 {
+				g.Finalizers = nil
+				_, _ = c.SchedulingV1beta1().PodGroups(ns).Update(ctx, g, metav1.UpdateOptions{})
 			}
 		}
 	}

@@ -9,6 +9,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/component-base/featuregate"
+	featuregatetesting "k8s.io/component-base/featuregate/testing"
 )
 
 // oracleScenario is one scenario the fidelity oracle replays.
@@ -24,6 +28,12 @@ type oracleScenario struct {
 	wantPerGroup map[string]int // new nodes per group, where it matters
 	wantLeftOut  int            // pods the plan must leave without a node
 	wantNodeName []string       // planned node names that must appear
+	// gates are feature gates turned on for the plan and the replay's
+	// scheduler.
+	gates []string
+	// wantFewerPending, when set, is how many placed pods the replay with
+	// one node fewer must leave pending (a gang: all of them).
+	wantFewerPending int
 }
 
 // Golden scenarios whose pods are meant never to bind: the oracle's
@@ -99,6 +109,12 @@ func oracleScenarios(t *testing.T) []oracleScenario {
 		shape("template-claims-before-shared-claim", oracleScenario{wantNewNodes: ptrInt(3)}),
 		// The fabric pool is used up: 2 pods left out, 2 nodes for the rest.
 		shape("shared-pool-exhausted", oracleScenario{wantNewNodes: ptrInt(2), wantLeftOut: 2}),
+		// Gangs, with the scheduler's gang plugin: 12 one-GPU pods of
+		// minCount 12 need 2 nodes, and with one the whole gang waits.
+		shape("gang-two-nodes", oracleScenario{wantNewNodes: ptrInt(2), gates: []string{"GenericWorkload"}, wantFewerPending: 12}),
+		// 4 of them fit a live node: one new node, and without it none of
+		// the 12 binds.
+		shape("gang-with-live-room", oracleScenario{wantNewNodes: ptrInt(1), gates: []string{"GenericWorkload"}, wantFewerPending: 12}),
 	)
 	return out
 }
@@ -125,6 +141,11 @@ func TestFidelityOracle(t *testing.T) {
 					o.cleanup(ctx)
 				}
 			})
+			o.schedOpts.Args = nil
+			for _, gate := range sc.gates {
+				featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, featuregate.Feature(gate), true)
+				o.schedOpts.Args = append(o.schedOpts.Args, "--feature-gates="+gate+"=true")
+			}
 			rep := o.check(sc.paths, sc.opts)
 			fmt.Println(rep.line(sc.name))
 			for _, d := range rep.Differ {
@@ -140,6 +161,9 @@ func TestFidelityOracle(t *testing.T) {
 			if len(rep.NewNodes) > 0 && rep.FewerPending == 0 {
 				t.Errorf("with one %s node fewer than planned (%v), every placed pod still binds: the plan is not minimal (unsettled: %v)",
 					rep.FewerGroup, rep.NewNodes, rep.FewerUnsettled)
+			}
+			if sc.wantFewerPending > 0 && rep.FewerPending != sc.wantFewerPending {
+				t.Errorf("with one node fewer %d placed pods stay pending, want %d (unsettled: %v)", rep.FewerPending, sc.wantFewerPending, rep.FewerUnsettled)
 			}
 			if sc.wantNewNodes != nil && len(rep.NewNodes) != *sc.wantNewNodes {
 				t.Errorf("planned new nodes %v, want %d", rep.NewNodes, *sc.wantNewNodes)
