@@ -155,6 +155,9 @@ type Autoscaler struct {
 	// once (after the requests are decided); each step forks it and
 	// reverts what it changed.
 	shared *harness.Harness
+	// bufferRoom is where this loop's buffer pods stand in the shared
+	// simulation (placeBuffersOnce).
+	bufferRoom bufferRoom
 }
 
 // New returns an autoscaler.
@@ -295,8 +298,8 @@ func (a *Autoscaler) RunOnce(ctx context.Context) (*LoopResult, error) {
 	}
 
 	var runErr error
-	a.shared = nil
-	defer func() { a.shared = nil }()
+	a.shared, a.bufferRoom = nil, bufferRoom{}
+	defer func() { a.shared, a.bufferRoom = nil, bufferRoom{} }()
 	if a.cfg.ProvisioningRequests != nil {
 		runErr = a.serveRequests(ctx, st, res)
 	}
@@ -310,7 +313,13 @@ func (a *Autoscaler) RunOnce(ctx context.Context) (*LoopResult, error) {
 			runErr = errors.Join(append([]error{runErr}, l.Errors...)...)
 		}
 	}
-	if (len(st.Unschedulable) > 0 || a.bufferPods() > 0) && res.ScaleUp == nil {
+	if len(st.Unschedulable) > 0 || a.bufferPods() > 0 {
+		// Buffer pods that fit stay, for scale-up and scale-down alike.
+		if err := a.placeBuffersOnce(ctx, st); err != nil {
+			runErr = errors.Join(runErr, err)
+		}
+	}
+	if (len(st.Unschedulable) > 0 || len(a.pendingBufferPods()) > 0) && res.ScaleUp == nil {
 		metrics.UpdateLastTime(metrics.FunctionScaleUp, a.cfg.Now())
 		scaleUpStart := time.Now()
 		runErr = errors.Join(runErr, a.scaleUp(ctx, st, res))
@@ -428,11 +437,9 @@ func (a *Autoscaler) scaleUpOnce(ctx context.Context, st *clusterstate.State, gr
 	// A plan of many thousands of pods stops when the process is told to
 	// (SIGTERM ends ctx): nothing is asked of the cloud after that.
 	pending := oldEnough(ctx, st.Unschedulable, a.cfg.NewPodScaleUpDelay, a.cfg.Now())
-	if a.buffers != nil {
-		// After every real pod (they were created now): real pods take
-		// free room first, a buffer's pods the rest, or new nodes.
-		pending = append(pending, a.buffers.Pods...)
-	}
+	// After every real pod (they were created now): real pods take free
+	// room first, a buffer's pods the rest, or new nodes.
+	pending = append(pending, a.pendingBufferPods()...)
 	plan, err := p.PlanContext(ctx, pending)
 	metrics.UpdateDurationFromStart(metrics.FunctionEstimate, start)
 	if err != nil {

@@ -22,12 +22,68 @@ func (a *Autoscaler) bufferPods() int {
 	return len(a.buffers.Pods)
 }
 
+// bufferRoom says whether this loop's buffer pods that fit are placed in
+// the shared simulation itself, and which did not fit.
+type bufferRoom struct {
+	decided  bool
+	inBase   bool
+	unplaced []*v1.Pod
+}
+
+// placeBuffersOnce places the buffer pods in the loop's shared
+// simulation, first fit, when no real pod is pending: scale-up and
+// scale-down would each place them alike after the pending pods (none),
+// so they are placed once, and only those that do not fit are planned
+// for. With real pods pending each step places them after those.
+func (a *Autoscaler) placeBuffersOnce(ctx context.Context, st *clusterstate.State) error {
+	if a.bufferRoom.decided {
+		return nil
+	}
+	a.bufferRoom.decided = true
+	if a.bufferPods() == 0 || len(st.Unschedulable) > 0 || len(st.BindingNodeUnknown) > 0 {
+		return nil
+	}
+	h, err := a.sharedSimulation(ctx, st)
+	if err != nil {
+		return err
+	}
+	p := a.planner(h, st, nil)
+	p.FirstFit = true
+	plan, err := p.PlanContext(ctx, a.buffers.Pods)
+	if err != nil {
+		return err
+	}
+	left := map[string]bool{}
+	for _, n := range plan.NoScaleUp {
+		left[n.Pod.String()] = true
+	}
+	for _, pod := range a.buffers.Pods {
+		if left[pod.Namespace+"/"+pod.Name] {
+			a.bufferRoom.unplaced = append(a.bufferRoom.unplaced, pod)
+		}
+	}
+	a.bufferRoom.inBase = true
+	return nil
+}
+
+// pendingBufferPods are the buffer pods scale-up plans for: those not
+// placed in the shared simulation.
+func (a *Autoscaler) pendingBufferPods() []*v1.Pod {
+	if a.bufferRoom.inBase {
+		return a.bufferRoom.unplaced
+	}
+	if a.buffers == nil {
+		return nil
+	}
+	return a.buffers.Pods
+}
+
 // placeBufferPods keeps the buffers' room in a scale-down simulation: their
 // pods go where they fit, first fit, after the pending pods (which take
 // free room first), so a node holding a buffer's room is in use. They are
 // safe to evict: a node whose buffer pods fit elsewhere may go.
 func (a *Autoscaler) placeBufferPods(ctx context.Context, h *harness.Harness, st *clusterstate.State) {
-	if a.bufferPods() == 0 {
+	if a.bufferPods() == 0 || a.bufferRoom.inBase {
 		return
 	}
 	p := a.planner(h, st, nil)

@@ -16,6 +16,7 @@ import (
 
 	"draxr.dev/draxr/autoscaler/buffers"
 	cb "draxr.dev/draxr/simulator/capacitybuffer"
+	fx "draxr.dev/draxr/simulator/fixtures"
 )
 
 // A quiet loop at fleet size (2,500 full 8-GPU nodes, 50 free ones,
@@ -40,6 +41,8 @@ func BenchmarkRunOnceSteadyBuffers(b *testing.B) {
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
+			before := fx.ProcessCPU()
+			defer func() { b.ReportMetric((fx.ProcessCPU() - before).Seconds()/float64(b.N), "cpu-s/op") }()
 			for range b.N {
 				res, err := a.RunOnce(ctx)
 				if err != nil {

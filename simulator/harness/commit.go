@@ -65,7 +65,11 @@ func (h *Harness) commit(pod *v1.Pod, nodeName string) (*v1.Pod, error) {
 		reserveFor(claim, placed)
 		h.snap.SetResourceClaim(claim)
 	}
-	if err := h.snap.AddPod(placed); err != nil {
+	add := h.snap.AddPod
+	if h.like != "" {
+		add = func(pod *v1.Pod) error { return h.snap.AddPodLike(pod, h.like) }
+	}
+	if err := add(placed); err != nil {
 		return nil, err
 	}
 	return placed, nil

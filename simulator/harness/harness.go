@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -44,6 +45,9 @@ type Harness struct {
 	resourceFilter *bool
 	// deviceFilter caches whether the profile filters on DynamicResources.
 	deviceFilter *bool
+	// like, while set, is a placed pod the one being placed is a replica
+	// of (PlaceOnAnyNodeLike).
+	like types.UID
 }
 
 // New builds the framework from a profile (nil: kube-scheduler's default
@@ -169,6 +173,16 @@ func (h *Harness) PlaceOnAnyNode(pod *v1.Pod, candidates []string) (string, *v1.
 		return nodeName, placed, nil
 	}
 	return "", nil, fitErr
+}
+
+// PlaceOnAnyNodeLike is PlaceOnAnyNode for a replica of the placed pod
+// like (same namespace, requests and inter-pod terms): its scheduler pod
+// info is copied when committed instead of computed again, which is most
+// of committing a pod.
+func (h *Harness) PlaceOnAnyNodeLike(pod *v1.Pod, candidates []string, like types.UID) (string, *v1.Pod, *FitError) {
+	h.like = like
+	defer func() { h.like = "" }()
+	return h.PlaceOnAnyNode(pod, candidates)
 }
 
 // begin starts placing a pod: it refuses a placed pod and runs PreFilter.

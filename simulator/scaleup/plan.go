@@ -268,6 +268,9 @@ func (p *Planner) placeOnExisting(ctx context.Context, pods []*v1.Pod, plan *Pla
 	noRoom := map[string]bool{}
 	room := p.Harness.NewCandidates()
 	last := "" // FirstFit: the node the last pod went to
+	// FirstFit: the last placed pod of each kind, whose scheduler pod
+	// info its replicas copy.
+	lastOfKind := map[string]types.UID{}
 	for _, pod := range pods {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -281,7 +284,7 @@ func (p *Planner) placeOnExisting(ctx context.Context, pods []*v1.Pod, plan *Pla
 		var placed *v1.Pod
 		var ferr *harness.FitError
 		if p.FirstFit || p.FirstFitFor != nil && p.FirstFitFor(pod) {
-			node, placed, ferr = p.firstFit(pod, nodes, last)
+			node, placed, ferr = p.firstFit(pod, nodes, last, lastOfKind[kind])
 		} else {
 			// Nodes plainly short of the pod's requests are left out
 			// before any plugin runs; scores are only taken among feasible
@@ -300,6 +303,7 @@ func (p *Planner) placeOnExisting(ctx context.Context, pods []*v1.Pod, plan *Pla
 			continue
 		}
 		last = node
+		lastOfKind[kind] = placed.UID
 		plan.ExistingNodes = append(plan.ExistingNodes, newPlacement(p.Harness, pod, node, placed))
 	}
 	return remaining, nil
@@ -311,7 +315,7 @@ func (p *Planner) placeOnExisting(ctx context.Context, pods []*v1.Pod, plan *Pla
 // it to its candidates), so a fleet of thousands costs a few nodes a pod.
 // Nodes plainly short of the pod's requests are skipped before any plugin
 // runs.
-func (p *Planner) firstFit(pod *v1.Pod, nodes []string, last string) (string, *v1.Pod, *harness.FitError) {
+func (p *Planner) firstFit(pod *v1.Pod, nodes []string, last string, like types.UID) (string, *v1.Pod, *harness.FitError) {
 	full := p.Harness.NoRoom(pod)
 	start := max(slices.Index(nodes, last), 0)
 	batch := make([]string, 0, 1) // most pods take the first node with room
@@ -327,13 +331,13 @@ func (p *Planner) firstFit(pod *v1.Pod, nodes []string, last string) (string, *v
 		}
 		var node string
 		var placed *v1.Pod
-		if node, placed, ferr = p.Harness.PlaceOnAnyNode(pod, batch); ferr == nil {
+		if node, placed, ferr = p.Harness.PlaceOnAnyNodeLike(pod, batch, like); ferr == nil {
 			return node, placed, nil
 		}
 		batch = make([]string, 0, 2*cap(batch))
 	}
 	if len(batch) > 0 {
-		return p.Harness.PlaceOnAnyNode(pod, batch)
+		return p.Harness.PlaceOnAnyNodeLike(pod, batch, like)
 	}
 	if ferr == nil {
 		ferr = &harness.FitError{Pod: pod.Namespace + "/" + pod.Name, PreFilter: []harness.Reason{{Message: "no node has room"}}}

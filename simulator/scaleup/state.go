@@ -75,6 +75,11 @@ func newState(p *Planner, groups []*nodegroup.NodeGroup) *state {
 		templates:    &estimator.Templates{},
 	}
 	snap := p.Harness.Snapshot()
+	if len(groups) == 0 {
+		// Placing on existing nodes only (buffer pods, check-capacity):
+		// nothing below is read, and a fleet's nodes need not be walked.
+		return st
+	}
 	for _, name := range snap.NodeNames() {
 		if g := nodegroup.Group(snap.NodeInfo(name).Node()); g != "" {
 			st.current[g]++
