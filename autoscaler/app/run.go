@@ -55,9 +55,9 @@ import (
 	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/featuregates"
 	"draxr.dev/draxr/simulator/gang"
-	"draxr.dev/draxr/simulator/live"
 	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/input"
+	"draxr.dev/draxr/simulator/live"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 )
 

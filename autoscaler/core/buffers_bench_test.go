@@ -42,7 +42,7 @@ func BenchmarkRunOnceSteadyBuffers(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			before := fx.ProcessCPU()
-			defer func() { b.ReportMetric((fx.ProcessCPU() - before).Seconds()/float64(b.N), "cpu-s/op") }()
+			defer func() { b.ReportMetric((fx.ProcessCPU()-before).Seconds()/float64(b.N), "cpu-s/op") }()
 			for range b.N {
 				res, err := a.RunOnce(ctx)
 				if err != nil {
