@@ -505,8 +505,22 @@ func keys(pods []*v1.Pod) sets.Set[string] {
 func (o *oracle) namespaces(ctx context.Context, objs *input.Objects) {
 	t := o.t
 	t.Helper()
+	// Admin-access claims are allowed only in namespaces labelled for it
+	// (dumps' Namespace objects are not kept: the templates say which).
+	admin := sets.New[string]()
+	for _, tmpl := range objs.ResourceClaimTemplates {
+		for _, r := range tmpl.Spec.Spec.Devices.Requests {
+			if r.Exactly != nil && ptr.Deref(r.Exactly.AdminAccess, false) {
+				admin.Insert(tmpl.Namespace)
+			}
+		}
+	}
 	for _, ns := range sets.List(scenarioNamespaces(objs)) {
-		_, err := o.cp.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		meta := metav1.ObjectMeta{Name: ns}
+		if admin.Has(ns) {
+			meta.Labels = map[string]string{"resource.kubernetes.io/admin-access": "true"}
+		}
+		_, err := o.cp.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: meta}, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatalf("Namespace %s: %v", ns, err)
 		}

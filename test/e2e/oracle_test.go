@@ -109,6 +109,13 @@ func oracleScenarios(t *testing.T) []oracleScenario {
 		shape("template-claims-before-shared-claim", oracleScenario{wantNewNodes: ptrInt(3)}),
 		// The fabric pool is used up: 2 pods left out, 2 nodes for the rest.
 		shape("shared-pool-exhausted", oracleScenario{wantNewNodes: ptrInt(2), wantLeftOut: 2}),
+		// Both groups can grow; the pods' first choice (H100) decides,
+		// whatever least-waste would pick.
+		shape("first-choice-across-groups", oracleScenario{wantNewNodes: ptrInt(2), wantPerGroup: map[string]int{"h100": 2}}),
+		// The agent's claim template takes a GPU per node: 3 nodes.
+		shape("daemonset-claim-template", oracleScenario{wantNewNodes: ptrInt(3)}),
+		// The monitor's admin-access claim takes no GPU: 2 nodes.
+		shape("daemonset-admin-access", oracleScenario{wantNewNodes: ptrInt(2)}),
 		// Gangs, with the scheduler's gang plugin: 12 one-GPU pods of
 		// minCount 12 need 2 nodes, and with one the whole gang waits.
 		shape("gang-two-nodes", oracleScenario{wantNewNodes: ptrInt(2), gates: []string{"GenericWorkload"}, wantFewerPending: 12}),
