@@ -7,12 +7,15 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/dynamic-resource-allocation/structured"
+	"k8s.io/utils/ptr"
 
 	"draxr.dev/draxr/autoscaler/clusterstate"
 	"draxr.dev/draxr/autoscaler/metrics"
 	"draxr.dev/draxr/simulator/dynres"
 	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/scaleup"
+	"draxr.dev/draxr/simulator/snapshot"
 	"draxr.dev/draxr/simulator/taints"
 )
 
@@ -81,14 +84,19 @@ func (a *Autoscaler) recordStateMetrics(st *clusterstate.State) {
 // the counter set (NVIDIA's DynamicMIG publishes an H100 as the GPU and
 // its MIG placements, all drawing on "gpu-N-counter-set"): it is one
 // device published, and in use once however many of its partitions a
-// class holds. Devices consuming no counters count one each.
-func deviceCounts(slices []*resourceapi.ResourceSlice, claims []*resourceapi.ResourceClaim) (inUse, published map[string]int) {
+// class holds. Devices consuming no counters count one each. A device
+// allocated several times (KEP-5075) is in use by the share of its
+// capacity its allocations consume (four quarter shares: one device), as
+// snapshot.ShareOfCapacity reads it; admin-access results use nothing.
+func deviceCounts(slices []*resourceapi.ResourceSlice, claims []*resourceapi.ResourceClaim) (inUse map[string]float64, published map[string]int) {
 	published = map[string]int{}
 	type device struct{ driver, pool, name string }
 	setsOf := map[device][]string{}
-	for _, p := range dynres.Pools(slices, nil) {
+	devices := map[device]*resourceapi.Device{}
+	for _, p := range dynres.Pools(slices, snapshot.DeviceUsage{}) {
 		published[p.Driver] += len(p.Sets)
 		for _, d := range p.Devices {
+			devices[device{p.Driver, p.Name, d.Name}] = d.Device
 			if len(d.ConsumesCounters) == 0 {
 				published[p.Driver]++
 				continue
@@ -98,15 +106,29 @@ func deviceCounts(slices []*resourceapi.ResourceSlice, claims []*resourceapi.Res
 			}
 		}
 	}
-	inUse = map[string]int{}
+	inUse = map[string]float64{}
 	seen := map[[4]string]bool{}
+	shared := map[[4]string]float64{} // class, device: its shares' use
 	for _, c := range claims {
 		if c.Status.Allocation == nil {
 			continue
 		}
 		for _, res := range c.Status.Allocation.Devices.Results {
+			if ptr.Deref(res.AdminAccess, false) {
+				continue
+			}
 			class := classLabel(scaleup.RequestClass(c, res.Request))
-			sets := setsOf[device{res.Driver, res.Pool, res.Device}]
+			dev := device{res.Driver, res.Pool, res.Device}
+			if res.ShareID != nil {
+				use := 1.0
+				if d := devices[dev]; d != nil {
+					id := structured.MakeDeviceID(res.Driver, res.Pool, res.Device)
+					use = snapshot.ShareOfCapacity(d, structured.NewDeviceConsumedCapacity(id, res.ConsumedCapacity).ConsumedCapacity)
+				}
+				shared[[4]string{class, res.Driver, res.Pool, res.Device}] += use
+				continue
+			}
+			sets := setsOf[dev]
 			if len(sets) == 0 {
 				inUse[class]++
 				continue
@@ -118,6 +140,9 @@ func deviceCounts(slices []*resourceapi.ResourceSlice, claims []*resourceapi.Res
 				}
 			}
 		}
+	}
+	for k, use := range shared {
+		inUse[k[0]] += min(use, 1)
 	}
 	return inUse, published
 }

@@ -10,14 +10,17 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/component-base/metrics/testutil"
+	"k8s.io/utils/ptr"
 
 	"draxr.dev/draxr/autoscaler/clusterstate"
 	"draxr.dev/draxr/autoscaler/metrics"
@@ -328,5 +331,26 @@ func TestDeviceCountsCountHardware(t *testing.T) {
 	}
 	if want := map[string]int{"mig.nvidia.com": 2, "gpu.nvidia.com": 1, "gaudi.intel.com": 2}; fmt.Sprint(inUse) != fmt.Sprint(want) {
 		t.Errorf("in use %v, want %v", inUse, want)
+	}
+}
+
+// A GPU shared by three 20Gi shares of its 80Gi is 0.75 of a device in
+// use (each share counted whole, it read 3); a monitor's admin-access
+// claim of a whole device uses none of it.
+func TestDeviceCountsCountSharesAndNotAdminAccess(t *testing.T) {
+	slices := []*resourceapi.ResourceSlice{fx.SharedGPUSlice("node-0"), fx.GPUSlice("node-1", 1)}
+	var claims []*resourceapi.ResourceClaim
+	for i := range 3 {
+		c := fx.Allocated(fmt.Sprintf("share-%d", i), "gpu.example.com", fx.Driver, "node-0", "gpu-0")
+		r := &c.Status.Allocation.Devices.Results[0]
+		r.ShareID = ptr.To(types.UID(fmt.Sprintf("share-%d", i)))
+		r.ConsumedCapacity = map[resourceapi.QualifiedName]resource.Quantity{"memory": resource.MustParse("20Gi")}
+		claims = append(claims, c)
+	}
+	admin := fx.Allocated("monitor", "gpu.example.com", fx.Driver, "node-1", "gpu-0")
+	admin.Status.Allocation.Devices.Results[0].AdminAccess = ptr.To(true)
+	inUse, _ := deviceCounts(slices, append(claims, admin))
+	if got := inUse["gpu.example.com"]; got < 0.7499 || got > 0.7501 {
+		t.Errorf("in use %v, want 0.75 of a device for gpu.example.com", inUse)
 	}
 }

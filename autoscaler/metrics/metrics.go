@@ -189,7 +189,7 @@ func newSet() *set {
 		plannedDevices: counterVec(draxrNamespace, "planned_devices_total",
 			"DRA devices the executed scale-ups were planned to give pending pods, per DeviceClass.", "device_class"),
 		devicesInUse: gaugeVec(draxrNamespace, "devices_in_use",
-			"DRA devices allocated to ResourceClaims, per DeviceClass (at the last loop); a counter set of a partitioned pool is one device.", "device_class"),
+			"DRA devices allocated to ResourceClaims, per DeviceClass (at the last loop); a counter set of a partitioned pool is one device, a device allocated several times counts the share of its capacity taken, admin access counts nothing.", "device_class"),
 		devicesTotal: gaugeVec(draxrNamespace, "devices",
 			"DRA devices published in node-local ResourceSlices, per driver (at the last loop); a counter set of a partitioned pool is one device.", "driver"),
 		extendedHelped: counterVec(draxrNamespace, "extended_resource_pods_helped_total",
@@ -467,12 +467,12 @@ func RegisterPlannedDevices(byClass map[string]int) {
 
 // UpdateDevices replaces the devices allocated per DeviceClass and those
 // published per driver.
-func UpdateDevices(inUseByClass, publishedByDriver map[string]int) {
+func UpdateDevices(inUseByClass map[string]float64, publishedByDriver map[string]int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.devicesInUse.Reset()
 	for c, n := range inUseByClass {
-		m.devicesInUse.WithLabelValues(c).Set(float64(n))
+		m.devicesInUse.WithLabelValues(c).Set(n)
 	}
 	m.devicesTotal.Reset()
 	for d, n := range publishedByDriver {

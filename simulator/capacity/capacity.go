@@ -11,7 +11,13 @@
 package capacity
 
 import (
+	"maps"
+	"slices"
 	"sort"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/dynamic-resource-allocation/structured"
+	"k8s.io/utils/ptr"
 
 	"draxr.dev/draxr/scheduler/classes"
 	"draxr.dev/draxr/simulator/dynres"
@@ -26,6 +32,31 @@ type Report struct {
 	// Counters total the shared counters of partitioned pools, per driver
 	// and counter.
 	Counters []dynres.CounterUsage `json:"counters,omitempty"`
+	// SharedDevices are the devices that allow several allocations
+	// (KEP-5075): their shares and, per declared capacity, what the shares
+	// consume and what is left.
+	SharedDevices []SharedDevice `json:"sharedDevices,omitempty"`
+}
+
+// SharedDevice is one device allocated in shares.
+type SharedDevice struct {
+	Node   string `json:"node"`
+	Driver string `json:"driver"`
+	Pool   string `json:"pool"`
+	Device string `json:"device"`
+	Shares int    `json:"shares"`
+	// Use is the largest fraction of a capacity the shares take (1 with
+	// shares and no declared capacity).
+	Use      float64          `json:"use"`
+	Capacity []SharedCapacity `json:"capacity,omitempty"`
+}
+
+// SharedCapacity is one declared capacity of a shared device.
+type SharedCapacity struct {
+	Name     string `json:"name"`
+	Total    string `json:"total"`
+	Consumed string `json:"consumed"`
+	Free     string `json:"free"`
 }
 
 // Row totals one class or one resource name. Total, Allocated and Free
@@ -78,7 +109,38 @@ func Compute(snap *snapshot.Snapshot, m *dynres.Matcher) *Report {
 			}
 		}
 	}
-	return &Report{Classes: sorted(classRows), Resources: sorted(resRows), Counters: dynres.Counters(pools)}
+	return &Report{Classes: sorted(classRows), Resources: sorted(resRows), Counters: dynres.Counters(pools),
+		SharedDevices: sharedDevices(snap)}
+}
+
+// sharedDevices lists every device of every node that allows several
+// allocations, with what its shares take.
+func sharedDevices(snap *snapshot.Snapshot) []SharedDevice {
+	usage := snap.DeviceUsage()
+	var out []SharedDevice
+	for _, nodeName := range snap.NodeNames() {
+		for _, p := range dynres.PoolsForNode(snap, nodeName) {
+			for _, d := range p.Devices {
+				if !ptr.Deref(d.AllowMultipleAllocations, false) {
+					continue
+				}
+				sd := SharedDevice{Node: nodeName, Driver: p.Driver, Pool: p.Name, Device: d.Name, Shares: d.Shares, Use: d.Use}
+				consumed := usage.Consumed(structured.MakeDeviceID(p.Driver, p.Name, d.Name))
+				for _, name := range slices.Sorted(maps.Keys(d.Capacity)) {
+					total := d.Capacity[name].Value
+					used := resource.Quantity{}
+					if q := consumed[name]; q != nil {
+						used = q.DeepCopy()
+					}
+					free := total.DeepCopy()
+					free.Sub(used)
+					sd.Capacity = append(sd.Capacity, SharedCapacity{Name: string(name), Total: total.String(), Consumed: used.String(), Free: free.String()})
+				}
+				out = append(out, sd)
+			}
+		}
+	}
+	return out
 }
 
 func add(rows map[string]*Row, key string, proto Row, node, group string, e dynres.Entry) {

@@ -8,7 +8,6 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/dynamic-resource-allocation/structured"
 
 	"draxr.dev/draxr/simulator/snapshot"
 )
@@ -31,10 +30,15 @@ type Pool struct {
 	Sets map[string]*CounterSet
 }
 
-// PoolDevice is a device of a pool and whether a claim holds it.
+// PoolDevice is a device of a pool and what claims take of it.
 type PoolDevice struct {
 	*resourceapi.Device
+	// Allocated: a claim holds it whole, or it has shares (KEP-5075).
 	Allocated bool
+	// Use is how much of it claims take, 0 to 1 (snapshot.DeviceUsage.Of);
+	// Shares counts its shares.
+	Use    float64
+	Shares int
 }
 
 // CounterSet is one shared counter set: its capacity and what allocated
@@ -63,11 +67,12 @@ func (p *Pool) Partitioned() bool { return len(p.Sets) > 0 }
 // pool's newest generation as the allocator does, and adds up what its
 // allocated devices consume.
 func PoolsForNode(snap *snapshot.Snapshot, nodeName string) []*Pool {
-	return Pools(snap.SlicesForNode(nodeName), snap.AllocatedDeviceIDs())
+	return Pools(snap.SlicesForNode(nodeName), snap.DeviceUsage())
 }
 
-// Pools is PoolsForNode on given slices and allocated devices.
-func Pools(slices []*resourceapi.ResourceSlice, allocated sets.Set[structured.DeviceID]) []*Pool {
+// Pools is PoolsForNode on given slices and device usage (the zero
+// DeviceUsage: nothing allocated).
+func Pools(slices []*resourceapi.ResourceSlice, usage snapshot.DeviceUsage) []*Pool {
 	type key struct{ driver, pool string }
 	newest := map[key]int64{}
 	for _, s := range slices {
@@ -98,7 +103,8 @@ func Pools(slices []*resourceapi.ResourceSlice, allocated sets.Set[structured.De
 		}
 		for i := range s.Spec.Devices {
 			d := &s.Spec.Devices[i]
-			p.Devices = append(p.Devices, PoolDevice{Device: d, Allocated: allocated.Has(structured.MakeDeviceID(k.driver, k.pool, d.Name))})
+			use, shares := usage.Of(k.driver, k.pool, d)
+			p.Devices = append(p.Devices, PoolDevice{Device: d, Allocated: use > 0 || shares > 0, Use: use, Shares: shares})
 		}
 	}
 	for _, p := range out {
@@ -134,15 +140,15 @@ func Pools(slices []*resourceapi.ResourceSlice, allocated sets.Set[structured.De
 // all the pool's sets, the highest counter winning: eight H100s all taken
 // whole read 1, one GPU of eight taken whole reads 1/8. Devices that
 // consume no counters count as allocated over published, and the higher
-// of the two is the pool's. ok is false for a pool with no devices.
+// of the two is the pool's; a device allocated several times counts by
+// the capacity its shares consume. ok is false for a pool with no devices.
 func (p *Pool) Utilization() (u float64, ok bool) {
-	var plain, plainUsed int
+	var plain int
+	var plainUsed float64
 	for _, d := range p.Devices {
 		if len(d.ConsumesCounters) == 0 {
 			plain++
-			if d.Allocated {
-				plainUsed++
-			}
+			plainUsed += d.Use
 		}
 	}
 	if plain > 0 {

@@ -1,8 +1,6 @@
 package estimator
 
 import (
-	"k8s.io/dynamic-resource-allocation/structured"
-
 	"draxr.dev/draxr/simulator/snapshot"
 )
 
@@ -12,20 +10,20 @@ type NodeUsageInfo struct {
 }
 
 // NodeUsage reads a node's requested CPU and memory and its allocated DRA
-// devices against what it offers.
+// devices against what it offers; a device allocated several times counts
+// the share of its capacity taken.
 func NodeUsage(snap *snapshot.Snapshot, node string) NodeUsageInfo {
 	ni := snap.NodeInfo(node)
 	u := NodeUsageInfo{
 		Requested:   Usage{MilliCPU: float64(ni.Requested.MilliCPU), Memory: float64(ni.Requested.Memory)},
 		Allocatable: Usage{MilliCPU: float64(ni.Allocatable.MilliCPU), Memory: float64(ni.Allocatable.Memory)},
 	}
-	allocated := snap.AllocatedDeviceIDs()
+	usage := snap.DeviceUsage()
 	for _, s := range snap.SlicesForNode(node) {
-		for _, d := range s.Spec.Devices {
+		for i := range s.Spec.Devices {
 			u.Allocatable.Devices++
-			if allocated.Has(structured.MakeDeviceID(s.Spec.Driver, s.Spec.Pool.Name, d.Name)) {
-				u.Requested.Devices++
-			}
+			use, _ := usage.Of(s.Spec.Driver, s.Spec.Pool.Name, &s.Spec.Devices[i])
+			u.Requested.Devices += use
 		}
 	}
 	return u

@@ -7,7 +7,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/utils/ptr"
 
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/snapshot"
@@ -15,17 +14,7 @@ import (
 
 // sharedGPUSlice is one GPU that allows multiple allocations, each taking
 // a share of its 80Gi memory (DRAConsumableCapacity).
-func sharedGPUSlice(node string) *resourceapi.ResourceSlice {
-	s := fx.GPUSlice(node, 1)
-	s.Spec.Devices[0].AllowMultipleAllocations = ptr.To(true)
-	s.Spec.Devices[0].Capacity = map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{
-		"memory": {Value: resource.MustParse("80Gi"), RequestPolicy: &resourceapi.CapacityRequestPolicy{
-			Default:    ptr.To(resource.MustParse("10Gi")),
-			ValidRange: &resourceapi.CapacityRequestPolicyRange{Min: ptr.To(resource.MustParse("1Gi"))},
-		}},
-	}
-	return s
-}
+func sharedGPUSlice(node string) *resourceapi.ResourceSlice { return fx.SharedGPUSlice(node) }
 
 // Shares of one device replicate with share IDs of their own, and the
 // copied node is exactly as full as the source.

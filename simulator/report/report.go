@@ -264,6 +264,20 @@ func CapacityTable(w io.Writer, r *capacity.Report) error {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Driver, c.Counter, c.Total.String(), c.Consumed.String(), c.Free.String())
 		}
 	}
+	if len(r.SharedDevices) > 0 {
+		fmt.Fprintln(tw)
+		fmt.Fprintln(tw, "SHARED DEVICE\tNODE\tSHARES\tIN USE\tCAPACITY (CONSUMED/TOTAL, FREE)")
+		for _, d := range r.SharedDevices {
+			caps := make([]string, len(d.Capacity))
+			for i, c := range d.Capacity {
+				caps[i] = fmt.Sprintf("%s %s/%s, %s free", c.Name, c.Consumed, c.Total, c.Free)
+			}
+			if len(caps) == 0 {
+				caps = []string{"-"}
+			}
+			fmt.Fprintf(tw, "%s/%s/%s\t%s\t%d\t%.0f%%\t%s\n", d.Driver, d.Pool, d.Device, d.Node, d.Shares, 100*d.Use, strings.Join(caps, "; "))
+		}
+	}
 	return tw.Flush()
 }
 

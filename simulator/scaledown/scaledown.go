@@ -523,15 +523,16 @@ func leavesWithNode(pod *v1.Pod) bool {
 // names on either side; and whether it was measured on devices.
 //
 // Devices of pools without shared counters count as allocated over
-// published, all such pools together. A pool with shared counters counts
+// published, all such pools together; a device allocated several times
+// (KEP-5075) counts by the capacity its shares consume. A pool with shared counters counts
 // by its counters, as CA does since kubernetes/autoscaler#8559: counting
 // its devices would read eight H100s all taken whole as 8 of the 160
 // devices NVIDIA's DynamicMIG publishes, 5%, and drain a full node. The
 // node's utilization is the highest of these.
 func UtilizationOf(h *harness.Harness, nodeName string, ignore UtilizationIgnores) (float64, bool) {
 	snap := h.Snapshot()
-	var devices, used int
-	var util float64
+	var devices int
+	var used, util float64
 	measured := false
 	for _, p := range dynres.PoolsForNode(snap, nodeName) {
 		if p.Partitioned() {
@@ -542,13 +543,11 @@ func UtilizationOf(h *harness.Harness, nodeName string, ignore UtilizationIgnore
 		}
 		for _, d := range p.Devices {
 			devices++
-			if d.Allocated {
-				used++
-			}
+			used += d.Use
 		}
 	}
 	if devices > 0 {
-		util, measured = max(util, float64(used)/float64(devices)), true
+		util, measured = max(util, used/float64(devices)), true
 	}
 	if measured {
 		return util, true

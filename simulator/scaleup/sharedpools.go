@@ -6,7 +6,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
-	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/utils/ptr"
 )
 
@@ -22,7 +21,7 @@ func (st *state) exhaustedSharedPools(pod *v1.Pod) []string {
 	}
 	type pool struct{ driver, name string }
 	total, free := map[pool]int{}, map[pool]int{}
-	allocated := snap.AllocatedDeviceIDs()
+	usage := snap.DeviceUsage()
 	for _, s := range snap.AllResourceSlices() {
 		if !ptr.Deref(s.Spec.AllNodes, false) && s.Spec.NodeSelector == nil {
 			continue
@@ -34,7 +33,9 @@ func (st *state) exhaustedSharedPools(pod *v1.Pod) []string {
 				continue
 			}
 			total[key]++
-			if !allocated.Has(structured.MakeDeviceID(s.Spec.Driver, s.Spec.Pool.Name, dev.Name)) {
+			// A device allocated several times with capacity left takes
+			// another share.
+			if use, _ := usage.Of(s.Spec.Driver, s.Spec.Pool.Name, dev); use < 1 {
 				free[key]++
 			}
 		}
