@@ -47,7 +47,7 @@ func exported(t *testing.T) map[string]*dto.MetricFamily {
 	UpdateDRATemplateMismatch(map[MismatchKey]int{{Driver: "gpu.example.com", Type: MismatchMissing}: 1})
 	UpdateNodeGroups([]NodeGroupState{{Name: "gpu", Max: 10, Healthy: true}})
 	RegisterPlannedDevices(map[string]int{"gpu.example.com": 8})
-	UpdateDevices(map[string]int{"gpu.example.com": 8}, map[string]int{"gpu.example.com": 8})
+	UpdateDevices(map[string]float64{"gpu.example.com": 8}, map[string]int{"gpu.example.com": 8})
 	RegisterExtendedResourcePodsHelped(map[string]int{"example.com/gpu": 1})
 	UpdateUnhelpablePods(map[string]int{"MaxSizeReached": 1})
 	UpdateProvisioningRequests(map[[2]string]int{{"check-capacity.autoscaling.x-k8s.io", "Provisioned"}: 1})
