@@ -11,6 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	policylisters "k8s.io/client-go/listers/policy/v1"
 
@@ -64,6 +65,9 @@ type State struct {
 	// AllPods are every pod of the cache: a gang counts its pods wherever
 	// they are (pending ones the scheduler has not tried too).
 	AllPods []*v1.Pod
+	// WaitingForBinding are the pods being bound whose claims wait for
+	// device binding conditions (KEP-5007), by UID.
+	WaitingForBinding map[types.UID]input.BindingWaiter
 	// Gangs are the loop's gangs (nil when none is served).
 	Gangs *gang.Index
 	// Upcoming counts, per group, nodes asked for that cannot take pods
@@ -127,7 +131,7 @@ func (st *State) ScaleUpEligible() []*nodegroup.NodeGroup {
 	return out
 }
 
-func (st *State) addPods(l Listers, bypassed []string) error {
+func (st *State) addPods(l Listers, bypassed []string, wait input.BindingWait) error {
 	pods, err := l.Pods.List(labels.Everything())
 	if err != nil {
 		return err
@@ -142,7 +146,9 @@ func (st *State) addPods(l Listers, bypassed []string) error {
 			return err
 		}
 	}
-	inBinding := input.PodsInBinding(st.Objects.ResourceClaims)
+	st.Objects.ResourceClaims = input.DropFailedBindings(st.Objects.ResourceClaims, wait)
+	inBinding := input.PodsInBinding(st.Objects.ResourceClaims, wait)
+	st.WaitingForBinding = input.WaitingOnBindingConditions(st.Objects.ResourceClaims, wait)
 	inSnapshot := map[string]bool{}
 	for _, n := range st.Objects.Nodes {
 		inSnapshot[n.Name] = true

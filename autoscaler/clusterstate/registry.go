@@ -1,6 +1,7 @@
 package clusterstate
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"sort"
@@ -75,6 +76,9 @@ type RegistryConfig struct {
 	// --startup-taint-prefix) on CA's built-in ones: a node carrying one
 	// is still starting.
 	Taints taints.Config
+	// BindingTimeout is how long the scheduler waits for device binding
+	// conditions (its DynamicResources bindingTimeout); 0: the default.
+	BindingTimeout time.Duration
 }
 
 // Registry is the cluster state that must survive between loops: the
@@ -283,7 +287,8 @@ func (r *Registry) State(as *Assessment) (*State, error) {
 		st.Readiness.LongUnregistered += rd.LongUnregistered
 	}
 	st.Healthy = r.healthy(st.Readiness.Unready, as.registered)
-	if err := st.addPods(as.listers, r.cfg.BypassedSchedulerNames); err != nil {
+	wait := input.BindingWait{Now: as.now, Timeout: cmp.Or(r.cfg.BindingTimeout, input.DefaultBindingTimeout)}
+	if err := st.addPods(as.listers, r.cfg.BypassedSchedulerNames, wait); err != nil {
 		return nil, err
 	}
 	if err := st.addDRA(as.listers); err != nil {

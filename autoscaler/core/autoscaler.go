@@ -198,6 +198,7 @@ func New(cfg Config) *Autoscaler {
 		bypassed = cfg.Pods.BypassedSchedulerNames
 	}
 	registry := clusterstate.NewRegistry(clusterstate.RegistryConfig{
+		BindingTimeout:         harness.BindingTimeout(cfg.Profile),
 		BypassedSchedulerNames: bypassed,
 		Taints:                 cfg.Taints,
 		MaxNodeProvisionTime:   cs.MaxNodeProvisionTime, MaxNodeStartupTime: cs.MaxNodeStartupTime,
@@ -325,6 +326,7 @@ func (a *Autoscaler) RunOnce(ctx context.Context) (*LoopResult, error) {
 		runErr = errors.Join(runErr, a.scaleUp(ctx, st, res))
 		metrics.UpdateDurationFromStart(metrics.FunctionScaleUp, scaleUpStart)
 	}
+	res.NoScaleUp = append(res.NoScaleUp, waitingForBinding(st)...)
 	metrics.UpdateScaleDownInCooldown(a.scaleDownInCooldown())
 	// Scale-down goes on while a group fails to scale up, but not while
 	// the cluster is unhealthy.
@@ -375,6 +377,23 @@ func (a *Autoscaler) sharedSimulation(ctx context.Context, st *clusterstate.Stat
 		a.shared = h
 	}
 	return a.shared, nil
+}
+
+// waitingForBinding says of each pod the scheduler is binding whose
+// claims wait for device binding conditions that it gets no scale-up, and
+// why: it is being bound on its node until the conditions are met, fail
+// or time out (then it is pending again).
+func waitingForBinding(st *clusterstate.State) []scaleup.NoScaleUp {
+	if len(st.WaitingForBinding) == 0 {
+		return nil
+	}
+	var out []scaleup.NoScaleUp
+	for _, p := range st.AllPods {
+		if w, ok := st.WaitingForBinding[p.UID]; ok && p.Spec.NodeName == "" {
+			out = append(out, scaleup.NoScaleUp{Pod: scaleup.RefOf(p), Code: scaleup.WaitingForBindingConditions, Reason: w.Reason()})
+		}
+	}
+	return out
 }
 
 // planner is the loop's planner over h for groups.

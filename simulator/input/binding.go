@@ -21,9 +21,16 @@ import (
 // for devices) and, worse, the planner takes that as "no existing node
 // fits this kind of pod", so its siblings would all be planned on new
 // nodes.
-func PodsInBinding(claims []*resourceapi.ResourceClaim) map[types.UID]string {
+//
+// A claim whose devices' binding conditions failed (or timed out, KEP-5007)
+// is not binding anything: the scheduler deallocates it and tries the pod
+// again, so its pod is pending.
+func PodsInBinding(claims []*resourceapi.ResourceClaim, w BindingWait) map[types.UID]string {
 	out := map[types.UID]string{}
 	for _, c := range claims {
+		if state, _ := ClaimBinding(c, w); state == BindingFailed {
+			continue
+		}
 		node := allocatedNode(c.Status.Allocation)
 		if c.Annotations[resourceapi.ExtendedResourceClaimAnnotation] == "true" {
 			if ref := metav1.GetControllerOfNoCopy(c); ref != nil && ref.Kind == "Pod" {
@@ -88,7 +95,9 @@ func AssumedNode(inBinding map[types.UID]string, p *v1.Pod) string {
 // during a scale-up plans those pods again, on new nodes. Moved pods are
 // copies; it returns how many pods it took out of PendingPods.
 func (o *Objects) PlaceBindingPods() int {
-	inBinding := PodsInBinding(o.ResourceClaims)
+	wait := DefaultBindingWait()
+	o.ResourceClaims = DropFailedBindings(o.ResourceClaims, wait)
+	inBinding := PodsInBinding(o.ResourceClaims, wait)
 	if len(inBinding) == 0 {
 		return 0
 	}

@@ -5,6 +5,7 @@
 package offline
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -295,6 +296,7 @@ func Simulate(ctx context.Context, objs *input.Objects, opts Options) (*Result, 
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
+	plan.NoScaleUp = append(plan.NoScaleUp, waitingForBinding(objs, opts.Profile)...)
 	res := &Result{Plan: plan, Snapshot: snap, Harness: h, ProvisioningRequests: requests, Warnings: nodeAllocatableWarning(objs),
 		CapacityBuffers: placeBuffers(plan, buffers, bufferPods)}
 	classes, _ := snap.Classes().List()
@@ -304,4 +306,22 @@ func Simulate(ctx context.Context, objs *input.Objects, opts Options) (*Result, 
 		}
 	}
 	return res, nil
+}
+
+// waitingForBinding says of each pod being bound whose claims wait for
+// device binding conditions (KEP-5007) that it gets no scale-up, and why,
+// as the autoscaler's loop does.
+func waitingForBinding(objs *input.Objects, profile *config.KubeSchedulerProfile) []scaleup.NoScaleUp {
+	wait := input.BindingWait{Now: time.Now(), Timeout: cmp.Or(harness.BindingTimeout(profile), input.DefaultBindingTimeout)}
+	waiting := input.WaitingOnBindingConditions(objs.ResourceClaims, wait)
+	if len(waiting) == 0 {
+		return nil
+	}
+	var out []scaleup.NoScaleUp
+	for _, p := range objs.RunningPods {
+		if w, ok := waiting[p.UID]; ok {
+			out = append(out, scaleup.NoScaleUp{Pod: scaleup.RefOf(p), Code: scaleup.WaitingForBindingConditions, Reason: w.Reason()})
+		}
+	}
+	return out
 }

@@ -94,6 +94,10 @@ const (
 	// PodGroupNotFound: the pod names a PodGroup that does not exist; the
 	// scheduler does not try it until it does.
 	PodGroupNotFound ReasonCode = "PodGroupNotFound"
+	// WaitingForBindingConditions: the scheduler is binding the pod and
+	// waits for its devices' binding conditions (KEP-5007); it is pending
+	// again if they fail or time out.
+	WaitingForBindingConditions ReasonCode = "WaitingForBindingConditions"
 	// MultipleReasons: node groups decline for different reasons; see
 	// NoScaleUp.NodeGroups.
 	MultipleReasons ReasonCode = "MultipleReasons"
