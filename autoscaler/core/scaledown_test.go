@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"slices"
 	"strings"
 	"sync"
@@ -160,7 +161,10 @@ func (e *sdEnv) sync(t *testing.T) {
 		}
 		for _, n := range list.Items {
 			c, err := e.a.cfg.Listers.Nodes.Get(n.Name)
-			if err != nil || c.ResourceVersion != n.ResourceVersion {
+			// The fake clientset leaves resource versions empty: compare
+			// what the loop reads (taints, annotations) too.
+			if err != nil || c.ResourceVersion != n.ResourceVersion || !apiequality.Semantic.DeepEqual(c.Spec, n.Spec) ||
+				!apiequality.Semantic.DeepEqual(c.Annotations, n.Annotations) {
 				return false, nil
 			}
 		}
