@@ -90,6 +90,12 @@ func (p *Planner) planGang(ctx context.Context, st *state, gp gangPods, plan *Pl
 	for _, pods := range attempts {
 		var sus []ScaleUp
 		sus, reasons, err = p.allOrNothingStep(ctx, st, pods)
+		if err == nil && sus == nil && len(st.groups) > 1 {
+			// Pods no one group takes all of (workers on GPU nodes, a
+			// launcher pinned to CPU nodes) may fit several groups'
+			// nodes together, all asked for at once.
+			sus, err = p.acrossGroups(ctx, st, pods, short)
+		}
 		if err != nil {
 			snap.Revert()
 			st.planned = planned
@@ -117,6 +123,51 @@ func (p *Planner) planGang(ctx context.Context, st *state, gp gangPods, plan *Pl
 	_, msg := reasonOf(reasons)
 	p.refuseGang(gp, plan, GangDoesNotFit, head+"; no scale-up takes them all: "+msg, reasons)
 	return nil, nil
+}
+
+// acrossGroups plans pods on new nodes of several groups, one step after
+// another as the expander chooses, and keeps the steps only if at least
+// need of the pods are placed; otherwise nothing changes. The steps are
+// one scale-up: the gang asks for all their nodes at once.
+func (p *Planner) acrossGroups(ctx context.Context, st *state, pods []*v1.Pod, need int) ([]ScaleUp, error) {
+	snap := p.Harness.Snapshot()
+	snap.Fork()
+	planned := maps.Clone(st.planned)
+	var sus []ScaleUp
+	left := pods
+	for len(left) > 0 {
+		best, ok, err := p.bestOption(ctx, st, left)
+		if err != nil {
+			snap.Revert()
+			st.planned = planned
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+		step, err := st.scaleUpStep(ctx, best.Group, left)
+		if err != nil {
+			snap.Revert()
+			st.planned = planned
+			return nil, err
+		}
+		placed := 0
+		for _, res := range step {
+			sus = append(sus, scaleUpOf(p.Harness, res))
+			left = withoutPlaced(left, res.Placed)
+			placed += len(res.Placed)
+		}
+		if placed == 0 {
+			break
+		}
+	}
+	if len(pods)-len(left) < need {
+		snap.Revert()
+		st.planned = planned
+		return nil, nil
+	}
+	snap.Commit()
+	return sus, nil
 }
 
 // refuseGang gives every pending pod of the gang the same reason.

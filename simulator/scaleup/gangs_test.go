@@ -202,3 +202,28 @@ func TestGangsWithSinglePods(t *testing.T) {
 		t.Errorf("first loop %+v, want gang g0's node", plan.FirstLoop)
 	}
 }
+
+// A gang whose pods no one group takes all of (GPU workers, a launcher
+// that runs on CPU nodes only) gets nodes of both groups, all asked for
+// in the first loop, each atomically.
+func TestGangAcrossGroups(t *testing.T) {
+	cpu := plainGroup("cpu", 16, 4, map[string]string{"pool": "cpu"})
+	p := newPlanner(t, snapshot.New(), draGroup("gpu-dra", 8, 4), cpu)
+	workers := replicas("worker", 8, 500, fx.GPUs(fx.GPUResource, 1))
+	launcher := replicas("launcher", 1, 500, nil)
+	launcher[0].Spec.NodeSelector = map[string]string{"pool": "cpu"}
+	pods := inGroup("train", append(workers, launcher...))
+	p.Gangs = gang.NewIndex(gang.Sources{PodGroups: []*schedulingv1beta1.PodGroup{gangGroup("train", 9)}}, pods)
+	plan, err := p.Plan(pods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.NoScaleUp) != 0 || len(plan.FirstLoop) != 2 {
+		t.Fatalf("first loop %+v, refused %+v; want one step per group and none refused", plan.FirstLoop, plan.NoScaleUp)
+	}
+	for _, su := range plan.FirstLoop {
+		if !su.Atomic || su.Gang != "PodGroup default/train" || su.NewNodes != 1 {
+			t.Errorf("step %+v, want one atomic node for the gang", su)
+		}
+	}
+}
