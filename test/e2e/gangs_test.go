@@ -30,16 +30,25 @@ func (e *env) gang(schedulerName, name string, n int) {
 	if _, err := cp.Client.SchedulingV1beta1().PodGroups(e.ns).Create(e.ctx, pg, metav1.CreateOptions{}); err != nil {
 		e.t.Fatal(err)
 	}
+	e.gangPods(name, n, func(p *v1.Pod) {
+		p.Spec.SchedulerName = schedulerName
+		p.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: ptr.To(name)}
+	})
+}
+
+// gangPods creates pods <name>-<i> asking one of the env's DRA-backed
+// GPUs each, set as group says.
+func (e *env) gangPods(name string, n int, group func(*v1.Pod)) {
+	e.t.Helper()
 	for i := range n {
 		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", name, i), Namespace: e.ns},
 			Spec: v1.PodSpec{
-				SchedulerName:                 schedulerName,
-				SchedulingGroup:               &v1.PodSchedulingGroup{PodGroupName: ptr.To(name)},
 				NodeSelector:                  map[string]string{"e2e-test": e.name},
 				TerminationGracePeriodSeconds: ptr.To[int64](0),
 				Containers: []v1.Container{{Name: "main", Image: "registry.example/app",
 					Resources: v1.ResourceRequirements{Limits: v1.ResourceList{e.resource: *resourceQuantity(1)}}}},
 			}}
+		group(p)
 		if _, err := cp.Client.CoreV1().Pods(e.ns).Create(e.ctx, p, metav1.CreateOptions{}); err != nil {
 			e.t.Fatal(err)
 		}
@@ -168,18 +177,8 @@ func (e *env) volcanoGang(name string, n int) {
 	if _, err := dyn.Resource(live.VolcanoPodGroups).Namespace(e.ns).Create(e.ctx, pg, metav1.CreateOptions{}); err != nil {
 		e.t.Fatal(err)
 	}
-	for i := range n {
-		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", name, i), Namespace: e.ns,
-			Annotations: map[string]string{gang.VolcanoGroupAnnotation: name}},
-			Spec: v1.PodSpec{
-				SchedulerName:                 gang.VolcanoScheduler,
-				NodeSelector:                  map[string]string{"e2e-test": e.name},
-				TerminationGracePeriodSeconds: ptr.To[int64](0),
-				Containers: []v1.Container{{Name: "main", Image: "registry.example/app",
-					Resources: v1.ResourceRequirements{Limits: v1.ResourceList{e.resource: *resourceQuantity(1)}}}},
-			}}
-		if _, err := cp.Client.CoreV1().Pods(e.ns).Create(e.ctx, p, metav1.CreateOptions{}); err != nil {
-			e.t.Fatal(err)
-		}
-	}
+	e.gangPods(name, n, func(p *v1.Pod) {
+		p.Spec.SchedulerName = gang.VolcanoScheduler
+		p.Annotations = map[string]string{gang.VolcanoGroupAnnotation: name}
+	})
 }
