@@ -104,6 +104,9 @@ type oracle struct {
 	profile    string // scheduler configuration file
 	settle     time.Duration
 	lastSchLog string // the last replay's scheduler log tail, for failures
+	// bindingDriver sets the binding conditions of allocated devices, as
+	// their driver would (driveBindingConditions).
+	bindingDriver bool
 }
 
 // newOracle starts a control plane with draxr-scheduler for the oracle;
@@ -230,7 +233,9 @@ func (o *oracle) check(paths []string, opts oracleOptions) *oracleReport {
 
 	// All planned nodes: every placed pod binds, the others stay pending.
 	o.build(ctx, objs, newNodes)
+	stopDriver := o.driveBindingConditions(ctx)
 	bound := o.waitBoundOrUnschedulable(ctx, objs.PendingPods, sets.KeySet(planned), true)
+	stopDriver()
 	for _, key := range sortedKeys(planned) {
 		// "" is the scheduler's verdict unschedulable: not bound either.
 		node := bound[key]
@@ -274,7 +279,9 @@ func (o *oracle) check(paths []string, opts oracleOptions) *oracleReport {
 	rep.FewerGroup = newNodes[drop].group
 	fewer := slices.Delete(slices.Clone(newNodes), drop, drop+1)
 	o.build(ctx, objs, fewer)
+	stopDriver = o.driveBindingConditions(ctx)
 	verdicts := o.waitBoundOrUnschedulable(ctx, objs.PendingPods, sets.KeySet(planned), false)
+	stopDriver()
 	for key := range planned {
 		if _, ok := verdicts[key]; !ok {
 			rep.FewerUnsettled = append(rep.FewerUnsettled, key)
@@ -426,6 +433,49 @@ func (o *oracle) build(ctx context.Context, objs *input.Objects, newNodes []newN
 	}
 }
 
+// driveBindingConditions acts, while the replay runs, as a driver whose
+// devices have binding conditions (KEP-5007): it sets every condition a
+// claim's allocated devices wait for once the scheduler has allocated
+// them, so PreBind goes on. Off (a no-op) unless the scenario asks for it.
+func (o *oracle) driveBindingConditions(ctx context.Context) (stop func()) {
+	if !o.bindingDriver {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			claims, err := o.cp.Client.ResourceV1().ResourceClaims("").List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, nil
+			}
+			for i := range claims.Items {
+				c := &claims.Items[i]
+				if c.Status.Allocation == nil || c.Status.Devices != nil {
+					continue
+				}
+				for _, r := range c.Status.Allocation.Devices.Results {
+					if len(r.BindingConditions) == 0 {
+						continue
+					}
+					status := resourceapi.AllocatedDeviceStatus{Driver: r.Driver, Pool: r.Pool, Device: r.Device}
+					for _, cond := range r.BindingConditions {
+						status.Conditions = append(status.Conditions, metav1.Condition{Type: cond, Status: metav1.ConditionTrue,
+							Reason: "Attached", LastTransitionTime: metav1.Now()})
+					}
+					c.Status.Devices = append(c.Status.Devices, status)
+				}
+				if c.Status.Devices != nil {
+					_, _ = o.cp.Client.ResourceV1().ResourceClaims(c.Namespace).UpdateStatus(ctx, c, metav1.UpdateOptions{})
+				}
+			}
+			return false, nil
+		})
+	}()
+	return func() { cancel(); <-done }
+}
+
 // barrier returns once the scheduler runs and has seen node, the last
 // one created, by binding a pod pinned to it and deleting that pod. The
 // pending pods come after it one by one, so the scheduler's queue takes
@@ -521,7 +571,20 @@ func (o *oracle) namespaces(ctx context.Context, objs *input.Objects) {
 			meta.Labels = map[string]string{"resource.kubernetes.io/admin-access": "true"}
 		}
 		_, err := o.cp.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: meta}, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
+		if apierrors.IsAlreadyExists(err) {
+			// Namespaces outlive scenarios: an earlier one made it, with
+			// its own labels.
+			err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				cur, err := o.cp.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				cur.Labels = meta.Labels
+				_, err = o.cp.Client.CoreV1().Namespaces().Update(ctx, cur, metav1.UpdateOptions{})
+				return err
+			})
+		}
+		if err != nil {
 			t.Fatalf("Namespace %s: %v", ns, err)
 		}
 		if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, o.settle, true, func(ctx context.Context) (bool, error) {

@@ -31,6 +31,9 @@ type oracleScenario struct {
 	// gates are feature gates turned on for the plan and the replay's
 	// scheduler.
 	gates []string
+	// bindingDriver: a driver sets the devices' binding conditions once
+	// the scheduler allocated them (KEP-5007).
+	bindingDriver bool
 	// wantFewerPending, when set, is how many placed pods the replay with
 	// one node fewer must leave pending (a gang: all of them).
 	wantFewerPending int
@@ -116,6 +119,9 @@ func oracleScenarios(t *testing.T) []oracleScenario {
 		shape("daemonset-claim-template", oracleScenario{wantNewNodes: ptrInt(3)}),
 		// The monitor's admin-access claim takes no GPU: 2 nodes.
 		shape("daemonset-admin-access", oracleScenario{wantNewNodes: ptrInt(2)}),
+		// Fabric GPUs bind once attached (binding conditions): the plan's
+		// 2 nodes take the 12 pods once the driver attaches the devices.
+		shape("binding-conditions-fabric", oracleScenario{wantNewNodes: ptrInt(2), bindingDriver: true}),
 		// Gangs, with the scheduler's gang plugin: 12 one-GPU pods of
 		// minCount 12 need 2 nodes, and with one the whole gang waits.
 		shape("gang-two-nodes", oracleScenario{wantNewNodes: ptrInt(2), gates: []string{"GenericWorkload"}, wantFewerPending: 12}),
@@ -148,7 +154,7 @@ func TestFidelityOracle(t *testing.T) {
 					o.cleanup(ctx)
 				}
 			})
-			o.schedOpts.Args = nil
+			o.schedOpts.Args, o.bindingDriver = nil, sc.bindingDriver
 			for _, gate := range sc.gates {
 				featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, featuregate.Feature(gate), true)
 				o.schedOpts.Args = append(o.schedOpts.Args, "--feature-gates="+gate+"=true")
