@@ -23,6 +23,10 @@ import (
 //   - Only each pool's newest generation is copied: a driver mid-update
 //     publishes two, and copying both would double the devices.
 //   - nodeName and pool go; NewNode fills them in per node.
+//   - Slices that are not the node's own (allNodes, a nodeSelector: a
+//     network-attached pool, also when its devices bindsToNode the node
+//     that uses them, KEP-5007) are left out: a new machine does not
+//     bring devices to a shared pool.
 //
 // Everything else is kept as it is, attributes that name one machine
 // (serials, UUIDs, PCI bus IDs) included, since selectors may read them.
@@ -41,6 +45,9 @@ func CopySliceSpecs(slices []*resourceapi.ResourceSlice) []resourceapi.ResourceS
 	}
 	sorted := make([]*resourceapi.ResourceSlice, 0, len(slices))
 	for _, s := range slices {
+		if s.Spec.NodeName == nil || *s.Spec.NodeName == "" {
+			continue
+		}
 		if s.Spec.Pool.Generation == newest[pool{s.Spec.Driver, s.Spec.Pool.Name}] {
 			sorted = append(sorted, s)
 		}

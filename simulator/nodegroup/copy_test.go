@@ -123,3 +123,21 @@ func TestCopiedTemplateTakesNewestGeneration(t *testing.T) {
 		t.Errorf("copied %d specs (devices of the first: %d), want the generation-2 slice's 4 devices", len(specs), len(specs[0].Devices))
 	}
 }
+
+// A network-attached pool (allNodes, or a nodeSelector) is not the node's
+// own, even when its devices bind to the node using them (bindsToNode,
+// KEP-5007): a new machine brings none of its devices, so a template
+// copied from a node that can reach it leaves it out.
+func TestCopiedTemplateLeavesSharedPoolsOut(t *testing.T) {
+	own := fx.GPUSlice("n1", 8)
+	fabric := fx.DeviceSlice("", "fabric.example.com", 4, "gpu")
+	fabric.Spec.NodeName, fabric.Spec.AllNodes = nil, ptr.To(true)
+	for i := range fabric.Spec.Devices {
+		fabric.Spec.Devices[i].BindsToNode = ptr.To(true)
+		fabric.Spec.Devices[i].BindingConditions = []string{"Attached"}
+	}
+	specs := nodegroup.CopySliceSpecs([]*resourceapi.ResourceSlice{own, fabric})
+	if len(specs) != 1 || specs[0].Driver != fx.Driver || len(specs[0].Devices) != 8 {
+		t.Errorf("copied %+v, want the node's own 8 GPUs only", specs)
+	}
+}
