@@ -217,6 +217,8 @@ var expectations = map[string]expectation{
 			}
 		},
 	},
+	"daemonset-claim-template": {scaleUps: map[string]int{"gpu": 3}, helped: map[string]int{"gpu": 7}},
+	"daemonset-admin-access":   {scaleUps: map[string]int{"gpu": 2}, helped: map[string]int{"gpu": 8}},
 	"cpu-pods-do-not-open-gpu-nodes": {
 		scaleUps: map[string]int{"gpu": 1, "cpu": 2}, helped: map[string]int{"gpu": 8, "cpu": 16},
 	},
