@@ -96,7 +96,9 @@ func deviceCounts(slices []*resourceapi.ResourceSlice, claims []*resourceapi.Res
 	for _, p := range dynres.Pools(slices, snapshot.DeviceUsage{}) {
 		published[p.Driver] += len(p.Sets)
 		for _, d := range p.Devices {
-			devices[device{p.Driver, p.Name, d.Name}] = d.Device
+			if ptr.Deref(d.AllowMultipleAllocations, false) {
+				devices[device{p.Driver, p.Name, d.Name}] = d.Device // shared: its capacity is read
+			}
 			if len(d.ConsumesCounters) == 0 {
 				published[p.Driver]++
 				continue

@@ -2,6 +2,7 @@ package input
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -47,7 +48,9 @@ const (
 // DynamicResources plugin reads it, and until when it may wait.
 func ClaimBinding(c *resourceapi.ResourceClaim, w BindingWait) (BindingState, time.Time) {
 	a := c.Status.Allocation
-	if a == nil || !utilfeature.DefaultFeatureGate.Enabled(features.DRADeviceBindingConditions) {
+	if a == nil || !slices.ContainsFunc(a.Devices.Results, func(r resourceapi.DeviceRequestAllocationResult) bool {
+		return len(r.BindingConditions) > 0
+	}) || !utilfeature.DefaultFeatureGate.Enabled(features.DRADeviceBindingConditions) {
 		return BindingReady, time.Time{}
 	}
 	waiting := false
@@ -118,11 +121,17 @@ func (w BindingWaiter) Reason() string {
 // WaitingOnBindingConditions lists, by pod UID, the pods whose claims
 // wait for device binding conditions.
 func WaitingOnBindingConditions(claims []*resourceapi.ResourceClaim, w BindingWait) map[types.UID]BindingWaiter {
-	out := map[types.UID]BindingWaiter{}
+	if !utilfeature.DefaultFeatureGate.Enabled(features.DRADeviceBindingConditions) {
+		return nil
+	}
+	var out map[types.UID]BindingWaiter
 	for _, c := range claims {
 		state, deadline := ClaimBinding(c, w)
 		if state != BindingWaiting {
 			continue
+		}
+		if out == nil {
+			out = map[types.UID]BindingWaiter{}
 		}
 		for _, r := range c.Status.ReservedFor {
 			if r.Resource == "pods" && r.APIGroup == "" {

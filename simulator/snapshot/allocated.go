@@ -112,6 +112,9 @@ func (a *allocatedDevices) apply(claim *resourceapi.ResourceClaim, add bool) {
 // largest fraction of a declared capacity its shares consume, or 1 when
 // it declares none; 0 when free. shares counts its shares.
 func (u DeviceUsage) Of(driver, pool string, d *resourceapi.Device) (use float64, shares int) {
+	if u.a == nil {
+		return 0, 0
+	}
 	id := structured.MakeDeviceID(driver, pool, d.Name)
 	if u.Whole(id) {
 		return 1, 0
