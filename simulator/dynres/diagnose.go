@@ -3,10 +3,13 @@ package dynres
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/dynamic-resource-allocation/cel"
 )
 
@@ -52,6 +55,12 @@ func (m *Matcher) WhyNot(spec *resourceapi.ResourceClaimSpec, classes ClassGette
 				}
 			}
 		}
+		if ex.Capacity != nil && len(ex.Capacity.Requests) > 0 && len(devs) > 0 {
+			var why string
+			if devs, why = withCapacity(devs, ex.Capacity.Requests); len(devs) == 0 {
+				return fmt.Sprintf("request %s: %s", req.Name, why)
+			}
+		}
 		matching[req.Name] = devs
 		if ex.AllocationMode == resourceapi.DeviceAllocationModeAll {
 			continue
@@ -79,6 +88,63 @@ func (m *Matcher) WhyNot(spec *resourceapi.ResourceClaimSpec, classes ClassGette
 		}
 	}
 	return ""
+}
+
+// withCapacity keeps the devices whose capacity can give what the request
+// asks (KEP-5075): each capacity it names declared, at most the device's
+// value and within the request policy's largest valid amount; why says,
+// naming the field, what the last device refused when none can.
+func withCapacity(devs []candidate, requests map[resourceapi.QualifiedName]resource.Quantity) ([]candidate, string) {
+	var out []candidate
+	why := ""
+	names := slices.Sorted(maps.Keys(requests))
+	for _, c := range devs {
+		refused := ""
+		for _, name := range names {
+			q := requests[name]
+			dc, ok := c.device.Capacity[name]
+			switch {
+			case !ok:
+				refused = fmt.Sprintf("capacity.requests[%s] %s: device %s/%s declares no capacity %s", name, q.String(), c.driver, c.device.Name, name)
+			case q.Cmp(dc.Value) > 0:
+				refused = fmt.Sprintf("capacity.requests[%s] %s is more than device %s/%s has (%s)", name, q.String(), c.driver, c.device.Name, dc.Value.String())
+			default:
+				if most := policyMax(dc.RequestPolicy); most != nil && q.Cmp(*most) > 0 {
+					refused = fmt.Sprintf("capacity.requests[%s] %s is more than device %s/%s's request policy allows (%s)",
+						name, q.String(), c.driver, c.device.Name, most.String())
+				}
+			}
+			if refused != "" {
+				break
+			}
+		}
+		if refused == "" {
+			out = append(out, c)
+		} else {
+			why = refused
+		}
+	}
+	return out, why
+}
+
+// policyMax is the largest amount a request policy allows, nil for no
+// bound of its own.
+func policyMax(p *resourceapi.CapacityRequestPolicy) *resource.Quantity {
+	switch {
+	case p == nil:
+		return nil
+	case len(p.ValidValues) > 0:
+		most := p.ValidValues[0]
+		for _, v := range p.ValidValues[1:] {
+			if v.Cmp(most) > 0 {
+				most = v
+			}
+		}
+		return &most
+	case p.ValidRange != nil && p.ValidRange.Max != nil:
+		return p.ValidRange.Max
+	}
+	return nil
 }
 
 type candidate struct {
