@@ -338,8 +338,8 @@ func watchVolcano(ctx context.Context, o *options, cfg *rest.Config, listers *cl
 	if err != nil {
 		return nil, err
 	}
-	if !live.Serves(disco, live.VolcanoPodGroups) {
-		klog.FromContext(ctx).Info("Volcano's PodGroups are not served: its pods are planned one by one", "resource", live.VolcanoPodGroups.String())
+	if !live.Serves(disco, live.VolcanoPodGroupsResource()) {
+		klog.FromContext(ctx).Info("Volcano's PodGroups are not served: its pods are planned one by one", "resource", live.VolcanoPodGroupsResource().String())
 		return nil, nil
 	}
 	dyn, err := dynamic.NewForConfig(jsonCfg)
@@ -347,7 +347,7 @@ func watchVolcano(ctx context.Context, o *options, cfg *rest.Config, listers *cl
 		return nil, err
 	}
 	f := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
-	listers.VolcanoPodGroups = f.ForResource(live.VolcanoPodGroups).Lister()
+	listers.VolcanoPodGroups = f.ForResource(live.VolcanoPodGroupsResource()).Lister()
 	return f, nil
 }
 

@@ -70,8 +70,10 @@ func (l Listers) WithPodGroups(f informers.SharedInformerFactory, disco discover
 	return l, nil
 }
 
-// VolcanoPodGroups is the resource of Volcano's PodGroups.
-var VolcanoPodGroups = schema.GroupVersionResource{Group: "scheduling.volcano.sh", Version: "v1beta1", Resource: "podgroups"}
+// VolcanoPodGroupsResource is the resource of Volcano's PodGroups.
+func VolcanoPodGroupsResource() schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: "scheduling.volcano.sh", Version: "v1beta1", Resource: "podgroups"}
+}
 
 // Serves reports whether the API server serves gvr.
 func Serves(disco discovery.DiscoveryInterface, gvr schema.GroupVersionResource) bool {
@@ -170,7 +172,7 @@ func (l Listers) AddGangs(objs *input.Objects) error {
 	if l.VolcanoPodGroups != nil {
 		groups, err := l.VolcanoPodGroups.List(all)
 		if err != nil {
-			return fmt.Errorf("list %s: %w", VolcanoPodGroups.GroupResource(), err)
+			return fmt.Errorf("list %s: %w", VolcanoPodGroupsResource().GroupResource(), err)
 		}
 		objs.VolcanoPodGroups = nil
 		for _, g := range groups {

@@ -57,7 +57,7 @@ func autoscalerUses() []use {
 		{"workload", "cluster", "apps", "daemonsets", "list watch", informers, "f.Apps().V1().DaemonSets().Lister()"},
 		{"workload", "cluster", "scheduling.k8s.io", "podgroups", "list watch", informers, "f.Scheduling().V1beta1().PodGroups().Lister()"},
 		// Volcano's gangs (--bypassed-scheduler-names=volcano): a dynamic informer.
-		{"workload", "cluster", "scheduling.volcano.sh", "podgroups", "list watch", run, "f.ForResource(live.VolcanoPodGroups).Lister()"},
+		{"workload", "cluster", "scheduling.volcano.sh", "podgroups", "list watch", run, "f.ForResource(live.VolcanoPodGroupsResource()).Lister()"},
 		{"workload", "cluster", "policy", "poddisruptionbudgets", "list watch", state, "f.Policy().V1().PodDisruptionBudgets().Lister()"},
 		{"workload", "cluster", "resource.k8s.io", "resourceslices", "list watch", informers, "r.ResourceSlices().Lister()"},
 		{"workload", "cluster", "resource.k8s.io", "resourceslices", "list", capi, "p.opts.Workload.ResourceV1().ResourceSlices().List(ctx"},

@@ -74,7 +74,7 @@ func TestGangsLive(t *testing.T) {
 	if err := cp.InstallCRDFiles(e.ctx, filepath.Join(root, "test/e2e/testdata/volcano/podgroups-crd.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	e.deleteOnCleanup(live.VolcanoPodGroups)
+	e.deleteOnCleanup(live.VolcanoPodGroupsResource())
 	groups := e.nodeGroups(groupSpec{name: "gang-gpu", min: 0, max: 4, draDevices: 8})
 	e.autoscaler(groups, "--feature-gates=GenericWorkload=true", "--bypassed-scheduler-names=gang,volcano")
 
@@ -174,7 +174,7 @@ func (e *env) volcanoGang(name string, n int) {
 		"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
 		"metadata": map[string]any{"name": name, "namespace": e.ns},
 		"spec":     map[string]any{"minMember": int64(n), "queue": "default"}}}
-	if _, err := dyn.Resource(live.VolcanoPodGroups).Namespace(e.ns).Create(e.ctx, pg, metav1.CreateOptions{}); err != nil {
+	if _, err := dyn.Resource(live.VolcanoPodGroupsResource()).Namespace(e.ns).Create(e.ctx, pg, metav1.CreateOptions{}); err != nil {
 		e.t.Fatal(err)
 	}
 	e.gangPods(name, n, func(p *v1.Pod) {

@@ -94,9 +94,9 @@ func readVolcano(ctx context.Context, cfg *rest.Config, objs *input.Objects) err
 	if err != nil {
 		return err
 	}
-	list, err := dyn.Resource(live.VolcanoPodGroups).List(ctx, metav1.ListOptions{})
+	list, err := dyn.Resource(live.VolcanoPodGroupsResource()).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return fmt.Errorf("list %s: %w", live.VolcanoPodGroups.GroupResource(), err)
+		return fmt.Errorf("list %s: %w", live.VolcanoPodGroupsResource().GroupResource(), err)
 	}
 	for i := range list.Items {
 		objs.VolcanoPodGroups = append(objs.VolcanoPodGroups, &list.Items[i])
@@ -120,7 +120,7 @@ func readRequests(ctx context.Context, client kubernetes.Interface, cfg *rest.Co
 		}
 		return false
 	}
-	if live.Serves(client.Discovery(), live.VolcanoPodGroups) {
+	if live.Serves(client.Discovery(), live.VolcanoPodGroupsResource()) {
 		if err := readVolcano(ctx, cfg, objs); err != nil {
 			return err
 		}
