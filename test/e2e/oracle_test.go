@@ -128,6 +128,10 @@ func oracleScenarios(t *testing.T) []oracleScenario {
 		// 4 of them fit a live node: one new node, and without it none of
 		// the 12 binds.
 		shape("gang-with-live-room", oracleScenario{wantNewNodes: ptrInt(1), gates: []string{"GenericWorkload"}, wantFewerPending: 12}),
+		// Workers on a GPU node and a launcher on a CPU node, one gang:
+		// both groups grow, and without the CPU node none of the 9 binds.
+		shape("gang-across-groups", oracleScenario{wantNewNodes: ptrInt(2), wantPerGroup: map[string]int{"h100": 1, "cpu": 1},
+			gates: []string{"GenericWorkload"}, wantFewerPending: 9}),
 	)
 	return out
 }
