@@ -271,6 +271,9 @@ func (p *Planner) placeOnExisting(ctx context.Context, pods []*v1.Pod, plan *Pla
 	// FirstFit: the last placed pod of each kind, whose scheduler pod
 	// info its replicas copy.
 	lastOfKind := map[string]types.UID{}
+	// FirstFit: each kind's "plainly no room" test, made once (it reads
+	// the nodes when called).
+	noRoomOf := map[string]func(string) bool{}
 	for _, pod := range pods {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -284,7 +287,16 @@ func (p *Planner) placeOnExisting(ctx context.Context, pods []*v1.Pod, plan *Pla
 		var placed *v1.Pod
 		var ferr *harness.FitError
 		if p.FirstFit || p.FirstFitFor != nil && p.FirstFitFor(pod) {
-			node, placed, ferr = p.firstFit(pod, nodes, last, lastOfKind[kind])
+			// A pod's claims may be allocated by then (shared with an
+			// earlier pod): only pods without claims share the test.
+			full, ok := noRoomOf[kind]
+			if !ok || len(pod.Spec.ResourceClaims) > 0 {
+				full = p.Harness.NoRoom(pod)
+				if len(pod.Spec.ResourceClaims) == 0 {
+					noRoomOf[kind] = full
+				}
+			}
+			node, placed, ferr = p.firstFit(pod, nodes, last, lastOfKind[kind], full)
 		} else {
 			// Nodes plainly short of the pod's requests are left out
 			// before any plugin runs; scores are only taken among feasible
@@ -315,8 +327,7 @@ func (p *Planner) placeOnExisting(ctx context.Context, pods []*v1.Pod, plan *Pla
 // it to its candidates), so a fleet of thousands costs a few nodes a pod.
 // Nodes plainly short of the pod's requests are skipped before any plugin
 // runs.
-func (p *Planner) firstFit(pod *v1.Pod, nodes []string, last string, like types.UID) (string, *v1.Pod, *harness.FitError) {
-	full := p.Harness.NoRoom(pod)
+func (p *Planner) firstFit(pod *v1.Pod, nodes []string, last string, like types.UID, full func(string) bool) (string, *v1.Pod, *harness.FitError) {
 	start := max(slices.Index(nodes, last), 0)
 	batch := make([]string, 0, 1) // most pods take the first node with room
 	var ferr *harness.FitError
