@@ -147,7 +147,7 @@ func (st *State) addPods(l Listers, bypassed []string, wait input.BindingWait) e
 		}
 	}
 	st.Objects.ResourceClaims = input.DropFailedBindings(st.Objects.ResourceClaims, wait)
-	inBinding := input.PodsInBinding(st.Objects.ResourceClaims, wait)
+	inBinding := input.PodsInBinding(st.Objects.ResourceClaims)
 	st.WaitingForBinding = input.WaitingOnBindingConditions(st.Objects.ResourceClaims, wait)
 	inSnapshot := map[string]bool{}
 	for _, n := range st.Objects.Nodes {

@@ -38,11 +38,11 @@ func (g *Gang) String() string { return g.Kind + " " + g.Namespace + "/" + g.Nam
 func (g *Gang) Need() int { return max(g.MinCount-g.Scheduled, 0) }
 
 // ScheduledOutside counts the gang's scheduled pods on nodes other than
-// those given.
-func (g *Gang) ScheduledOutside(nodes map[string]bool) int {
+// node and those gone.
+func (g *Gang) ScheduledOutside(node string, gone map[string]bool) int {
 	n := 0
-	for node, c := range g.scheduledOn {
-		if !nodes[node] {
+	for on, c := range g.scheduledOn {
+		if on != node && !gone[on] {
 			n += c
 		}
 	}
@@ -190,9 +190,6 @@ func (ix *Index) OnNode(node string) []*Gang {
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return out
 }
-
-// Empty reports whether no gang is known.
-func (ix *Index) Empty() bool { return ix == nil || len(ix.groups) == 0 }
 
 // groupOf is the group a pod names, by the scheduler's field or Volcano's
 // annotation.

@@ -43,7 +43,7 @@ func TestIndex(t *testing.T) {
 	if problem != nil || g == nil || g.Pods != 3 || g.Scheduled != 2 || g.Need() != 1 {
 		t.Fatalf("train: %+v, %+v; want 3 pods, 2 scheduled, 1 more needed", g, problem)
 	}
-	if n := g.ScheduledOutside(map[string]bool{"n1": true}); n != 1 {
+	if n := g.ScheduledOutside("n1", nil); n != 1 {
 		t.Errorf("scheduled outside n1: %d, want 1", n)
 	}
 	if on := ix.OnNode("n1"); len(on) != 1 || on[0] != g {

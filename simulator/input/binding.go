@@ -21,16 +21,11 @@ import (
 // for devices) and, worse, the planner takes that as "no existing node
 // fits this kind of pod", so its siblings would all be planned on new
 // nodes.
-//
-// A claim whose devices' binding conditions failed (or timed out, KEP-5007)
-// is not binding anything: the scheduler deallocates it and tries the pod
-// again, so its pod is pending.
-func PodsInBinding(claims []*resourceapi.ResourceClaim, w BindingWait) map[types.UID]string {
+// Claims whose device binding failed (KEP-5007) bind nothing: callers
+// drop them first (DropFailedBindings).
+func PodsInBinding(claims []*resourceapi.ResourceClaim) map[types.UID]string {
 	out := map[types.UID]string{}
 	for _, c := range claims {
-		if state, _ := ClaimBinding(c, w); state == BindingFailed {
-			continue
-		}
 		node := allocatedNode(c.Status.Allocation)
 		if c.Annotations[resourceapi.ExtendedResourceClaimAnnotation] == "true" {
 			if ref := metav1.GetControllerOfNoCopy(c); ref != nil && ref.Kind == "Pod" {
@@ -97,7 +92,7 @@ func AssumedNode(inBinding map[types.UID]string, p *v1.Pod) string {
 func (o *Objects) PlaceBindingPods() int {
 	wait := DefaultBindingWait()
 	o.ResourceClaims = DropFailedBindings(o.ResourceClaims, wait)
-	inBinding := PodsInBinding(o.ResourceClaims, wait)
+	inBinding := PodsInBinding(o.ResourceClaims)
 	if len(inBinding) == 0 {
 		return 0
 	}

@@ -147,10 +147,10 @@ func WaitingOnBindingConditions(claims []*resourceapi.ResourceClaim, w BindingWa
 	return out
 }
 
-// DropFailedBindings returns claims with the allocation of each claim
-// whose binding failed or timed out taken back (copies), as the
-// scheduler's Unreserve does before it tries the pod again; the others as
-// they are.
+// DropFailedBindings returns claims as the scheduler's Unreserve leaves
+// them once a claim's binding failed or timed out: an extended-resource
+// claim it made for the pod is gone, another claim is deallocated (a
+// copy); the others are as they are. Its pod is then pending again.
 func DropFailedBindings(claims []*resourceapi.ResourceClaim, w BindingWait) []*resourceapi.ResourceClaim {
 	var out []*resourceapi.ResourceClaim
 	for i, c := range claims {
@@ -162,6 +162,9 @@ func DropFailedBindings(claims []*resourceapi.ResourceClaim, w BindingWait) []*r
 		}
 		if out == nil {
 			out = append(make([]*resourceapi.ResourceClaim, 0, len(claims)), claims[:i]...)
+		}
+		if c.Annotations[resourceapi.ExtendedResourceClaimAnnotation] == "true" {
+			continue
 		}
 		c = c.DeepCopy()
 		c.Status.Allocation, c.Status.ReservedFor, c.Status.Devices = nil, nil, nil

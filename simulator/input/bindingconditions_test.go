@@ -59,7 +59,7 @@ func TestBindingConditions(t *testing.T) {
 			if state != tc.wantState {
 				t.Fatalf("state %v, want %v", state, tc.wantState)
 			}
-			inBinding := PodsInBinding([]*resourceapi.ResourceClaim{tc.claim}, wait)
+			inBinding := PodsInBinding(DropFailedBindings([]*resourceapi.ResourceClaim{tc.claim}, wait))
 			if node, ok := inBinding[types.UID("uid-p")]; ok != tc.bound || (ok && node != "node-0") {
 				t.Errorf("in binding %v, want the pod bound to node-0: %v", inBinding, tc.bound)
 			}

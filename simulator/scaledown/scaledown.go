@@ -239,9 +239,7 @@ func Find(h *harness.Harness, opts Options) ([]Removal, []Rejection) {
 // below its minCount, or "".
 func gangBroken(gangs *gang.Index, gone map[string]bool, node string) string {
 	for _, g := range gangs.OnNode(node) {
-		without := maps.Clone(gone)
-		without[node] = true
-		if left := g.ScheduledOutside(without); left < g.MinCount {
+		if left := g.ScheduledOutside(node, gone); left < g.MinCount {
 			return fmt.Sprintf("runs pods of %s, a gang of minCount %d: without the node %d of its %d scheduled pods are left, "+
 				"and the scheduler binds a gang's pods only all together", g, g.MinCount, left, g.Scheduled)
 		}
