@@ -78,7 +78,8 @@ func VolcanoPodGroupsResource() schema.GroupVersionResource {
 // Serves reports whether the API server serves gvr.
 func Serves(disco discovery.DiscoveryInterface, gvr schema.GroupVersionResource) bool {
 	resources, err := disco.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
-	return err == nil && slices.ContainsFunc(resources.APIResources, func(r metav1.APIResource) bool { return r.Name == gvr.Resource })
+	return err == nil && resources != nil &&
+		slices.ContainsFunc(resources.APIResources, func(r metav1.APIResource) bool { return r.Name == gvr.Resource })
 }
 
 // NewListers registers the informers with the factory; start the factory

@@ -108,26 +108,14 @@ func readVolcano(ctx context.Context, cfg *rest.Config, objs *input.Objects) err
 // and the PodTemplates they name (read once, per plan), where the API
 // serves CA's CRDs.
 func readRequests(ctx context.Context, client kubernetes.Interface, cfg *rest.Config, objs *input.Objects) error {
-	served := func(gv, resource string) bool {
-		resources, err := client.Discovery().ServerResourcesForGroupVersion(gv)
-		if err != nil || resources == nil {
-			return false
-		}
-		for _, r := range resources.APIResources {
-			if r.Name == resource {
-				return true
-			}
-		}
-		return false
-	}
 	if live.Serves(client.Discovery(), live.VolcanoPodGroupsResource()) {
 		if err := readVolcano(ctx, cfg, objs); err != nil {
 			return err
 		}
 	}
-	requests := served(prv1.SchemeGroupVersion.String(), "provisioningrequests")
+	requests := live.Serves(client.Discovery(), prv1.SchemeGroupVersion.WithResource("provisioningrequests"))
 	bufferGVR := capacitybuffer.GroupVersionResource()
-	buffers := served(bufferGVR.GroupVersion().String(), bufferGVR.Resource)
+	buffers := live.Serves(client.Discovery(), bufferGVR)
 	if !requests && !buffers {
 		return nil
 	}
