@@ -93,12 +93,15 @@ func Compute(snap *snapshot.Snapshot, m *dynres.Matcher) *Report {
 	classRows := map[string]*Row{}
 	resRows := map[string]*Row{}
 	var pools []*dynres.Pool
+	var shared []SharedDevice
 	for _, nodeName := range snap.NodeNames() {
 		group := nodegroup.Group(snap.NodeInfo(nodeName).Node())
 		if group == "" {
 			group = "(none)"
 		}
-		pools = append(pools, dynres.PoolsForNode(snap, nodeName)...)
+		nodePools := dynres.PoolsForNode(snap, nodeName)
+		pools = append(pools, nodePools...)
+		shared = appendShared(shared, snap.DeviceUsage(), nodeName, nodePools)
 		for _, e := range m.ForNode(snap, nodeName) {
 			key := string(e.Resource) + "|" + string(e.Source)
 			add(resRows, key, Row{Name: string(e.Resource), Source: e.Source, Class: e.Class}, nodeName, group, e)
@@ -110,34 +113,30 @@ func Compute(snap *snapshot.Snapshot, m *dynres.Matcher) *Report {
 		}
 	}
 	return &Report{Classes: sorted(classRows), Resources: sorted(resRows), Counters: dynres.Counters(pools),
-		SharedDevices: sharedDevices(snap)}
+		SharedDevices: shared}
 }
 
-// sharedDevices lists every device of every node that allows several
-// allocations, with what its shares take.
-func sharedDevices(snap *snapshot.Snapshot) []SharedDevice {
-	usage := snap.DeviceUsage()
-	var out []SharedDevice
-	for _, nodeName := range snap.NodeNames() {
-		for _, p := range dynres.PoolsForNode(snap, nodeName) {
-			for _, d := range p.Devices {
-				if !ptr.Deref(d.AllowMultipleAllocations, false) {
-					continue
-				}
-				sd := SharedDevice{Node: nodeName, Driver: p.Driver, Pool: p.Name, Device: d.Name, Shares: d.Shares, Use: d.Use}
-				consumed := usage.Consumed(structured.MakeDeviceID(p.Driver, p.Name, d.Name))
-				for _, name := range slices.Sorted(maps.Keys(d.Capacity)) {
-					total := d.Capacity[name].Value
-					used := resource.Quantity{}
-					if q := consumed[name]; q != nil {
-						used = q.DeepCopy()
-					}
-					free := total.DeepCopy()
-					free.Sub(used)
-					sd.Capacity = append(sd.Capacity, SharedCapacity{Name: string(name), Total: total.String(), Consumed: used.String(), Free: free.String()})
-				}
-				out = append(out, sd)
+// appendShared adds the node's devices that allow several allocations,
+// with what their shares take.
+func appendShared(out []SharedDevice, usage snapshot.DeviceUsage, nodeName string, pools []*dynres.Pool) []SharedDevice {
+	for _, p := range pools {
+		for _, d := range p.Devices {
+			if !ptr.Deref(d.AllowMultipleAllocations, false) {
+				continue
 			}
+			sd := SharedDevice{Node: nodeName, Driver: p.Driver, Pool: p.Name, Device: d.Name, Shares: d.Shares, Use: d.Use}
+			consumed := usage.Consumed(structured.MakeDeviceID(p.Driver, p.Name, d.Name))
+			for _, name := range slices.Sorted(maps.Keys(d.Capacity)) {
+				total := d.Capacity[name].Value
+				used := resource.Quantity{}
+				if q := consumed[name]; q != nil {
+					used = q.DeepCopy()
+				}
+				free := total.DeepCopy()
+				free.Sub(used)
+				sd.Capacity = append(sd.Capacity, SharedCapacity{Name: string(name), Total: total.String(), Consumed: used.String(), Free: free.String()})
+			}
+			out = append(out, sd)
 		}
 	}
 	return out
