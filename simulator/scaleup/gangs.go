@@ -134,32 +134,11 @@ func (p *Planner) acrossGroups(ctx context.Context, st *state, pods []*v1.Pod, n
 	snap.Fork()
 	planned := maps.Clone(st.planned)
 	var sus []ScaleUp
-	left := pods
-	for len(left) > 0 {
-		best, ok, err := p.bestOption(ctx, st, left)
-		if err != nil {
-			snap.Revert()
-			st.planned = planned
-			return nil, err
-		}
-		if !ok {
-			break
-		}
-		step, err := st.scaleUpStep(ctx, best.Group, left)
-		if err != nil {
-			snap.Revert()
-			st.planned = planned
-			return nil, err
-		}
-		placed := 0
-		for _, res := range step {
-			sus = append(sus, scaleUpOf(p.Harness, res))
-			left = withoutPlaced(left, res.Placed)
-			placed += len(res.Placed)
-		}
-		if placed == 0 {
-			break
-		}
+	left, err := p.stepByStep(ctx, st, pods, func(step []ScaleUp) { sus = append(sus, step...) })
+	if err != nil {
+		snap.Revert()
+		st.planned = planned
+		return nil, err
 	}
 	if len(pods)-len(left) < need {
 		snap.Revert()

@@ -181,31 +181,18 @@ func (p *Planner) PlanContext(ctx context.Context, pending []*v1.Pod) (*Plan, er
 		plan.Groups = st.describe()
 		return plan, nil
 	}
-	for loop := 0; len(remaining) > 0; loop++ {
-		best, ok, err := p.bestOption(ctx, st, remaining)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			break
-		}
-		step, err := st.scaleUpStep(ctx, best.Group, remaining)
-		if err != nil {
-			return nil, err
-		}
-		placed := 0
-		for _, res := range step {
-			su := scaleUpOf(p.Harness, res)
+	loop := 0
+	remaining, err = p.stepByStep(ctx, st, remaining, func(step []ScaleUp) {
+		for _, su := range step {
 			if loop == 0 && !firstLoopTaken {
 				plan.FirstLoop = append(plan.FirstLoop, su)
 			}
 			plan.addScaleUp(su, p.Limits.MaxNodesPerScaleUp)
-			remaining = withoutPlaced(remaining, res.Placed)
-			placed += len(res.Placed)
 		}
-		if placed == 0 {
-			break
-		}
+		loop++
+	})
+	if err != nil {
+		return nil, err
 	}
 	for _, pod := range remaining {
 		if err := ctx.Err(); err != nil {
@@ -215,6 +202,35 @@ func (p *Planner) PlanContext(ctx context.Context, pending []*v1.Pod) (*Plan, er
 	}
 	plan.Groups = st.describe()
 	return plan, nil
+}
+
+// stepByStep plans pods on new nodes as successive loops would: each step
+// grows the group the expander chooses (and the similar groups it is
+// balanced with) for the pods left, until none is left or no group helps.
+// Each step's scale-ups go to onStep; it returns the pods left.
+func (p *Planner) stepByStep(ctx context.Context, st *state, pods []*v1.Pod, onStep func([]ScaleUp)) ([]*v1.Pod, error) {
+	for len(pods) > 0 {
+		best, ok, err := p.bestOption(ctx, st, pods)
+		if err != nil || !ok {
+			return pods, err
+		}
+		res, err := st.scaleUpStep(ctx, best.Group, pods)
+		if err != nil {
+			return pods, err
+		}
+		step := make([]ScaleUp, 0, len(res))
+		placed := 0
+		for _, r := range res {
+			step = append(step, scaleUpOf(p.Harness, r))
+			pods = withoutPlaced(pods, r.Placed)
+			placed += len(r.Placed)
+		}
+		onStep(step)
+		if placed == 0 {
+			return pods, nil
+		}
+	}
+	return pods, nil
 }
 
 // setAsideUntried lists the pods the scheduler will not try at all, with
