@@ -387,13 +387,13 @@ func waitingForBinding(st *clusterstate.State) []scaleup.NoScaleUp {
 	if len(st.WaitingForBinding) == 0 {
 		return nil
 	}
-	var out []scaleup.NoScaleUp
-	for _, p := range st.AllPods {
-		if w, ok := st.WaitingForBinding[p.UID]; ok && p.Spec.NodeName == "" {
-			out = append(out, scaleup.NoScaleUp{Pod: scaleup.RefOf(p), Code: scaleup.WaitingForBindingConditions, Reason: w.Reason()})
+	return scaleup.WaitingForBinding(st.AllPods, func(p *v1.Pod) (string, bool) {
+		w, ok := st.WaitingForBinding[p.UID]
+		if !ok || p.Spec.NodeName != "" {
+			return "", false
 		}
-	}
-	return out
+		return w.Reason(), true
+	})
 }
 
 // planner is the loop's planner over h for groups.

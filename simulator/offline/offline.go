@@ -317,11 +317,11 @@ func waitingForBinding(objs *input.Objects, profile *config.KubeSchedulerProfile
 	if len(waiting) == 0 {
 		return nil
 	}
-	var out []scaleup.NoScaleUp
-	for _, p := range objs.RunningPods {
-		if w, ok := waiting[p.UID]; ok {
-			out = append(out, scaleup.NoScaleUp{Pod: scaleup.RefOf(p), Code: scaleup.WaitingForBindingConditions, Reason: w.Reason()})
+	return scaleup.WaitingForBinding(objs.RunningPods, func(p *v1.Pod) (string, bool) {
+		w, ok := waiting[p.UID]
+		if !ok {
+			return "", false
 		}
-	}
-	return out
+		return w.Reason(), true
+	})
 }

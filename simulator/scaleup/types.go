@@ -125,3 +125,15 @@ func reasonOf(groups []GroupReason) (ReasonCode, string) {
 	}
 	return code, strings.Join(parts, "; ")
 }
+
+// WaitingForBinding says of each of pods that reason says waits for its
+// devices' binding conditions that it gets no scale-up, and why.
+func WaitingForBinding(pods []*v1.Pod, reason func(*v1.Pod) (string, bool)) []NoScaleUp {
+	var out []NoScaleUp
+	for _, p := range pods {
+		if why, ok := reason(p); ok {
+			out = append(out, NoScaleUp{Pod: RefOf(p), Code: WaitingForBindingConditions, Reason: why})
+		}
+	}
+	return out
+}
