@@ -35,9 +35,10 @@ func Refused() map[string]string {
 		string(features.DRANodeAllocatableResources): "the scheduler's bind writes status.nodeAllocatableResourceClaimStatuses, " +
 			"which draxr's simulated bind does not, so a plan would count node resources wrongly",
 		// GenericWorkload is served: simulator/scaleup plans a gang's pods
-		// all or nothing. The rest of the Workload family is not modelled.
-		string(features.DRAWorkloadResourceClaims): "claims reserved for a whole PodGroup are planned per pod by draxr, " +
-			"so a gang sharing one claim would be counted once per pod",
+		// all or nothing, and DRAWorkloadResourceClaims: a PodGroup's
+		// claims are made and reserved once for the group
+		// (simulator/harness). The rest of the Workload family is not
+		// modelled.
 		string(features.CompositePodGroup): "composite PodGroups (gangs of gangs) are not planned by draxr, only single PodGroups",
 		string(features.TopologyAwareWorkloadScheduling): "topology-aware placement of PodGroups (one rack, one zone) is not planned by draxr: " +
 			"it could plan a gang on nodes the scheduler would not use together",

@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	schedulingapi "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
 )
@@ -62,7 +63,7 @@ func (h *Harness) commit(pod *v1.Pod, nodeName string) (*v1.Pod, error) {
 			claim.Status.Allocation = allocated.Status.Allocation
 			claim.Finalizers = allocated.Finalizers
 		}
-		reserveFor(claim, placed)
+		h.reserve(claim, placed, &placed.Spec.ResourceClaims[i])
 		h.snap.SetResourceClaim(claim)
 	}
 	add := h.snap.AddPod
@@ -73,6 +74,23 @@ func (h *Harness) commit(pod *v1.Pod, nodeName string) (*v1.Pod, error) {
 		return nil, err
 	}
 	return placed, nil
+}
+
+// reserve reserves the claim as the scheduler's PreBind does: for the
+// pod's PodGroup when the claim is the group's (DRAWorkloadResourceClaims),
+// else for the pod.
+func (h *Harness) reserve(claim *resourceapi.ResourceClaim, pod *v1.Pod, pc *v1.PodResourceClaim) {
+	if groupClaimsEnabled() && pod.Spec.SchedulingGroup != nil && pod.Spec.SchedulingGroup.PodGroupName != nil {
+		if group := h.snap.PodGroup(pod.Namespace, *pod.Spec.SchedulingGroup.PodGroupName); group != nil && boundToGroup(pod, group, pc) {
+			if !resourceclaim.IsReservedForPod(pod, claim, true) {
+				claim.Status.ReservedFor = append(claim.Status.ReservedFor, resourceapi.ResourceClaimConsumerReference{
+					APIGroup: schedulingapi.GroupName, Resource: "podgroups", Name: group.Name, UID: group.UID,
+				})
+			}
+			return
+		}
+	}
+	reserveFor(claim, pod)
 }
 
 func reserveFor(claim *resourceapi.ResourceClaim, pod *v1.Pod) {
@@ -108,9 +126,15 @@ func (h *Harness) extendedResourceClaim(pod *v1.Pod, allocated *resourceapi.Reso
 // name. Without this the new claim would replace the other pod's claim and
 // free its devices.
 func (h *Harness) freeClaimName(pod *v1.Pod, prefix, seed string) string {
+	return h.freeClaimNameOf(pod.Namespace, pod.UID, prefix, seed)
+}
+
+// freeClaimNameOf is freeClaimName for a claim owned by the object with
+// UID owner in namespace.
+func (h *Harness) freeClaimNameOf(namespace string, owner types.UID, prefix, seed string) string {
 	name := generatedName(prefix, seed)
 	for i := 1; ; i++ {
-		if c := h.snap.ResourceClaim(pod.Namespace, name); c == nil || ownedBy(c, pod) {
+		if c := h.snap.ResourceClaim(namespace, name); c == nil || controlledBy(c, owner) {
 			return name
 		}
 		name = generatedName(prefix, seed+"#"+strconv.Itoa(i))

@@ -94,7 +94,8 @@ func (h *Harness) replicateOne(srcNode string, src *v1.Pod, dstNode string, pod 
 
 // Replicable reports whether a pod's placement depends only on its own
 // node, so that Replicate may copy it: no inter-pod (anti-)affinity or
-// topology spreading, no claim shared with other pods, no volumes that
+// topology spreading, no claim shared with other pods (nor, with DRAWorkloadResourceClaims, with its
+// PodGroup), no volumes that
 // bind cluster-wide. ownNamed says the claims the pod references by name
 // (resourceClaimName) are its own, which only the caller, seeing all
 // pending pods, can tell; otherwise they may be shared.
@@ -109,6 +110,10 @@ func Replicable(pod *v1.Pod, ownNamed bool) bool {
 		if c.ResourceClaimName != nil && !ownNamed {
 			return false
 		}
+	}
+	// A claim the pod may share with its PodGroup is allocated once.
+	if pod.Spec.SchedulingGroup != nil && len(pod.Spec.ResourceClaims) > 0 && groupClaimsEnabled() {
+		return false
 	}
 	for _, v := range pod.Spec.Volumes {
 		if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {

@@ -70,6 +70,7 @@ func BuildSnapshotWith(objs *input.Objects, infos *snapshot.PodInfos) (*snapshot
 		}
 	}
 	snap.SetDeviceTaintRules(objs.DeviceTaintRules)
+	snap.SetPodGroups(objs.PodGroups)
 	for _, s := range objs.ResourceSlices {
 		if err := snap.AddResourceSlice(s); err != nil {
 			return nil, err

@@ -148,6 +148,8 @@ func (p *Planner) PlanContext(ctx context.Context, pending []*v1.Pod) (*Plan, er
 	groups := append([]*nodegroup.NodeGroup(nil), p.Groups...)
 	sort.Slice(groups, func(i, j int) bool { return groups[i].Name < groups[j].Name })
 	st := newState(p, groups)
+	// A claim a gang's pods share through their PodGroup is one claim.
+	pending = p.Harness.GroupClaims(pending)
 	// Pods count their own claims by what they ask; all pending pods are
 	// given, so that a claim any two of them share keeps its name.
 	st.kinds = estimator.NewKinds(p.Harness.Snapshot(), pending)

@@ -29,8 +29,24 @@ func (s *Snapshot) DeviceClasses() fwk.DeviceClassLister { return s.classes }
 // DeviceClassResolver implements fwk.SharedDRAManager.
 func (s *Snapshot) DeviceClassResolver() fwk.DeviceClassResolver { return s.classes }
 
-// PodGroups implements fwk.SharedDRAManager; see PodGroupStates.
-func (s *Snapshot) PodGroups() fwk.PodGroupLister { return noPodGroupObjects{} }
+// PodGroups implements fwk.SharedDRAManager: with DRAWorkloadResourceClaims
+// the DynamicResources plugin reads a pod's PodGroup to tell the claims it
+// shares with its group from its own.
+func (s *Snapshot) PodGroups() fwk.PodGroupLister { return podGroupLister{s} }
+
+// SetPodGroups gives the snapshot the cluster's PodGroups, which do not
+// change during a simulation.
+func (s *Snapshot) SetPodGroups(groups []*schedulingapi.PodGroup) {
+	clear(s.podGroups)
+	for _, pg := range groups {
+		s.podGroups[pg.Namespace+"/"+pg.Name] = pg
+	}
+}
+
+// PodGroup returns a PodGroup, nil when absent.
+func (s *Snapshot) PodGroup(namespace, name string) *schedulingapi.PodGroup {
+	return s.podGroups[namespace+"/"+name]
+}
 
 // AddResourceSlice adds a ResourceSlice; names must be unique.
 func (s *Snapshot) AddResourceSlice(slice *resourceapi.ResourceSlice) error {
@@ -212,9 +228,12 @@ func (l sliceLister) ListWithDeviceTaintRules() ([]*resourceapi.ResourceSlice, e
 	return l.s.AllResourceSlices(), nil
 }
 
-type noPodGroupObjects struct{}
+type podGroupLister struct{ s *Snapshot }
 
-func (noPodGroupObjects) Get(namespace, name string) (*schedulingapi.PodGroup, error) {
+func (l podGroupLister) Get(namespace, name string) (*schedulingapi.PodGroup, error) {
+	if pg := l.s.PodGroup(namespace, name); pg != nil {
+		return pg, nil
+	}
 	return nil, apierrors.NewNotFound(schedulingapi.Resource("podgroups"), namespace+"/"+name)
 }
 

@@ -12,6 +12,7 @@ package snapshot
 import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	schedulingapi "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/dynamic-resource-allocation/structured"
@@ -54,9 +55,11 @@ type Snapshot struct {
 	xrClaims    map[types.UID]*resourceapi.ResourceClaim // extended-resource claims by owning pod UID
 	claimList   []*resourceapi.ResourceClaim             // nil when stale
 	templates   map[string]*resourceapi.ResourceClaimTemplate
-	allocated   allocatedDevices
-	pending     map[types.UID]*resourceapi.ResourceClaim // signalled in Reserve, not yet committed
-	pvcUsers    map[string]int
+	// podGroups are PodGroups by namespace/name.
+	podGroups map[string]*schedulingapi.PodGroup
+	allocated allocatedDevices
+	pending   map[types.UID]*resourceapi.ResourceClaim // signalled in Reserve, not yet committed
+	pvcUsers  map[string]int
 
 	scope      *cycleScope // non-nil while the harness schedules one pod
 	scopeStore cycleScope
@@ -88,6 +91,7 @@ func New() *Snapshot {
 		claimsByUID:  map[types.UID]*resourceapi.ResourceClaim{},
 		xrClaims:     map[types.UID]*resourceapi.ResourceClaim{},
 		templates:    map[string]*resourceapi.ResourceClaimTemplate{},
+		podGroups:    map[string]*schedulingapi.PodGroup{},
 		allocated:    newAllocatedDevices(),
 		pending:      map[types.UID]*resourceapi.ResourceClaim{},
 		pvcUsers:     map[string]int{},

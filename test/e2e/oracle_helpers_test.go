@@ -120,9 +120,11 @@ func newOracle(t *testing.T) *oracle {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	// The Workload API is served for the gang scenarios.
+	// The Workload API is served for the gang scenarios, with PodGroup
+	// claims, which the resourceclaim controller makes.
 	ocp, err := controlplane.Start(ctx, controlplane.Options{BinDir: binDir, APIServerArgs: []string{
-		"--feature-gates=GenericWorkload=true", "--runtime-config=scheduling.k8s.io/v1beta1=true"}})
+		"--feature-gates=GenericWorkload=true,DRAWorkloadResourceClaims=true", "--runtime-config=scheduling.k8s.io/v1beta1=true"},
+		ControllerManagerArgs: []string{"--feature-gates=GenericWorkload=true,DRAWorkloadResourceClaims=true"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -534,8 +536,14 @@ func (o *oracle) claimsMade(ctx context.Context, pod *v1.Pod) {
 		return
 	}
 	c := o.cp.Client.CoreV1().Pods(pod.Namespace)
+	// A gang's pod gets no verdict of its own before its whole gang
+	// exists: wait for its claims only.
+	gangPod := pod.Spec.SchedulingGroup != nil
 	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, o.settle, true, func(ctx context.Context) (bool, error) {
 		p, err := c.Get(ctx, pod.Name, metav1.GetOptions{})
+		if err == nil && gangPod {
+			return len(p.Status.ResourceClaimStatuses) == len(p.Spec.ResourceClaims), nil
+		}
 		return err == nil && (p.Spec.NodeName != "" || unschedulable(p)), nil
 	}); err != nil {
 		t.Fatalf("Pod %s/%s (claims from templates): no verdict from the scheduler: %v", pod.Namespace, pod.Name, err)

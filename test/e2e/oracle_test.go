@@ -132,6 +132,11 @@ func oracleScenarios(t *testing.T) []oracleScenario {
 		// both groups grow, and without the CPU node none of the 9 binds.
 		shape("gang-across-groups", oracleScenario{wantNewNodes: ptrInt(2), wantPerGroup: map[string]int{"h100": 1, "cpu": 1},
 			gates: []string{"GenericWorkload"}, wantFewerPending: 9}),
+		// The gang shares the cluster's one fabric channel through its
+		// PodGroup's claim: one claim for the 12, 6 nodes, and with 5
+		// none binds.
+		shape("gang-group-claim", oracleScenario{wantNewNodes: ptrInt(6),
+			gates: []string{"GenericWorkload", "DRAWorkloadResourceClaims"}, wantFewerPending: 12}),
 	)
 	return out
 }

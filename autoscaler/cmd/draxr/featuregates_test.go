@@ -201,8 +201,8 @@ func TestWorkloadGates(t *testing.T) {
 	}
 
 	input := writeFile(t, "gang.yaml", gangDump(2))
-	all := []string{"GenericWorkload=true"}
-	for _, gate := range []string{"DRAWorkloadResourceClaims", "CompositePodGroup", "TopologyAwareWorkloadScheduling",
+	all := []string{"GenericWorkload=true", "DRAWorkloadResourceClaims=true"}
+	for _, gate := range []string{"CompositePodGroup", "TopologyAwareWorkloadScheduling",
 		"PodGroupPreemptionPolicy", "WorkloadWithJob"} {
 		all = append(all, gate+"=true")
 		code, _, errOut := draxr(t, "simulate", "-f", input, "--feature-gates=GenericWorkload=true,"+gate+"=true")
@@ -295,5 +295,109 @@ spec:
 	}
 	if n := strings.Count(out, "carry nodeAllocatableResources"); n != 1 || !strings.Contains(out, "warning: 2 ResourceSlices carry nodeAllocatableResources") {
 		t.Errorf("%d warnings, want one naming 2 slices:\n%s", n, out)
+	}
+}
+
+// groupClaimDump is gangDump(n) whose pods also share a PodGroup claim
+// (spec.resourceClaims of the group and of each pod, from one template):
+// one fabric channel, of which the cluster has one, in a slice for all
+// nodes.
+func groupClaimDump(n int) string {
+	var b strings.Builder
+	b.WriteString(gpuClassDoc + `---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: channel.example.com}
+spec:
+  selectors: [{cel: {expression: device.driver == "channel.example.com"}}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: fabric}
+spec:
+  driver: channel.example.com
+  allNodes: true
+  pool: {name: fabric, generation: 1, resourceSliceCount: 1}
+  devices: [{name: channel-0}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: channel, namespace: ml}
+spec:
+  spec:
+    devices:
+      requests: [{name: channel, exactly: {deviceClassName: channel.example.com}}]
+---
+apiVersion: draxr.dev/v1alpha1
+kind: NodeGroup
+metadata: {name: gpu}
+spec:
+  minSize: 0
+  maxSize: 4
+  template:
+    status: {capacity: {cpu: "32", memory: 128Gi, pods: "110"}}
+  resourceSlices:
+  - driver: gpu.example.com
+    devices: [{name: g0}, {name: g1}, {name: g2}, {name: g3}, {name: g4}, {name: g5}, {name: g6}, {name: g7}]
+---
+apiVersion: scheduling.k8s.io/v1beta1
+kind: PodGroup
+metadata: {name: train, namespace: ml, uid: 6f1c1a52-0000-4000-8000-000000000001}
+spec:
+  resourceClaims: [{name: channel, resourceClaimTemplateName: channel}]
+`)
+	fmt.Fprintf(&b, "  schedulingPolicy: {gang: {minCount: %d}}\n", n)
+	for i := range n {
+		fmt.Fprintf(&b, `---
+apiVersion: v1
+kind: Pod
+metadata: {name: train-%d, namespace: ml}
+spec:
+  schedulingGroup: {podGroupName: train}
+  resourceClaims: [{name: channel, resourceClaimTemplateName: channel}]
+  containers:
+  - name: c
+    image: busybox
+    resources:
+      limits: {example.com/gpu: "1"}
+      claims: [{name: channel}]
+`, i)
+	}
+	return b.String()
+}
+
+// With DRAWorkloadResourceClaims a claim the PodGroup holds is made once
+// for the group and shared by its pods, as the resourceclaim controller
+// and the scheduler do: 16 pods sharing the cluster's one fabric channel
+// get 2 nodes in one step. Without the gate each pod gets a claim of its
+// own, the channel serves one of them, and the gang gets no node.
+func TestPodGroupClaims(t *testing.T) {
+	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.GenericWorkload, false)
+	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.DRAWorkloadResourceClaims, false)
+	input := writeFile(t, "gang.yaml", groupClaimDump(16))
+	plan := func(gates string) report.SimulateOutput {
+		t.Helper()
+		code, out, errOut := draxr(t, "simulate", "-o", "json", "-f", input, "--feature-gates="+gates)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", gates, code, errOut)
+		}
+		var o report.SimulateOutput
+		if err := json.Unmarshal([]byte(out), &o); err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	o := plan("GenericWorkload=true,DRAWorkloadResourceClaims=true")
+	if len(o.ScaleUps) != 1 || o.ScaleUps[0].NewNodes != 2 || !o.ScaleUps[0].Atomic || len(o.NoScaleUp) != 0 {
+		t.Fatalf("group claim: scale-ups %+v, without %+v; want one atomic step of 2 nodes and every pod placed", o.ScaleUps, o.NoScaleUp)
+	}
+	o = plan("GenericWorkload=true,DRAWorkloadResourceClaims=false")
+	if len(o.ScaleUps) != 0 || len(o.NoScaleUp) != 16 {
+		t.Fatalf("claims per pod: scale-ups %+v, %d pods without; want none and 16", o.ScaleUps, len(o.NoScaleUp))
+	}
+	for _, n := range o.NoScaleUp {
+		if n.Code != "GangDoesNotFit" {
+			t.Fatalf("pod %s: %s %q, want GangDoesNotFit", n.Pod, n.Code, n.Reason)
+		}
 	}
 }
