@@ -320,7 +320,7 @@ func (r *run) firstFit(pod *v1.Pod, kind string) string {
 		node, _, _ = r.b.Harness.PlaceOnAnyNode(pod, candidates)
 	}
 	for j := from; j < len(r.simulated) && r.simulated[j] != node; j++ {
-		r.fill.full(r.snap, r.simulated[j], kind)
+		r.fill.full(r.b.Harness, r.simulated[j], kind)
 		r.cursor[kind] = j + 1
 	}
 	if node != "" {
@@ -468,23 +468,30 @@ func (f *fillMemo) placed(node, kind string) {
 	f.onNode[node][kind]++
 }
 
-func (f *fillMemo) full(snap *snapshot.Snapshot, node, kind string) {
+func (f *fillMemo) full(h *harness.Harness, node, kind string) {
 	kinds := f.onNode[node]
 	if len(kinds) != 1 || kinds[kind] == 0 {
 		return
 	}
-	if _, known := f.perNode[kind]; known {
+	if _, known := f.perNode[kind]; known || f.noReplicate[kind] {
 		return
 	}
-	if f.perNode == nil {
-		f.perNode = map[string]filled{}
-	}
+	snap := h.Snapshot()
 	m := filled{n: kinds[kind], node: node}
 	for _, p := range snap.NodeInfo(node).Pods {
 		// Every fresh node gets its own DaemonSet pods first.
-		if !daemonsets.IsDaemonSetPod(p.GetPod()) {
-			m.pods = append(m.pods, p.GetPod())
+		if daemonsets.IsDaemonSetPod(p.GetPod()) {
+			continue
 		}
+		if !h.OnOwnPools(p.GetPod(), node) {
+			// Devices of a shared pool: the next node fills differently.
+			f.noReplicate[kind] = true
+			return
+		}
+		m.pods = append(m.pods, p.GetPod())
+	}
+	if f.perNode == nil {
+		f.perNode = map[string]filled{}
 	}
 	used := NodeUsage(snap, node)
 	n := float64(m.n)

@@ -64,8 +64,12 @@ func (h *Harness) findExtendedResourceClaim(pod *v1.Pod) *resourceapi.ResourceCl
 }
 
 func ownedBy(claim *resourceapi.ResourceClaim, pod *v1.Pod) bool {
+	return controlledBy(claim, pod.UID)
+}
+
+func controlledBy(claim *resourceapi.ResourceClaim, owner types.UID) bool {
 	ref := metav1.GetControllerOfNoCopy(claim)
-	return ref != nil && ref.UID == pod.UID
+	return ref != nil && ref.UID == owner
 }
 
 func withoutConsumer(refs []resourceapi.ResourceClaimConsumerReference, uid types.UID) []resourceapi.ResourceClaimConsumerReference {
@@ -95,4 +99,21 @@ func (h *Harness) ClaimsOf(pod *v1.Pod) []*resourceapi.ResourceClaim {
 		}
 	}
 	return out
+}
+
+// OnOwnPools reports whether every device the placed pod holds is in node's
+// own pool: only then is its placement the same on any fresh node of the
+// group, since a shared pool (all nodes, a node selector) drains from every
+// node.
+func (h *Harness) OnOwnPools(pod *v1.Pod, node string) bool {
+	for _, c := range h.ClaimsOf(pod) {
+		if a := c.Status.Allocation; a != nil {
+			for _, r := range a.Devices.Results {
+				if r.Pool != node {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }

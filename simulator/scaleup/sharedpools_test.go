@@ -51,3 +51,56 @@ func TestReasonNamesExhaustedSharedPool(t *testing.T) {
 		t.Errorf("reason %q, want it to contain %q", r, want)
 	}
 }
+
+// Pods alike (one GPU and a link each, from templates) fill a new node,
+// but the links come from a shared pool of 3: a fourth pod finds none on
+// the next node, so the plan is one node for 3 of 5, the others told
+// why. Copying the first node's placements to the next (as for devices
+// of the node's own) would hand out the same link twice.
+func TestSharedPoolPlacementsAreNotCopied(t *testing.T) {
+	snap := snapshot.New()
+	shared := fx.DeviceSlice("x", "fabric.example.com", 3, "link")
+	shared.Name = "fabric-slice"
+	shared.Spec.NodeName = nil
+	shared.Spec.AllNodes = ptr.To(true)
+	shared.Spec.Pool.Name = "fabric-a"
+	if err := snap.AddResourceSlice(shared); err != nil {
+		t.Fatal(err)
+	}
+	snap.SetDeviceClass(fx.Class("fabric.example.com", "fabric.example.com", "", fx.Epoch))
+	snap.SetResourceClaimTemplate(fx.ClaimTemplate("link", "fabric.example.com", 1))
+	p := newPlanner(t, snap, draGroup("gpu", 1, 8))
+	pods := replicas("job", 5, 100, fx.GPUs(fx.GPUResource, 1))
+	for _, pod := range pods {
+		fx.WithTemplateClaim(pod, "link", "link")
+	}
+	plan, err := p.Plan(pods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	placed := 0
+	for _, su := range plan.ScaleUps {
+		placed += len(su.Pods)
+	}
+	links := map[string]bool{}
+	for _, su := range plan.ScaleUps {
+		for _, pl := range su.Placements {
+			for _, d := range pl.Devices {
+				if strings.HasPrefix(d, "fabric.example.com/") {
+					if links[d] {
+						t.Errorf("link %s handed out twice", d)
+					}
+					links[d] = true
+				}
+			}
+		}
+	}
+	if placed != 3 || len(plan.NoScaleUp) != 2 || len(links) != 3 {
+		t.Fatalf("plan places %d pods with %d links, %d without; want 3 pods, 3 links, 2 told why: %+v", placed, len(links), len(plan.NoScaleUp), plan.ScaleUps)
+	}
+	for _, n := range plan.NoScaleUp {
+		if n.Code != SharedPoolExhausted {
+			t.Errorf("pod %s: %s %q, want %s", n.Pod, n.Code, n.Reason, SharedPoolExhausted)
+		}
+	}
+}
