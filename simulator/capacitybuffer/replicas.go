@@ -120,24 +120,33 @@ func Replicas(b *CapacityBuffer, pod *v1.Pod, scalableReplicas *int32, devices D
 // (room kept for future pods may move), pending, with the API server's
 // defaults.
 func Pods(b *CapacityBuffer, tmpl *v1.PodTemplateSpec, n int32) []*v1.Pod {
+	if n <= 0 {
+		return nil
+	}
 	owner := metav1.OwnerReference{APIVersion: Group + "/" + Version, Kind: Kind, Name: b.Name, UID: b.UID, Controller: ptr.To(true)}
+	// Defaults do not depend on a pod's name: one pod is defaulted and
+	// copied, which costs a fraction of defaulting every copy.
+	proto := &v1.Pod{ObjectMeta: *tmpl.ObjectMeta.DeepCopy(), Spec: *tmpl.Spec.DeepCopy()}
+	proto.GenerateName = ""
+	proto.Namespace = b.Namespace
+	proto.OwnerReferences = append(proto.OwnerReferences, owner)
+	if proto.Annotations == nil {
+		proto.Annotations = map[string]string{}
+	}
+	proto.Annotations[PodTypeAnnotation] = PodTypeBuffer
+	proto.Annotations[safeToEvict] = "true"
+	proto.Spec.NodeName = ""
+	proto.CreationTimestamp = b.CreationTimestamp
+	proto.Status = v1.PodStatus{Phase: v1.PodPending}
+	legacyscheme.Scheme.Default(proto)
 	pods := make([]*v1.Pod, 0, n)
 	for i := int32(1); i <= n; i++ {
-		pod := &v1.Pod{ObjectMeta: *tmpl.ObjectMeta.DeepCopy(), Spec: *tmpl.Spec.DeepCopy()}
-		pod.Name = fmt.Sprintf("capacity-buffer-%s-%d", b.Name, i)
-		pod.GenerateName = ""
-		pod.Namespace = b.Namespace
-		pod.UID = types.UID(fmt.Sprintf("%s-%d", b.UID, i))
-		pod.OwnerReferences = append(pod.OwnerReferences, owner)
-		if pod.Annotations == nil {
-			pod.Annotations = map[string]string{}
+		pod := proto
+		if i < n {
+			pod = proto.DeepCopy()
 		}
-		pod.Annotations[PodTypeAnnotation] = PodTypeBuffer
-		pod.Annotations[safeToEvict] = "true"
-		pod.Spec.NodeName = ""
-		pod.CreationTimestamp = b.CreationTimestamp
-		pod.Status = v1.PodStatus{Phase: v1.PodPending}
-		legacyscheme.Scheme.Default(pod)
+		pod.Name = fmt.Sprintf("capacity-buffer-%s-%d", b.Name, i)
+		pod.UID = types.UID(fmt.Sprintf("%s-%d", b.UID, i))
 		pods = append(pods, pod)
 	}
 	return pods
