@@ -403,11 +403,17 @@ func (b *BinPacking) replicate(g *nodegroup.NodeGroup, m filled, run []*v1.Pod, 
 // 100): no pod placed or pending has inter-pod (anti-)affinity, and the
 // profile adds no hard default spread constraints. Scoring, which default
 // spreading does read, is not used here.
-func (b *BinPacking) labelBlind(pods []*v1.Pod) bool {
-	if b.Harness.SpreadsByDefault() {
+func (b *BinPacking) labelBlind(pods []*v1.Pod) bool { return LabelBlind(b.Harness, pods) }
+
+// LabelBlind reports whether no Filter verdict for these pods reads pod
+// labels: no pod placed in h's snapshot or among pods has inter-pod
+// (anti-)affinity, and the profile adds no hard default spread
+// constraints.
+func LabelBlind(h *harness.Harness, pods []*v1.Pod) bool {
+	if h.SpreadsByDefault() {
 		return false
 	}
-	lister := b.Harness.Snapshot().NodeInfos()
+	lister := h.Snapshot().NodeInfos()
 	if withAffinity, err := lister.HavePodsWithAffinityList(); err != nil || len(withAffinity) > 0 {
 		return false
 	}

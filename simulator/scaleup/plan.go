@@ -122,6 +122,9 @@ type Planner struct {
 	// such as a CapacityBuffer's, whose node does not matter), the others
 	// as the scheduler would.
 	FirstFitFor func(*v1.Pod) bool
+	// noFillCopies turns off copying first fit's placements onto
+	// identical empty nodes (fillRuns): tests compare with the slow path.
+	noFillCopies bool
 	// Gangs finds the pods scheduled as gangs (PodGroups with a gang
 	// policy, GenericWorkload; Volcano's): each gang is planned all or
 	// nothing. Nil plans every pod on its own.
@@ -292,7 +295,9 @@ func (p *Planner) placeOnExisting(ctx context.Context, pods []*v1.Pod, plan *Pla
 	// FirstFit: each kind's "plainly no room" test, made once (it reads
 	// the nodes when called).
 	noRoomOf := map[string]func(string) bool{}
-	for _, pod := range pods {
+	runs := newFillRuns(p.Harness, kinds, pods, p.noFillCopies)
+	for i := 0; i < len(pods); i++ {
+		pod := pods[i]
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -314,7 +319,18 @@ func (p *Planner) placeOnExisting(ctx context.Context, pods []*v1.Pod, plan *Pla
 					noRoomOf[kind] = full
 				}
 			}
+			if dst, copied := runs.copyTo(pods[i:], nodes, last, full); copied != nil {
+				for j, c := range copied {
+					plan.ExistingNodes = append(plan.ExistingNodes, newPlacement(p.Harness, pods[i+j], dst, c))
+				}
+				i += len(copied) - 1
+				last, lastOfKind[kind] = dst, copied[len(copied)-1].UID
+				continue
+			}
 			node, placed, ferr = p.firstFit(pod, nodes, last, lastOfKind[kind], full)
+			if ferr == nil {
+				runs.placed(node, placed, full)
+			}
 		} else {
 			// Nodes plainly short of the pod's requests are left out
 			// before any plugin runs; scores are only taken among feasible
