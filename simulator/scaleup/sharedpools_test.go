@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -18,12 +19,7 @@ func TestReasonNamesExhaustedSharedPool(t *testing.T) {
 	if err := snap.AddNode(fx.Node("n0", 64, 256, nil)); err != nil {
 		t.Fatal(err)
 	}
-	shared := fx.DeviceSlice("x", "fabric.example.com", 2, "link")
-	shared.Name = "fabric-slice"
-	shared.Spec.NodeName = nil
-	shared.Spec.AllNodes = ptr.To(true)
-	shared.Spec.Pool.Name = "fabric-a"
-	if err := snap.AddResourceSlice(shared); err != nil {
+	if err := snap.AddResourceSlice(fabricSlice(2)); err != nil {
 		t.Fatal(err)
 	}
 	snap.SetDeviceClass(fx.Class("fabric.example.com", "fabric.example.com", "example.com/link", fx.Epoch))
@@ -59,12 +55,7 @@ func TestReasonNamesExhaustedSharedPool(t *testing.T) {
 // of the node's own) would hand out the same link twice.
 func TestSharedPoolPlacementsAreNotCopied(t *testing.T) {
 	snap := snapshot.New()
-	shared := fx.DeviceSlice("x", "fabric.example.com", 3, "link")
-	shared.Name = "fabric-slice"
-	shared.Spec.NodeName = nil
-	shared.Spec.AllNodes = ptr.To(true)
-	shared.Spec.Pool.Name = "fabric-a"
-	if err := snap.AddResourceSlice(shared); err != nil {
+	if err := snap.AddResourceSlice(fabricSlice(3)); err != nil {
 		t.Fatal(err)
 	}
 	snap.SetDeviceClass(fx.Class("fabric.example.com", "fabric.example.com", "", fx.Epoch))
@@ -103,4 +94,14 @@ func TestSharedPoolPlacementsAreNotCopied(t *testing.T) {
 			t.Errorf("pod %s: %s %q, want %s", n.Pod, n.Code, n.Reason, SharedPoolExhausted)
 		}
 	}
+}
+
+// fabricSlice is a pool for all nodes (fabric-a) of n links.
+func fabricSlice(n int) *resourceapi.ResourceSlice {
+	shared := fx.DeviceSlice("x", "fabric.example.com", n, "link")
+	shared.Name = "fabric-slice"
+	shared.Spec.NodeName = nil
+	shared.Spec.AllNodes = ptr.To(true)
+	shared.Spec.Pool.Name = "fabric-a"
+	return shared
 }

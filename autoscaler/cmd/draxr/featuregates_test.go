@@ -104,14 +104,8 @@ func TestFeatureGates(t *testing.T) {
 	}
 }
 
-// gangDump is a group of at most 4 nodes of 8 GPUs and a gang of n
-// one-GPU pods of minCount n (the 1.37 Workload API's PodGroup, the shape
-// that crashed the planner with GenericWorkload on before gangs were
-// planned).
-func gangDump(n int) string {
-	var b strings.Builder
-	b.WriteString(gpuClassDoc + `---
-apiVersion: draxr.dev/v1alpha1
+// gpuGroupMax4Doc is a node group of 8-GPU nodes, at most 4.
+const gpuGroupMax4Doc = `apiVersion: draxr.dev/v1alpha1
 kind: NodeGroup
 metadata: {name: gpu}
 spec:
@@ -122,7 +116,15 @@ spec:
   resourceSlices:
   - driver: gpu.example.com
     devices: [{name: g0}, {name: g1}, {name: g2}, {name: g3}, {name: g4}, {name: g5}, {name: g6}, {name: g7}]
----
+`
+
+// gangDump is a group of at most 4 nodes of 8 GPUs and a gang of n
+// one-GPU pods of minCount n (the 1.37 Workload API's PodGroup, the shape
+// that crashed the planner with GenericWorkload on before gangs were
+// planned).
+func gangDump(n int) string {
+	var b strings.Builder
+	b.WriteString(gpuClassDoc + "---\n" + gpuGroupMax4Doc + `---
 apiVersion: scheduling.k8s.io/v1beta1
 kind: Workload
 metadata: {name: train, namespace: ml}
@@ -328,18 +330,7 @@ spec:
     devices:
       requests: [{name: channel, exactly: {deviceClassName: channel.example.com}}]
 ---
-apiVersion: draxr.dev/v1alpha1
-kind: NodeGroup
-metadata: {name: gpu}
-spec:
-  minSize: 0
-  maxSize: 4
-  template:
-    status: {capacity: {cpu: "32", memory: 128Gi, pods: "110"}}
-  resourceSlices:
-  - driver: gpu.example.com
-    devices: [{name: g0}, {name: g1}, {name: g2}, {name: g3}, {name: g4}, {name: g5}, {name: g6}, {name: g7}]
----
+` + gpuGroupMax4Doc + `---
 apiVersion: scheduling.k8s.io/v1beta1
 kind: PodGroup
 metadata: {name: train, namespace: ml, uid: 6f1c1a52-0000-4000-8000-000000000001}
