@@ -378,14 +378,14 @@ func TestPodGroupClaims(t *testing.T) {
 		}
 		return o
 	}
-	o := plan("GenericWorkload=true,DRAWorkloadResourceClaims=true")
-	if len(o.ScaleUps) != 1 || o.ScaleUps[0].NewNodes != 2 || !o.ScaleUps[0].Atomic || len(o.NoScaleUp) != 0 {
-		t.Fatalf("group claim: scale-ups %+v, without %+v; want one atomic step of 2 nodes and every pod placed", o.ScaleUps, o.NoScaleUp)
-	}
-	// Alone, the gate is refused by its dependency, with the reason.
+	// Alone (the process's gates are the defaults yet), the gate is refused by its dependency, with the reason.
 	if code, _, errOut := draxr(t, "simulate", "-f", input, "--feature-gates=DRAWorkloadResourceClaims=true"); code != 2 ||
 		!strings.Contains(errOut, "depends on features that are disabled: [GenericWorkload]") {
 		t.Errorf("DRAWorkloadResourceClaims alone: exit %d, stderr %q; want 2 naming GenericWorkload", code, errOut)
+	}
+	o := plan("GenericWorkload=true,DRAWorkloadResourceClaims=true")
+	if len(o.ScaleUps) != 1 || o.ScaleUps[0].NewNodes != 2 || !o.ScaleUps[0].Atomic || len(o.NoScaleUp) != 0 {
+		t.Fatalf("group claim: scale-ups %+v, without %+v; want one atomic step of 2 nodes and every pod placed", o.ScaleUps, o.NoScaleUp)
 	}
 	o = plan("GenericWorkload=true,DRAWorkloadResourceClaims=false")
 	if len(o.ScaleUps) != 0 || len(o.NoScaleUp) != 16 {
