@@ -20,7 +20,11 @@ func TestExplainScaleDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string][2]string{
+	type verdict struct {
+		v    scaledown.Verdict
+		code scaledown.Code
+	}
+	want := map[string]verdict{
 		"busy":     {scaledown.Kept, scaledown.NotUnderutilized},
 		"disabled": {scaledown.Kept, "ScaleDownDisabledAnnotation"},
 		"light":    {scaledown.Removable, ""},
@@ -30,8 +34,8 @@ func TestExplainScaleDown(t *testing.T) {
 	}
 	for _, v := range got {
 		w, ok := want[v.Node]
-		if !ok || v.Verdict != w[0] || v.Code != w[1] || v.NodeGroup != "cpu" || v.Reason == "" {
-			t.Errorf("%s: %s %s (%s) in %s; want %s %s with a reason", v.Node, v.Verdict, v.Code, v.Reason, v.NodeGroup, w[0], w[1])
+		if !ok || v.Verdict != w.v || v.Code != w.code || v.NodeGroup != "cpu" || v.Reason == "" {
+			t.Errorf("%s: %s %s (%s) in %s; want %s %s with a reason", v.Node, v.Verdict, v.Code, v.Reason, v.NodeGroup, w.v, w.code)
 		}
 	}
 	if w := writes(e.client.Actions()); len(w) > 0 {

@@ -92,7 +92,7 @@ func (a *Autoscaler) findScaleDown(ctx context.Context, st *clusterstate.State) 
 	unneeded := map[string]bool{}
 	f := &scaleDownFindings{now: now, opts: opts}
 	var due []dueNode
-	verdict := func(node, v, code, reason string) {
+	verdict := func(node string, v scaledown.Verdict, code scaledown.Code, reason string) {
 		f.verdicts = append(f.verdicts, scaledown.NodeVerdict{Node: node, NodeGroup: st.GroupOf[node], Verdict: v, Code: code, Reason: reason})
 	}
 	for _, r := range removals {
@@ -176,7 +176,7 @@ func bindingRejections(st *clusterstate.State, deleting func(string) bool) []sca
 		// pods come in name order (addPods sorts them).
 		b := &drainability.Blocked{Reason: drainability.BlockedByPod, Pod: pods[0],
 			Message: fmt.Sprintf("the scheduler is binding %d pod(s) to it (%s first): a pod not bound yet cannot be evicted", len(pods), pods[0])}
-		out = append(out, scaledown.Rejection{Node: node, Code: string(b.Reason), Reason: b.String(), Blocked: b})
+		out = append(out, scaledown.Rejection{Node: node, Code: scaledown.Code(b.Reason), Reason: b.String(), Blocked: b})
 	}
 	return out
 }
@@ -337,7 +337,7 @@ func (a *Autoscaler) unreadyDue(st *clusterstate.State, checker *drainability.Ch
 			return nil, nil, err
 		}
 		if d := checker.Node(node, pods); d.Blocked != nil {
-			kept = append(kept, scaledown.Rejection{Node: name, Code: string(d.Blocked.Reason), Reason: d.Blocked.String(), Blocked: d.Blocked})
+			kept = append(kept, scaledown.Rejection{Node: name, Code: scaledown.Code(d.Blocked.Reason), Reason: d.Blocked.String(), Blocked: d.Blocked})
 			continue
 		}
 		due = append(due, name)
@@ -389,7 +389,7 @@ func (a *Autoscaler) reportUnremovable(rejections []scaledown.Rejection) {
 	sort.Slice(kept, func(i, j int) bool { return kept[i].Node < kept[j].Node })
 	byReason := map[string]int{}
 	for _, r := range kept {
-		byReason[r.Code]++
+		byReason[string(r.Code)]++
 	}
 	metrics.UpdateUnremovableNodesCount(byReason)
 	a.sd.mu.Lock()

@@ -413,7 +413,7 @@ func (a *Autoscaler) draxrStatus(st *clusterstate.State, res *LoopResult, loopEr
 		d.BeingDeleted = append(d.BeingDeleted, n)
 	}
 	for _, r := range a.sd.unremovable {
-		d.UnremovableNodes = append(d.UnremovableNodes, DraxrUnremovableNode{Node: r.Node, Reason: r.Code, Message: r.Reason})
+		d.UnremovableNodes = append(d.UnremovableNodes, DraxrUnremovableNode{Node: r.Node, Reason: string(r.Code), Message: r.Reason})
 	}
 	a.sd.mu.Unlock()
 	sort.Strings(d.BeingDeleted)

@@ -6,16 +6,14 @@ import (
 	"sort"
 	"strings"
 
-	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 )
 
 // Reason says why a pod does not fit a node, in the terms of the plugin
 // that rejected it.
 type Reason struct {
-	Plugin   string
-	Message  string
-	Resource v1.ResourceName // set when the rejection is about one resource
+	Plugin  string
+	Message string
 	// Never is true when no node can ever take the pod (a scheduler error such
 	// as more devices than one claim can hold), not just this node.
 	Never bool
@@ -52,9 +50,6 @@ func reasonsFromStatus(st *fwk.Status) []Reason {
 			m = inMemoryClaim.ReplaceAllString(m, "the pod's extended-resource claim")
 		}
 		r := Reason{Plugin: st.Plugin(), Message: m, Never: never}
-		if name, ok := strings.CutPrefix(m, "Insufficient "); ok && !strings.Contains(name, " ") {
-			r.Resource = v1.ResourceName(name)
-		}
 		if never && !strings.HasPrefix(r.Message, "cannot be placed: ") {
 			r.Message = "cannot be placed: " + r.Message
 		}

@@ -200,7 +200,7 @@ func PlanTable(w io.Writer, out SimulateOutput) error {
 		for _, v := range out.ScaleDown {
 			reason := v.Reason
 			if v.Code != "" {
-				reason = v.Code + ": " + reason
+				reason = string(v.Code) + ": " + reason
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", v.Node, v.NodeGroup, v.Verdict, reason)
 		}

@@ -103,19 +103,24 @@ func (ig UtilizationIgnores) ignores(pod *v1.Pod) bool {
 	return ig.DaemonSetPods && drainability.IsDaemonSetPod(pod) || ig.MirrorPods && drainability.IsMirrorPod(pod)
 }
 
+// Code is why a node stays: CA's UnremovableReason name (or draxr's, where
+// CA has none), stable for people and tools to act on. Drain rules give
+// their own (drainability.Reason, converted).
+type Code string
+
 // Rejection codes: CA's UnremovableReason names.
 const (
-	NotUnderutilized             = "NotUnderutilized"
-	NoPlaceToMovePods            = "NoPlaceToMovePods"
-	MinimalResourceLimitExceeded = "MinimalResourceLimitExceeded"
+	NotUnderutilized             Code = "NotUnderutilized"
+	NoPlaceToMovePods            Code = "NoPlaceToMovePods"
+	MinimalResourceLimitExceeded Code = "MinimalResourceLimitExceeded"
 	// GangBelowMinCount: the node runs pods of a gang that would keep
 	// fewer than its minCount pods without it (draxr's code: CA does not
 	// know gangs).
-	GangBelowMinCount = "GangBelowMinCount"
+	GangBelowMinCount Code = "GangBelowMinCount"
 	// NotEvaluated: the search stopped early (EarlyStop) before this
 	// candidate; it is evaluated again next loop. draxr's code: CA leaves
 	// such nodes out of its status.
-	NotEvaluated = "NotEvaluated"
+	NotEvaluated Code = "NotEvaluated"
 )
 
 // Removal is a node that can go, and where its pods would move.
@@ -131,7 +136,7 @@ type Rejection struct {
 	// Code is CA's UnremovableReason name: ScaleDownDisabledAnnotation,
 	// NotUnderutilized, BlockedByPod, BlockedByOnCompletionPod,
 	// NoPlaceToMovePods.
-	Code   string `json:"code"`
+	Code   Code   `json:"code"`
 	Reason string `json:"reason"`
 	// Blocked is set when CA's drain rules keep the node.
 	Blocked *drainability.Blocked `json:"blocked,omitempty"`
@@ -156,7 +161,7 @@ func Find(h *harness.Harness, opts Options) ([]Removal, []Rejection) {
 		}
 		if opts.Drainability != nil && drainability.ScaleDownDisabled(node) {
 			b := opts.Drainability.Node(node, nil).Blocked
-			rejected = append(rejected, Rejection{Node: name, Code: string(b.Reason), Reason: b.String(), Blocked: b})
+			rejected = append(rejected, Rejection{Node: name, Code: Code(b.Reason), Reason: b.String(), Blocked: b})
 			continue
 		}
 		u, devices := UtilizationOf(h, name, opts.Ignore)
@@ -220,7 +225,7 @@ func Find(h *harness.Harness, opts Options) ([]Removal, []Rejection) {
 		if err != nil {
 			r := Rejection{Node: c.name, Code: NoPlaceToMovePods, Reason: err.Error()}
 			if b, ok := err.(*drainability.Blocked); ok {
-				r.Code, r.Blocked = string(b.Reason), b
+				r.Code, r.Blocked = Code(b.Reason), b
 			}
 			rejected = append(rejected, r)
 			continue
@@ -575,25 +580,28 @@ func UtilizationOf(h *harness.Harness, nodeName string, ignore UtilizationIgnore
 		share(requestedMemory, allocatableMemory, ni.Allocatable.Memory)), false
 }
 
-// Verdicts of NodeVerdict: what scale-down makes of a node this loop.
+// Verdict is what scale-down makes of a node this loop.
+type Verdict string
+
+// Verdicts of NodeVerdict.
 const (
 	// Removable: it would be removed now.
-	Removable = "Removable"
+	Removable Verdict = "Removable"
 	// Unneeded: it may go, once the delay its reason names has passed.
-	Unneeded = "Unneeded"
+	Unneeded Verdict = "Unneeded"
 	// Kept: a rule keeps it; Code is CA's reason name.
-	Kept = "Kept"
+	Kept Verdict = "Kept"
 )
 
 // More of CA's unremovable reason names, for nodes no candidate search
 // reaches.
 const (
-	NotUnneededLongEnough   = "NotUnneededLongEnough"
-	NotUnreadyLongEnough    = "NotUnreadyLongEnough"
-	NodeGroupMinSizeReached = "NodeGroupMinSizeReached"
-	CurrentlyBeingDeleted   = "CurrentlyBeingDeleted"
+	NotUnneededLongEnough   Code = "NotUnneededLongEnough"
+	NotUnreadyLongEnough    Code = "NotUnreadyLongEnough"
+	NodeGroupMinSizeReached Code = "NodeGroupMinSizeReached"
+	CurrentlyBeingDeleted   Code = "CurrentlyBeingDeleted"
 	// NotAutoscaled: the node's group is no longer one of the provider's.
-	NotAutoscaled = "NotAutoscaled"
+	NotAutoscaled Code = "NotAutoscaled"
 )
 
 // NodeVerdict answers "why is this node not removed?" for one node of an
@@ -602,10 +610,10 @@ type NodeVerdict struct {
 	Node      string `json:"node"`
 	NodeGroup string `json:"nodeGroup"`
 	// Verdict is Removable, Unneeded or Kept.
-	Verdict string `json:"verdict"`
+	Verdict Verdict `json:"verdict"`
 	// Code is CA's reason name when the node stays (NotUnderutilized,
 	// NotUnneededLongEnough, BlockedByPod, NodeGroupMinSizeReached,
 	// ScaleDownDisabledAnnotation, NoPlaceToMovePods, ...).
-	Code   string `json:"code,omitempty"`
+	Code   Code   `json:"code,omitempty"`
 	Reason string `json:"reason"`
 }

@@ -141,7 +141,7 @@ func TestFindAppliesDrainRules(t *testing.T) {
 		podHook     func(*v1.Pod, string)
 		pdbs        []*policyv1.PodDisruptionBudget
 		wantRemoved []string
-		wantCode    string // rejection of light-0000
+		wantCode    Code // rejection of light-0000
 		wantReason  string
 	}{
 		{name: "replicated pods move", podHook: replicated, wantRemoved: []string{"light-0000", "light-0001"}},
@@ -402,7 +402,7 @@ func TestFindCountsPartitionedGPUsByCounters(t *testing.T) {
 	}
 	got := map[string]string{}
 	for _, r := range rejections {
-		got[r.Node] = r.Code + ": " + r.Reason
+		got[r.Node] = string(r.Code) + ": " + r.Reason
 	}
 	if got["full"] != "NotUnderutilized: utilization 1.00 is not below 0.50" {
 		t.Errorf("full node: %q, want NotUnderutilized at 1.00", got["full"])
@@ -426,7 +426,7 @@ func TestFindMovesPodsWithClaimsOfTheirOwn(t *testing.T) {
 			if want := []string{"node-00000", "node-00001", "node-00002"}; !slices.Equal(removed, want) {
 				t.Fatalf("removed %v, want %v; rejections %+v", removed, want, rejections)
 			}
-			kept := map[string]string{}
+			kept := map[string]Code{}
 			for _, r := range rejections {
 				kept[r.Node] = r.Code
 			}

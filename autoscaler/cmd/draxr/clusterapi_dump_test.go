@@ -208,8 +208,8 @@ func TestSimulateScaleDownVerdicts(t *testing.T) {
 		unneededTime string
 		want         string
 	}{
-		{"10m", scaledown.Unneeded + "/" + scaledown.NotUnneededLongEnough},
-		{"0s", scaledown.Removable + "/"},
+		{"10m", string(scaledown.Unneeded) + "/" + string(scaledown.NotUnneededLongEnough)},
+		{"0s", string(scaledown.Removable) + "/"},
 	} {
 		plan := simulatePlan(t, "-f", path, "--scale-down", "--scale-down-unneeded-time", tc.unneededTime)
 		var got []string
@@ -217,10 +217,10 @@ func TestSimulateScaleDownVerdicts(t *testing.T) {
 			if v.NodeGroup != "MachineDeployment/default/gpu" || v.Reason == "" {
 				t.Errorf("verdict %+v: want the group's and a reason", v)
 			}
-			got = append(got, v.Verdict+"/"+v.Code)
+			got = append(got, string(v.Verdict)+"/"+string(v.Code))
 		}
 		slices.Sort(got)
-		want := []string{scaledown.Kept + "/" + scaledown.NodeGroupMinSizeReached, tc.want}
+		want := []string{string(scaledown.Kept) + "/" + string(scaledown.NodeGroupMinSizeReached), tc.want}
 		slices.Sort(want)
 		if !slices.Equal(got, want) {
 			t.Errorf("--scale-down-unneeded-time %s: verdicts %v, want %v", tc.unneededTime, got, want)
