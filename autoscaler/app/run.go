@@ -449,9 +449,9 @@ func newProvider(ctx context.Context, o *options, cfg *rest.Config, client kuber
 	factory informers.SharedInformerFactory) (cloudprovider.Provider, error) {
 	switch o.cloudProvider {
 	case clusterapi.Name:
-		return newClusterAPIProvider(o, cfg, client)
+		return newClusterAPIProvider(o, cfg, client, factory)
 	case externalgrpc.Name:
-		return newExternalGRPCProvider(o, client)
+		return newExternalGRPCProvider(o, client, factory)
 	case kwok.Name:
 		return newKwokProvider(ctx, o, cfg, factory)
 	}
@@ -501,7 +501,7 @@ func newKwokProvider(ctx context.Context, o *options, cfg *rest.Config, factory 
 // newClusterAPIProvider: node groups are the management cluster's
 // MachineDeployments, MachineSets and MachinePools; cfg and client reach
 // the workload cluster (nodes, pods, the lease and status).
-func newClusterAPIProvider(o *options, cfg *rest.Config, client kubernetes.Interface) (cloudprovider.Provider, error) {
+func newClusterAPIProvider(o *options, cfg *rest.Config, client kubernetes.Interface, factory informers.SharedInformerFactory) (cloudprovider.Provider, error) {
 	mgmtCfg, mgmtClient, err := managementCluster(o, cfg, client)
 	if err != nil {
 		return nil, err
@@ -510,14 +510,15 @@ func newClusterAPIProvider(o *options, cfg *rest.Config, client kubernetes.Inter
 	if err != nil {
 		return nil, err
 	}
-	return clusterapi.New(clusterapi.Options{Dynamic: dyn, Kube: mgmtClient, Workload: client, AutoDiscovery: o.nodeGroupAutoDiscovery,
-		Taints: o.caOptions.taints(), TemplateCacheExpiry: o.caOptions.nodeInfoCacheExpireTime})
+	return clusterapi.New(clusterapi.Options{Dynamic: dyn, Kube: mgmtClient, Workload: client, Nodes: factory.Core().V1().Nodes().Lister(),
+		AutoDiscovery: o.nodeGroupAutoDiscovery,
+		Taints:        o.caOptions.taints(), TemplateCacheExpiry: o.caOptions.nodeInfoCacheExpireTime})
 }
 
 // newExternalGRPCProvider: node groups are the provider service's; the
 // connection is opened lazily, so an unreachable service shows in the
 // loops' errors (and health), not as a failed start.
-func newExternalGRPCProvider(o *options, client kubernetes.Interface) (cloudprovider.Provider, error) {
+func newExternalGRPCProvider(o *options, client kubernetes.Interface, factory informers.SharedInformerFactory) (cloudprovider.Provider, error) {
 	c, err := externalgrpc.ReadConfig(o.cloudConfig)
 	if err != nil {
 		return nil, err
@@ -527,7 +528,7 @@ func newExternalGRPCProvider(o *options, client kubernetes.Interface) (cloudprov
 		return nil, err
 	}
 	return externalgrpc.New(externalgrpc.Options{Client: protos.NewCloudProviderClient(conn), Conn: conn, Timeout: c.Timeout(),
-		Kube: client, TemplateConfigMap: c.TemplateSlicesConfigMap, Taints: o.caOptions.taints(),
+		Kube: client, Nodes: factory.Core().V1().Nodes().Lister(), TemplateConfigMap: c.TemplateSlicesConfigMap, Taints: o.caOptions.taints(),
 		TemplateCacheExpiry: o.caOptions.nodeInfoCacheExpireTime})
 }
 

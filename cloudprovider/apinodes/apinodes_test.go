@@ -10,7 +10,9 @@ import (
 
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	corelisters "k8s.io/client-go/listers/core/v1"
 
 	fx "draxr.dev/draxr/simulator/fixtures"
 )
@@ -112,5 +114,44 @@ func TestCreatePublishDelete(t *testing.T) {
 	}
 	if err := Delete(ctx, c, "n1"); err != nil {
 		t.Errorf("deleting a node already gone: %v", err)
+	}
+}
+
+// With the informer's lister, nodes are read from its cache and the API
+// server gets no request; without it, one LIST. Nodes without a provider
+// ID are left out either way.
+func TestByProviderIDReadsTheCache(t *testing.T) {
+	a, b, bare := fx.Node("a", 8, 32, nil), fx.Node("b", 8, 32, nil), fx.Node("bare", 8, 32, nil)
+	a.Spec.ProviderID, b.Spec.ProviderID = "cloud:///a", "cloud:///b"
+	client := fake.NewClientset(a, b, bare)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	lister := factory.Core().V1().Nodes().Lister()
+	ctx, cancel := context.WithCancel(context.Background())
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	defer func() { cancel(); factory.Shutdown() }()
+
+	for _, tc := range []struct {
+		name      string
+		lister    corelisters.NodeLister
+		wantLists int
+	}{{"lister", lister, 0}, {"no lister", nil, 1}} {
+		client.ClearActions()
+		got, err := ByProviderID(ctx, tc.lister, client)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 2 || got["cloud:///a"].Name != "a" || got["cloud:///b"].Name != "b" {
+			t.Errorf("%s: nodes %v, want a and b by provider ID", tc.name, got)
+		}
+		lists := 0
+		for _, act := range client.Actions() {
+			if act.GetVerb() == "list" && act.GetResource().Resource == "nodes" {
+				lists++
+			}
+		}
+		if lists != tc.wantLists {
+			t.Errorf("%s: %d LISTs of nodes, want %d", tc.name, lists, tc.wantLists)
+		}
 	}
 }

@@ -27,12 +27,14 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/util/retry"
 	nodeutil "k8s.io/component-helpers/node/util"
 	"k8s.io/klog/v2"
 
 	"draxr.dev/draxr/cloudprovider"
+	"draxr.dev/draxr/cloudprovider/apinodes"
 	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/nodegroup/capi"
 	"draxr.dev/draxr/simulator/taints"
@@ -59,6 +61,10 @@ type Options struct {
 	// ResourceSlices); nil when it is the management cluster, as in CA's
 	// single-cluster topology.
 	Workload kubernetes.Interface
+	// Nodes, when set, is a synced node informer's lister of the workload
+	// cluster (the autoscaler's): Refresh reads nodes from it instead of
+	// listing them.
+	Nodes corelisters.NodeLister
 	// AutoDiscovery are --node-group-auto-discovery values.
 	AutoDiscovery []string
 	// Mapper resolves infrastructure template kinds; nil discovers them
@@ -212,15 +218,9 @@ func (p *Provider) Refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	nodes, err := p.opts.Workload.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	nodeByProviderID, err := apinodes.ByProviderID(ctx, p.opts.Nodes, p.opts.Workload)
 	if err != nil {
 		return fmt.Errorf("clusterapi provider: list nodes: %w", err)
-	}
-	nodeByProviderID := map[string]*v1.Node{}
-	for i := range nodes.Items {
-		if id := nodes.Items[i].Spec.ProviderID; id != "" {
-			nodeByProviderID[id] = &nodes.Items[i]
-		}
 	}
 	// A MachineDeployment's machines are those of its MachineSets.
 	var sets []unstructured.Unstructured

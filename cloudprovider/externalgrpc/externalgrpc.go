@@ -25,10 +25,11 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 
 	"draxr.dev/draxr/cloudprovider"
+	"draxr.dev/draxr/cloudprovider/apinodes"
 	"draxr.dev/draxr/cloudprovider/externalgrpc/protos"
 	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/taints"
@@ -49,6 +50,9 @@ type Options struct {
 	// ResourceSlices (templates copied from members) and the template
 	// ConfigMap.
 	Kube kubernetes.Interface
+	// Nodes, when set, is a synced node informer's lister (the
+	// autoscaler's): Refresh reads nodes from it instead of listing them.
+	Nodes corelisters.NodeLister
 	// TemplateConfigMap is "namespace/name" of the template ConfigMap, or "".
 	TemplateConfigMap string
 	// Taints says which taints of a member node its group's template
@@ -118,15 +122,9 @@ func (p *Provider) Refresh(ctx context.Context) error {
 	if err != nil {
 		return p.clear(mapError("NodeGroups", "", err))
 	}
-	nodes, err := p.opts.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	byProviderID, err := apinodes.ByProviderID(ctx, p.opts.Nodes, p.opts.Kube)
 	if err != nil {
 		return p.clear(fmt.Errorf("externalgrpc provider: list nodes: %w", err))
-	}
-	byProviderID := map[string]*v1.Node{}
-	for i := range nodes.Items {
-		if id := nodes.Items[i].Spec.ProviderID; id != "" {
-			byProviderID[id] = &nodes.Items[i]
-		}
 	}
 	var groups []*group
 	byID := map[string]*group{}
