@@ -449,7 +449,7 @@ func newProvider(ctx context.Context, o *options, cfg *rest.Config, client kuber
 	factory informers.SharedInformerFactory) (cloudprovider.Provider, error) {
 	switch o.cloudProvider {
 	case clusterapi.Name:
-		return newClusterAPIProvider(o, cfg, client, factory)
+		return newClusterAPIProvider(ctx, o, cfg, client, factory)
 	case externalgrpc.Name:
 		return newExternalGRPCProvider(o, client, factory)
 	case kwok.Name:
@@ -501,7 +501,8 @@ func newKwokProvider(ctx context.Context, o *options, cfg *rest.Config, factory 
 // newClusterAPIProvider: node groups are the management cluster's
 // MachineDeployments, MachineSets and MachinePools; cfg and client reach
 // the workload cluster (nodes, pods, the lease and status).
-func newClusterAPIProvider(o *options, cfg *rest.Config, client kubernetes.Interface, factory informers.SharedInformerFactory) (cloudprovider.Provider, error) {
+func newClusterAPIProvider(ctx context.Context, o *options, cfg *rest.Config, client kubernetes.Interface,
+	factory informers.SharedInformerFactory) (cloudprovider.Provider, error) {
 	mgmtCfg, mgmtClient, err := managementCluster(o, cfg, client)
 	if err != nil {
 		return nil, err
@@ -511,6 +512,7 @@ func newClusterAPIProvider(o *options, cfg *rest.Config, client kubernetes.Inter
 		return nil, err
 	}
 	return clusterapi.New(clusterapi.Options{Dynamic: dyn, Kube: mgmtClient, Workload: client, Nodes: factory.Core().V1().Nodes().Lister(),
+		WatchUntil:    ctx.Done(),
 		AutoDiscovery: o.nodeGroupAutoDiscovery,
 		Taints:        o.caOptions.taints(), TemplateCacheExpiry: o.caOptions.nodeInfoCacheExpireTime})
 }

@@ -61,6 +61,10 @@ type Options struct {
 	// ResourceSlices); nil when it is the management cluster, as in CA's
 	// single-cluster topology.
 	Workload kubernetes.Interface
+	// WatchUntil, when set, has the Cluster API kinds read every loop
+	// served from watches, which stop when it closes (the autoscaler);
+	// without it each Refresh lists them (the CLI, tests).
+	WatchUntil <-chan struct{}
 	// Nodes, when set, is a synced node informer's lister of the workload
 	// cluster (the autoscaler's): Refresh reads nodes from it instead of
 	// listing them.
@@ -131,6 +135,8 @@ type Provider struct {
 	// served are the Cluster API resources at the version the management
 	// cluster serves, by kind, once found.
 	served map[string]schema.GroupVersionResource
+	// watched serves the listed kinds from watches (Options.WatchUntil).
+	watched *watched
 }
 
 // copiedTemplate is a member node's template and when it was copied.
@@ -159,8 +165,12 @@ func New(opts Options) (*Provider, error) {
 	if opts.Mapper == nil {
 		opts.Mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(opts.Kube.Discovery()))
 	}
-	return &Provider{opts: opts, discovery: specs, byProviderID: map[string]*group{}, errs: map[string]error{},
-		copied: map[string]copiedTemplate{}, served: map[string]schema.GroupVersionResource{}}, nil
+	p := &Provider{opts: opts, discovery: specs, byProviderID: map[string]*group{}, errs: map[string]error{},
+		copied: map[string]copiedTemplate{}, served: map[string]schema.GroupVersionResource{}}
+	if opts.WatchUntil != nil {
+		p.watched = newWatched(opts.Dynamic, opts.WatchUntil, opts.Now)
+	}
+	return p, nil
 }
 
 // NodeGroups implements cloudprovider.Provider.
@@ -376,6 +386,11 @@ func (p *Provider) resource(kind string) schema.GroupVersionResource {
 // list returns all objects of kind; a kind whose CRD is not installed
 // (MachinePool is optional in CAPI) has none.
 func (p *Provider) list(ctx context.Context, kind, ns string) ([]unstructured.Unstructured, error) {
+	if p.watched != nil {
+		if items, ok, err := p.watched.list(ctx, kind, ns); ok || err != nil {
+			return items, err
+		}
+	}
 	for _, version := range capi.Versions() {
 		gvr := GVR(kind)
 		gvr.Version = version
@@ -392,7 +407,13 @@ func (p *Provider) list(ctx context.Context, kind, ns string) ([]unstructured.Un
 		for i := range list.Items {
 			list.Items[i].SetKind(kind) // lists may leave items' kind empty
 		}
+		if p.watched != nil {
+			p.watched.served(kind, ns, gvr)
+		}
 		return list.Items, nil
+	}
+	if p.watched != nil {
+		p.watched.notServed(kind, ns)
 	}
 	return nil, nil
 }

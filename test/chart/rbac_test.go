@@ -36,6 +36,7 @@ func autoscalerUses() []use {
 		local     = "cloudprovider/local/local.go"
 		lifecycle = "cloudprovider/local/lifecycle.go"
 		capi      = "cloudprovider/clusterapi/clusterapi.go"
+		capiWatch = "cloudprovider/clusterapi/watched.go"
 		egrpc     = "cloudprovider/externalgrpc/externalgrpc.go"
 		egrpcTmpl = "cloudprovider/externalgrpc/templates.go"
 		apinodes  = "cloudprovider/apinodes/apinodes.go"
@@ -47,8 +48,9 @@ func autoscalerUses() []use {
 		{"workload", "cluster", "", "nodes", "list watch", informers, "f.Core().V1().Nodes().Lister()"},
 		{"workload", "cluster", "", "nodes", "get", taint, ".CoreV1().Nodes().Get(ctx, nodeName"},
 		{"workload", "cluster", "", "nodes", "update", taint, ".CoreV1().Nodes().Update(ctx, node"},
-		{"workload", "cluster", "", "nodes", "list", capi, "p.opts.Workload.CoreV1().Nodes().List(ctx"},
-		{"workload", "cluster", "", "nodes", "list", egrpc, "p.opts.Kube.CoreV1().Nodes().List(ctx"},
+		// Without the autoscaler's node informer (the CLI) the clusterapi
+		// and externalgrpc providers list nodes.
+		{"workload", "cluster", "", "nodes", "list", apinodes, "c.CoreV1().Nodes().List(ctx"},
 		{"workload", "cluster", "", "pods", "list watch", informers, "f.Core().V1().Pods().Lister()"},
 		{"workload", "cluster", "", "pods", "get", drain, ".CoreV1().Pods(p.Namespace).Get(ctx, p.Name"},
 		{"workload", "cluster", "", "pods/eviction", "create", drain, ".PolicyV1().Evictions(p.Namespace).Evict(ctx, ev)"},
@@ -124,6 +126,8 @@ func autoscalerUses() []use {
 		// The clusterapi provider, in the management cluster.
 		{"clusterapi", "cluster", "cluster.x-k8s.io", "machinedeployments machinesets machinepools machines", "list", capi,
 			"p.opts.Dynamic.Resource(gvr).Namespace(ns).List(ctx"},
+		{"clusterapi", "cluster", "cluster.x-k8s.io", "machinedeployments machinesets machinepools machines", "watch", capiWatch,
+			"dynamicinformer.NewFilteredDynamicInformer(w.dynamic, gvr, ns"},
 		{"clusterapi", "cluster", "cluster.x-k8s.io", "machinedeployments/scale machinesets/scale machinepools/scale", "get", capi,
 			`client.Get(ctx, g.res.Name, metav1.GetOptions{}, "scale")`},
 		{"clusterapi", "cluster", "cluster.x-k8s.io", "machinedeployments/scale machinesets/scale machinepools/scale", "update", capi,

@@ -1,0 +1,107 @@
+package clusterapi
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+)
+
+// watched serves the Cluster API kinds the provider lists every loop
+// (Machines, MachineDeployments, MachineSets, MachinePools) from watches,
+// as CA's provider does from its informers: after the first loop a steady
+// loop sends the management cluster no LIST. A kind's watch starts once a
+// LIST has found the version its CRD serves; a kind not served is asked
+// again after notServedRecheck.
+type watched struct {
+	dynamic dynamic.Interface
+	stop    <-chan struct{}
+	now     func() time.Time
+
+	mu    sync.Mutex
+	kinds map[watchKey]*watchEntry
+}
+
+type watchKey struct{ kind, namespace string }
+
+type watchEntry struct {
+	informer cache.SharedIndexInformer
+	// notServedUntil: the kind's CRD was not served at any version.
+	notServedUntil time.Time
+}
+
+// notServedRecheck is how long a kind found not served is taken as such
+// (MachinePool is optional in Cluster API; installing it later is seen).
+const notServedRecheck = 10 * time.Minute
+
+// syncTimeout bounds the wait for a new watch's first list: a watch that
+// cannot sync (RBAC without watch, say) fails the loop's Refresh with the
+// reason instead of stalling it.
+const syncTimeout = time.Minute
+
+func newWatched(d dynamic.Interface, stop <-chan struct{}, now func() time.Time) *watched {
+	return &watched{dynamic: d, stop: stop, now: now, kinds: map[watchKey]*watchEntry{}}
+}
+
+// list returns the kind's objects from its watch; ok is false when no
+// watch serves the kind yet (the caller lists it and calls served or
+// notServed).
+func (w *watched) list(ctx context.Context, kind, ns string) (items []unstructured.Unstructured, ok bool, err error) {
+	w.mu.Lock()
+	e := w.kinds[watchKey{kind, ns}]
+	w.mu.Unlock()
+	switch {
+	case e == nil:
+		return nil, false, nil
+	case e.informer == nil:
+		return nil, w.now().Before(e.notServedUntil), nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, syncTimeout)
+	defer cancel()
+	if !cache.WaitForCacheSync(ctx.Done(), e.informer.HasSynced) {
+		return nil, true, fmt.Errorf("clusterapi provider: the watch of %ss has not synced within %s (does the autoscaler's role allow watch?)", kind, syncTimeout)
+	}
+	objs := e.informer.GetStore().List()
+	items = make([]unstructured.Unstructured, 0, len(objs))
+	for _, o := range objs {
+		if u, ok := o.(*unstructured.Unstructured); ok {
+			c := u.DeepCopy()
+			c.SetKind(kind)
+			items = append(items, *c)
+		}
+	}
+	// In the order a LIST returns them.
+	sort.Slice(items, func(i, j int) bool {
+		if items[i].GetNamespace() != items[j].GetNamespace() {
+			return items[i].GetNamespace() < items[j].GetNamespace()
+		}
+		return items[i].GetName() < items[j].GetName()
+	})
+	return items, true, nil
+}
+
+// served starts the watch of the kind at the version a LIST found.
+func (w *watched) served(kind, ns string, gvr schema.GroupVersionResource) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if e := w.kinds[watchKey{kind, ns}]; e != nil && e.informer != nil {
+		return
+	}
+	inf := dynamicinformer.NewFilteredDynamicInformer(w.dynamic, gvr, ns, 0, cache.Indexers{}, nil).Informer()
+	go inf.Run(w.stop)
+	w.kinds[watchKey{kind, ns}] = &watchEntry{informer: inf}
+}
+
+// notServed remembers that no version of the kind is served.
+func (w *watched) notServed(kind, ns string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.kinds[watchKey{kind, ns}] = &watchEntry{notServedUntil: w.now().Add(notServedRecheck)}
+}
