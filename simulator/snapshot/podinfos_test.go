@@ -4,7 +4,9 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	fx "draxr.dev/draxr/simulator/fixtures"
 )
@@ -54,6 +56,43 @@ func TestPodInfosFollowPodVersions(t *testing.T) {
 	for _, s := range steps {
 		if got := build(s.pods...); got != s.want {
 			t.Errorf("%s: node requests %dm CPU, want %dm", s.name, got, s.want)
+		}
+	}
+}
+
+// Replicas of one controller share the pod info computed for the first
+// of them, but only where their requests and terms are the same: a
+// resized replica, one of another controller, or one in another
+// namespace is computed for itself. Every pod's own object stays its
+// info's pod.
+func TestPodInfosCopyReplicas(t *testing.T) {
+	pod := func(name, ns, owner string, milliCPU int64) *v1.Pod {
+		p := fx.Pod(name, milliCPU, nil)
+		p.Namespace, p.UID, p.ResourceVersion, p.Spec.NodeName = ns, types.UID("uid-"+name), "1", "n"
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: owner,
+			UID: types.UID("rs-" + owner), Controller: ptr.To(true)}}
+		return p
+	}
+	pods := []*v1.Pod{
+		pod("web-1", "default", "web", 1000), pod("web-2", "default", "web", 1000),
+		pod("web-3", "default", "web", 4000), // resized: not a copy
+		pod("api-1", "default", "api", 2000),
+		pod("web-x", "other", "web", 500), // another namespace
+	}
+	s := New()
+	if err := s.AddNode(fx.Node("n", 32, 64, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddBoundPods(pods, NewPodInfos()); err != nil {
+		t.Fatal(err)
+	}
+	ni := s.NodeInfo("n")
+	if got, want := ni.Requested.MilliCPU, int64(1000+1000+4000+2000+500); got != want {
+		t.Errorf("node requests %dm CPU, want %dm", got, want)
+	}
+	for i, pi := range ni.Pods {
+		if pi.GetPod() != pods[i] {
+			t.Errorf("pod info %d stands for %s, want %s", i, pi.GetPod().Name, pods[i].Name)
 		}
 	}
 }
