@@ -34,7 +34,6 @@ import (
 	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/limits"
 	"draxr.dev/draxr/simulator/nodegroup"
-	"draxr.dev/draxr/simulator/offline"
 	"draxr.dev/draxr/simulator/provreq"
 	"draxr.dev/draxr/simulator/scaledown"
 	"draxr.dev/draxr/simulator/scaleup"
@@ -351,7 +350,7 @@ func (a *Autoscaler) RunOnce(ctx context.Context) (*LoopResult, error) {
 
 // simulation builds a fresh snapshot and harness for this loop's state.
 func (a *Autoscaler) simulation(ctx context.Context, st *clusterstate.State) (*harness.Harness, error) {
-	snap, err := offline.BuildSnapshotWith(st.Objects, a.podInfos)
+	snap, err := st.Objects.Snapshot(a.podInfos)
 	if err != nil {
 		return nil, err
 	}

@@ -45,46 +45,6 @@ type Options struct {
 	Now            time.Time
 }
 
-// BuildSnapshot loads objects into a new snapshot: classes and templates
-// first, then nodes, DeviceTaintRules and slices (tainted by them), claims
-// and the running pods.
-func BuildSnapshot(objs *input.Objects) (*snapshot.Snapshot, error) {
-	return BuildSnapshotWith(objs, nil)
-}
-
-// BuildSnapshotWith is BuildSnapshot with the running pods' scheduler pod
-// info taken from infos (and kept there for the next build) where it has
-// them: the autoscaler builds a snapshot every loop from mostly the same
-// pods. infos may be nil.
-func BuildSnapshotWith(objs *input.Objects, infos *snapshot.PodInfos) (*snapshot.Snapshot, error) {
-	snap := snapshot.New()
-	for _, c := range objs.DeviceClasses {
-		snap.SetDeviceClass(c)
-	}
-	for _, t := range objs.ResourceClaimTemplates {
-		snap.SetResourceClaimTemplate(t)
-	}
-	for _, n := range objs.Nodes {
-		if err := snap.AddNode(n); err != nil {
-			return nil, err
-		}
-	}
-	snap.SetDeviceTaintRules(objs.DeviceTaintRules)
-	snap.SetPodGroups(objs.PodGroups)
-	for _, s := range objs.ResourceSlices {
-		if err := snap.AddResourceSlice(s); err != nil {
-			return nil, err
-		}
-	}
-	for _, c := range objs.ResourceClaims {
-		snap.SetResourceClaim(c)
-	}
-	if err := snap.AddBoundPods(objs.RunningPods, infos); err != nil {
-		return nil, err
-	}
-	return snap, nil
-}
-
 // planRequests runs the requests on p's harness as the loop would.
 func planRequests(ctx context.Context, p *scaleup.Planner, objs *input.Objects, opts Options) ([]provreq.Report, error) {
 	templates := map[[2]string]*v1.PodTemplate{}
@@ -259,7 +219,7 @@ type Result struct {
 // Simulate plans scale-ups for the pending pods in objs; it stops with
 // ctx's error once ctx ends.
 func Simulate(ctx context.Context, objs *input.Objects, opts Options) (*Result, error) {
-	snap, err := BuildSnapshot(objs)
+	snap, err := objs.Snapshot(nil)
 	if err != nil {
 		return nil, err
 	}

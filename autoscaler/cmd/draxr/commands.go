@@ -352,7 +352,7 @@ draxr capacity --context prod -o yaml`),
 			if err != nil {
 				return err
 			}
-			snap, err := offline.BuildSnapshot(objs)
+			snap, err := objs.Snapshot(nil)
 			if err != nil {
 				return badInput(err)
 			}

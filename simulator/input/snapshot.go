@@ -1,0 +1,39 @@
+package input
+
+import "draxr.dev/draxr/simulator/snapshot"
+
+// Snapshot loads the objects into a new snapshot, the one view of the
+// cluster the planner and the loop simulate on: classes and templates
+// first, then nodes, DeviceTaintRules and slices (tainted by them),
+// PodGroups, claims and the running pods. The running pods' scheduler pod
+// info is taken from infos (and kept there for the next build) where it
+// has them: the autoscaler builds a snapshot every loop from mostly the
+// same pods. infos may be nil.
+func (o *Objects) Snapshot(infos *snapshot.PodInfos) (*snapshot.Snapshot, error) {
+	snap := snapshot.New()
+	for _, c := range o.DeviceClasses {
+		snap.SetDeviceClass(c)
+	}
+	for _, t := range o.ResourceClaimTemplates {
+		snap.SetResourceClaimTemplate(t)
+	}
+	for _, n := range o.Nodes {
+		if err := snap.AddNode(n); err != nil {
+			return nil, err
+		}
+	}
+	snap.SetDeviceTaintRules(o.DeviceTaintRules)
+	snap.SetPodGroups(o.PodGroups)
+	for _, s := range o.ResourceSlices {
+		if err := snap.AddResourceSlice(s); err != nil {
+			return nil, err
+		}
+	}
+	for _, c := range o.ResourceClaims {
+		snap.SetResourceClaim(c)
+	}
+	if err := snap.AddBoundPods(o.RunningPods, infos); err != nil {
+		return nil, err
+	}
+	return snap, nil
+}
