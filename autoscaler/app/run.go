@@ -512,6 +512,7 @@ func newClusterAPIProvider(ctx context.Context, o *options, cfg *rest.Config, cl
 		return nil, err
 	}
 	return clusterapi.New(clusterapi.Options{Dynamic: dyn, Kube: mgmtClient, Workload: client, Nodes: factory.Core().V1().Nodes().Lister(),
+		Slices:        factory.Resource().V1().ResourceSlices().Lister(),
 		WatchUntil:    ctx.Done(),
 		AutoDiscovery: o.nodeGroupAutoDiscovery,
 		Taints:        o.caOptions.taints(), TemplateCacheExpiry: o.caOptions.nodeInfoCacheExpireTime})
@@ -530,7 +531,7 @@ func newExternalGRPCProvider(o *options, client kubernetes.Interface, factory in
 		return nil, err
 	}
 	return externalgrpc.New(externalgrpc.Options{Client: protos.NewCloudProviderClient(conn), Conn: conn, Timeout: c.Timeout(),
-		Kube: client, Nodes: factory.Core().V1().Nodes().Lister(), TemplateConfigMap: c.TemplateSlicesConfigMap, Taints: o.caOptions.taints(),
+		Kube: client, Nodes: factory.Core().V1().Nodes().Lister(), Slices: factory.Resource().V1().ResourceSlices().Lister(), TemplateConfigMap: c.TemplateSlicesConfigMap, Taints: o.caOptions.taints(),
 		TemplateCacheExpiry: o.caOptions.nodeInfoCacheExpireTime})
 }
 

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	"k8s.io/utils/ptr"
 
 	"draxr.dev/draxr/cloudprovider"
@@ -202,4 +203,34 @@ func ByProviderID(ctx context.Context, lister corelisters.NodeLister, c kubernet
 		}
 	}
 	return byID, nil
+}
+
+// NodeSlices returns the ResourceSlices node publishes (spec.nodeName is
+// node), from the informer's lister when there is one, else with one
+// LIST. A template copied from a member reads them every loop. The slices
+// may be the cache's: never modify them.
+func NodeSlices(ctx context.Context, lister resourcelisters.ResourceSliceLister, c kubernetes.Interface, node string) ([]*resourceapi.ResourceSlice, error) {
+	var all []*resourceapi.ResourceSlice
+	if lister != nil {
+		var err error
+		if all, err = lister.List(labels.Everything()); err != nil {
+			return nil, err
+		}
+	} else {
+		list, err := c.ResourceV1().ResourceSlices().List(ctx,
+			metav1.ListOptions{FieldSelector: resourceapi.ResourceSliceSelectorNodeName + "=" + node})
+		if err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			all = append(all, &list.Items[i])
+		}
+	}
+	var own []*resourceapi.ResourceSlice
+	for _, s := range all {
+		if s.Spec.NodeName != nil && *s.Spec.NodeName == node {
+			own = append(own, s)
+		}
+	}
+	return own, nil
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
 
 	fx "draxr.dev/draxr/simulator/fixtures"
 )
@@ -152,6 +153,41 @@ func TestByProviderIDReadsTheCache(t *testing.T) {
 		}
 		if lists != tc.wantLists {
 			t.Errorf("%s: %d LISTs of nodes, want %d", tc.name, lists, tc.wantLists)
+		}
+	}
+}
+
+// A node's slices come from the informer's lister when there is one (no
+// request), else from one LIST; only the node's own are returned.
+func TestNodeSlicesReadTheCache(t *testing.T) {
+	client := fake.NewClientset(fx.GPUSlice("a", 2), fx.GPUSlice("b", 2))
+	factory := informers.NewSharedInformerFactory(client, 0)
+	lister := factory.Resource().V1().ResourceSlices().Lister()
+	ctx, cancel := context.WithCancel(context.Background())
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	defer func() { cancel(); factory.Shutdown() }()
+	for _, tc := range []struct {
+		name      string
+		lister    resourcelisters.ResourceSliceLister
+		wantLists int
+	}{{"lister", lister, 0}, {"no lister", nil, 1}} {
+		client.ClearActions()
+		got, err := NodeSlices(ctx, tc.lister, client, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 || *got[0].Spec.NodeName != "a" {
+			t.Errorf("%s: slices %v, want node a's one", tc.name, got)
+		}
+		lists := 0
+		for _, act := range client.Actions() {
+			if act.GetVerb() == "list" {
+				lists++
+			}
+		}
+		if lists != tc.wantLists {
+			t.Errorf("%s: %d LISTs, want %d", tc.name, lists, tc.wantLists)
 		}
 	}
 }

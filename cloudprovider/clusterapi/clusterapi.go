@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/util/retry"
 	nodeutil "k8s.io/component-helpers/node/util"
@@ -69,6 +70,9 @@ type Options struct {
 	// cluster (the autoscaler's): Refresh reads nodes from it instead of
 	// listing them.
 	Nodes corelisters.NodeLister
+	// Slices, when set, is the workload cluster's synced ResourceSlice
+	// informer's lister: templates copied from members read it.
+	Slices resourcelisters.ResourceSliceLister
 	// AutoDiscovery are --node-group-auto-discovery values.
 	AutoDiscovery []string
 	// Mapper resolves infrastructure template kinds; nil discovers them
@@ -480,16 +484,9 @@ func (p *Provider) nodeToCopy(ctx context.Context, res capi.Resource, instances 
 
 // copyNode is node n with its ResourceSlices, as a template copies them.
 func (p *Provider) copyNode(ctx context.Context, res capi.Resource, n *v1.Node) (*capi.NodeCopy, error) {
-	slices, err := p.opts.Workload.ResourceV1().ResourceSlices().List(ctx,
-		metav1.ListOptions{FieldSelector: resourceapi.ResourceSliceSelectorNodeName + "=" + n.Name})
+	ptrs, err := apinodes.NodeSlices(ctx, p.opts.Slices, p.opts.Workload, n.Name)
 	if err != nil {
 		return nil, fmt.Errorf("%s: slices of node %s: %w", res, n.Name, err)
-	}
-	var ptrs []*resourceapi.ResourceSlice
-	for i := range slices.Items {
-		if s := &slices.Items[i]; s.Spec.NodeName != nil && *s.Spec.NodeName == n.Name {
-			ptrs = append(ptrs, s)
-		}
 	}
 	return &capi.NodeCopy{Node: n, Slices: capi.SliceSpecs(ptrs), Taints: p.opts.Taints}, nil
 }

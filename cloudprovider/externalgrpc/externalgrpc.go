@@ -27,6 +27,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
 
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/cloudprovider/apinodes"
@@ -53,6 +54,9 @@ type Options struct {
 	// Nodes, when set, is a synced node informer's lister (the
 	// autoscaler's): Refresh reads nodes from it instead of listing them.
 	Nodes corelisters.NodeLister
+	// Slices, when set, is a synced ResourceSlice informer's lister:
+	// templates copied from members read it.
+	Slices resourcelisters.ResourceSliceLister
 	// TemplateConfigMap is "namespace/name" of the template ConfigMap, or "".
 	TemplateConfigMap string
 	// Taints says which taints of a member node its group's template

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"draxr.dev/draxr/cloudprovider"
+	"draxr.dev/draxr/cloudprovider/apinodes"
 	"draxr.dev/draxr/cloudprovider/clusterapi"
 	"draxr.dev/draxr/cloudprovider/externalgrpc/protos"
 	"draxr.dev/draxr/simulator/nodegroup"
@@ -69,16 +70,9 @@ func (g *group) buildTemplate(ctx context.Context) *template {
 	source := ""
 	if m := g.member(); m != nil {
 		node = capi.Sanitize(m, prefix, p.opts.Taints)
-		slices, err := p.opts.Kube.ResourceV1().ResourceSlices().List(ctx,
-			metav1.ListOptions{FieldSelector: resourceapi.ResourceSliceSelectorNodeName + "=" + m.Name})
+		own, err := apinodes.NodeSlices(ctx, p.opts.Slices, p.opts.Kube, m.Name)
 		if err != nil {
 			return &template{err: fmt.Errorf("node group %s: slices of member node %s: %w", g.id, m.Name, err)}
-		}
-		var own []*resourceapi.ResourceSlice
-		for i := range slices.Items {
-			if s := &slices.Items[i]; s.Spec.NodeName != nil && *s.Spec.NodeName == m.Name {
-				own = append(own, s)
-			}
 		}
 		if len(own) > 0 {
 			specs, source = nodegroup.CopySliceSpecs(own), SourceMember

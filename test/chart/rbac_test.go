@@ -62,8 +62,9 @@ func autoscalerUses() []use {
 		{"workload", "cluster", "scheduling.volcano.sh", "podgroups", "list watch", run, "f.ForResource(live.VolcanoPodGroupsResource()).Lister()"},
 		{"workload", "cluster", "policy", "poddisruptionbudgets", "list watch", state, "f.Policy().V1().PodDisruptionBudgets().Lister()"},
 		{"workload", "cluster", "resource.k8s.io", "resourceslices", "list watch", informers, "r.ResourceSlices().Lister()"},
-		{"workload", "cluster", "resource.k8s.io", "resourceslices", "list", capi, "p.opts.Workload.ResourceV1().ResourceSlices().List(ctx"},
-		{"workload", "cluster", "resource.k8s.io", "resourceslices", "list", egrpcTmpl, "p.opts.Kube.ResourceV1().ResourceSlices().List(ctx"},
+		// Without the autoscaler's informers (the CLI) templates copied
+		// from members list their slices.
+		{"workload", "cluster", "resource.k8s.io", "resourceslices", "list", apinodes, "c.ResourceV1().ResourceSlices().List(ctx"},
 		{"workload", "cluster", "resource.k8s.io", "deviceclasses", "list watch", informers, "r.DeviceClasses().Lister()"},
 		{"workload", "cluster", "resource.k8s.io", "resourceclaims", "list watch", informers, "r.ResourceClaims().Lister()"},
 		{"workload", "cluster", "resource.k8s.io", "resourceclaimtemplates", "list watch", informers, "r.ResourceClaimTemplates().Lister()"},
