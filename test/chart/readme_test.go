@@ -11,21 +11,21 @@ import (
 	"helm.sh/helm/v3/pkg/strvals"
 )
 
-// setArg matches a --set argument in README.md, quoted or not.
+// setArg matches a --set argument in docs/install.md, quoted or not.
 var setArg = regexp.MustCompile(`--set '([^']+)'|--set ([^\s\x60\\]+)`)
 
-// README's helm install --set arguments, parsed as helm parses them,
+// docs/install.md's helm install --set arguments, parsed as helm parses them,
 // render the clusterapi provider with the auto-discovery spec they mean;
 // the escaped-comma example stays one spec.
 func TestReadmeSetExamples(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(root, "README.md"))
+	data, err := os.ReadFile(filepath.Join(root, "docs", "install.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := string(data)
 	start := strings.Index(text, "helm install draxr charts/draxr")
 	if start < 0 {
-		t.Fatal("README has no helm install example")
+		t.Fatal("docs/install.md has no helm install example")
 	}
 	block := text[start:]
 	block = block[:strings.Index(block, "\n- ")]
@@ -44,12 +44,12 @@ func TestReadmeSetExamples(t *testing.T) {
 		t.Helper()
 		_, args := container(t, mustFind(t, render(t, values), "Deployment", "draxr-autoscaler"))
 		if !slices.Contains(args, "--cloud-provider=clusterapi") || !slices.Contains(args, want) {
-			t.Errorf("README's --set values %v render %v, want --cloud-provider=clusterapi and %s", values, args, want)
+			t.Errorf("docs/install.md's --set values %v render %v, want --cloud-provider=clusterapi and %s", values, args, want)
 		}
 	}
 	check(install, "--node-group-auto-discovery=clusterapi:clusterName=prod,namespace=default")
 	if len(escaped) == 0 {
-		t.Fatal("README has no escaped-comma --set example")
+		t.Fatal("docs/install.md has no escaped-comma --set example")
 	}
 	check(escaped, "--node-group-auto-discovery=clusterapi:namespace=default,clusterName=prod")
 }
