@@ -42,7 +42,7 @@ func TestPlannerFidelity(t *testing.T) {
 		names = append(names, e.fidelityPod(fmt.Sprintf("b-one-%d", i), 1))
 	}
 
-	objs, err := live.FromAPI(e.ctx, cp.Client)
+	objs, err := live.Read(e.ctx, cp.Client) // as draxr simulate --kubeconfig reads it
 	if err != nil {
 		t.Fatal(err)
 	}
