@@ -394,3 +394,47 @@ func TestBrokenTemplateSlicesLeaveTheGroupOut(t *testing.T) {
 		}
 	}
 }
+
+// Terminating pods, the one place where the loop and draxr simulate read
+// a cluster differently, on purpose. The loop leaves a bound terminating
+// pod out of its snapshot (it is gone within its grace period, long
+// before a new node could join, so its room counts as free) and never
+// plans an unbound one. The CLI (live.Listers.Objects, as a dump) keeps
+// the bound one on its node, as the scheduler's cache does until it is
+// gone, and its planner gives the unbound one the BeingDeleted reason.
+func TestTerminatingPodsLoopAndCLI(t *testing.T) {
+	node := fx.Node("n", 64, 256, nil)
+	gone := metav1.NewTime(time.Now())
+	bound := fx.Pod("bound", 100, nil)
+	bound.Spec.NodeName, bound.DeletionTimestamp, bound.Finalizers = "n", &gone, []string{"example.com/hold"}
+	unbound := pending("unbound", true, false)
+	unbound.DeletionTimestamp, unbound.Finalizers = &gone, []string{"example.com/hold"}
+	l := syncedListers(t, node, bound, unbound)
+
+	st, err := readState(NewRegistry(RegistryConfig{}), l, fakeProvider{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Objects.RunningPods) != 0 || len(st.Unschedulable) != 0 {
+		t.Errorf("loop: running %v, unschedulable %v; want neither terminating pod", podNames(st.Objects.RunningPods), podNames(st.Unschedulable))
+	}
+
+	objs, err := l.Objects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := podNames(objs.RunningPods); len(got) != 1 || got[0] != "bound" {
+		t.Errorf("CLI: running %v, want the bound terminating pod on its node", got)
+	}
+	if got := podNames(objs.PendingPods); len(got) != 1 || got[0] != "unbound" {
+		t.Errorf("CLI: pending %v, want the unbound one, which its planner sets aside (BeingDeleted)", got)
+	}
+}
+
+func podNames(pods []*v1.Pod) []string {
+	out := make([]string, 0, len(pods))
+	for _, p := range pods {
+		out = append(out, p.Name)
+	}
+	return out
+}

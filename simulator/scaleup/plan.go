@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
@@ -251,6 +252,11 @@ func (p *Planner) setAsideUntried(pending []*v1.Pod, plan *Plan) []*v1.Pod {
 		case IsExpendable(pod, p.ExpendablePodsPriorityCutoff):
 			plan.NoScaleUp = append(plan.NoScaleUp, NoScaleUp{Pod: RefOf(pod), Code: Expendable,
 				Reason: expendableReason(pod, *p.ExpendablePodsPriorityCutoff)})
+		case pod.DeletionTimestamp != nil:
+			// A dump taken while a pod is deleted still holds it; the
+			// loop's cluster state leaves such pods out.
+			plan.NoScaleUp = append(plan.NoScaleUp, NoScaleUp{Pod: RefOf(pod), Code: BeingDeleted,
+				Reason: fmt.Sprintf("the pod is being deleted (since %s): the scheduler does not try it", pod.DeletionTimestamp.UTC().Format(time.RFC3339))})
 		case len(pod.Spec.SchedulingGates) > 0:
 			gates := make([]string, len(pod.Spec.SchedulingGates))
 			for i, g := range pod.Spec.SchedulingGates {

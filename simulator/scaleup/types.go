@@ -78,6 +78,9 @@ const (
 	// SchedulingGated: the pod has scheduling gates; the scheduler does not
 	// try it until they are removed, so no node would help yet.
 	SchedulingGated ReasonCode = "SchedulingGated"
+	// BeingDeleted: the pod is being deleted (metadata.deletionTimestamp);
+	// the scheduler skips it and no node would help.
+	BeingDeleted ReasonCode = "BeingDeleted"
 	// NotServedByScheduler: no profile of the scheduler configuration is
 	// the pod's spec.schedulerName, so the scheduler never places it.
 	NotServedByScheduler ReasonCode = "NotServedByScheduler"

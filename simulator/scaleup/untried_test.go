@@ -3,8 +3,10 @@ package scaleup
 import (
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	fx "draxr.dev/draxr/simulator/fixtures"
@@ -26,6 +28,10 @@ func TestPodsTheSchedulerDoesNotTry(t *testing.T) {
 		{name: "empty schedulerName is default-scheduler", mutate: func(p *v1.Pod) { p.Spec.SchedulerName = "" }},
 		{name: "gated pod", wantCode: SchedulingGated, wantText: "scheduling gates example.com/quota",
 			mutate: func(p *v1.Pod) { p.Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "example.com/quota"}} }},
+		{name: "being deleted", wantCode: BeingDeleted, wantText: "the pod is being deleted (since 2026-01-02T03:04:05Z): the scheduler does not try it",
+			mutate: func(p *v1.Pod) {
+				p.DeletionTimestamp = &metav1.Time{Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+			}},
 		{name: "other scheduler", wantCode: NotServedByScheduler, wantText: `schedulerName "volcano" is not a profile`,
 			mutate: func(p *v1.Pod) { p.Spec.SchedulerName = "volcano" }},
 		{name: "other scheduler served when named", served: []string{"default-scheduler", "volcano"},
