@@ -359,21 +359,62 @@ func (r *Registry) nodeState(n *v1.Node, devicesPublished bool, maxStartup time.
 // the earlier actions succeed (a node being deleted is not waited for);
 // finishGroup counts what really happened.
 func (r *Registry) assessGroup(as *Assessment, ng cloudprovider.NodeGroup, nodes []*v1.Node, slicesOf map[string]int, namePrefix string) {
-	st, now, id := as.st, as.now, ng.Id()
 	ga := &groupAssessment{ng: ng, nodes: nodes, slicesOf: slicesOf, namePrefix: namePrefix, first: len(as.Actions)}
 	as.groups = append(as.groups, ga)
-	defer func() { ga.end = len(as.Actions) }()
-	recommend := func(a Action) {
-		a.Group = ng
-		as.Actions = append(as.Actions, a)
-	}
-	g, err := PlanningGroup(ng)
+	c := &groupCheck{r: r, as: as, ga: ga, ng: ng, id: ng.Id(), givenUp: map[string]bool{}}
+	c.planningGroup()
+	c.classify()
+	c.failedInstances()
+	c.startupTimedOut()
+	c.scaleUpInFlight()
+	c.longUnregistered()
+	ga.end = len(as.Actions)
+}
+
+// groupCheck is one group's assessment in progress: each step adds the
+// actions for one way nodes fail to come up.
+type groupCheck struct {
+	r  *Registry
+	as *Assessment
+	ga *groupAssessment
+	ng cloudprovider.NodeGroup
+	id string
+
+	opts cloudprovider.NodeGroupOptions
+	// failed and unregistered are instances without a registered node,
+	// in error or not.
+	failed, unregistered []cloudprovider.Instance
+	// since is when each unregistered instance was first seen.
+	since map[string]time.Time
+	// givenUp are the node names and provider IDs the actions give up.
+	givenUp map[string]bool
+	// deleted counts, of the target size, what DeleteNodes takes off.
+	deleted int
+	// target is the target size less what the actions delete.
+	target    int
+	targetErr error
+}
+
+func (c *groupCheck) recommend(a Action) {
+	a.Group = c.ng
+	c.as.Actions = append(c.as.Actions, a)
+}
+
+func (c *groupCheck) fail(err error) {
+	c.as.st.Errors = append(c.as.st.Errors, fmt.Errorf("node group %s: %w", c.id, err))
+}
+
+// planningGroup reads the group as the planner sees it and its options;
+// a broken template is reported once per problem.
+func (c *groupCheck) planningGroup() {
+	st, r, id := c.as.st, c.r, c.id
+	g, err := PlanningGroup(c.ng)
 	if err != nil {
 		st.Errors = append(st.Errors, err)
 		st.NotForScaleUp[id] = err.Error()
 		if te := (*TemplateError)(nil); errors.As(err, &te) {
 			if r.templateErrs[id] != err.Error() { // once per problem, not every loop
-				recommend(emit(v1.EventTypeWarning, EventInvalidTemplate, err.Error()))
+				c.recommend(emit(v1.EventTypeWarning, EventInvalidTemplate, err.Error()))
 			}
 			r.templateErrs[id] = err.Error()
 		}
@@ -382,26 +423,31 @@ func (r *Registry) assessGroup(as *Assessment, ng cloudprovider.NodeGroup, nodes
 		st.Groups = append(st.Groups, g)
 		r.labels[id] = MetricLabels(g)
 	}
-	ga.g = g
-	fail := func(err error) { st.Errors = append(st.Errors, fmt.Errorf("node group %s: %w", id, err)) }
-	opts, err := r.groupOptions(ng)
+	c.ga.g = g
+	opts, err := r.groupOptions(c.ng)
 	if err != nil {
 		st.Errors = append(st.Errors, err)
 	}
+	c.opts = opts
+}
 
+// classify gives each node its state and sorts the instances without a
+// node into failed and unregistered, remembering when each unregistered
+// one was first seen.
+func (c *groupCheck) classify() {
+	ga, g := c.ga, c.ga.g
 	byProviderID := map[string]bool{}
 	byName := map[string]bool{}
 	ga.states = map[string]nodeState{}
-	for _, n := range nodes {
+	for _, n := range ga.nodes {
 		byProviderID[n.Spec.ProviderID] = n.Spec.ProviderID != ""
 		byName[n.Name] = true
-		ga.states[n.Name] = r.nodeState(n, g == nil || len(g.Spec.ResourceSlices) == 0 || slicesOf[n.Name] > 0, opts.MaxNodeStartupTime, now)
+		ga.states[n.Name] = c.r.nodeState(n, g == nil || len(g.Spec.ResourceSlices) == 0 || ga.slicesOf[n.Name] > 0, c.opts.MaxNodeStartupTime, c.as.now)
 	}
-	instances, err := ng.Nodes()
+	instances, err := c.ng.Nodes()
 	if err != nil {
-		fail(fmt.Errorf("list instances: %w", err))
+		c.fail(fmt.Errorf("list instances: %w", err))
 	}
-	var failed, unregistered []cloudprovider.Instance
 	seen := map[string]bool{}
 	for _, in := range instances {
 		if byProviderID[in.ProviderID] || (in.NodeName != "" && byName[in.NodeName]) {
@@ -409,150 +455,173 @@ func (r *Registry) assessGroup(as *Assessment, ng cloudprovider.NodeGroup, nodes
 		}
 		seen[in.ProviderID] = true
 		if in.Status != nil && in.Status.ErrorInfo != nil {
-			failed = append(failed, in)
+			c.failed = append(c.failed, in)
 			continue
 		}
-		unregistered = append(unregistered, in)
+		c.unregistered = append(c.unregistered, in)
 	}
-	since := r.unregisteredSince[id]
-	if since == nil {
-		since = map[string]time.Time{}
-		r.unregisteredSince[id] = since
+	c.since = c.r.unregisteredSince[c.id]
+	if c.since == nil {
+		c.since = map[string]time.Time{}
+		c.r.unregisteredSince[c.id] = c.since
 	}
-	for pid := range since {
+	for pid := range c.since {
 		if !seen[pid] {
-			delete(since, pid)
+			delete(c.since, pid)
 		}
 	}
-	planned := map[string]bool{} // node names and provider IDs the actions give up
-	deleted := 0                 // of the target size, by DeleteNodes
-	giveUpNodes := func(kind ActionKind, ns []*v1.Node, what string) {
-		var todo []*v1.Node
-		var keys []string
-		for _, n := range ns {
-			if !planned[n.Name] {
-				todo = append(todo, n)
-				keys = append(keys, n.Name)
-				planned[n.Name] = true
-			}
-		}
-		if len(todo) == 0 {
-			return
-		}
-		deleted += len(todo)
-		recommend(Action{Kind: kind, Nodes: todo, What: fmt.Sprintf(what, names(todo)), givesUp: keys, reported: keys})
-	}
+}
 
-	// Instances the provider reports in error: delete them, back off.
-	if len(failed) > 0 {
-		info := failed[0].Status.ErrorInfo
-		metrics.RegisterFailedNodeCreations(info.ErrorCode, len(failed))
-		recommend(emit(v1.EventTypeWarning, EventScaleUpFailed, fmt.Sprintf("Failed adding %d nodes to group %s due to %s.%s - %s",
-			len(failed), id, info.ErrorClass, info.ErrorCode, info.ErrorMessage)))
-		recommend(Action{Kind: BackOff, Reason: backoff.Reason{Class: info.ErrorClass, Code: info.ErrorCode, Message: info.ErrorMessage}})
-		delete(r.scaleUps, id) // failed, not in flight: a later empty group is no success
-		pids := providerIDs(failed)
-		for _, pid := range pids {
-			planned[pid] = true
-		}
-		deleted += len(failed)
-		recommend(Action{Kind: DeleteFailedInstances, Nodes: stubNodes(id, failed),
-			What: fmt.Sprintf("delete %d failed instances", len(failed)), givesUp: pids, reported: pids})
-	}
-
-	// Registered, NotReady since, for longer than --max-node-startup-time.
-	var startupTimedOut []*v1.Node
-	for _, n := range nodes {
-		if ga.states[n.Name] == nodeStartupTimedOut {
-			startupTimedOut = append(startupTimedOut, n)
+// giveUpNodes recommends kind for the nodes not given up yet.
+func (c *groupCheck) giveUpNodes(kind ActionKind, ns []*v1.Node, what string) {
+	var todo []*v1.Node
+	var keys []string
+	for _, n := range ns {
+		if !c.givenUp[n.Name] {
+			todo = append(todo, n)
+			keys = append(keys, n.Name)
+			c.givenUp[n.Name] = true
 		}
 	}
-	if len(startupTimedOut) > 0 {
-		recommend(emit(v1.EventTypeWarning, EventScaleUpTimedOut, fmt.Sprintf("Nodes %v of group %s did not become Ready within %v (max node startup time)",
-			names(startupTimedOut), id, opts.MaxNodeStartupTime)))
-		recommend(Action{Kind: BackOff, Reason: backoff.Reason{Class: cloudprovider.OtherErrorClass, Code: CodeTimeout,
-			Message: fmt.Sprintf("nodes did not become Ready within %v", opts.MaxNodeStartupTime)}})
-		giveUpNodes(DeleteNotStarted, startupTimedOut, "delete nodes %v that did not come up")
-		delete(r.scaleUps, id)
+	if len(todo) == 0 {
+		return
 	}
+	c.deleted += len(todo)
+	c.recommend(Action{Kind: kind, Nodes: todo, What: fmt.Sprintf(what, names(todo)), givesUp: keys, reported: keys})
+}
 
-	// The group's scale-up in flight: done, or timed out.
-	target, targetErr := ng.TargetSize()
-	if targetErr != nil {
-		fail(fmt.Errorf("target size: %w", targetErr))
-		st.NotForScaleUp[id] = fmt.Sprintf("target size: %v", targetErr)
+// failedInstances: instances the provider reports in error are deleted,
+// and the group backs off.
+func (c *groupCheck) failedInstances() {
+	if len(c.failed) == 0 {
+		return
 	}
-	target = max(0, target-deleted) // DeleteNodes takes the deleted off the target
+	id, failed := c.id, c.failed
+	info := failed[0].Status.ErrorInfo
+	metrics.RegisterFailedNodeCreations(info.ErrorCode, len(failed))
+	c.recommend(emit(v1.EventTypeWarning, EventScaleUpFailed, fmt.Sprintf("Failed adding %d nodes to group %s due to %s.%s - %s",
+		len(failed), id, info.ErrorClass, info.ErrorCode, info.ErrorMessage)))
+	c.recommend(Action{Kind: BackOff, Reason: backoff.Reason{Class: info.ErrorClass, Code: info.ErrorCode, Message: info.ErrorMessage}})
+	delete(c.r.scaleUps, id) // failed, not in flight: a later empty group is no success
+	pids := providerIDs(failed)
+	for _, pid := range pids {
+		c.givenUp[pid] = true
+	}
+	c.deleted += len(failed)
+	c.recommend(Action{Kind: DeleteFailedInstances, Nodes: stubNodes(id, failed),
+		What: fmt.Sprintf("delete %d failed instances", len(failed)), givesUp: pids, reported: pids})
+}
+
+// startupTimedOut: nodes registered and NotReady since, for longer than
+// --max-node-startup-time, are deleted, and the group backs off.
+func (c *groupCheck) startupTimedOut() {
+	var timedOut []*v1.Node
+	for _, n := range c.ga.nodes {
+		if c.ga.states[n.Name] == nodeStartupTimedOut {
+			timedOut = append(timedOut, n)
+		}
+	}
+	if len(timedOut) == 0 {
+		return
+	}
+	c.recommend(emit(v1.EventTypeWarning, EventScaleUpTimedOut, fmt.Sprintf("Nodes %v of group %s did not become Ready within %v (max node startup time)",
+		names(timedOut), c.id, c.opts.MaxNodeStartupTime)))
+	c.recommend(Action{Kind: BackOff, Reason: backoff.Reason{Class: cloudprovider.OtherErrorClass, Code: CodeTimeout,
+		Message: fmt.Sprintf("nodes did not become Ready within %v", c.opts.MaxNodeStartupTime)}})
+	c.giveUpNodes(DeleteNotStarted, timedOut, "delete nodes %v that did not come up")
+	delete(c.r.scaleUps, c.id)
+}
+
+// scaleUpInFlight ends the group's scale-up in flight: done once every
+// node asked for has come up, or timed out after --max-node-provision-time
+// (its nodes that did not start deleted, the rest of the increase
+// reverted, the group backed off).
+func (c *groupCheck) scaleUpInFlight() {
+	r, id, now := c.r, c.id, c.as.now
+	c.target, c.targetErr = c.ng.TargetSize()
+	if c.targetErr != nil {
+		c.fail(fmt.Errorf("target size: %w", c.targetErr))
+		c.as.st.NotForScaleUp[id] = fmt.Sprintf("target size: %v", c.targetErr)
+	}
+	c.target = max(0, c.target-c.deleted) // DeleteNodes takes the deleted off the target
 	registeredLeft := 0
 	var notStarted []*v1.Node
-	for _, n := range nodes {
-		if planned[n.Name] {
+	for _, n := range c.ga.nodes {
+		if c.givenUp[n.Name] {
 			continue
 		}
 		registeredLeft++
-		if ga.states[n.Name] == nodeNotStarted {
+		if c.ga.states[n.Name] == nodeNotStarted {
 			notStarted = append(notStarted, n)
 		}
 	}
-	unregisteredCount := max(0, target-registeredLeft)
-	if req := r.scaleUps[id]; req != nil && targetErr == nil {
-		switch {
-		case unregisteredCount == 0 && len(notStarted) == 0 && len(planned) == 0:
-			delete(r.scaleUps, id)
-			if r.cfg.Backoff != nil {
-				r.cfg.Backoff.Remove(id)
+	unregisteredCount := max(0, c.target-registeredLeft)
+	req := r.scaleUps[id]
+	if req == nil || c.targetErr != nil {
+		return
+	}
+	switch {
+	case unregisteredCount == 0 && len(notStarted) == 0 && len(c.givenUp) == 0:
+		delete(r.scaleUps, id)
+		if r.cfg.Backoff != nil {
+			r.cfg.Backoff.Remove(id)
+		}
+	case c.opts.MaxNodeProvisionTime > 0 && now.After(req.last.Add(c.opts.MaxNodeProvisionTime)):
+		delete(r.scaleUps, id)
+		c.recommend(emit(v1.EventTypeWarning, EventScaleUpTimedOut, fmt.Sprintf("Nodes added to group %s failed to register within %v",
+			id, now.Sub(req.at).Round(time.Second))))
+		c.recommend(Action{Kind: BackOff, Reason: backoff.Reason{Class: cloudprovider.OtherErrorClass, Code: CodeTimeout,
+			Message: fmt.Sprintf("scale-up timed out after %v", c.opts.MaxNodeProvisionTime)}})
+		c.giveUpNodes(DeleteNotStarted, notStarted, "delete nodes %v that did not come up")
+		if unregisteredCount > 0 {
+			pids := providerIDs(c.unregistered)
+			for _, pid := range pids {
+				c.givenUp[pid] = true
 			}
-		case opts.MaxNodeProvisionTime > 0 && now.After(req.last.Add(opts.MaxNodeProvisionTime)):
-			delete(r.scaleUps, id)
-			recommend(emit(v1.EventTypeWarning, EventScaleUpTimedOut, fmt.Sprintf("Nodes added to group %s failed to register within %v",
-				id, now.Sub(req.at).Round(time.Second))))
-			recommend(Action{Kind: BackOff, Reason: backoff.Reason{Class: cloudprovider.OtherErrorClass, Code: CodeTimeout,
-				Message: fmt.Sprintf("scale-up timed out after %v", opts.MaxNodeProvisionTime)}})
-			giveUpNodes(DeleteNotStarted, notStarted, "delete nodes %v that did not come up")
-			if unregisteredCount > 0 {
-				pids := providerIDs(unregistered)
-				for _, pid := range pids {
-					planned[pid] = true
-				}
-				recommend(Action{Kind: RevertScaleUp, Delta: -unregisteredCount,
-					What: fmt.Sprintf("decrease target size by %d", unregisteredCount),
-					OnFailure: &Event{Type: v1.EventTypeWarning, Reason: EventFailedToRevertScaleUp,
-						Message: fmt.Sprintf("Failed to revert scale-up of group %s by %d", id, unregisteredCount)},
-					givesUp: pids, reported: []string{fmt.Sprintf("%d unregistered of %s", unregisteredCount, id)}})
-			}
+			c.recommend(Action{Kind: RevertScaleUp, Delta: -unregisteredCount,
+				What: fmt.Sprintf("decrease target size by %d", unregisteredCount),
+				OnFailure: &Event{Type: v1.EventTypeWarning, Reason: EventFailedToRevertScaleUp,
+					Message: fmt.Sprintf("Failed to revert scale-up of group %s by %d", id, unregisteredCount)},
+				givesUp: pids, reported: []string{fmt.Sprintf("%d unregistered of %s", unregisteredCount, id)}})
 		}
 	}
+}
 
-	// Instances unregistered for longer than the max node provision time.
+// longUnregistered: instances unregistered for longer than
+// --max-node-provision-time are deleted, unless that would take the group
+// below its min size.
+func (c *groupCheck) longUnregistered() {
+	id, now := c.id, c.as.now
 	var long []cloudprovider.Instance
-	for _, in := range unregistered {
-		if planned[in.ProviderID] {
+	for _, in := range c.unregistered {
+		if c.givenUp[in.ProviderID] {
 			continue
 		}
-		first, ok := since[in.ProviderID]
+		first, ok := c.since[in.ProviderID]
 		if !ok {
 			first = now
-			since[in.ProviderID] = now
+			c.since[in.ProviderID] = now
 		}
-		if opts.MaxNodeProvisionTime > 0 && now.Sub(first) > opts.MaxNodeProvisionTime {
+		if c.opts.MaxNodeProvisionTime > 0 && now.Sub(first) > c.opts.MaxNodeProvisionTime {
 			long = append(long, in)
 		}
 	}
-	ga.rd.LongUnregistered = len(long)
-	if len(long) > 0 && targetErr == nil {
-		if target-len(long) < ng.MinSize() {
-			fail(fmt.Errorf("%d long-unregistered instances kept: deleting them would go below min size %d", len(long), ng.MinSize()))
-		} else {
-			pids := providerIDs(long)
-			recommend(Action{Kind: DeleteLongUnregistered, Nodes: stubNodes(id, long), What: "delete unregistered instances",
-				OnSuccess: &Event{Type: v1.EventTypeNormal, Reason: EventDeleteUnregistered,
-					Message: fmt.Sprintf("Removed unregistered nodes %v of group %s", pids, id)},
-				OnFailure: &Event{Type: v1.EventTypeWarning, Reason: EventDeleteUnregisteredFailed,
-					Message: fmt.Sprintf("Failed to remove unregistered nodes %v of group %s", pids, id)},
-				givesUp: pids, reported: pids})
-		}
+	c.ga.rd.LongUnregistered = len(long)
+	c.ga.target = c.target
+	if len(long) == 0 || c.targetErr != nil {
+		return
 	}
-	ga.target = target
+	if c.target-len(long) < c.ng.MinSize() {
+		c.fail(fmt.Errorf("%d long-unregistered instances kept: deleting them would go below min size %d", len(long), c.ng.MinSize()))
+		return
+	}
+	pids := providerIDs(long)
+	c.recommend(Action{Kind: DeleteLongUnregistered, Nodes: stubNodes(id, long), What: "delete unregistered instances",
+		OnSuccess: &Event{Type: v1.EventTypeNormal, Reason: EventDeleteUnregistered,
+			Message: fmt.Sprintf("Removed unregistered nodes %v of group %s", pids, id)},
+		OnFailure: &Event{Type: v1.EventTypeWarning, Reason: EventDeleteUnregisteredFailed,
+			Message: fmt.Sprintf("Failed to remove unregistered nodes %v of group %s", pids, id)},
+		givesUp: pids, reported: pids})
 }
 
 // finishGroup counts what the group's applied actions gave up on, adds
