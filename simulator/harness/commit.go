@@ -80,15 +80,13 @@ func (h *Harness) commit(pod *v1.Pod, nodeName string) (*v1.Pod, error) {
 // pod's PodGroup when the claim is the group's (DRAWorkloadResourceClaims),
 // else for the pod.
 func (h *Harness) reserve(claim *resourceapi.ResourceClaim, pod *v1.Pod, pc *v1.PodResourceClaim) {
-	if groupClaimsEnabled() && pod.Spec.SchedulingGroup != nil && pod.Spec.SchedulingGroup.PodGroupName != nil {
-		if group := h.snap.PodGroup(pod.Namespace, *pod.Spec.SchedulingGroup.PodGroupName); group != nil && boundToGroup(pod, group, pc) {
-			if !resourceclaim.IsReservedForPod(pod, claim, true) {
-				claim.Status.ReservedFor = append(claim.Status.ReservedFor, resourceapi.ResourceClaimConsumerReference{
-					APIGroup: schedulingapi.GroupName, Resource: "podgroups", Name: group.Name, UID: group.UID,
-				})
-			}
-			return
+	if group := h.groupOf(pod); group != nil && boundToGroup(pod, group, pc) {
+		if !resourceclaim.IsReservedForPod(pod, claim, true) {
+			claim.Status.ReservedFor = append(claim.Status.ReservedFor, resourceapi.ResourceClaimConsumerReference{
+				APIGroup: schedulingapi.GroupName, Resource: "podgroups", Name: group.Name, UID: group.UID,
+			})
 		}
+		return
 	}
 	reserveFor(claim, pod)
 }

@@ -66,14 +66,21 @@ func groupClaimsEnabled() bool {
 	return utilfeature.DefaultFeatureGate.Enabled(features.DRAWorkloadResourceClaims)
 }
 
+// groupOf is the pod's PodGroup when its claims may be the group's
+// (DRAWorkloadResourceClaims on); nil otherwise. The pod's fields are
+// read before the gate: most pods placed have no group.
+func (h *Harness) groupOf(pod *v1.Pod) *schedulingapi.PodGroup {
+	if pod.Spec.SchedulingGroup == nil || pod.Spec.SchedulingGroup.PodGroupName == nil || !groupClaimsEnabled() {
+		return nil
+	}
+	return h.snap.PodGroup(pod.Namespace, *pod.Spec.SchedulingGroup.PodGroupName)
+}
+
 // templateClaims is ensureTemplateClaims; onlyGroup leaves the pod's own
 // claims alone.
 func (h *Harness) templateClaims(pod *v1.Pod, onlyGroup bool) (*v1.Pod, error) {
 	var out *v1.Pod
-	var group *schedulingapi.PodGroup
-	if groupClaimsEnabled() && pod.Spec.SchedulingGroup != nil && pod.Spec.SchedulingGroup.PodGroupName != nil {
-		group = h.snap.PodGroup(pod.Namespace, *pod.Spec.SchedulingGroup.PodGroupName)
-	}
+	group := h.groupOf(pod)
 	for i, pc := range pod.Spec.ResourceClaims {
 		if pc.ResourceClaimTemplateName == nil || hasClaimStatus(pod, pc.Name) {
 			continue
