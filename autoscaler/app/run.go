@@ -473,6 +473,7 @@ func newProvider(ctx context.Context, o *options, cfg *rest.Config, client kuber
 		return nil, err
 	}
 	p, err := local.New(local.Options{Client: providerClient, Groups: objs.NodeGroups,
+		Nodes: factory.Core().V1().Nodes().Lister(), Slices: factory.Resource().V1().ResourceSlices().Lister(),
 		NodeReadyDelay: o.localNodeReadyDelay, SlicesDelay: o.localSlicesDelay, Launcher: launcher, ReadOnly: o.dryRun})
 	if err != nil {
 		return nil, fmt.Errorf("--node-group-config: %w", err)

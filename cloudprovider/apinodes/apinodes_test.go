@@ -15,6 +15,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	resourcelisters "k8s.io/client-go/listers/resource/v1"
 
+	"draxr.dev/draxr/cloudprovider/providertest"
 	fx "draxr.dev/draxr/simulator/fixtures"
 )
 
@@ -127,7 +128,7 @@ func TestByProviderIDReadsTheCache(t *testing.T) {
 	client := fake.NewClientset(a, b, bare)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	lister := factory.Core().V1().Nodes().Lister()
-	ctx := startInformers(t, factory)
+	ctx := providertest.StartInformers(t, factory)
 
 	for _, tc := range []struct {
 		name      string
@@ -142,7 +143,7 @@ func TestByProviderIDReadsTheCache(t *testing.T) {
 		if len(got) != 2 || got["cloud:///a"].Name != "a" || got["cloud:///b"].Name != "b" {
 			t.Errorf("%s: nodes %v, want a and b by provider ID", tc.name, got)
 		}
-		if lists := listCalls(client, "nodes"); lists != tc.wantLists {
+		if lists := providertest.ListCalls(client, "nodes"); lists != tc.wantLists {
 			t.Errorf("%s: %d LISTs of nodes, want %d", tc.name, lists, tc.wantLists)
 		}
 	}
@@ -154,7 +155,7 @@ func TestNodeSlicesReadTheCache(t *testing.T) {
 	client := fake.NewClientset(fx.GPUSlice("a", 2), fx.GPUSlice("b", 2))
 	factory := informers.NewSharedInformerFactory(client, 0)
 	lister := factory.Resource().V1().ResourceSlices().Lister()
-	ctx := startInformers(t, factory)
+	ctx := providertest.StartInformers(t, factory)
 	for _, tc := range []struct {
 		name      string
 		lister    resourcelisters.ResourceSliceLister
@@ -168,30 +169,8 @@ func TestNodeSlicesReadTheCache(t *testing.T) {
 		if len(got) != 1 || *got[0].Spec.NodeName != "a" {
 			t.Errorf("%s: slices %v, want node a's one", tc.name, got)
 		}
-		if lists := listCalls(client, "resourceslices"); lists != tc.wantLists {
+		if lists := providertest.ListCalls(client, "resourceslices"); lists != tc.wantLists {
 			t.Errorf("%s: %d LISTs of slices, want %d", tc.name, lists, tc.wantLists)
 		}
 	}
-}
-
-// startInformers starts the factory's informers until the test ends and
-// waits for their caches.
-func startInformers(t *testing.T, factory informers.SharedInformerFactory) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	factory.Start(ctx.Done())
-	factory.WaitForCacheSync(ctx.Done())
-	t.Cleanup(func() { cancel(); factory.Shutdown() })
-	return ctx
-}
-
-// listCalls counts the client's LISTs of resource.
-func listCalls(client *fake.Clientset, resource string) int {
-	n := 0
-	for _, act := range client.Actions() {
-		if act.GetVerb() == "list" && act.GetResource().Resource == resource {
-			n++
-		}
-	}
-	return n
 }

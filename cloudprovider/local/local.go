@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,7 +22,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
 
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/cloudprovider/apinodes"
@@ -33,7 +37,15 @@ const ProviderIDPrefix = "draxr-local:///"
 
 // Options configure the provider.
 type Options struct {
-	Client         kubernetes.Interface
+	// Client writes the nodes and slices; with ReadOnly and both listers
+	// it may be nil (draxr simulate --scale-down over a dump).
+	Client kubernetes.Interface
+	// Nodes and Slices, when set, are synced informers' listers (the
+	// autoscaler's): Refresh and templates read them, so a steady loop
+	// sends the API server no LIST. Without them each Refresh lists the
+	// groups' nodes, and a template its member's slices.
+	Nodes          corelisters.NodeLister
+	Slices         resourcelisters.ResourceSliceLister
 	Groups         []*nodegroup.NodeGroup
 	NodeReadyDelay time.Duration
 	SlicesDelay    time.Duration // after the node is Ready
@@ -75,6 +87,9 @@ var _ cloudprovider.Provider = &Provider{}
 // NodeReadyDelayAnnotation or autoscaling-options-* annotation is an error
 // naming the group.
 func New(opts Options) (*Provider, error) {
+	if opts.Client == nil && !(opts.ReadOnly && opts.Nodes != nil && opts.Slices != nil) {
+		return nil, errors.New("local provider: a client is required, unless it is read only and reads node and slice listers")
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -124,13 +139,12 @@ func (p *Provider) NodeGroupForNode(node *v1.Node) (cloudprovider.NodeGroup, err
 // Refresh reads the groups' nodes and moves each along its life: Ready
 // after NodeReadyDelay, slices published SlicesDelay after that.
 func (p *Provider) Refresh(ctx context.Context) error {
-	list, err := p.opts.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: nodegroup.GroupLabel})
+	nodes, err := p.listNodes(ctx)
 	if err != nil {
 		return fmt.Errorf("local provider: list nodes: %w", err)
 	}
 	byGroup := map[string][]*v1.Node{}
-	for i := range list.Items {
-		n := &list.Items[i]
+	for _, n := range nodes {
 		byGroup[nodegroup.Group(n)] = append(byGroup[nodegroup.Group(n)], n)
 	}
 	p.mu.Lock()
@@ -151,6 +165,36 @@ func (p *Provider) Refresh(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// listNodes reads the nodes with a group label from the lister, else with
+// one LIST. Nodes from the lister are the cache's: advance copies before
+// it writes.
+func (p *Provider) listNodes(ctx context.Context) ([]*v1.Node, error) {
+	if p.opts.Nodes != nil {
+		all, err := p.opts.Nodes.List(labels.Everything())
+		if err != nil {
+			return nil, err
+		}
+		var nodes []*v1.Node
+		for _, n := range all {
+			if _, ok := n.Labels[nodegroup.GroupLabel]; ok {
+				nodes = append(nodes, n)
+			}
+		}
+		// In the order a LIST returns them: Nodes lists instances so.
+		slices.SortFunc(nodes, func(a, b *v1.Node) int { return strings.Compare(a.Name, b.Name) })
+		return nodes, nil
+	}
+	list, err := p.opts.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: nodegroup.GroupLabel})
+	if err != nil {
+		return nil, err
+	}
+	nodes := make([]*v1.Node, len(list.Items))
+	for i := range list.Items {
+		nodes[i] = &list.Items[i]
+	}
+	return nodes, nil
 }
 
 func (p *Provider) groupNodes(name string) []*v1.Node {
@@ -375,19 +419,8 @@ func (g *group) TemplateNodeInfo() (*v1.Node, []*resourceapi.ResourceSlice, erro
 
 func (g *group) memberSlices() []resourceapi.ResourceSliceSpec {
 	for _, n := range g.p.groupNodes(g.Cfg.Name) {
-		list, err := g.p.opts.Client.ResourceV1().ResourceSlices().List(context.Background(),
-			metav1.ListOptions{FieldSelector: resourceapi.ResourceSliceSelectorNodeName + "=" + n.Name})
-		if err != nil || len(list.Items) == 0 {
-			continue
-		}
-		var own []*resourceapi.ResourceSlice
-		for i := range list.Items {
-			// Checked here too: a server (or fake) may ignore the selector.
-			if s := &list.Items[i]; s.Spec.NodeName != nil && *s.Spec.NodeName == n.Name {
-				own = append(own, s)
-			}
-		}
-		if len(own) > 0 {
+		own, err := apinodes.NodeSlices(context.Background(), g.p.opts.Slices, g.p.opts.Client, n.Name)
+		if err == nil && len(own) > 0 {
 			// Without this node's device taints and unhealthy marks.
 			return nodegroup.CopySliceSpecs(own)
 		}
