@@ -9,6 +9,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	resourcehelper "k8s.io/component-helpers/resource"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
@@ -117,28 +118,81 @@ func (s *Snapshot) AddPod(pod *v1.Pod) error {
 }
 
 // sameRequestsAndTerms says whether the scheduler's pod info of a may
-// stand for b: what it computes from the pod (requests, overhead,
-// affinity terms; resized resources in the status) is the same.
+// stand for b: everything framework.NewPodInfo and CalculateResource read
+// of a pod is the same (namespace and affinity for the terms; each
+// container's name, requests and restart policy, overhead and pod-level
+// requests; the resize state, allocated and actuated resources and DRA
+// node-allocatable claims of the status). Nothing else: running replicas
+// differ in container IDs, start times and restarts, which would make every
+// pod of a fleet its own. Compared without reflection, as it runs once per
+// bound pod of a cold build.
 func sameRequestsAndTerms(a, b *v1.Pod) bool {
-	if a.Namespace != b.Namespace || len(a.Spec.Containers) != len(b.Spec.Containers) || len(a.Spec.InitContainers) != len(b.Spec.InitContainers) {
+	if a.Namespace != b.Namespace ||
+		!sameContainers(a.Spec.Containers, b.Spec.Containers) || !sameContainers(a.Spec.InitContainers, b.Spec.InitContainers) ||
+		!sameList(a.Spec.Overhead, b.Spec.Overhead) || !sameRequirements(a.Spec.Resources, b.Spec.Resources) ||
+		!sameStatuses(a.Status.ContainerStatuses, b.Status.ContainerStatuses) ||
+		!sameStatuses(a.Status.InitContainerStatuses, b.Status.InitContainerStatuses) ||
+		!sameRequirements(a.Status.Resources, b.Status.Resources) || !sameList(a.Status.AllocatedResources, b.Status.AllocatedResources) ||
+		resourcehelper.IsPodResizeInfeasible(a) != resourcehelper.IsPodResizeInfeasible(b) {
 		return false
 	}
-	for i := range a.Spec.Containers {
-		if !apiequality.Semantic.DeepEqual(a.Spec.Containers[i].Resources, b.Spec.Containers[i].Resources) {
+	if (a.Spec.Affinity != nil || b.Spec.Affinity != nil) && !apiequality.Semantic.DeepEqual(a.Spec.Affinity, b.Spec.Affinity) {
+		return false
+	}
+	ca, cb := a.Status.NodeAllocatableResourceClaimStatuses, b.Status.NodeAllocatableResourceClaimStatuses
+	return len(ca) == 0 && len(cb) == 0 || apiequality.Semantic.DeepEqual(ca, cb)
+}
+
+func sameContainers(a, b []v1.Container) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		ca, cb := &a[i], &b[i]
+		if ca.Name != cb.Name || !sameList(ca.Resources.Requests, cb.Resources.Requests) ||
+			(ca.RestartPolicy == nil) != (cb.RestartPolicy == nil) || ca.RestartPolicy != nil && *ca.RestartPolicy != *cb.RestartPolicy {
 			return false
 		}
 	}
-	for i := range a.Spec.InitContainers {
-		ca, cb := &a.Spec.InitContainers[i], &b.Spec.InitContainers[i]
-		if !apiequality.Semantic.DeepEqual(ca.Resources, cb.Resources) || !apiequality.Semantic.DeepEqual(ca.RestartPolicy, cb.RestartPolicy) {
+	return true
+}
+
+// sameStatuses compares what the requests helpers read of container
+// statuses: the name they are found by and the resources.
+func sameStatuses(a, b []v1.ContainerStatus) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Name != b[i].Name || !sameList(a[i].AllocatedResources, b[i].AllocatedResources) ||
+			!sameRequirements(a[i].Resources, b[i].Resources) {
 			return false
 		}
 	}
-	return apiequality.Semantic.DeepEqual(a.Spec.Overhead, b.Spec.Overhead) &&
-		apiequality.Semantic.DeepEqual(a.Spec.Resources, b.Spec.Resources) &&
-		apiequality.Semantic.DeepEqual(a.Spec.Affinity, b.Spec.Affinity) &&
-		apiequality.Semantic.DeepEqual(a.Status.ContainerStatuses, b.Status.ContainerStatuses) &&
-		apiequality.Semantic.DeepEqual(a.Status.InitContainerStatuses, b.Status.InitContainerStatuses)
+	return true
+}
+
+// sameRequirements compares requests only: limits do not enter pod info.
+func sameRequirements(a, b *v1.ResourceRequirements) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return sameList(a.Requests, b.Requests)
+}
+
+// sameList is semantic equality of quantities; a nil list is not an
+// empty one, since the helpers fall back to the spec only on nil.
+func sameList(a, b v1.ResourceList) bool {
+	if (a == nil) != (b == nil) || len(a) != len(b) {
+		return false
+	}
+	for name, qa := range a {
+		qb, ok := b[name]
+		if !ok || qa.Cmp(qb) != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // AddPodLike is AddPod for a pod whose requests and inter-pod terms are

@@ -2,7 +2,6 @@ package snapshot
 
 import (
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
@@ -17,16 +16,35 @@ import (
 // used since the one before are dropped. Not safe for concurrent use.
 type PodInfos struct {
 	last, current map[podVersion]*framework.PodInfo
-	// byOwner is, per controller (namespace and owner UID), the last pod
-	// info computed in this build: replicas share requests and terms,
-	// so a new replica's info is a copy of it (sameRequestsAndTerms
-	// checked), as AddPodLike copies one.
-	byOwner map[ownerKey]*framework.PodInfo
+	// alike holds, per podShape, the last few pod infos computed in this
+	// build: most bound pods of a fleet ask what many others ask (replicas,
+	// or pods of one template under different owners), so a new pod's info
+	// is a copy of one of them (sameRequestsAndTerms checked), as
+	// AddPodLike copies one. Computing requests allocates some 10 kB a
+	// pod: a cold build of 45,000 pods spent half a GB on it.
+	alike map[podShape][]*framework.PodInfo
 }
 
-type ownerKey struct {
-	namespace string
-	owner     types.UID
+// podShape is a cheap key for pods that may share pod info: what
+// sameRequestsAndTerms compares first.
+type podShape struct {
+	namespace, firstContainer string
+	containers, initContainers int
+	milliCPU, memory           int64
+}
+
+// maxAlike bounds the infos kept per shape, so pods that share a shape
+// but not requests cost a few comparisons each, not one per pod.
+const maxAlike = 4
+
+func shapeOf(p *v1.Pod) podShape {
+	k := podShape{namespace: p.Namespace, containers: len(p.Spec.Containers), initContainers: len(p.Spec.InitContainers)}
+	if len(p.Spec.Containers) > 0 {
+		c := &p.Spec.Containers[0]
+		cpu, mem := c.Resources.Requests[v1.ResourceCPU], c.Resources.Requests[v1.ResourceMemory]
+		k.firstContainer, k.milliCPU, k.memory = c.Name, cpu.MilliValue(), mem.Value()
+	}
+	return k
 }
 
 type podVersion struct {
@@ -43,7 +61,7 @@ func NewPodInfos() *PodInfos {
 // use are dropped.
 func (c *PodInfos) startBuild() {
 	c.last, c.current = c.current, make(map[podVersion]*framework.PodInfo, len(c.current))
-	c.byOwner = map[ownerKey]*framework.PodInfo{}
+	c.alike = map[podShape][]*framework.PodInfo{}
 }
 
 // infoFor returns pod info for p, computed or from the cache, as a copy
@@ -87,13 +105,14 @@ func (s *Snapshot) AddBoundPods(pods []*v1.Pod, infos *PodInfos) error {
 	return nil
 }
 
-// replicaOf computes p's pod info, or copies a replica's: computing one
-// is most of a cold build at fleet size (requests summed twice per pod).
+// replicaOf computes p's pod info, or copies that of a pod alike:
+// computing one is most of a cold build at fleet size (requests summed
+// twice per pod).
 func (c *PodInfos) replicaOf(p *v1.Pod) *framework.PodInfo {
-	var key ownerKey
-	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
-		key = ownerKey{namespace: p.Namespace, owner: ref.UID}
-		if like := c.byOwner[key]; like != nil && sameRequestsAndTerms(like.Pod, p) {
+	key := shapeOf(p)
+	alike := c.alike[key]
+	for _, like := range alike {
+		if sameRequestsAndTerms(like.Pod, p) {
 			info := *like // keeps the cached requests
 			info.Pod = p
 			return &info
@@ -103,8 +122,8 @@ func (c *PodInfos) replicaOf(p *v1.Pod) *framework.PodInfo {
 	// reject, not a reason to leave the pod out.
 	info, _ := framework.NewPodInfo(p)
 	info.CalculateResource() // computed once, kept in the entry
-	if key.owner != "" {
-		c.byOwner[key] = info
+	if len(alike) < maxAlike {
+		c.alike[key] = append(alike, info)
 	}
 	return info
 }

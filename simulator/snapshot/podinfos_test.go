@@ -1,11 +1,15 @@
 package snapshot
 
 import (
+	"fmt"
+	"reflect"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/ptr"
 
 	fx "draxr.dev/draxr/simulator/fixtures"
@@ -94,5 +98,92 @@ func TestPodInfosCopyReplicas(t *testing.T) {
 		if pi.GetPod() != pods[i] {
 			t.Errorf("pod info %d stands for %s, want %s", i, pi.GetPod().Name, pods[i].Name)
 		}
+	}
+}
+
+// A pod's info stands for another's only where everything the scheduler
+// computes it from is the same, owner or not: what running replicas
+// differ in (names, container IDs, restarts, limits) does not count, a
+// resize in the status or a renamed container does. Wherever two pods are
+// judged alike, the scheduler computes the same info for both.
+func TestPodsAlikeShareInfo(t *testing.T) {
+	base := func() *v1.Pod {
+		p := fx.Pod("a", 1000, fx.GPUs(fx.GPUResource, 1))
+		p.Spec.NodeName = "n"
+		p.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "main", ContainerID: "containerd://a", RestartCount: 1,
+			AllocatedResources: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")},
+			Resources:          &v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1000m")}}}}
+		return p
+	}
+	cases := []struct {
+		name   string
+		change func(*v1.Pod)
+		alike  bool
+	}{
+		{"another pod of the template", func(p *v1.Pod) {
+			p.Name, p.UID, p.Spec.NodeName = "b", "uid-b", "m"
+			p.Status.ContainerStatuses[0].ContainerID, p.Status.ContainerStatuses[0].RestartCount = "containerd://b", 0
+		}, true},
+		{"other limits", func(p *v1.Pod) { p.Spec.Containers[0].Resources.Limits[v1.ResourceCPU] = resource.MustParse("4") }, true},
+		{"another namespace", func(p *v1.Pod) { p.Namespace = "other" }, false},
+		{"more CPU", func(p *v1.Pod) { p.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse("2") }, false},
+		{"a renamed container", func(p *v1.Pod) { p.Spec.Containers[0].Name = "other" }, false},
+		{"a resize allocated", func(p *v1.Pod) {
+			p.Status.ContainerStatuses[0].AllocatedResources[v1.ResourceCPU] = resource.MustParse("3")
+		}, false},
+		{"no actuated requests", func(p *v1.Pod) { p.Status.ContainerStatuses[0].Resources = nil }, false},
+		{"an infeasible resize", func(p *v1.Pod) {
+			p.Status.Conditions = []v1.PodCondition{{Type: v1.PodResizePending, Status: v1.ConditionTrue, Reason: v1.PodReasonInfeasible}}
+		}, false},
+		{"overhead", func(p *v1.Pod) { p.Spec.Overhead = v1.ResourceList{v1.ResourceCPU: resource.MustParse("250m")} }, false},
+		{"pod-level requests", func(p *v1.Pod) {
+			p.Spec.Resources = &v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")}}
+		}, false},
+		{"a sidecar", func(p *v1.Pod) {
+			p.Spec.InitContainers = []v1.Container{fx.InitContainer("proxy", 500, nil, true)}
+		}, false},
+		{"anti-affinity", func(p *v1.Pod) {
+			p.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
+				TopologyKey: v1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "a"}}}}}}
+		}, false},
+		{"a node-allocatable claim", func(p *v1.Pod) {
+			q := resource.MustParse("1Gi")
+			p.Status.NodeAllocatableResourceClaimStatuses = []v1.NodeAllocatableResourceClaimStatus{{
+				ResourceClaimName: "c", Mapping: []v1.NodeAllocatableMappedResources{{Name: v1.ResourceMemory, Quantity: &q}}}}
+		}, false},
+	}
+	for _, c := range cases {
+		a, b := base(), base()
+		c.change(b)
+		if got := sameRequestsAndTerms(a, b); got != c.alike {
+			t.Errorf("%s: alike %v, want %v", c.name, got, c.alike)
+		}
+		if !c.alike {
+			continue
+		}
+		ia, _ := framework.NewPodInfo(a)
+		ib, _ := framework.NewPodInfo(b)
+		ra, rb := ia.CalculateResource(), ib.CalculateResource()
+		if !reflect.DeepEqual(ra, rb) || !reflect.DeepEqual(ia.RequiredAntiAffinityTerms, ib.RequiredAntiAffinityTerms) {
+			t.Errorf("%s: judged alike, but the scheduler computes %+v and %+v", c.name, ra.Resource, rb.Resource)
+		}
+	}
+
+	// In a build, pods without an owner share too, and a resized pod of
+	// the same spec counts what its status allocated.
+	p1, p2, resized := base(), base(), base()
+	for i, p := range []*v1.Pod{p1, p2, resized} {
+		p.UID, p.ResourceVersion = types.UID(fmt.Sprintf("uid-%d", i)), "1"
+	}
+	resized.Status.ContainerStatuses[0].AllocatedResources[v1.ResourceCPU] = resource.MustParse("3")
+	s := New()
+	if err := s.AddNode(fx.Node("n", 32, 64, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddBoundPods([]*v1.Pod{p1, p2, resized}, NewPodInfos()); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s.NodeInfo("n").Requested.MilliCPU, int64(1000+1000+3000); got != want {
+		t.Errorf("node requests %dm CPU, want %dm", got, want)
 	}
 }
