@@ -58,7 +58,7 @@ func (h *Harness) commit(pod *v1.Pod, nodeName string) (*v1.Pod, error) {
 		if stored == nil {
 			return nil, fmt.Errorf("pod %s: ResourceClaim %s/%s not found", podKey(placed), placed.Namespace, *name)
 		}
-		claim := stored.DeepCopy()
+		claim := statusCopy(stored)
 		if allocated, ok := pending[stored.UID]; ok {
 			claim.Status.Allocation = allocated.Status.Allocation
 			claim.Finalizers = allocated.Finalizers

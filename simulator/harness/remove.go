@@ -2,6 +2,7 @@ package harness
 
 import (
 	"fmt"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -32,7 +33,7 @@ func (h *Harness) Remove(uid types.UID) (*v1.Pod, error) {
 		if stored == nil {
 			continue
 		}
-		claim := stored.DeepCopy()
+		claim := statusCopy(stored)
 		claim.Status.ReservedFor = withoutConsumer(claim.Status.ReservedFor, pod.UID)
 		if ownedBy(claim, pod) || len(claim.Status.ReservedFor) == 0 {
 			claim.Status.Allocation = nil
@@ -43,10 +44,22 @@ func (h *Harness) Remove(uid types.UID) (*v1.Pod, error) {
 	if err := h.snap.RemovePod(uid); err != nil {
 		return nil, err
 	}
-	pending := pod.DeepCopy()
+	// A shallow copy, as commit makes: only top-level fields change, and
+	// pods handed to the harness are never modified in place.
+	pending := *pod
 	pending.Spec.NodeName = ""
 	pending.Status.ExtendedResourceClaimStatus = nil
-	return pending, nil
+	return &pending, nil
+}
+
+// statusCopy copies a stored claim for a new status: the snapshot's
+// objects are never modified in place, so only what the caller changes is
+// copied (the status, and the reservations it appends to), not the
+// metadata and spec a deep copy would allocate again for every move.
+func statusCopy(claim *resourceapi.ResourceClaim) *resourceapi.ResourceClaim {
+	c := *claim
+	c.Status.ReservedFor = slices.Clone(claim.Status.ReservedFor)
+	return &c
 }
 
 // findExtendedResourceClaim finds a pod's extended-resource claim by its

@@ -83,7 +83,7 @@ func (h *Harness) replicateOne(srcNode string, src *v1.Pod, dstNode string, pod 
 		if err != nil {
 			return err
 		}
-		claim := stored.DeepCopy()
+		claim := statusCopy(stored)
 		claim.Status.Allocation = alloc
 		claim.Finalizers = srcClaim.Finalizers
 		reserveFor(claim, placed)
