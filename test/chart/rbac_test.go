@@ -92,7 +92,6 @@ func autoscalerUses() []use {
 		{"local", "cluster", "", "nodes", "list", local, ".CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: nodegroup.GroupLabel})"},
 		{"local", "cluster", "", "nodes", "update", lifecycle, "c.Update(ctx, updated"},
 		{"local", "cluster", "", "nodes/status", "update", local, ".CoreV1().Nodes().UpdateStatus(ctx, created"},
-		{"local", "cluster", "resource.k8s.io", "resourceslices", "list", local, ".ResourceV1().ResourceSlices().List(context.Background()"},
 
 		// The kwok provider: its ConfigMaps in the release's namespace,
 		// template nodes and their slices from the cluster.
