@@ -193,7 +193,11 @@ func Find(h *harness.Harness, opts Options) ([]Removal, []Rejection) {
 			}
 		}
 	}
-	d := newDrainer(h, opts)
+	names := make([]string, len(cands))
+	for i, c := range cands {
+		names[i] = c.name
+	}
+	d := newDrainer(h, opts, targetOrder(snap.NodeNames(), names))
 	var out []Removal
 	for i, c := range cands {
 		if why := opts.Stop.reached(len(out)); why != "" {
@@ -273,8 +277,8 @@ type drainer struct {
 	h    *harness.Harness
 	snap *snapshot.Snapshot
 	opts Options
-	// order is the snapshot's nodes at the start, the order targets are
-	// tried in; gone marks those removed since.
+	// order is the snapshot's nodes at the start, in the order targets
+	// are tried (targetOrder); gone marks those removed since.
 	order []string
 	pos   map[string]int
 	gone  []bool
@@ -294,9 +298,30 @@ type rejecting struct {
 	from  int
 }
 
-func newDrainer(h *harness.Harness, opts Options) *drainer {
+// targetOrder is the order drained pods try targets in: nodes that are
+// not candidates first, then the candidates from the last to be drained
+// to the first. Pods moved onto a node drained after theirs would move
+// again with it (at 8,000 nodes of CA's scenario, two and a half moves a
+// pod); the fullest nodes are the ones to fill, as bin packing would.
+func targetOrder(nodes, cands []string) []string {
+	isCandidate := make(map[string]bool, len(cands))
+	for _, c := range cands {
+		isCandidate[c] = true
+	}
+	order := make([]string, 0, len(nodes))
+	for _, n := range nodes {
+		if !isCandidate[n] {
+			order = append(order, n)
+		}
+	}
+	for i := len(cands) - 1; i >= 0; i-- {
+		order = append(order, cands[i])
+	}
+	return order
+}
+
+func newDrainer(h *harness.Harness, opts Options, order []string) *drainer {
 	snap := h.Snapshot()
-	order := snap.NodeNames()
 	var pods []*v1.Pod
 	for _, name := range order {
 		for _, pi := range snap.NodeInfo(name).Pods {

@@ -594,3 +594,28 @@ func TestFindStopsEarly(t *testing.T) {
 		t.Errorf("nodes left in the snapshot = %d, want 8", n)
 	}
 }
+
+// Pods drained off a node go to nodes that stay: onto a candidate drained
+// later they would move again with it, and its drain would then carry
+// them too.
+func TestDrainedPodsMoveOnceToNodesThatStay(t *testing.T) {
+	h := spreadCluster(t, 0, 0, 4, 3) // four nodes at 3 of 8 devices: room for two drains
+	removals, rejections := Find(h, Options{UtilizationThreshold: 0.5})
+	removed := map[string]bool{}
+	for _, r := range removals {
+		removed[r.Node] = true
+	}
+	if got := slices.Sorted(maps.Keys(removed)); !slices.Equal(got, []string{"light-0000", "light-0001"}) {
+		t.Fatalf("removed %v, want the first two candidates; rejections: %v", got, rejections)
+	}
+	for _, r := range removals {
+		if len(r.Moves) != 3 {
+			t.Errorf("node %s moves %d pods (%v), want its own 3 only", r.Node, len(r.Moves), r.Moves)
+		}
+		for pod, to := range r.Moves {
+			if removed[to] {
+				t.Errorf("pod %s of node %s moves to %s, which is removed too", pod, r.Node, to)
+			}
+		}
+	}
+}
