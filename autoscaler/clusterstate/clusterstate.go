@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
@@ -38,6 +39,21 @@ func NewListers(f informers.SharedInformerFactory) Listers {
 		Listers: live.NewListers(f),
 		PDBs:    f.Policy().V1().PodDisruptionBudgets().Lister(),
 	}
+}
+
+// ListersOf serves a dump's objects through the autoscaler's listers,
+// with no API server (live.ListersOf); a dump holds no
+// PodDisruptionBudgets.
+func ListersOf(objs *input.Objects) (Listers, error) {
+	l, err := live.ListersOf(objs)
+	if err != nil {
+		return Listers{}, err
+	}
+	pdbs, err := live.Indexer[*policyv1.PodDisruptionBudget]("PodDisruptionBudget", nil)
+	if err != nil {
+		return Listers{}, err
+	}
+	return Listers{Listers: l, PDBs: policylisters.NewPodDisruptionBudgetLister(pdbs)}, nil
 }
 
 // State is one loop's view.
