@@ -78,7 +78,11 @@ type Options struct {
 	// Mapper resolves infrastructure template kinds; nil discovers them
 	// through Kube.
 	Mapper meta.RESTMapper
-	Now    func() time.Time
+	// Dump, when set, is what the provider reads instead of the clients
+	// above (DumpSource), which are then not needed; Nodes and Slices
+	// default to its own.
+	Dump *Dump
+	Now  func() time.Time
 	// Taints says which taints of a member node its group's template leaves
 	// out (--startup-taint, --status-taint).
 	Taints taints.Config
@@ -153,8 +157,8 @@ var _ cloudprovider.Provider = &Provider{}
 
 // New checks the discovery specs; Refresh reads the groups.
 func New(opts Options) (*Provider, error) {
-	if opts.Dynamic == nil || opts.Kube == nil {
-		return nil, errors.New("clusterapi provider: a dynamic and a Kubernetes client are required")
+	if opts.Dump == nil && (opts.Dynamic == nil || opts.Kube == nil) {
+		return nil, errors.New("clusterapi provider: a dynamic and a Kubernetes client are required, or a dump to read")
 	}
 	specs, err := ParseAutoDiscovery(opts.AutoDiscovery)
 	if err != nil {
@@ -166,12 +170,22 @@ func New(opts Options) (*Provider, error) {
 	if opts.Workload == nil {
 		opts.Workload = opts.Kube
 	}
-	if opts.Mapper == nil {
+	if d := opts.Dump; d != nil {
+		if opts.Nodes == nil {
+			opts.Nodes = d.nodes
+		}
+		if opts.Slices == nil {
+			opts.Slices = d.slices
+		}
+	} else if opts.Mapper == nil {
 		opts.Mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(opts.Kube.Discovery()))
 	}
 	p := &Provider{opts: opts, discovery: specs, byProviderID: map[string]*group{}, errs: map[string]error{},
 		copied: map[string]copiedTemplate{}, served: map[string]schema.GroupVersionResource{}}
-	if opts.WatchUntil != nil {
+	switch {
+	case opts.Dump != nil:
+		p.watched = &watched{dump: opts.Dump.kinds}
+	case opts.WatchUntil != nil:
 		p.watched = newWatched(opts.Dynamic, opts.WatchUntil, opts.Now)
 	}
 	return p, nil
@@ -351,18 +365,28 @@ func (p *Provider) infraStatus(ctx context.Context, res capi.Resource) capi.Infr
 		return capi.InfraStatus{}
 	}
 	logger := klog.FromContext(ctx).WithValues("object", res.ID(), "infrastructureRef", ref.Kind+"/"+ref.Name)
-	mapping, err := p.opts.Mapper.RESTMapping(schema.GroupKind{Group: ref.APIGroup, Kind: ref.Kind})
-	if err != nil {
-		if r, ok := p.opts.Mapper.(meta.ResettableRESTMapper); ok {
-			r.Reset() // a CRD installed since: found next loop
+	gk := schema.GroupKind{Group: ref.APIGroup, Kind: ref.Kind}
+	var u *unstructured.Unstructured
+	if d := p.opts.Dump; d != nil {
+		var err error
+		if u, err = d.infraObject(gk, res.Namespace, ref.Name); err != nil {
+			logger.V(2).Info("Infrastructure template not read; its status.capacity is left out", "err", err)
+			return capi.InfraStatus{}
 		}
-		logger.V(2).Info("Infrastructure template kind unknown; its status.capacity is not read", "err", err)
-		return capi.InfraStatus{}
-	}
-	u, err := p.opts.Dynamic.Resource(mapping.Resource).Namespace(res.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-	if err != nil {
-		logger.V(2).Info("Infrastructure template not read; its status.capacity is left out", "err", err)
-		return capi.InfraStatus{}
+	} else {
+		mapping, err := p.opts.Mapper.RESTMapping(gk)
+		if err != nil {
+			if r, ok := p.opts.Mapper.(meta.ResettableRESTMapper); ok {
+				r.Reset() // a CRD installed since: found next loop
+			}
+			logger.V(2).Info("Infrastructure template kind unknown; its status.capacity is not read", "err", err)
+			return capi.InfraStatus{}
+		}
+		u, err = p.opts.Dynamic.Resource(mapping.Resource).Namespace(res.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		if err != nil {
+			logger.V(2).Info("Infrastructure template not read; its status.capacity is left out", "err", err)
+			return capi.InfraStatus{}
+		}
 	}
 	st, err := capi.ReadInfraStatus(u)
 	if err != nil {
@@ -429,7 +453,7 @@ func (p *Provider) build(ctx context.Context, res capi.Resource, instances []Mac
 	if ns, name, ok, err := res.ConfigMapRef(); err != nil {
 		return nil, err
 	} else if ok && res.Annotations[capi.TemplateSlicesAnnotation] == "" {
-		cm, err := p.opts.Kube.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+		cm, err := p.configMap(ctx, ns, name)
 		if err != nil {
 			return nil, &capi.AnnotationError{Object: res.String(), Annotation: capi.TemplateSlicesConfigMapAnnotation,
 				Err: fmt.Errorf("ConfigMap %s/%s: %w", ns, name, err)}
@@ -444,6 +468,15 @@ func (p *Provider) build(ctx context.Context, res capi.Resource, instances []Mac
 		return nil, err
 	}
 	return capi.Build(res, cmData, copyOf)
+}
+
+// configMap reads a template ConfigMap from the dump, else from the
+// management cluster.
+func (p *Provider) configMap(ctx context.Context, ns, name string) (*v1.ConfigMap, error) {
+	if d := p.opts.Dump; d != nil {
+		return d.configMap(ns, name)
+	}
+	return p.opts.Kube.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
 }
 
 // nodeToCopy is the member node a group's template is copied from, in
@@ -657,6 +690,9 @@ func (g *group) DecreaseTargetSize(ctx context.Context, delta int) error {
 
 // freshReplicas reads spec.replicas from the API server, not the cache.
 func (g *group) freshReplicas(ctx context.Context) (int, error) {
+	if err := g.p.writable(g.Id()); err != nil {
+		return 0, err
+	}
 	s, err := g.p.opts.Dynamic.Resource(g.gvr).Namespace(g.res.Namespace).Get(ctx, g.res.Name, metav1.GetOptions{}, "scale")
 	if err != nil {
 		return 0, fmt.Errorf("node group %s: get scale: %w", g.Id(), err)
@@ -668,6 +704,9 @@ func (g *group) freshReplicas(ctx context.Context) (int, error) {
 // scale reads and writes spec.replicas through the scale subresource,
 // retrying on a conflict with a fresh read.
 func (g *group) scale(ctx context.Context, next func(replicas int) (int, error)) error {
+	if err := g.p.writable(g.Id()); err != nil {
+		return err
+	}
 	client := g.p.opts.Dynamic.Resource(g.gvr).Namespace(g.res.Namespace)
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		s, err := client.Get(ctx, g.res.Name, metav1.GetOptions{}, "scale")
@@ -694,6 +733,15 @@ func (g *group) scale(ctx context.Context, next func(replicas int) (int, error))
 }
 
 func ptrInt64(v int64) *int64 { return &v }
+
+// writable refuses a write when the provider reads a dump: there is no
+// API server to write to (draxr simulate only plans, or runs in dry run).
+func (p *Provider) writable(what string) error {
+	if p.opts.Dump != nil {
+		return fmt.Errorf("%s: the clusterapi provider reads a dump and writes nothing", what)
+	}
+	return nil
+}
 
 // DeleteNodes marks each node's Machine for deletion and lowers replicas
 // by their number, never below the min size. The marks are undone when
@@ -764,6 +812,9 @@ func (g *group) unmark(ctx context.Context, machines []string) {
 // markMachine sets (or removes) the delete-machine annotation, with the
 // time as value as CA writes it.
 func (g *group) markMachine(ctx context.Context, key string, mark bool) error {
+	if err := g.p.writable("machine " + key); err != nil {
+		return err
+	}
 	ns, name, _ := strings.Cut(key, "/")
 	client := g.p.opts.Dynamic.Resource(g.p.resource(capi.Machine)).Namespace(ns)
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {

@@ -27,6 +27,10 @@ type watched struct {
 
 	mu    sync.Mutex
 	kinds map[watchKey]*watchEntry
+
+	// dump, for a dump (DumpSource), holds every object of each kind:
+	// the kinds are served from it in any namespace, with no watch.
+	dump map[string]cache.Indexer
 }
 
 type watchKey struct{ kind, namespace string }
@@ -50,10 +54,21 @@ func newWatched(d dynamic.Interface, stop <-chan struct{}, now func() time.Time)
 	return &watched{dynamic: d, stop: stop, now: now, kinds: map[watchKey]*watchEntry{}}
 }
 
-// list returns the kind's objects from its watch; ok is false when no
-// watch serves the kind yet (the caller lists it and calls served or
-// notServed).
+// list returns the kind's objects from its watch, or the dump; ok is
+// false when no watch serves the kind yet (the caller lists it and calls
+// served or notServed).
 func (w *watched) list(ctx context.Context, kind, ns string) (items []unstructured.Unstructured, ok bool, err error) {
+	if w.dump != nil {
+		idx := w.dump[kind]
+		if idx == nil {
+			return nil, true, nil // not a kind the dump serves
+		}
+		if ns == "" {
+			return storeItems(idx.List(), kind), true, nil
+		}
+		objs, err := idx.ByIndex(cache.NamespaceIndex, ns)
+		return storeItems(objs, kind), true, err
+	}
 	w.mu.Lock()
 	e := w.kinds[watchKey{kind, ns}]
 	w.mu.Unlock()
@@ -68,8 +83,13 @@ func (w *watched) list(ctx context.Context, kind, ns string) (items []unstructur
 	if !cache.WaitForCacheSync(ctx.Done(), e.informer.HasSynced) {
 		return nil, true, fmt.Errorf("clusterapi provider: the watch of %ss has not synced within %s (does the autoscaler's role allow watch?)", kind, syncTimeout)
 	}
-	objs := e.informer.GetStore().List()
-	items = make([]unstructured.Unstructured, 0, len(objs))
+	return storeItems(e.informer.GetStore().List(), kind), true, nil
+}
+
+// storeItems are a store's objects of kind as a LIST returns them:
+// copies, their kind set, sorted by namespace and name.
+func storeItems(objs []any, kind string) []unstructured.Unstructured {
+	items := make([]unstructured.Unstructured, 0, len(objs))
 	for _, o := range objs {
 		if u, ok := o.(*unstructured.Unstructured); ok {
 			c := u.DeepCopy()
@@ -84,7 +104,7 @@ func (w *watched) list(ctx context.Context, kind, ns string) (items []unstructur
 		}
 		return items[i].GetName() < items[j].GetName()
 	})
-	return items, true, nil
+	return items
 }
 
 // served starts the watch of the kind at the version a LIST found.

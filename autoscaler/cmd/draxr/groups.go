@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	"k8s.io/client-go/restmapper"
 
 	"draxr.dev/draxr/autoscaler/clusterstate"
@@ -103,14 +105,16 @@ func (f *providerFlags) liveGroups(ctx context.Context, src *clusterapi.Source, 
 }
 
 // newClusterAPI is the clusterapi provider as draxr-autoscaler builds it
-// from these flags, reading src.
-func (f *providerFlags) newClusterAPI(src clusterapi.Source) (*clusterapi.Provider, error) {
-	return clusterapi.New(clusterapi.Options{Dynamic: src.Dynamic, Kube: src.Kube, Mapper: src.Mapper,
-		AutoDiscovery: f.autoDiscovery, TemplateCacheExpiry: clusterapi.DefaultTemplateCacheExpiry})
+// from these flags, reading src; nodes and slices, when set, are the
+// listers the autoscaler reads (else it reads src's).
+func (f *providerFlags) newClusterAPI(src clusterapi.Source, nodes corelisters.NodeLister,
+	slices resourcelisters.ResourceSliceLister) (*clusterapi.Provider, error) {
+	return clusterapi.New(clusterapi.Options{Dynamic: src.Dynamic, Kube: src.Kube, Mapper: src.Mapper, Dump: src.Dump,
+		Nodes: nodes, Slices: slices, AutoDiscovery: f.autoDiscovery, TemplateCacheExpiry: clusterapi.DefaultTemplateCacheExpiry})
 }
 
 func (f *providerFlags) clusterAPIGroups(ctx context.Context, src clusterapi.Source, objs *input.Objects) ([]error, error) {
-	p, err := f.newClusterAPI(src)
+	p, err := f.newClusterAPI(src, nil, nil)
 	if err != nil {
 		return nil, err
 	}

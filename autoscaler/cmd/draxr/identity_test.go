@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
@@ -42,8 +43,7 @@ func TestDumpPlanIsTheAutoscalersPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	client := fake.NewClientset(apiObjects(objs)...)
-	provider, err := clusterapi.New(clusterapi.Options{Dynamic: src.Dynamic, Kube: client, Mapper: src.Mapper,
-		TemplateCacheExpiry: clusterapi.DefaultTemplateCacheExpiry})
+	provider, err := clusterapi.New(clusterapi.Options{Dump: src.Dump, TemplateCacheExpiry: clusterapi.DefaultTemplateCacheExpiry})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,4 +251,26 @@ func simulatePlan(t *testing.T, args ...string) report.SimulateOutput {
 		t.Fatal(err)
 	}
 	return plan
+}
+
+// apiObjects are the objects read that an API server would hold, for the
+// tests' in-memory one.
+func apiObjects(objs *input.Objects) []runtime.Object {
+	out := appendObjects(nil, objs.Nodes)
+	out = appendObjects(out, objs.RunningPods)
+	out = appendObjects(out, objs.PendingPods)
+	out = appendObjects(out, objs.ResourceSlices)
+	out = appendObjects(out, objs.DeviceClasses)
+	out = appendObjects(out, objs.ResourceClaims)
+	out = appendObjects(out, objs.ResourceClaimTemplates)
+	out = appendObjects(out, objs.DeviceTaintRules)
+	out = appendObjects(out, objs.DaemonSets)
+	return appendObjects(out, objs.ConfigMaps)
+}
+
+func appendObjects[T runtime.Object](out []runtime.Object, list []T) []runtime.Object {
+	for _, o := range list {
+		out = append(out, o)
+	}
+	return out
 }

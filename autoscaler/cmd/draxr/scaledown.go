@@ -7,10 +7,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
 
 	"draxr.dev/draxr/autoscaler/clusterstate"
@@ -49,40 +47,32 @@ func (f *scaleDownFlags) add(fs *pflag.FlagSet) {
 // answer for.
 type explainer func(ctx context.Context) ([]scaledown.NodeVerdict, error)
 
-// explain runs the autoscaler's own scale-down over client, in dry run
-// (nothing is written), with the local provider (read only) for groups
-// and the clusterapi provider over capiSource when it is set.
-func (f *scaleDownFlags) explain(ctx context.Context, client kubernetes.Interface, groups []*nodegroup.NodeGroup,
+// explain runs the autoscaler's own scale-down over listers (a synced
+// informer factory's, or a dump's), in dry run (nothing is written: no
+// client is given), with the local provider (read only) for groups and
+// the clusterapi provider over capiSource when it is set. Both providers
+// read nodes and slices from the same listers: one view of the cluster.
+func (f *scaleDownFlags) explain(ctx context.Context, listers clusterstate.Listers, groups []*nodegroup.NodeGroup,
 	capiSource *clusterapi.Source, p *providerFlags) ([]scaledown.NodeVerdict, error) {
-	lp, err := local.New(local.Options{Client: client, Groups: groups, ReadOnly: true})
+	lp, err := local.New(local.Options{Nodes: listers.Nodes, Slices: listers.Slices, Groups: groups, ReadOnly: true})
 	if err != nil {
 		return nil, err
 	}
 	providers := []cloudprovider.Provider{lp}
 	if capiSource != nil {
-		cp, err := p.newClusterAPI(*capiSource)
+		cp, err := p.newClusterAPI(*capiSource, listers.Nodes, listers.Slices)
 		if err != nil {
 			return nil, err
 		}
 		providers = append(providers, cp)
 	}
 	provider := cloudprovider.Join(providers...)
-	factory := informers.NewSharedInformerFactory(client, 0)
-	listers := clusterstate.NewListers(factory)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	factory.Start(ctx.Done())
-	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return nil, fmt.Errorf("scale-down: %v not synced", typ)
-		}
-	}
 	exp, err := expander.New("least-waste", nil, 1)
 	if err != nil {
 		return nil, err
 	}
 	gpu := f.gpuThreshold
-	a := core.New(core.Config{Client: client, Listers: listers, Provider: provider, Expander: exp, DryRun: true,
+	a := core.New(core.Config{Listers: listers, Provider: provider, Expander: exp, DryRun: true,
 		Recorder: &record.FakeRecorder{},
 		ScaleDown: core.ScaleDownConfig{Enabled: true, UnneededTime: f.unneededTime,
 			UtilizationThreshold: f.utilizationThreshold, GpuUtilizationThreshold: &gpu,
@@ -90,56 +80,47 @@ func (f *scaleDownFlags) explain(ctx context.Context, client kubernetes.Interfac
 	return a.ExplainScaleDown(ctx)
 }
 
-// dumpExplainer answers for a dump: the autoscaler runs over an in-memory
-// API server holding the dump's objects, with the local provider (read
-// only) for its NodeGroups and the clusterapi provider for its Cluster
-// API groups. objs must be the objects as read, before planning added
-// groups to them.
+// dumpExplainer answers for a dump: the autoscaler reads the dump's
+// objects through listers as it reads its informers, with the local
+// provider (read only) for its NodeGroups and the clusterapi provider for
+// its Cluster API groups. objs must be the objects as read, before
+// planning added groups to them.
 func (f *scaleDownFlags) dumpExplainer(objs *input.Objects, groups []*nodegroup.NodeGroup, p *providerFlags) explainer {
 	return func(ctx context.Context) ([]scaledown.NodeVerdict, error) {
-		client := fake.NewClientset(apiObjects(objs)...)
+		listers, err := clusterstate.ListersOf(objs)
+		if err != nil {
+			return nil, err
+		}
 		var capiSource *clusterapi.Source
 		if hasScalable(objs) && p.cloudProvider != providerLocal {
 			src, err := clusterapi.DumpSource(objs)
 			if err != nil {
 				return nil, err
 			}
-			src.Kube = client // one API server for the loop and the provider
 			capiSource = &src
 		}
-		return f.explain(ctx, client, groups, capiSource, p)
+		return f.explain(ctx, listers, groups, capiSource, p)
 	}
 }
 
-// liveExplainer answers for the live cluster itself, read only; capi is
-// nil when its Cluster API groups are not read.
+// liveExplainer answers for the live cluster itself, read only, through
+// informers on client; capi is nil when its Cluster API groups are not
+// read.
 func (f *scaleDownFlags) liveExplainer(client kubernetes.Interface, capi *clusterapi.Source, p *providerFlags,
 	groups []*nodegroup.NodeGroup) explainer {
 	return func(ctx context.Context) ([]scaledown.NodeVerdict, error) {
-		return f.explain(ctx, client, groups, capi, p)
+		factory := informers.NewSharedInformerFactory(client, 0)
+		listers := clusterstate.NewListers(factory)
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		factory.Start(ctx.Done())
+		for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+			if !ok {
+				return nil, fmt.Errorf("scale-down: %v not synced", typ)
+			}
+		}
+		return f.explain(ctx, listers, groups, capi, p)
 	}
-}
-
-// apiObjects are the objects read that an API server would hold, for an
-// in-memory one.
-func apiObjects(objs *input.Objects) []runtime.Object {
-	out := appendObjects(nil, objs.Nodes)
-	out = appendObjects(out, objs.RunningPods)
-	out = appendObjects(out, objs.PendingPods)
-	out = appendObjects(out, objs.ResourceSlices)
-	out = appendObjects(out, objs.DeviceClasses)
-	out = appendObjects(out, objs.ResourceClaims)
-	out = appendObjects(out, objs.ResourceClaimTemplates)
-	out = appendObjects(out, objs.DeviceTaintRules)
-	out = appendObjects(out, objs.DaemonSets)
-	return appendObjects(out, objs.ConfigMaps)
-}
-
-func appendObjects[T runtime.Object](out []runtime.Object, list []T) []runtime.Object {
-	for _, o := range list {
-		out = append(out, o)
-	}
-	return out
 }
 
 // asRead keeps what was read before planning adds groups, members'
