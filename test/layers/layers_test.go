@@ -1,6 +1,6 @@
 // Package layers checks the house rules of the repository's layout: which
 // top-level folder may import which, and that no shipped binary links a
-// test tool. See README.md, "Architecture".
+// test tool or a fake clientset. See README.md, "Architecture".
 package layers
 
 import (
@@ -195,5 +195,63 @@ func TestBinariesLinkNoTestTools(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// fakeClients lists every import of a fake clientset (a package named
+// fake: k8s.io/client-go/kubernetes/fake, dynamic/fake, a generated
+// clientset's, or a typed group's .../fake/...) by one of draxr's own
+// packages among pkgs. Only draxr's direct imports are checked: upstream
+// packages a binary links (the scheduler's queue) import kubernetes/fake
+// themselves, which draxr cannot change.
+func fakeClients(pkgs []pkg) []string {
+	var out []string
+	for _, p := range pkgs {
+		if !strings.HasPrefix(p.ImportPath, module) {
+			continue
+		}
+		for _, imp := range p.Imports {
+			if strings.HasSuffix(imp, "/fake") || strings.Contains(imp, "/fake/") {
+				out = append(out, p.ImportPath+" imports "+imp)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// A shipped binary reads the API server, or a dump through listers: a
+// fake clientset in it is an in-memory API server standing in for one
+// (issue 45, one view of the cluster), and tens of MB of binary.
+func TestBinariesLinkNoFakeClientset(t *testing.T) {
+	for _, bin := range binaries {
+		t.Run(bin, func(t *testing.T) {
+			pkgs := goList(t, "-deps", "./"+bin)
+			if len(pkgs) == 0 {
+				t.Fatalf("go list -deps ./%s listed nothing", bin)
+			}
+			for _, v := range fakeClients(pkgs) {
+				t.Errorf("%s links a fake clientset: %s", bin, v)
+			}
+		})
+	}
+}
+
+// The check itself must catch the fake clientsets draxr simulate once
+// linked, and leave upstream's own imports alone.
+func TestFakeClientsCaught(t *testing.T) {
+	got := fakeClients([]pkg{
+		{ImportPath: module + "autoscaler/cmd/draxr", Imports: []string{"k8s.io/client-go/kubernetes/fake", "k8s.io/client-go/tools/record"}},
+		{ImportPath: module + "cloudprovider/clusterapi", Imports: []string{"k8s.io/client-go/dynamic/fake", "k8s.io/client-go/dynamic"}},
+		{ImportPath: module + "autoscaler/app", Imports: []string{"k8s.io/client-go/kubernetes/typed/core/v1/fake"}},
+		{ImportPath: "k8s.io/kubernetes/pkg/scheduler/backend/queue", Imports: []string{"k8s.io/client-go/kubernetes/fake"}},
+	})
+	want := []string{
+		module + "autoscaler/app imports k8s.io/client-go/kubernetes/typed/core/v1/fake",
+		module + "autoscaler/cmd/draxr imports k8s.io/client-go/kubernetes/fake",
+		module + "cloudprovider/clusterapi imports k8s.io/client-go/dynamic/fake",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("fakeClients = %q, want %q", got, want)
 	}
 }
