@@ -143,8 +143,32 @@ type pass struct {
 }
 
 // place places the pod as the scheduler would and returns the node's
-// index and the placed pod, or -1.
+// index and the placed pod, or -1. Under harness.VerifyShortcutsEnv the
+// scheduler's choice over every new node (on a fork, undone) must be the
+// node the classes give.
 func (p *pass) place(pod *v1.Pod, kind string) (int, *v1.Pod) {
+	h := p.s.b.Harness
+	if !h.VerifiesShortcuts() {
+		return p.choose(pod, kind)
+	}
+	snap := h.Snapshot()
+	snap.Fork()
+	want, _, _ := h.PlaceBest(pod, p.res.NewNodes)
+	snap.Revert()
+	j, placed := p.choose(pod, kind)
+	got := ""
+	if j >= 0 {
+		got = p.res.NewNodes[j]
+	}
+	if got != want {
+		harness.ShortcutDiffers("Spread", "pod %s/%s goes to new node %q, the scheduler's scoring over all %d picks %q",
+			pod.Namespace, pod.Name, got, len(p.res.NewNodes), want)
+	}
+	return j, placed
+}
+
+// choose is place by classes.
+func (p *pass) choose(pod *v1.Pod, kind string) (int, *v1.Pod) {
 	s, h := p.s, p.s.b.Harness
 	p.candidates(pod, kind)
 	if len(p.feasible) == 0 {

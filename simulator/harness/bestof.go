@@ -28,6 +28,11 @@ func (h *Harness) BestOf(pod *v1.Pod, candidates []string) (best int, ok bool) {
 		if nodes[i] = h.snap.NodeInfo(name); nodes[i] == nil {
 			return 0, false
 		}
+		if h.verify {
+			if rs := h.filter(c, name); len(rs) > 0 {
+				ShortcutDiffers("BestOf", "node %s was taken to pass Filter for pod %s, which rejects it: %v", name, podKey(pod), rs)
+			}
+		}
 	}
 	return h.best(c, nodes), true
 }

@@ -48,6 +48,8 @@ type Harness struct {
 	// like, while set, is a placed pod the one being placed is a replica
 	// of (PlaceOnAnyNodeLike).
 	like types.UID
+	// verify holds the shortcuts to the full path (VerifyShortcutsEnv).
+	verify bool
 }
 
 // New builds the framework from a profile (nil: kube-scheduler's default
@@ -83,7 +85,8 @@ func New(ctx context.Context, snap *snapshot.Snapshot, profile *config.KubeSched
 	if err != nil {
 		return nil, fmt.Errorf("build scheduler framework for profile %q: %w", profile.SchedulerName, err)
 	}
-	return &Harness{logger: klog.FromContext(ctx), fw: fw, snap: snap, schedulerName: profile.SchedulerName, profile: profile}, nil
+	return &Harness{logger: klog.FromContext(ctx), fw: fw, snap: snap, schedulerName: profile.SchedulerName, profile: profile,
+		verify: verifyEnabled()}, nil
 }
 
 // context is what the plugins run with: the pass's logger, no deadline.

@@ -34,11 +34,15 @@ func (h *Harness) NoRoom(pod *v1.Pod) func(nodeName string) bool {
 			return false
 		}
 		alloc, used := ni.Allocatable, ni.Requested
-		return len(ni.Pods)+1 > alloc.AllowedPodNumber ||
+		full := len(ni.Pods)+1 > alloc.AllowedPodNumber ||
 			milliCPU > 0 && milliCPU > alloc.MilliCPU-used.MilliCPU ||
 			memory > 0 && memory > alloc.Memory-used.Memory ||
 			storage > 0 && storage > alloc.EphemeralStorage-used.EphemeralStorage ||
 			noDevice != nil && noDevice(nodeName)
+		if full && h.verify {
+			h.VerifyRejects("NoRoom", pod, nodeName)
+		}
+		return full
 	}
 }
 

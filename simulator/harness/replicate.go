@@ -26,14 +26,24 @@ func (h *Harness) Replicate(srcNode string, srcPods []*v1.Pod, dstNode string, p
 	if len(srcPods) != len(pods) {
 		return fmt.Errorf("replicate: %d source pods for %d pods", len(srcPods), len(pods))
 	}
+	if h.verify {
+		h.verifyReplicate(srcNode, srcPods, dstNode, pods)
+	}
 	h.snap.Fork()
+	if err := h.replicateAll(srcNode, srcPods, dstNode, pods); err != nil {
+		h.snap.Revert()
+		return err
+	}
+	h.snap.Commit()
+	return nil
+}
+
+func (h *Harness) replicateAll(srcNode string, srcPods []*v1.Pod, dstNode string, pods []*v1.Pod) error {
 	for i, src := range srcPods {
 		if err := h.replicateOne(srcNode, src, dstNode, pods[i]); err != nil {
-			h.snap.Revert()
 			return err
 		}
 	}
-	h.snap.Commit()
 	return nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"draxr.dev/draxr/simulator/expander"
+	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/input"
 	"draxr.dev/draxr/simulator/offline"
 	"draxr.dev/draxr/simulator/report"
@@ -225,6 +226,9 @@ var expectations = map[string]expectation{
 }
 
 func TestScenarios(t *testing.T) {
+	// Every shortcut of the placement engine takes the full path too and
+	// stops the test on any difference (docs/shortcuts.md).
+	t.Setenv(harness.VerifyShortcutsEnv, "1")
 	dirs, err := os.ReadDir(scenariosDir)
 	if err != nil {
 		t.Fatal(err)

@@ -454,7 +454,8 @@ func (d *drainer) drain(nodeName string) (map[string]string, error) {
 // many each round.
 func (d *drainer) place(pod *v1.Pod, self int, known *rejecting, seen map[int]bool) (string, *harness.FitError) {
 	i := 0
-	if known != nil {
+	verify := d.h.VerifiesShortcuts()
+	if known != nil && !verify {
 		i = known.from
 	}
 	all := &harness.FitError{Pod: pod.Namespace + "/" + pod.Name, PerNode: map[string][]harness.Reason{}}
@@ -463,7 +464,13 @@ func (d *drainer) place(pod *v1.Pod, self int, known *rejecting, seen map[int]bo
 	for round := firstRound; ; round *= 2 {
 		idx, cands = idx[:0], cands[:0]
 		for ; i < len(d.order) && len(cands) < round; i++ {
-			if i == self || !d.mayReceive(i) || known != nil && (known.nodes[i] || seen[i]) {
+			if i == self || !d.mayReceive(i) {
+				continue
+			}
+			if known != nil && (known.nodes[i] || seen[i]) {
+				if verify {
+					d.h.VerifyRejects("drain's rejecting targets", pod, d.order[i])
+				}
 				continue
 			}
 			idx, cands = append(idx, i), append(cands, d.order[i])

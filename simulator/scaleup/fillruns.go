@@ -133,6 +133,11 @@ func (f *fillRuns) copyTo(next []*v1.Pod, nodes []string, last string, full func
 	if err := f.h.Replicate(r.src, r.pods, dst, run); err != nil {
 		return "", nil
 	}
+	// First fit moves on from dst as it did from the source only if dst
+	// is as full (NoRoom holds itself to the full path).
+	if f.h.VerifiesShortcuts() && !full(dst) {
+		harness.ShortcutDiffers("fill copies", "node %s took the %d pods node %s took but is not full for them", dst, len(run), r.src)
+	}
 	placed := make([]*v1.Pod, len(run))
 	for i, p := range run {
 		placed[i], _, _ = f.h.Snapshot().Pod(p.UID)

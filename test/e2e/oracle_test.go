@@ -13,6 +13,8 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/component-base/featuregate"
 	featuregatetesting "k8s.io/component-base/featuregate/testing"
+
+	"draxr.dev/draxr/simulator/harness"
 )
 
 // oracleScenario is one scenario the fidelity oracle replays.
@@ -150,6 +152,9 @@ func ptrInt(n int) *int { return &n }
 // unschedulable. Placements that differ (ties the scheduler breaks
 // otherwise) are reported, not failed.
 func TestFidelityOracle(t *testing.T) {
+	// The plans replayed take every shortcut's full path too and stop on
+	// any difference (docs/shortcuts.md).
+	t.Setenv(harness.VerifyShortcutsEnv, "1")
 	o := newOracle(t)
 	for _, sc := range oracleScenarios(t) {
 		t.Run(sc.name, func(t *testing.T) {
