@@ -492,49 +492,29 @@ func (a *Autoscaler) scaleUpOnce(ctx context.Context, st *clusterstate.State, gr
 		}
 		return true, errors.Join(missing...)
 	}
-	su := plan.ScaleUps[0]
-	if len(plan.FirstLoop) > 0 {
-		// This loop's scale-up only: later loops' nodes wait for them.
-		su = plan.FirstLoop[0]
+	step := plan.FirstLoop // this loop's scale-up only: later loops' nodes wait for them
+	if len(step) == 0 {
+		step = plan.ScaleUps[:1]
 	}
-	group := a.group(su.NodeGroup)
-	if group == nil {
-		return true, fmt.Errorf("plan names unknown node group %s", su.NodeGroup)
+	r := a.executeStep(ctx, st, step, pods, res, false)
+	if r.err != nil {
+		missing = append(missing, r.err)
 	}
-	target, err := group.TargetSize()
-	if err != nil {
-		return true, fmt.Errorf("node group %s: target size: %w", su.NodeGroup, err)
-	}
-	helped := make([]*v1.Pod, 0, len(su.Pods))
-	for _, ref := range su.Pods {
-		pod, err := pods.get(ref)
-		if err != nil {
-			missing = append(missing, err)
-			continue
+	if len(r.done) == 0 {
+		if r.failed == "" {
+			return true, errors.Join(missing...)
 		}
-		helped = append(helped, pod)
+		// The pods are planned again without the group and get
+		// TriggeredScaleUp or NotTriggerScaleUp from that plan.
+		excluded[r.failed] = fmt.Sprintf("in backoff after failed scale-up until %s", r.backoffUntil.UTC().Format(time.RFC3339))
+		return false, errors.Join(missing...)
 	}
-	if err := increase(ctx, group, su); err != nil {
-		// As CA: an event on the status ConfigMap (FailedToScaleUpGroup),
-		// none on the pods; they are planned again without the group
-		// and get TriggeredScaleUp or NotTriggerScaleUp from that plan.
-		metrics.RegisterError(metrics.ErrorCloudProvider)
-		until := a.clusterState.RegisterFailedScaleUp(su.NodeGroup, err, a.cfg.Now())
-		res.FailedScaleUps = append(res.FailedScaleUps, su.NodeGroup)
-		excluded[su.NodeGroup] = fmt.Sprintf("in backoff after failed scale-up until %s", until.UTC().Format(time.RFC3339))
-		return false, errors.Join(append(missing, fmt.Errorf("scale up node group %s by %d: %w", su.NodeGroup, su.NewNodes, err))...)
+	texts := make([]string, len(r.done))
+	for i, g := range r.done {
+		texts[i] = g.String()
 	}
-	a.recordScaleUp(su, target, group.MaxSize(), helped, st, res)
-	res.ScaleUp = &su
-	groupsText := fmt.Sprintf("{%s %d->%d (max: %d)}", su.NodeGroup, target, target+su.NewNodes, group.MaxSize())
-	if len(plan.FirstLoop) > 1 {
-		text, more, err := a.scaleUpBalanced(ctx, st, plan.FirstLoop[1:], pods, res)
-		groupsText += text
-		helped = append(helped, more...)
-		if err != nil {
-			missing = append(missing, err)
-		}
-	}
+	groupsText := strings.Join(texts, " ")
+	helped := r.helped
 	res.NoScaleUp = plan.NoScaleUp
 	for _, n := range plan.NoScaleUp {
 		if pod, err := pods.get(n.Pod); err == nil {
@@ -551,60 +531,6 @@ func (a *Autoscaler) scaleUpOnce(ctx context.Context, st *clusterstate.State, gr
 		}
 	}
 	return true, errors.Join(missing...)
-}
-
-// increase asks group for su's nodes: a gang's all or none where the
-// provider can promise it (AtomicIncreaseSize), as CA asks for a
-// best-effort-atomic ProvisioningRequest's.
-func increase(ctx context.Context, group cloudprovider.NodeGroup, su scaleup.ScaleUp) error {
-	if su.Atomic {
-		_, err := cloudprovider.IncreaseAtomically(ctx, group, su.NewNodes)
-		return err
-	}
-	return group.IncreaseSize(ctx, su.NewNodes)
-}
-
-// scaleUpBalanced executes the rest of a scale-up split across similar
-// groups (--balance-similar-node-groups). A group whose IncreaseSize fails
-// is backed off; the others' nodes stand, and the next loop plans again
-// with them upcoming. It returns the groups as TriggeredScaleUp lists
-// them and the pods the executed groups help.
-func (a *Autoscaler) scaleUpBalanced(ctx context.Context, st *clusterstate.State, step []scaleup.ScaleUp, pods podIndex,
-	res *LoopResult) (string, []*v1.Pod, error) {
-	var text strings.Builder
-	var helped []*v1.Pod
-	var errs []error
-	for _, su := range step {
-		group := a.group(su.NodeGroup)
-		if group == nil {
-			errs = append(errs, fmt.Errorf("plan names unknown node group %s", su.NodeGroup))
-			continue
-		}
-		target, err := group.TargetSize()
-		if err == nil {
-			err = increase(ctx, group, su)
-		}
-		if err != nil {
-			metrics.RegisterError(metrics.ErrorCloudProvider)
-			a.clusterState.RegisterFailedScaleUp(su.NodeGroup, err, a.cfg.Now())
-			res.FailedScaleUps = append(res.FailedScaleUps, su.NodeGroup)
-			errs = append(errs, fmt.Errorf("scale up node group %s by %d: %w", su.NodeGroup, su.NewNodes, err))
-			continue
-		}
-		fmt.Fprintf(&text, " {%s %d->%d (max: %d)}", su.NodeGroup, target, target+su.NewNodes, group.MaxSize())
-		groupHelped := make([]*v1.Pod, 0, len(su.Pods))
-		for _, ref := range su.Pods {
-			pod, err := pods.get(ref)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			groupHelped = append(groupHelped, pod)
-		}
-		a.recordScaleUp(su, target, group.MaxSize(), groupHelped, st, res)
-		helped = append(helped, groupHelped...)
-	}
-	return text.String(), helped, errors.Join(errs...)
 }
 
 // recordScaleUp records one group's executed scale-up: cluster state,

@@ -2,6 +2,8 @@ package core
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -72,6 +74,56 @@ func TestScaleUpHonoursLimits(t *testing.T) {
 // its share: 20 one-GPU pods want 3 nodes, split 2 and 1 across two
 // groups of the same template, and each pod's TriggeredScaleUp lists both.
 func TestScaleUpBalancesSimilarGroups(t *testing.T) {
+	asked, res, evs, err := balancedLoop(t, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if asked[res.ScaleUp.NodeGroup] != 2 || asked["gpu-a"]+asked["gpu-b"] != 3 || len(res.ScaleUps) != 2 {
+		t.Fatalf("IncreaseSize asked %v, executed %+v; want 2 of the chosen group and 1 of the other", asked, res.ScaleUps)
+	}
+	both := 0
+	for _, e := range evs {
+		if strings.Contains(e, "TriggeredScaleUp") && strings.Contains(e, "{gpu-a 0->") && strings.Contains(e, "{gpu-b 0->") {
+			both++
+		}
+	}
+	if both != 20 {
+		t.Errorf("TriggeredScaleUp events naming both groups = %d, want 20", both)
+	}
+}
+
+// A balanced group that refuses its share is backed off and the step
+// stops there, as CA's executor does: the chosen group's nodes stand, its
+// 16 pods name it alone, and the error names the group that failed.
+func TestScaleUpBalancedGroupFails(t *testing.T) {
+	asked, res, evs, err := balancedLoop(t, true)
+	if res.ScaleUp == nil || len(res.ScaleUps) != 1 || asked[res.ScaleUp.NodeGroup] != 2 {
+		t.Fatalf("executed %+v (asked %v), want the chosen group's 2 nodes only", res.ScaleUps, asked)
+	}
+	other := map[string]string{"gpu-a": "gpu-b", "gpu-b": "gpu-a"}[res.ScaleUp.NodeGroup]
+	if !slices.Equal(res.FailedScaleUps, []string{other}) {
+		t.Errorf("failed scale-ups %v, want [%s]", res.FailedScaleUps, other)
+	}
+	if err == nil || !strings.Contains(err.Error(), "scale up node group "+other+" by 1: out of capacity") {
+		t.Errorf("error %v, want the failed group named", err)
+	}
+	chosenOnly := 0
+	for _, e := range evs {
+		if strings.Contains(e, "TriggeredScaleUp") {
+			if strings.Contains(e, "{"+other) {
+				t.Errorf("event %q names the group that failed", e)
+			}
+			chosenOnly++
+		}
+	}
+	if chosenOnly != 16 {
+		t.Errorf("TriggeredScaleUp events = %d, want 16 (the chosen group's two nodes of 8 GPUs)", chosenOnly)
+	}
+}
+
+// balancedLoop runs one loop of 20 one-GPU pods over two similar groups
+// with balancing on; failSecond makes the second IncreaseSize fail.
+func balancedLoop(t *testing.T, failSecond bool) (map[string]int, *LoopResult, []string, error) {
 	ctrl := gomock.NewController(t)
 	objs := append(unschedulablePods(20), fx.Class("gpu.example.com", fx.Driver, fx.GPUResource, fx.Epoch))
 	client := fake.NewClientset(objs...)
@@ -83,6 +135,7 @@ func TestScaleUpBalancesSimilarGroups(t *testing.T) {
 	factory.WaitForCacheSync(ctx.Done())
 
 	asked := map[string]int{}
+	calls := 0
 	var groups []cloudprovider.NodeGroup
 	for _, name := range []string{"gpu-a", "gpu-b"} {
 		group := mocks.NewMockNodeGroup(ctrl)
@@ -97,6 +150,10 @@ func TestScaleUpBalancesSimilarGroups(t *testing.T) {
 		group.EXPECT().Nodes().Return(nil, nil).AnyTimes()
 		expectFlagOptions(group)
 		group.EXPECT().IncreaseSize(gomock.Any(), gomock.Any()).DoAndReturn(func(_ context.Context, n int) error {
+			calls++
+			if failSecond && calls == 2 {
+				return errors.New("out of capacity")
+			}
 			asked[name] += n
 			return nil
 		})
@@ -111,21 +168,6 @@ func TestScaleUpBalancesSimilarGroups(t *testing.T) {
 	a := New(Config{Client: client, Listers: listers, Provider: provider, Expander: exp, Recorder: recorder,
 		StatusNamespace: "kube-system", StatusName: "draxr-autoscaler-status",
 		Limits: limits.Options{Balancing: limits.Balancing{Enabled: true}}})
-
 	res, err := a.RunOnce(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if asked[res.ScaleUp.NodeGroup] != 2 || asked["gpu-a"]+asked["gpu-b"] != 3 || len(res.ScaleUps) != 2 {
-		t.Fatalf("IncreaseSize asked %v, executed %+v; want 2 of the chosen group and 1 of the other", asked, res.ScaleUps)
-	}
-	both := 0
-	for _, e := range events(recorder) {
-		if strings.Contains(e, "TriggeredScaleUp") && strings.Contains(e, "{gpu-a 0->") && strings.Contains(e, "{gpu-b 0->") {
-			both++
-		}
-	}
-	if both != 20 {
-		t.Errorf("TriggeredScaleUp events naming both groups = %d, want 20", both)
-	}
+	return asked, res, events(recorder), err
 }

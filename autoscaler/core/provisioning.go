@@ -15,7 +15,6 @@ import (
 	"draxr.dev/draxr/autoscaler/clusterstate"
 	"draxr.dev/draxr/autoscaler/metrics"
 	"draxr.dev/draxr/autoscaler/provisioning"
-	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/provreq"
 )
@@ -139,37 +138,21 @@ func (a *Autoscaler) decideRequests(ctx context.Context, st *clusterstate.State,
 // nothing where the provider can promise it. A refusal backs the group
 // off, and the request is retried (CapacityIsNotFound).
 func (a *Autoscaler) scaleUpAtomically(ctx context.Context, st *clusterstate.State, d provreq.Decision, res *LoopResult) (provreq.Decision, []provreq.ReportScaleUp) {
-	var done []provreq.ReportScaleUp
-	var texts []string
-	for i, su := range d.ScaleUps {
-		group := a.group(su.NodeGroup)
-		if group == nil {
-			return provreq.ScaleUpFailed(d, fmt.Errorf("node group %s is gone", su.NodeGroup)), done
+	r := a.executeStep(ctx, st, d.ScaleUps, nil, res, true)
+	done := make([]provreq.ReportScaleUp, len(r.done))
+	texts := make([]string, len(r.done))
+	for i, g := range r.done {
+		done[i] = provreq.ReportScaleUp{NodeGroup: g.su.NodeGroup, NewNodes: g.su.NewNodes, Atomic: g.promised}
+		texts[i] = fmt.Sprintf("%s %d->%d", g.su.NodeGroup, g.from, g.from+g.su.NewNodes)
+	}
+	if r.err != nil {
+		err := r.err
+		if len(r.done) > 0 {
+			// The balanced groups before it stand: what they added is
+			// upcoming for the next try.
+			err = fmt.Errorf("%w (after %s)", err, strings.Join(texts, ", "))
 		}
-		target, err := group.TargetSize()
-		var atomic bool
-		if err == nil {
-			atomic, err = cloudprovider.IncreaseAtomically(ctx, group, su.NewNodes)
-		}
-		if err != nil {
-			metrics.RegisterError(metrics.ErrorCloudProvider)
-			a.clusterState.RegisterFailedScaleUp(su.NodeGroup, err, a.cfg.Now())
-			res.FailedScaleUps = append(res.FailedScaleUps, su.NodeGroup)
-			err = fmt.Errorf("scale up node group %s by %d: %w", su.NodeGroup, su.NewNodes, err)
-			if i > 0 {
-				// The balanced groups before it stand: what they added
-				// is upcoming for the next try.
-				err = fmt.Errorf("%w (after %s)", err, strings.Join(texts, ", "))
-			}
-			return provreq.ScaleUpFailed(d, err), done
-		}
-		a.recordScaleUp(su, target, group.MaxSize(), nil, st, res)
-		if res.ScaleUp == nil {
-			first := su
-			res.ScaleUp = &first
-		}
-		done = append(done, provreq.ReportScaleUp{NodeGroup: su.NodeGroup, NewNodes: su.NewNodes, Atomic: atomic})
-		texts = append(texts, fmt.Sprintf("%s %d->%d", su.NodeGroup, target, target+su.NewNodes))
+		return provreq.ScaleUpFailed(d, err), done
 	}
 	if a.cfg.Recorder != nil {
 		a.cfg.Recorder.Eventf(requestRef(d.Request), v1.EventTypeNormal, EventTriggeredScaleUp,
