@@ -87,7 +87,8 @@ var _ cloudprovider.Provider = &Provider{}
 // NodeReadyDelayAnnotation or autoscaling-options-* annotation is an error
 // naming the group.
 func New(opts Options) (*Provider, error) {
-	if opts.Client == nil && !(opts.ReadOnly && opts.Nodes != nil && opts.Slices != nil) {
+	readsListers := opts.ReadOnly && opts.Nodes != nil && opts.Slices != nil
+	if opts.Client == nil && !readsListers {
 		return nil, errors.New("local provider: a client is required, unless it is read only and reads node and slice listers")
 	}
 	if opts.Now == nil {
