@@ -29,7 +29,6 @@ import (
 	"draxr.dev/draxr/autoscaler/provisioning"
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/cloudprovider/dryrun"
-	"draxr.dev/draxr/simulator/capacitybuffer"
 	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/limits"
@@ -397,13 +396,8 @@ func waitingForBinding(st *clusterstate.State) []scaleup.NoScaleUp {
 
 // planner is the loop's planner over h for groups.
 func (a *Autoscaler) planner(h *harness.Harness, st *clusterstate.State, groups []*nodegroup.NodeGroup) *scaleup.Planner {
-	p := &scaleup.Planner{Harness: h, Groups: groups, Expander: a.cfg.Expander, MaxNodesTotal: a.cfg.MaxNodesTotal,
-		DaemonSets: st.Objects.DaemonSets, Limits: a.cfg.Limits, FirstFitFor: capacitybuffer.IsBufferPod}
-	if a.cfg.Pods != nil {
-		a.cfg.Pods.Apply(p)
-	}
-	p.Gangs = st.Gangs
-	return p
+	return scaleup.NewPlanner(h, scaleup.Config{Groups: groups, Expander: a.cfg.Expander, MaxNodesTotal: a.cfg.MaxNodesTotal,
+		DaemonSets: st.Objects.DaemonSets, Limits: a.cfg.Limits, Pods: a.cfg.Pods, Gangs: st.Gangs})
 }
 
 // clusterUnhealthy reports, as CA does, that scale-down is paused.

@@ -233,13 +233,13 @@ func Simulate(ctx context.Context, objs *input.Objects, opts Options) (*Result, 
 			return nil, err
 		}
 	}
-	matcher := dynres.NewMatcher()
-	p := &scaleup.Planner{Harness: h, Groups: objs.NodeGroups, Expander: exp, MaxNodesTotal: opts.MaxNodesTotal, Matcher: matcher,
-		DaemonSets: objs.DaemonSets, Limits: opts.Limits, FirstFitFor: capacitybuffer.IsBufferPod}
+	var bypassed []string
 	if opts.Pods != nil {
-		opts.Pods.Apply(p)
+		bypassed = opts.Pods.BypassedSchedulerNames
 	}
-	p.Gangs = objs.Gangs(p.BypassedSchedulerNames, nil)
+	p := scaleup.NewPlanner(h, scaleup.Config{Groups: objs.NodeGroups, Expander: exp, MaxNodesTotal: opts.MaxNodesTotal,
+		DaemonSets: objs.DaemonSets, Limits: opts.Limits, Pods: opts.Pods, Gangs: objs.Gangs(bypassed, nil)})
+	matcher := p.Matcher
 	pending := objs.PendingPods
 	var requests []provreq.Report
 	if len(objs.ProvisioningRequests) > 0 {
