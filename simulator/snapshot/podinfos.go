@@ -57,10 +57,14 @@ func NewPodInfos() *PodInfos {
 	return &PodInfos{current: map[podVersion]*framework.PodInfo{}}
 }
 
-// startBuild begins a snapshot build: entries the previous build did not
-// use are dropped.
-func (c *PodInfos) startBuild() {
-	c.last, c.current = c.current, make(map[podVersion]*framework.PodInfo, len(c.current))
+// startBuild begins a snapshot build of n pods: entries the previous
+// build did not use are dropped. The last build's entries are the size
+// to expect; a first build has only n to go by.
+func (c *PodInfos) startBuild(n int) {
+	if len(c.current) > 0 {
+		n = len(c.current)
+	}
+	c.last, c.current = c.current, make(map[podVersion]*framework.PodInfo, n)
 	c.alike = map[podShape][]*framework.PodInfo{}
 }
 
@@ -95,7 +99,7 @@ func (s *Snapshot) AddBoundPods(pods []*v1.Pod, infos *PodInfos) error {
 		}
 		return nil
 	}
-	infos.startBuild()
+	infos.startBuild(len(pods))
 	for _, p := range pods {
 		info := infos.infoFor(p)
 		if err := s.addPod(p, info); err != nil {
@@ -113,9 +117,9 @@ func (c *PodInfos) replicaOf(p *v1.Pod) *framework.PodInfo {
 	alike := c.alike[key]
 	for _, like := range alike {
 		if sameRequestsAndTerms(like.Pod, p) {
-			info := *like // keeps the cached requests
-			info.Pod = p
-			return &info
+			// Shared, not copied: entries are never handed out, infoFor
+			// copies them with their own pod.
+			return like
 		}
 	}
 	// As NodeInfo.AddPod: invalid affinity terms are the API server's to
