@@ -28,7 +28,7 @@ type PodInfos struct {
 // podShape is a cheap key for pods that may share pod info: what
 // sameRequestsAndTerms compares first.
 type podShape struct {
-	namespace, firstContainer string
+	namespace, firstContainer  string
 	containers, initContainers int
 	milliCPU, memory           int64
 }
