@@ -176,29 +176,34 @@ func (st *State) addPods(l Listers, bypassed []string, wait input.BindingWait) e
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
 	for _, p := range pods {
-		if p.Spec.NodeName == "" && p.DeletionTimestamp == nil && input.BeingBound(inBinding, p) {
-			if node := input.AssumedNode(inBinding, p); node != "" && inSnapshot[node] {
-				assumed := *p
-				assumed.Spec.NodeName = node
-				st.Objects.RunningPods = append(st.Objects.RunningPods, &assumed)
-				if st.Binding == nil {
-					st.Binding = map[string][]string{}
-				}
-				st.Binding[node] = append(st.Binding[node], p.Namespace+"/"+p.Name)
-			} else {
-				st.BindingNodeUnknown = append(st.BindingNodeUnknown, p)
-			}
+		class := input.ClassifyPod(p, inBinding)
+		if class == input.PodUnprocessed && unprocessedBypassed(p, bypassed) {
+			class = input.PodUnschedulable // no scheduler of its will try it
 		}
-		switch {
-		case p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed:
-		case p.Spec.NodeName != "":
-			if inSnapshot[p.Spec.NodeName] && p.DeletionTimestamp == nil {
+		switch input.LoopFiling(class) {
+		case input.OnItsNode:
+			if inSnapshot[p.Spec.NodeName] {
 				st.Objects.RunningPods = append(st.Objects.RunningPods, p)
 			}
-		case p.DeletionTimestamp == nil && len(p.Spec.SchedulingGates) == 0 && (unschedulable(p) || unprocessedBypassed(p, bypassed)) && !input.BeingBound(inBinding, p):
+		case input.OnAssumedNode:
+			node := input.AssumedNode(inBinding, p)
+			if node == "" || !inSnapshot[node] {
+				st.BindingNodeUnknown = append(st.BindingNodeUnknown, p)
+				continue
+			}
+			assumed := *p
+			assumed.Spec.NodeName = node
+			st.Objects.RunningPods = append(st.Objects.RunningPods, &assumed)
+			if st.Binding == nil {
+				st.Binding = map[string][]string{}
+			}
+			st.Binding[node] = append(st.Binding[node], p.Namespace+"/"+p.Name)
+		case input.ToPlan:
 			st.Unschedulable = append(st.Unschedulable, p)
-		case p.DeletionTimestamp == nil && len(p.Spec.SchedulingGates) == 0 && !hasScheduledCondition(p):
-			st.SchedulerUnprocessed++
+		case input.NotTriedYet:
+			if !hasScheduledCondition(p) {
+				st.SchedulerUnprocessed++
+			}
 		}
 	}
 	st.Objects.PendingPods = st.Unschedulable
@@ -326,13 +331,4 @@ func unprocessedBypassed(p *v1.Pod, bypassed []string) bool {
 		}
 	}
 	return true
-}
-
-func unschedulable(p *v1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && c.Reason == v1.PodReasonUnschedulable {
-			return true
-		}
-	}
-	return false
 }

@@ -2,6 +2,7 @@ package clusterstate
 
 import (
 	"context"
+	"maps"
 	"sort"
 	"strings"
 	"testing"
@@ -14,11 +15,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes/scheme"
 	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	"draxr.dev/draxr/cloudprovider"
 	fx "draxr.dev/draxr/simulator/fixtures"
+	"draxr.dev/draxr/simulator/input"
 	"draxr.dev/draxr/simulator/nodegroup"
 )
 
@@ -395,39 +399,129 @@ func TestBrokenTemplateSlicesLeaveTheGroupOut(t *testing.T) {
 	}
 }
 
-// Terminating pods, the one place where the loop and draxr simulate read
-// a cluster differently, on purpose. The loop leaves a bound terminating
-// pod out of its snapshot (it is gone within its grace period, long
-// before a new node could join, so its room counts as free) and never
-// plans an unbound one. The CLI (live.Listers.Objects, as a dump) keeps
-// the bound one on its node, as the scheduler's cache does until it is
-// gone, and its planner gives the unbound one the BeingDeleted reason.
-func TestTerminatingPodsLoopAndCLI(t *testing.T) {
+// Every reader classifies pods with input.ClassifyPod and files them by
+// one policy: the loop by LoopFiling, draxr simulate over a live cluster
+// and over a dump by SimulateFiling. One pod of each class goes through
+// all three, and each lands where the policy says.
+func TestPodClassesLoopAndCLI(t *testing.T) {
 	node := fx.Node("n", 64, 256, nil)
 	gone := metav1.NewTime(time.Now())
-	bound := fx.Pod("bound", 100, nil)
-	bound.Spec.NodeName, bound.DeletionTimestamp, bound.Finalizers = "n", &gone, []string{"example.com/hold"}
-	unbound := pending("unbound", true, false)
-	unbound.DeletionTimestamp, unbound.Finalizers = &gone, []string{"example.com/hold"}
-	l := syncedListers(t, node, bound, unbound)
+	deleting := func(p *v1.Pod) *v1.Pod {
+		p.DeletionTimestamp, p.Finalizers = &gone, []string{"example.com/hold"}
+		return p
+	}
+	bound := func(p *v1.Pod) *v1.Pod {
+		p.Spec.NodeName = "n"
+		p.Status.Phase = v1.PodRunning
+		return p
+	}
+	finished := bound(fx.Pod("finished", 100, nil))
+	finished.Status.Phase = v1.PodSucceeded
+	binding := fx.WithClaim(fx.Pod("binding", 100, nil), "gpu", "binding-gpu")
+	claim := fx.Claim("binding-gpu", "gpu.example.com", 1)
+	claim.Status.Allocation = &resourceapi.AllocationResult{NodeSelector: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
+		MatchFields: []v1.NodeSelectorRequirement{{Key: "metadata.name", Operator: v1.NodeSelectorOpIn, Values: []string{"n"}}}}}}}
+	claim.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: binding.Name, UID: binding.UID}}
+	cases := []struct {
+		pod        *v1.Pod
+		class      input.PodClass
+		loop, dump input.Filing
+	}{
+		{finished, input.PodFinished, input.Dropped, input.Dropped},
+		{bound(fx.Pod("running", 100, nil)), input.PodRunning, input.OnItsNode, input.OnItsNode},
+		{deleting(bound(fx.Pod("terminating-bound", 100, nil))), input.PodTerminatingBound, input.Dropped, input.OnItsNode},
+		{deleting(pending("terminating-pending", true, false)), input.PodTerminatingPending, input.Dropped, input.ToPlan},
+		{binding, input.PodBeingBound, input.OnAssumedNode, input.OnAssumedNode},
+		{pending("gated", false, true), input.PodGated, input.Dropped, input.ToPlan},
+		{pending("unschedulable", true, false), input.PodUnschedulable, input.ToPlan, input.ToPlan},
+		{pending("unprocessed", false, false), input.PodUnprocessed, input.NotTriedYet, input.ToPlan},
+	}
+	objs := []runtime.Object{node, claim, fx.Class("gpu.example.com", fx.Driver, "", fx.Epoch)}
+	inBinding := input.PodsInBinding([]*resourceapi.ResourceClaim{claim})
+	for _, tc := range cases {
+		if got := input.ClassifyPod(tc.pod, inBinding); got != tc.class {
+			t.Errorf("pod %s: class %s, want %s", tc.pod.Name, got, tc.class)
+		}
+		if got := input.LoopFiling(tc.class); got != tc.loop {
+			t.Errorf("class %s: the loop files it %d, want %d", tc.class, got, tc.loop)
+		}
+		if got := input.SimulateFiling(tc.class); got != tc.dump {
+			t.Errorf("class %s: draxr simulate files it %d, want %d", tc.class, got, tc.dump)
+		}
+		objs = append(objs, tc.pod)
+	}
+	filed := func(running, pending []*v1.Pod) map[string]input.Filing {
+		out := map[string]input.Filing{}
+		for _, p := range running {
+			out[p.Name] = input.OnItsNode
+		}
+		for _, p := range pending {
+			out[p.Name] = input.ToPlan
+		}
+		return out
+	}
+	want := func(of func(c input.PodClass) input.Filing, notTried input.Filing) map[string]input.Filing {
+		out := map[string]input.Filing{}
+		for _, tc := range cases {
+			switch f := of(tc.class); f {
+			case input.Dropped:
+			case input.OnAssumedNode: // on the node the scheduler is binding it to
+				out[tc.pod.Name] = input.OnItsNode
+			case input.NotTriedYet:
+				if notTried != input.Dropped {
+					out[tc.pod.Name] = notTried
+				}
+			default:
+				out[tc.pod.Name] = f
+			}
+		}
+		return out
+	}
 
+	l := syncedListers(t, objs...)
 	st, err := readState(NewRegistry(RegistryConfig{}), l, fakeProvider{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(st.Objects.RunningPods) != 0 || len(st.Unschedulable) != 0 {
-		t.Errorf("loop: running %v, unschedulable %v; want neither terminating pod", podNames(st.Objects.RunningPods), podNames(st.Unschedulable))
+	if got, want := filed(st.Objects.RunningPods, st.Unschedulable), want(input.LoopFiling, input.Dropped); !maps.Equal(got, want) {
+		t.Errorf("loop: filed %v, want %v", got, want)
+	}
+	if st.SchedulerUnprocessed != 1 {
+		t.Errorf("loop: %d pods not tried yet, want 1 (unprocessed)", st.SchedulerUnprocessed)
+	}
+	if got := st.Binding["n"]; len(got) != 1 || got[0] != "default/binding" {
+		t.Errorf("loop: binding on n %v, want default/binding", got)
 	}
 
-	objs, err := l.Objects()
+	live, err := l.Objects()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := podNames(objs.RunningPods); len(got) != 1 || got[0] != "bound" {
-		t.Errorf("CLI: running %v, want the bound terminating pod on its node", got)
+	if got, want := filed(live.RunningPods, live.PendingPods), want(input.SimulateFiling, input.ToPlan); !maps.Equal(got, want) {
+		t.Errorf("draxr simulate --kubeconfig: filed %v, want %v", got, want)
 	}
-	if got := podNames(objs.PendingPods); len(got) != 1 || got[0] != "unbound" {
-		t.Errorf("CLI: pending %v, want the unbound one, which its planner sets aside (BeingDeleted)", got)
+
+	var dump []byte
+	for _, o := range objs {
+		o = o.DeepCopyObject()
+		gvks, _, err := scheme.Scheme.ObjectKinds(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.GetObjectKind().SetGroupVersionKind(gvks[0])
+		data, err := yaml.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dump = append(append(dump, "---\n"...), data...)
+	}
+	read, err := input.Parse(dump, "dump.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	read.PlaceBindingPods()
+	if got, want := filed(read.RunningPods, read.PendingPods), want(input.SimulateFiling, input.ToPlan); !maps.Equal(got, want) {
+		t.Errorf("draxr simulate -f: filed %v, want %v", got, want)
 	}
 }
 

@@ -102,7 +102,7 @@ func (o *Objects) PlaceBindingPods() int {
 	}
 	pending := o.PendingPods[:0]
 	for _, p := range o.PendingPods {
-		if p.DeletionTimestamp != nil || !BeingBound(inBinding, p) {
+		if SimulateFiling(ClassifyPod(p, inBinding)) != OnAssumedNode {
 			pending = append(pending, p)
 			continue
 		}

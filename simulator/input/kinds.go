@@ -217,11 +217,14 @@ func (p *parser) storePod(d doc, owner string, pod *v1.Pod, errs field.ErrorList
 		p.fail(d, what, joinFieldErrors(errs))
 		return false
 	}
-	if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+	// Pods being bound are placed on their nodes once the claims are
+	// read (PlaceBindingPods).
+	filing := SimulateFiling(ClassifyPod(pod, nil))
+	if filing == Dropped {
 		return true
 	}
 	list := &p.out.PendingPods
-	if pod.Spec.NodeName != "" {
+	if filing == OnItsNode {
 		list = &p.out.RunningPods
 	}
 	// A pod the input holds replaces the one its workload was expanded

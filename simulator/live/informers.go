@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -114,9 +113,11 @@ func (l Listers) Objects() (*input.Objects, error) {
 		return nil, fmt.Errorf("list pods: %w", err)
 	}
 	for _, p := range pods {
-		switch {
-		case p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed:
-		case p.Spec.NodeName != "":
+		// Pods being bound are placed on their nodes below, once the
+		// claims are read (PlaceBindingPods).
+		switch input.SimulateFiling(input.ClassifyPod(p, nil)) {
+		case input.Dropped:
+		case input.OnItsNode:
 			objs.RunningPods = append(objs.RunningPods, p)
 		default:
 			objs.PendingPods = append(objs.PendingPods, p)
