@@ -154,7 +154,7 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 	}
 	// The informers come first: the kwok provider reads its groups'
 	// members from the same node cache as the loop.
-	factory := informers.NewSharedInformerFactory(client, 0)
+	factory := live.NewInformerFactory(client)
 	listers := clusterstate.NewListers(factory)
 	if listers.Listers, err = listers.WithPodGroups(factory, client.Discovery()); err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -224,7 +225,7 @@ func Read(ctx context.Context, c kubernetes.Interface) (*input.Objects, error) {
 // first read. Watch returns nil when ctx ends, or fn's first error.
 func Watch(ctx context.Context, c kubernetes.Interface, syncTimeout, quiet time.Duration, fn func(*input.Objects) error) error {
 	ctx, cancel := context.WithCancel(ctx)
-	f := informers.NewSharedInformerFactory(c, 0)
+	f := NewInformerFactory(c)
 	l, err := NewListers(f).WithPodGroups(f, c.Discovery())
 	if err != nil {
 		cancel()
@@ -327,4 +328,20 @@ func settle(ctx context.Context, changed <-chan struct{}, quiet time.Duration) b
 			return true
 		}
 	}
+}
+
+// NewInformerFactory is the informer factory every reader of a live
+// cluster starts (the autoscaler's loop, draxr simulate --kubeconfig):
+// objects are cached without their managedFields, as kube-scheduler
+// caches pods. Nothing draxr reads is in them, and at 50,000 pods they
+// are a large part of the cache.
+func NewInformerFactory(c kubernetes.Interface) informers.SharedInformerFactory {
+	return informers.NewSharedInformerFactoryWithOptions(c, 0, informers.WithTransform(dropManagedFields))
+}
+
+func dropManagedFields(obj any) (any, error) {
+	if accessor, err := meta.Accessor(obj); err == nil && accessor.GetManagedFields() != nil {
+		accessor.SetManagedFields(nil)
+	}
+	return obj, nil
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 
+	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/input"
 )
 
@@ -113,5 +114,25 @@ func TestWatchReplansOnChange(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Watch returned %v after its context ended, want nil", err)
+	}
+}
+
+// The live cache holds objects without their managedFields, as
+// kube-scheduler's pod cache does.
+func TestInformerFactoryDropsManagedFields(t *testing.T) {
+	pod := fx.Pod("p", 100, nil)
+	pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}}
+	f := NewInformerFactory(fake.NewClientset(pod))
+	l := NewListers(f)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f.Start(ctx.Done())
+	f.WaitForCacheSync(ctx.Done())
+	got, err := l.Pods.Pods("default").Get("p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ManagedFields != nil {
+		t.Errorf("cached pod keeps managedFields %v", got.ManagedFields)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
@@ -19,6 +18,7 @@ import (
 	"draxr.dev/draxr/simulator/drainability"
 	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/input"
+	"draxr.dev/draxr/simulator/live"
 	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/scaledown"
 )
@@ -109,7 +109,7 @@ func (f *scaleDownFlags) dumpExplainer(objs *input.Objects, groups []*nodegroup.
 func (f *scaleDownFlags) liveExplainer(client kubernetes.Interface, capi *clusterapi.Source, p *providerFlags,
 	groups []*nodegroup.NodeGroup) explainer {
 	return func(ctx context.Context) ([]scaledown.NodeVerdict, error) {
-		factory := informers.NewSharedInformerFactory(client, 0)
+		factory := live.NewInformerFactory(client)
 		listers := clusterstate.NewListers(factory)
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
