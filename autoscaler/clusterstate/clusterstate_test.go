@@ -524,11 +524,3 @@ func TestPodClassesLoopAndCLI(t *testing.T) {
 		t.Errorf("draxr simulate -f: filed %v, want %v", got, want)
 	}
 }
-
-func podNames(pods []*v1.Pod) []string {
-	out := make([]string, 0, len(pods))
-	for _, p := range pods {
-		out = append(out, p.Name)
-	}
-	return out
-}

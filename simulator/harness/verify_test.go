@@ -16,7 +16,7 @@ import (
 // not identical to the source) goes through unnoticed without the
 // switch; with it, the full path rejects the pod and the process stops.
 func TestVerifyShortcutsCatchesACopyTheSchedulerRejects(t *testing.T) {
-	replicateOntoTainted := func() (err error, stopped string) {
+	replicateOntoTainted := func() (stopped string, err error) {
 		snap := snapshot.New()
 		snap.SetDeviceClass(fx.Class("gpu.example.com", fx.Driver, fx.GPUResource, fx.Epoch))
 		for i := range 2 {
@@ -45,15 +45,15 @@ func TestVerifyShortcutsCatchesACopyTheSchedulerRejects(t *testing.T) {
 				stopped = fmt.Sprint(r)
 			}
 		}()
-		return h.Replicate("node-0", src, "node-1", run), ""
+		return "", h.Replicate("node-0", src, "node-1", run)
 	}
 
 	t.Setenv(VerifyShortcutsEnv, "") // as a binary runs
-	if err, stopped := replicateOntoTainted(); err != nil || stopped != "" {
+	if stopped, err := replicateOntoTainted(); err != nil || stopped != "" {
 		t.Fatalf("without %s: err %v, stopped %q; want the copy made unchecked", VerifyShortcutsEnv, err, stopped)
 	}
 	t.Setenv(VerifyShortcutsEnv, "1")
-	_, stopped := replicateOntoTainted()
+	stopped, _ := replicateOntoTainted()
 	if !strings.Contains(stopped, "the Replicate shortcut differs from the scheduler's full path") || !strings.Contains(stopped, "default/r0") {
 		t.Errorf("with %s: stopped %q, want the Replicate difference for default/r0", VerifyShortcutsEnv, stopped)
 	}

@@ -38,11 +38,24 @@ const (
 	PodUnprocessed
 )
 
-var podClassNames = [...]string{"Finished", "Running", "TerminatingBound", "TerminatingPending", "BeingBound", "Gated", "Unschedulable", "Unprocessed"}
-
 func (c PodClass) String() string {
-	if int(c) < len(podClassNames) {
-		return podClassNames[c]
+	switch c {
+	case PodFinished:
+		return "Finished"
+	case PodRunning:
+		return "Running"
+	case PodTerminatingBound:
+		return "TerminatingBound"
+	case PodTerminatingPending:
+		return "TerminatingPending"
+	case PodBeingBound:
+		return "BeingBound"
+	case PodGated:
+		return "Gated"
+	case PodUnschedulable:
+		return "Unschedulable"
+	case PodUnprocessed:
+		return "Unprocessed"
 	}
 	return fmt.Sprintf("PodClass(%d)", int(c))
 }
