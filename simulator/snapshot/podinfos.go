@@ -69,18 +69,23 @@ func (c *PodInfos) startBuild(n int) {
 }
 
 // infoFor returns pod info for p, computed or from the cache, as a copy
-// whose Pod is p; nil when p cannot be cached.
+// whose Pod is p. A pod without a UID and resourceVersion is not cached
+// across builds.
 func (c *PodInfos) infoFor(p *v1.Pod) *framework.PodInfo {
+	var info *framework.PodInfo
 	if p.UID == "" || p.ResourceVersion == "" {
-		return nil
-	}
-	key := podVersion{uid: p.UID, resourceVersion: p.ResourceVersion}
-	info, ok := c.current[key]
-	if !ok {
-		if info, ok = c.last[key]; !ok {
-			info = c.replicaOf(p)
+		// Not kept for the next build, but still shared with pods alike
+		// in this one.
+		info = c.replicaOf(p)
+	} else {
+		key := podVersion{uid: p.UID, resourceVersion: p.ResourceVersion}
+		var ok bool
+		if info, ok = c.current[key]; !ok {
+			if info, ok = c.last[key]; !ok {
+				info = c.replicaOf(p)
+			}
+			c.current[key] = info
 		}
-		c.current[key] = info
 	}
 	out := *info
 	out.Pod = p
