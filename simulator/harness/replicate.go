@@ -2,6 +2,7 @@ package harness
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/google/uuid"
 
@@ -62,8 +63,12 @@ func (h *Harness) replicateOne(srcNode string, src *v1.Pod, dstNode string, pod 
 		if err != nil {
 			return err
 		}
-		claim := xr.DeepCopy()
+		// The source's claim with this pod's name, owner and allocation:
+		// a shallow copy, as statusCopy (its spec and labels are shared,
+		// never modified in place).
+		claim := statusCopy(xr)
 		claim.Status.Allocation = alloc
+		claim.Finalizers = slices.Clone(xr.Finalizers) // extendedResourceClaim may append
 		claim.GenerateName = placed.Name + "-extended-resources-"
 		claim.OwnerReferences = []metav1.OwnerReference{{
 			APIVersion: "v1", Kind: "Pod", Name: placed.Name, UID: placed.UID, Controller: ptr.To(true),
