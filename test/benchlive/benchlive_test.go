@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	fx "draxr.dev/draxr/simulator/fixtures"
+	"draxr.dev/draxr/test/auditlog"
 	testkwok "draxr.dev/draxr/test/kwok"
 )
 
@@ -98,7 +99,7 @@ func scaleUp(b *testing.B, nodes int, claims bool) {
 	lastBound := time.Duration(w.lastBound.Load() - first.UnixNano())
 	toIncrease := time.Duration(w.firstNode.Load() - first.UnixNano())
 	loops1, _ := loops(b, addr)
-	byVerb, _, _ := e.auditCounts(offset)
+	byVerb := e.auditCounts(offset).ByVerb
 	cpu1, rss := usage(as.PID())
 	n := loops1 - loops0
 	shape := "extended"
@@ -106,7 +107,7 @@ func scaleUp(b *testing.B, nodes int, claims bool) {
 		shape = "claim"
 	}
 	fmt.Printf("bench-live scale-up shape=%s nodes=%d pods=%d pods-created-in=%.1fs first-pending->IncreaseSize=%.1fs ->all-nodes-Ready=%.1fs ->last-pod-bound=%.1fs loops=%.0f requests/loop %s autoscaler-cpu=%.1fs peak-rss=%.0fMiB\n",
-		shape, w.nodes.Load(), pods, created.Seconds(), toIncrease.Seconds(), allReady.Seconds(), lastBound.Seconds(), n, perLoop(byVerb, n),
+		shape, w.nodes.Load(), pods, created.Seconds(), toIncrease.Seconds(), allReady.Seconds(), lastBound.Seconds(), n, auditlog.PerLoop(byVerb, n),
 		(cpu1 - cpu0).Seconds(), rss)
 }
 
@@ -157,11 +158,11 @@ func steady(b *testing.B, nodes int) {
 	count0, sec0 := loops(b, addr)
 	cpu0, _ := usage(as.PID())
 	count1, sec1 := e.waitLoops(addr, count0, measured, 10*time.Minute)
-	_, byResource, _ := e.auditCounts(offset)
+	byResource := e.auditCounts(offset).ByResource
 	cpu1, rss := usage(as.PID())
 	n := count1 - count0
 	fmt.Printf("bench-live steady nodes=%d pods=%d loops=%.0f loop-wall=%.3fs requests/loop %s autoscaler-cpu-per-loop-interval=%.3fs peak-rss=%.0fMiB\n",
-		nodes, len(pods), n, (sec1-sec0)/n, perLoop(byResource, n), (cpu1-cpu0).Seconds()/n, rss)
+		nodes, len(pods), n, (sec1-sec0)/n, auditlog.PerLoop(byResource, n), (cpu1-cpu0).Seconds()/n, rss)
 }
 
 // BenchmarkLiveScaleDown: BENCH_LIVE_SCALEDOWN_NODES (2,000) DRA nodes,

@@ -3,15 +3,10 @@
 package benchlive
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,15 +26,15 @@ import (
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/nodegroup/capi"
+	"draxr.dev/draxr/test/auditlog"
 	testkwok "draxr.dev/draxr/test/kwok"
 )
 
 const (
-	autoscalerUser = "system:serviceaccount:kube-system:draxr-autoscaler"
-	groupLabel     = "node.kubernetes.io/instance-type"
-	driver         = "gpu.example.com"
-	gpuResource    = "example.com/gpu"
-	namespace      = "bench"
+	groupLabel  = "node.kubernetes.io/instance-type"
+	driver      = "gpu.example.com"
+	gpuResource = "example.com/gpu"
+	namespace   = "bench"
 )
 
 func envInt(b *testing.B, name string, def int) int {
@@ -64,15 +59,6 @@ type bench struct {
 	audit   string
 }
 
-const auditPolicy = `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: ["RequestReceived", "ResponseStarted"]
-rules:
-- level: Metadata
-  users: ["` + autoscalerUser + `"]
-- level: None
-`
-
 // heartbeatLease keeps the fake kubelets' Lease writes near 100 a
 // second whatever the fleet, so heartbeats do not starve the rest on a
 // small machine: kwokctl's 40 s lease (renewed every 10 s, as a kubelet)
@@ -88,7 +74,7 @@ func start(b *testing.B, ctx context.Context, nodes int) *bench {
 	lease := heartbeatLease(nodes)
 	dir := b.TempDir()
 	policy := filepath.Join(dir, "audit-policy.yaml")
-	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+	if err := os.WriteFile(policy, []byte(auditlog.Policy(auditlog.AutoscalerUser)), 0o600); err != nil {
 		b.Fatal(err)
 	}
 	audit := filepath.Join(dir, "audit.log")
@@ -320,96 +306,32 @@ func (e *bench) waitCount(what string, want int64, timeout time.Duration, got fu
 }
 
 // auditCounts counts the autoscaler's completed requests in the audit
-// log from offset on, by verb and by "verb resource", and returns the new
-// offset.
-func (e *bench) auditCounts(offset int64) (byVerb, byResource map[string]int, next int64) {
+// log from offset on.
+func (e *bench) auditCounts(offset int64) auditlog.Counts {
 	e.b.Helper()
-	f, err := os.Open(e.audit)
+	c, _, err := auditlog.Read(e.audit, offset, auditlog.AutoscalerUser)
 	if err != nil {
 		e.b.Fatal(err)
 	}
-	defer f.Close()
-	if _, err := f.Seek(offset, io.SeekStart); err != nil {
-		e.b.Fatal(err)
-	}
-	byVerb, byResource = map[string]int{}, map[string]int{}
-	r := bufio.NewReaderSize(f, 1<<20)
-	next = offset
-	for {
-		line, err := r.ReadBytes('\n')
-		if err != nil {
-			break // a partial last line is read next time
-		}
-		next += int64(len(line))
-		var ev struct {
-			Verb      string                    `json:"verb"`
-			Stage     string                    `json:"stage"`
-			User      struct{ Username string } `json:"user"`
-			ObjectRef *struct {
-				Resource    string `json:"resource"`
-				Subresource string `json:"subresource"`
-			} `json:"objectRef"`
-		}
-		if json.Unmarshal(line, &ev) != nil || ev.User.Username != autoscalerUser {
-			continue
-		}
-		res := ""
-		if ev.ObjectRef != nil {
-			res = ev.ObjectRef.Resource
-			if ev.ObjectRef.Subresource != "" {
-				res += "/" + ev.ObjectRef.Subresource
-			}
-		}
-		byVerb[ev.Verb]++
-		byResource[ev.Verb+" "+res]++
-	}
-	return byVerb, byResource, next
+	return c
 }
 
 // auditSize is the log's current end: requests before it are not counted.
 func (e *bench) auditSize() int64 {
+	e.b.Helper()
 	// The batch backend flushes every second or so.
 	time.Sleep(2 * time.Second)
-	_, _, next := e.auditCounts(0)
+	next, err := auditlog.End(e.audit)
+	if err != nil {
+		e.b.Fatal(err)
+	}
 	return next
 }
 
-// perLoop formats counts divided by loops, sorted by key.
-func perLoop(counts map[string]int, loops float64) string {
-	keys := make([]string, 0, len(counts))
-	for k := range counts {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var parts []string
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s=%.1f", strings.ReplaceAll(k, " ", ":"), float64(counts[k])/loops))
-	}
-	if len(parts) == 0 {
-		return "none"
-	}
-	return strings.Join(parts, ",")
-}
-
-// loops reads the autoscaler's count and total seconds of main loops.
+// loops reads the autoscaler's count and total seconds of main loops
+// (zero when its /metrics does not answer).
 func loops(b *testing.B, addr string) (count, seconds float64) {
-	b.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		return 0, 0
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(body), "\n") {
-		for prefix, into := range map[string]*float64{
-			`cluster_autoscaler_function_duration_seconds_count{function="main"} `: &count,
-			`cluster_autoscaler_function_duration_seconds_sum{function="main"} `:   &seconds,
-		} {
-			if v, ok := strings.CutPrefix(line, prefix); ok {
-				*into, _ = strconv.ParseFloat(strings.TrimSpace(v), 64)
-			}
-		}
-	}
+	count, seconds, _ = auditlog.Loops(b.Context(), addr)
 	return count, seconds
 }
 
@@ -417,13 +339,8 @@ func loops(b *testing.B, addr string) (count, seconds float64) {
 // from, and returns the count and seconds then.
 func (e *bench) waitLoops(addr string, from float64, n int, timeout time.Duration) (count, seconds float64) {
 	e.b.Helper()
-	if err := testkwok.WaitFor(e.ctx, timeout, 250*time.Millisecond, fmt.Sprintf("%d autoscaler loops", n), func() error {
-		count, seconds = loops(e.b, addr)
-		if count < from+float64(n) {
-			return fmt.Errorf("%.0f loops", count-from)
-		}
-		return nil
-	}); err != nil {
+	count, seconds, err := auditlog.WaitLoops(e.ctx, addr, from, n, timeout)
+	if err != nil {
 		e.b.Fatal(err)
 	}
 	return count, seconds

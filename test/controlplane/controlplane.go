@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"draxr.dev/draxr/test/auditlog"
 	"draxr.dev/draxr/test/proc"
 )
 
@@ -58,6 +59,9 @@ type Options struct {
 	// AuditPolicy, when set, is the API server's audit policy (a file);
 	// the log is AuditLog, in JSON lines.
 	AuditPolicy string
+	// AuditUsers, when AuditPolicy is empty, log these users' requests
+	// (and no one else's) at Metadata level: auditlog.Policy.
+	AuditUsers []string
 }
 
 // ControlPlane is a running control plane.
@@ -101,6 +105,12 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	for _, bin := range []string{"etcd", "kube-apiserver", "kube-controller-manager"} {
 		if _, err := os.Stat(filepath.Join(opts.BinDir, bin)); err != nil {
 			return nil, fmt.Errorf("%s not built (run make controlplane): %w", bin, err)
+		}
+	}
+	if opts.AuditPolicy == "" && len(opts.AuditUsers) > 0 {
+		opts.AuditPolicy = filepath.Join(cp.Dir, "audit-policy.yaml")
+		if err := os.WriteFile(opts.AuditPolicy, []byte(auditlog.Policy(opts.AuditUsers...)), 0o600); err != nil {
+			return nil, err
 		}
 	}
 	etcdURL, err := cp.startEtcd(ctx, opts.BinDir)

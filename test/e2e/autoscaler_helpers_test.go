@@ -20,6 +20,7 @@ import (
 	"draxr.dev/draxr/autoscaler/core"
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/nodegroup"
+	"draxr.dev/draxr/test/auditlog"
 	"draxr.dev/draxr/test/controlplane"
 	"draxr.dev/draxr/test/proc"
 )
@@ -131,6 +132,20 @@ func (e *env) autoscalerBinary(binary, nodeGroups string, extra ...string) (*pro
 		p.Stop(10 * time.Second)
 	})
 	return p, fmt.Sprintf("127.0.0.1:%d", port)
+}
+
+// noListsWhile runs during (a check that nothing changes), then waits
+// until loops whole loops of the autoscaler at addr have passed since it
+// began, and fails the test if those steady loops sent a LIST of what the
+// autoscaler watches (Nodes, ResourceSlices): the audit log says what
+// they sent.
+func (e *env) noListsWhile(addr string, loops int, during func()) {
+	e.t.Helper()
+	counts, n, err := auditlog.SteadyLoops(e.ctx, cp.AuditLog, addr, loops, during)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Logf("audit: %.0f steady loops, the autoscaler's requests: %s", n, counts)
 }
 
 // grantPerTestNames lets the autoscaler's ServiceAccount use this test's

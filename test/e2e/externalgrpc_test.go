@@ -63,10 +63,9 @@ func (e *env) grpcProvider(certs *egsvc.Certs, cert, key string, groups ...group
 	return svc, path
 }
 
-func (e *env) externalGRPCAutoscaler(cloudConfig string, extra ...string) *proc.Process {
+func (e *env) externalGRPCAutoscaler(cloudConfig string, extra ...string) (*proc.Process, string) {
 	e.t.Helper()
-	p, _ := e.autoscalerBinary("draxr-autoscaler", "", append([]string{"--cloud-provider=externalgrpc", "--cloud-config=" + cloudConfig}, extra...)...)
-	return p
+	return e.autoscalerBinary("draxr-autoscaler", "", append([]string{"--cloud-provider=externalgrpc", "--cloud-config=" + cloudConfig}, extra...)...)
 }
 
 // draxr-autoscaler with --cloud-provider=externalgrpc, over mTLS, scales
@@ -81,12 +80,22 @@ func TestExternalGRPCScalesDRAGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc, cfg := e.grpcProvider(certs, certs.ClientCert, certs.ClientKey, groupSpec{name: "egdra-gpu", min: 1, max: 4, draDevices: 8})
-	e.externalGRPCAutoscaler(cfg)
+	_, addr := e.externalGRPCAutoscaler(cfg)
 	e.replicaSet("train", 12, e.resource, 1)
 	perNode := e.waitPodsBound(12, 90*time.Second)
 	if len(perNode) != 2 {
 		t.Fatalf("pods per node = %v, want 2 nodes", perNode)
 	}
+	// The provider reads Nodes and slices through the autoscaler's
+	// informers: steady loops send no LIST (the audit log).
+	e.noListsWhile(addr, 3, func() {
+		e.consistently(3*time.Second, "no further scale-up", func() error {
+			if n := len(e.groupNodes("egdra-gpu")); n != 2 {
+				return fmt.Errorf("group has %d nodes, want 2", n)
+			}
+			return nil
+		})
+	})
 	if n := svc.Calls("NodeGroupIncreaseSize"); n < 1 {
 		t.Errorf("NodeGroupIncreaseSize called %d times", n)
 	}
@@ -163,7 +172,7 @@ func TestExternalGRPCWrongCertificateRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc, cfg := e.grpcProvider(certs, certs.WrongCert, certs.WrongKey, groupSpec{name: "egtls-gpu", max: 3, draDevices: 8})
-	p := e.externalGRPCAutoscaler(cfg)
+	p, _ := e.externalGRPCAutoscaler(cfg)
 	e.replicaSet("train", 1, e.resource, 1)
 	const want = "externalgrpc provider: Refresh: service unreachable"
 	e.eventually(30*time.Second, "the refusal in the autoscaler's log", func() error {

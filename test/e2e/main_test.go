@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"draxr.dev/draxr/test/auditlog"
 	"draxr.dev/draxr/test/controlplane"
 )
 
@@ -55,8 +56,11 @@ func run(m *testing.M) int {
 	// The Workload API (beta, off by default) is served for the gang
 	// tests; only schedulers and autoscalers started with GenericWorkload
 	// act on it.
+	// The autoscaler's requests (only) are audited: a steady loop must
+	// send no LIST of what it watches (auditlog).
 	cp, err = controlplane.Start(ctx, controlplane.Options{BinDir: binDir, APIServerArgs: []string{
-		"--feature-gates=GenericWorkload=true", "--runtime-config=scheduling.k8s.io/v1beta1=true"}})
+		"--feature-gates=GenericWorkload=true", "--runtime-config=scheduling.k8s.io/v1beta1=true"},
+		AuditUsers: []string{auditlog.AutoscalerUser}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: start control plane:", err)
 		return 1

@@ -25,7 +25,9 @@ import (
 
 	cpclusterapi "draxr.dev/draxr/cloudprovider/clusterapi"
 	"draxr.dev/draxr/simulator/nodegroup/capi"
+	"draxr.dev/draxr/test/auditlog"
 	"draxr.dev/draxr/test/clusterapi/infra"
+	"draxr.dev/draxr/test/controlplane"
 )
 
 const (
@@ -71,7 +73,7 @@ func TestScaleFromZeroAndBack(t *testing.T) {
 		capi.TemplateSlicesAnnotation: string(slicesJSON),
 	}))
 
-	startAutoscaler(t, ns)
+	addr := startAutoscaler(t, ns)
 	if _, err := cp.Client.AppsV1().ReplicaSets(ns).Create(ctx, trainReplicaSet(ns, 20), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -95,12 +97,16 @@ func TestScaleFromZeroAndBack(t *testing.T) {
 	if len(machines) != 3 {
 		t.Fatalf("machines = %v, want 3", machines)
 	}
-	// No further scale-up within three loops (--scan-interval=1s).
-	consistently(t, 3500*time.Millisecond, "replicas stay 3", func() error {
-		if got := replicas(ctx, t, dyn, ns, capi.MachineDeployment, "gpu"); got != 3 {
-			return fmt.Errorf("replicas = %d", got)
-		}
-		return nil
+	// No further scale-up within three loops (--scan-interval=1s), and
+	// those steady loops read Nodes, slices and the Cluster API kinds from
+	// the provider's watches: the audit log holds no LIST of them.
+	noListsWhile(ctx, t, addr, 3, func() {
+		consistently(t, 3500*time.Millisecond, "replicas stay 3", func() error {
+			if got := replicas(ctx, t, dyn, ns, capi.MachineDeployment, "gpu"); got != 3 {
+				return fmt.Errorf("replicas = %d", got)
+			}
+			return nil
+		})
 	})
 
 	// Scale down to the min size, never below: raise min to 1 first.
@@ -326,7 +332,10 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-func startAutoscaler(t *testing.T, ns string, extraArgs ...string) {
+// startAutoscaler runs draxr-autoscaler for namespace ns's Cluster as
+// the shipped ServiceAccount (whose requests the audit log holds), and
+// returns where it serves /metrics.
+func startAutoscaler(t *testing.T, ns string, extraArgs ...string) string {
 	t.Helper()
 	ctx := context.Background()
 	kubeconfig, err := cp.ServiceAccountKubeconfig(ctx, "draxr-autoscaler-capi",
@@ -334,11 +343,16 @@ func startAutoscaler(t *testing.T, ns string, extraArgs ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	port, err := controlplane.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	args := []string{"--kubeconfig=" + kubeconfig, "--cloud-provider=clusterapi",
 		"--node-group-auto-discovery=clusterapi:namespace=" + ns + ",clusterName=" + clusterName,
 		"--scheduler-config=" + filepath.Join(root, "scheduler/deploy/scheduler-config.yaml"),
 		"--scan-interval=1s", "--scale-down-unneeded-time=2s", "--scale-down-delay-after-add=0s",
-		"--leader-elect=false", "--status-config-map-name=" + statusConfigMap(ns), "--address=127.0.0.1:0", "--v=2"}
+		"--leader-elect=false", "--status-config-map-name=" + statusConfigMap(ns), "--address=" + addr, "--v=2"}
 	p, err := cp.StartProcess("draxr-autoscaler-"+ns, filepath.Join(bins, "draxr-autoscaler"), append(args, extraArgs...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -349,6 +363,21 @@ func startAutoscaler(t *testing.T, ns string, extraArgs ...string) {
 		}
 		p.Stop(10 * time.Second)
 	})
+	return addr
+}
+
+// noListsWhile runs during (a check that nothing changes), then waits
+// until loops whole loops of the autoscaler at addr have passed since it
+// began, and fails the test if those steady loops sent a LIST of what the
+// autoscaler watches (Nodes, ResourceSlices, the Cluster API kinds): the
+// audit log says what they sent.
+func noListsWhile(ctx context.Context, t *testing.T, addr string, loops int, during func()) {
+	t.Helper()
+	counts, n, err := auditlog.SteadyLoops(ctx, cp.AuditLog, addr, loops, during)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("audit: %.0f steady loops, the autoscaler's requests: %s", n, counts)
 }
 
 // begin starts a test in namespace ns with its Cluster: a context of 5
