@@ -55,7 +55,7 @@ func BenchmarkCARows(b *testing.B) {
 		}, func(b *testing.B) (cloudprovider.Provider, *[]int) { return benchProvider(b, 2*nodes) })
 	}
 	for _, nodes := range []int{200, 800} {
-		caScaleDownRow(b, nodes)
+		caScaleDownRow(b, fmt.Sprintf("scale-down-%d-nodes", nodes), nodes, false)
 	}
 	caScaleUpRow(b, "plain-1000-nodes", 50000, 1000, func() []k8sruntime.Object {
 		objs := make([]k8sruntime.Object, 0, 50000)
@@ -113,13 +113,13 @@ func caScaleUpRow(b *testing.B, name string, pending, wantNodes int, objs func()
 	})
 }
 
-// caScaleDownRow is BenchmarkScaleDownDRA's loop (named claims) at any
-// size: one scale-down decision with CA's scenario's options, asserting
-// the removable count.
-func caScaleDownRow(b *testing.B, nodes int) {
-	b.Run(fmt.Sprintf("scale-down-%d-nodes", nodes), func(b *testing.B) {
+// caScaleDownRow is one scale-down decision on CA's DRA scenario at any
+// size (claims named by the pods, or generated from a template), with
+// its options, asserting the removable count.
+func caScaleDownRow(b *testing.B, name string, nodes int, generated bool) {
+	b.Run(name, func(b *testing.B) {
 		ctx, cancel := context.WithCancel(context.Background())
-		client := fake.NewClientset(scaleDownClaimObjects(nodes, false)...)
+		client := fake.NewClientset(scaleDownClaimObjects(nodes, generated)...)
 		factory := informers.NewSharedInformerFactory(client, 0)
 		listers := clusterstate.NewListers(factory)
 		factory.Start(ctx.Done())

@@ -1,23 +1,16 @@
 package core
 
 import (
-	"context"
 	"fmt"
-	"runtime"
 	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
-	"draxr.dev/draxr/autoscaler/clusterstate"
-	"draxr.dev/draxr/simulator/expander"
+	"draxr.dev/draxr/cloudprovider"
 	fx "draxr.dev/draxr/simulator/fixtures"
 )
 
@@ -46,47 +39,8 @@ func runOnceOwnClaims(b *testing.B, nodes int) {
 		{"extended-resource", func() []k8sruntime.Object { return fleetObjects(fleetShape{gpuNodes: nodes, pending: pending}) }},
 	}
 	for _, v := range variants {
-		b.Run(fmt.Sprintf("%s-%d-nodes-%d-pending", v.name, nodes, pending), func(b *testing.B) {
-			ctx, cancel := context.WithCancel(context.Background())
-			client := fake.NewClientset(v.objs()...)
-			factory := informers.NewSharedInformerFactory(client, 0)
-			listers := clusterstate.NewListers(factory)
-			factory.Start(ctx.Done())
-			factory.WaitForCacheSync(ctx.Done())
-			defer func() { cancel(); factory.Shutdown() }()
-			provider, requested := benchProvider(b, 2*nodes)
-			exp, err := expander.New("least-waste", nil, 1)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.ReportAllocs()
-			var cpu time.Duration
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				b.StopTimer()
-				a := New(Config{Client: client, Listers: listers, Provider: provider, Expander: exp,
-					Recorder: &record.FakeRecorder{}, StatusNamespace: "kube-system"})
-				*requested = nil
-				runtime.GC()
-				cpuBefore := fx.ProcessCPU()
-				b.StartTimer()
-				res, err := a.RunOnce(ctx)
-				b.StopTimer()
-				cpu += fx.ProcessCPU() - cpuBefore
-				if err != nil {
-					b.Fatal(err)
-				}
-				if len(*requested) != 1 || (*requested)[0] != wantNodes || res.Unschedulable != pending {
-					b.Fatalf("IncreaseSize calls %v for %d unschedulable pods; want one call for %d nodes, %d pods",
-						*requested, res.Unschedulable, wantNodes, pending)
-				}
-				b.StartTimer()
-			}
-			b.ReportMetric(float64((*requested)[0]), "nodes")
-			// CPU time says what a loop costs on a shared machine, where
-			// wall time does not.
-			b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
-		})
+		caScaleUpRow(b, fmt.Sprintf("%s-%d-nodes-%d-pending", v.name, nodes, pending), pending, wantNodes, v.objs,
+			func(b *testing.B) (cloudprovider.Provider, *[]int) { return benchProvider(b, 2*nodes) })
 	}
 }
 

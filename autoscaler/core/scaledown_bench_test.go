@@ -1,27 +1,19 @@
 package core
 
 import (
-	"context"
 	"fmt"
-	"runtime"
 	"testing"
-	"time"
 
 	"go.uber.org/mock/gomock"
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
-	"draxr.dev/draxr/autoscaler/clusterstate"
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/cloudprovider/mocks"
 	fx "draxr.dev/draxr/simulator/fixtures"
-	"draxr.dev/draxr/simulator/scaledown"
 )
 
 // BenchmarkScaleDownDRA is the Cluster Autoscaler's DRA scale-down
@@ -38,52 +30,10 @@ func BenchmarkScaleDownDRA(b *testing.B) {
 			if generated {
 				kind = "generated-claims"
 			}
-			b.Run(fmt.Sprintf("%s-%d-nodes", kind, nodes), func(b *testing.B) {
-				ctx, cancel := context.WithCancel(context.Background())
-				client := fake.NewClientset(scaleDownClaimObjects(nodes, generated)...)
-				factory := informers.NewSharedInformerFactory(client, 0)
-				listers := clusterstate.NewListers(factory)
-				factory.Start(ctx.Done())
-				factory.WaitForCacheSync(ctx.Done())
-				defer func() { cancel(); factory.Shutdown() }()
-				provider := scaleDownBenchProvider(b, nodes)
-				// CA's scenario raises both parallelisms to 2,000, so a loop
-				// looks for up to 4,000 unneeded nodes (CA's limit, twice the
-				// parallelism on a first loop), all of them at 800 nodes.
-				const parallelism = 2000
-				want := min(nodes*6/10, 2*parallelism)
-				b.ReportAllocs()
-				var cpu time.Duration
-				removable := 0
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					b.StopTimer()
-					a := New(Config{Client: client, Listers: listers, Provider: provider, Recorder: &record.FakeRecorder{},
-						StatusNamespace: "kube-system", ScaleDown: ScaleDownConfig{Enabled: true, UtilizationThreshold: 0.5,
-							ScaleDownActuation: ScaleDownActuation{MaxScaleDownParallelism: parallelism, MaxDrainParallelism: parallelism}}})
-					runtime.GC()
-					before := fx.ProcessCPU()
-					b.StartTimer()
-					verdicts, err := a.ExplainScaleDown(ctx)
-					b.StopTimer()
-					cpu += fx.ProcessCPU() - before
-					if err != nil {
-						b.Fatal(err)
-					}
-					removable = 0
-					for _, v := range verdicts {
-						if v.Verdict == scaledown.Removable {
-							removable++
-						}
-					}
-					if removable != want || len(verdicts) != nodes {
-						b.Fatalf("%d removable of %d verdicts, want %d of %d", removable, len(verdicts), want, nodes)
-					}
-					b.StartTimer()
-				}
-				b.ReportMetric(float64(removable), "removable")
-				b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
-			})
+			// CA's scenario raises both parallelisms to 2,000, so a loop
+			// looks for up to 4,000 unneeded nodes (CA's limit, twice the
+			// parallelism on a first loop), all of them at 800 nodes.
+			caScaleDownRow(b, fmt.Sprintf("%s-%d-nodes", kind, nodes), nodes, generated)
 		}
 	}
 }
