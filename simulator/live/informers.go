@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -332,16 +333,28 @@ func settle(ctx context.Context, changed <-chan struct{}, quiet time.Duration) b
 
 // NewInformerFactory is the informer factory every reader of a live
 // cluster starts (the autoscaler's loop, draxr simulate --kubeconfig):
-// objects are cached without their managedFields, as kube-scheduler
-// caches pods. Nothing draxr reads is in them, and at 50,000 pods they
-// are a large part of the cache.
+// objects are cached as trimForPlanning leaves them. At 50,000 pods what
+// it drops is a large part of the heap.
 func NewInformerFactory(c kubernetes.Interface) informers.SharedInformerFactory {
-	return informers.NewSharedInformerFactoryWithOptions(c, 0, informers.WithTransform(dropManagedFields))
+	return informers.NewSharedInformerFactoryWithOptions(c, 0, informers.WithTransform(trimForPlanning))
 }
 
-func dropManagedFields(obj any) (any, error) {
+// trimForPlanning drops what no reader of the cache uses: managedFields on
+// every object, as kube-scheduler's pod cache does, and on pods the
+// volumes only the kubelet reads (service-account token projections,
+// ConfigMaps, Secrets, the downward API). No scheduler plugin and none of
+// CA's drain rules look at those, and nearly every pod carries one. The
+// cache is only read: nothing writes a cached object back.
+func trimForPlanning(obj any) (any, error) {
 	if accessor, err := meta.Accessor(obj); err == nil && accessor.GetManagedFields() != nil {
 		accessor.SetManagedFields(nil)
 	}
+	if pod, ok := obj.(*v1.Pod); ok && slices.ContainsFunc(pod.Spec.Volumes, kubeletOnly) {
+		pod.Spec.Volumes = slices.DeleteFunc(pod.Spec.Volumes, kubeletOnly)
+	}
 	return obj, nil
+}
+
+func kubeletOnly(v v1.Volume) bool {
+	return v.Projected != nil || v.ConfigMap != nil || v.Secret != nil || v.DownwardAPI != nil
 }

@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -118,10 +119,18 @@ func TestWatchReplansOnChange(t *testing.T) {
 }
 
 // The live cache holds objects without their managedFields, as
-// kube-scheduler's pod cache does.
-func TestInformerFactoryDropsManagedFields(t *testing.T) {
+// kube-scheduler's pod cache does, and pods without the volumes only the
+// kubelet reads; the volumes scheduling or draining reads stay.
+func TestInformerFactoryTrimsForPlanning(t *testing.T) {
 	pod := fx.Pod("p", 100, nil)
 	pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}}
+	pod.Spec.Volumes = []v1.Volume{
+		{Name: "kube-api-access", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{}}},
+		{Name: "config", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{}}},
+		{Name: "creds", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{}}},
+		{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
+		{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}},
+	}
 	f := NewInformerFactory(fake.NewClientset(pod))
 	l := NewListers(f)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -134,5 +143,12 @@ func TestInformerFactoryDropsManagedFields(t *testing.T) {
 	}
 	if got.ManagedFields != nil {
 		t.Errorf("cached pod keeps managedFields %v", got.ManagedFields)
+	}
+	var names []string
+	for _, v := range got.Spec.Volumes {
+		names = append(names, v.Name)
+	}
+	if !slices.Equal(names, []string{"scratch", "data"}) {
+		t.Errorf("cached pod's volumes %v, want [scratch data] (a drain rule reads emptyDir, scheduling the claim)", names)
 	}
 }
