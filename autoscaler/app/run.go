@@ -55,9 +55,9 @@ import (
 	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/featuregates"
 	"draxr.dev/draxr/simulator/gang"
-	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/input"
 	"draxr.dev/draxr/simulator/live"
+	"draxr.dev/draxr/simulator/placement"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 )
 
@@ -654,11 +654,11 @@ func newExpander(ctx context.Context, o *options, client kubernetes.Interface, r
 	return exp, f, err
 }
 
-func loadProfile(path string) (*harnessProfile, error) {
+func loadProfile(path string) (*schedulerProfile, error) {
 	if path == "" {
 		return nil, nil
 	}
-	return harness.LoadProfile(path, "")
+	return placement.LoadProfile(path, "")
 }
 
-type harnessProfile = config.KubeSchedulerProfile
+type schedulerProfile = config.KubeSchedulerProfile

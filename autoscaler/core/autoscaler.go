@@ -30,9 +30,9 @@ import (
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/cloudprovider/dryrun"
 	"draxr.dev/draxr/simulator/expander"
-	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/limits"
 	"draxr.dev/draxr/simulator/nodegroup"
+	"draxr.dev/draxr/simulator/placement"
 	"draxr.dev/draxr/simulator/provreq"
 	"draxr.dev/draxr/simulator/scaledown"
 	"draxr.dev/draxr/simulator/scaleup"
@@ -152,7 +152,7 @@ type Autoscaler struct {
 	// shared is this loop's simulation for scale-up and scale-down, built
 	// once (after the requests are decided); each step forks it and
 	// reverts what it changed.
-	shared *harness.Harness
+	shared *placement.Engine
 	// bufferRoom is where this loop's buffer pods stand in the shared
 	// simulation (placeBuffersOnce).
 	bufferRoom bufferRoom
@@ -196,7 +196,7 @@ func New(cfg Config) *Autoscaler {
 		bypassed = cfg.Pods.BypassedSchedulerNames
 	}
 	registry := clusterstate.NewRegistry(clusterstate.RegistryConfig{
-		BindingTimeout:         harness.BindingTimeout(cfg.Profile),
+		BindingTimeout:         placement.BindingTimeout(cfg.Profile),
 		BypassedSchedulerNames: bypassed,
 		Taints:                 cfg.Taints,
 		MaxNodeProvisionTime:   cs.MaxNodeProvisionTime, MaxNodeStartupTime: cs.MaxNodeStartupTime,
@@ -347,13 +347,13 @@ func (a *Autoscaler) RunOnce(ctx context.Context) (*LoopResult, error) {
 	return res, runErr
 }
 
-// simulation builds a fresh snapshot and harness for this loop's state.
-func (a *Autoscaler) simulation(ctx context.Context, st *clusterstate.State) (*harness.Harness, error) {
+// simulation builds a fresh snapshot and placement engine for this loop's state.
+func (a *Autoscaler) simulation(ctx context.Context, st *clusterstate.State) (*placement.Engine, error) {
 	snap, err := st.Objects.Snapshot(a.podInfos)
 	if err != nil {
 		return nil, err
 	}
-	h, err := harness.New(ctx, snap, a.cfg.Profile)
+	h, err := placement.New(ctx, snap, a.cfg.Profile)
 	if err != nil {
 		return nil, err
 	}
@@ -366,7 +366,7 @@ func (a *Autoscaler) simulation(ctx context.Context, st *clusterstate.State) (*h
 // sharedSimulation is the loop's simulation for scale-up and scale-down:
 // built once, a snapshot of tens of thousands of pods is not built twice.
 // Callers fork it and revert.
-func (a *Autoscaler) sharedSimulation(ctx context.Context, st *clusterstate.State) (*harness.Harness, error) {
+func (a *Autoscaler) sharedSimulation(ctx context.Context, st *clusterstate.State) (*placement.Engine, error) {
 	if a.shared == nil {
 		h, err := a.simulation(ctx, st)
 		if err != nil {
@@ -395,7 +395,7 @@ func waitingForBinding(st *clusterstate.State) []scaleup.NoScaleUp {
 }
 
 // planner is the loop's planner over h for groups.
-func (a *Autoscaler) planner(h *harness.Harness, st *clusterstate.State, groups []*nodegroup.NodeGroup) *scaleup.Planner {
+func (a *Autoscaler) planner(h *placement.Engine, st *clusterstate.State, groups []*nodegroup.NodeGroup) *scaleup.Planner {
 	return scaleup.NewPlanner(h, scaleup.Config{Groups: groups, Expander: a.cfg.Expander, MaxNodesTotal: a.cfg.MaxNodesTotal,
 		DaemonSets: st.Objects.DaemonSets, Limits: a.cfg.Limits, Pods: a.cfg.Pods, Gangs: st.Gangs})
 }

@@ -11,7 +11,7 @@ import (
 	"draxr.dev/draxr/autoscaler/buffers"
 	"draxr.dev/draxr/autoscaler/clusterstate"
 	cb "draxr.dev/draxr/simulator/capacitybuffer"
-	"draxr.dev/draxr/simulator/harness"
+	"draxr.dev/draxr/simulator/placement"
 )
 
 // bufferPods counts this loop's buffer pods.
@@ -82,7 +82,7 @@ func (a *Autoscaler) pendingBufferPods() []*v1.Pod {
 // pods go where they fit, first fit, after the pending pods (which take
 // free room first), so a node holding a buffer's room is in use. They are
 // safe to evict: a node whose buffer pods fit elsewhere may go.
-func (a *Autoscaler) placeBufferPods(ctx context.Context, h *harness.Harness, st *clusterstate.State) {
+func (a *Autoscaler) placeBufferPods(ctx context.Context, h *placement.Engine, st *clusterstate.State) {
 	if a.bufferPods() == 0 || a.bufferRoom.inBase {
 		return
 	}

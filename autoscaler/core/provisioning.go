@@ -15,7 +15,7 @@ import (
 	"draxr.dev/draxr/autoscaler/clusterstate"
 	"draxr.dev/draxr/autoscaler/metrics"
 	"draxr.dev/draxr/autoscaler/provisioning"
-	"draxr.dev/draxr/simulator/harness"
+	"draxr.dev/draxr/simulator/placement"
 	"draxr.dev/draxr/simulator/provreq"
 )
 
@@ -70,7 +70,7 @@ func (a *Autoscaler) dropConsumers(st *clusterstate.State) {
 // bookRequests places the pods of provisioned requests (less what real
 // pods consume) in h's snapshot. A request whose pods cannot be built
 // fails (FailedToBookCapacity).
-func (a *Autoscaler) bookRequests(ctx context.Context, h *harness.Harness, st *clusterstate.State) {
+func (a *Autoscaler) bookRequests(ctx context.Context, h *placement.Engine, st *clusterstate.State) {
 	booked := a.requests.Booked()
 	if len(booked) == 0 {
 		return

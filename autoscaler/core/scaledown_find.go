@@ -20,7 +20,7 @@ import (
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/simulator/drainability"
 	"draxr.dev/draxr/simulator/estimator"
-	"draxr.dev/draxr/simulator/harness"
+	"draxr.dev/draxr/simulator/placement"
 	"draxr.dev/draxr/simulator/scaledown"
 )
 
@@ -185,7 +185,7 @@ func bindingRejections(st *clusterstate.State, deleting func(string) bool) []sca
 // it, as CA's filter-out-schedulable does before scale-down: a node that
 // has just come up for them is about to run them, not unneeded, however
 // long the scheduler takes to bind them.
-func (a *Autoscaler) placePendingPods(h *harness.Harness, st *clusterstate.State) {
+func (a *Autoscaler) placePendingPods(h *placement.Engine, st *clusterstate.State) {
 	pending := st.Unschedulable
 	if len(st.BindingNodeUnknown) > 0 {
 		pending = append(slices.Clip(st.Unschedulable), st.BindingNodeUnknown...)

@@ -1,6 +1,6 @@
 // Package aliases names the upstream scheduler plugins draxr-scheduler
 // runs under its own names, and builds them. Both draxr-scheduler and the
-// simulator's harness register these names, so one KubeSchedulerConfiguration
+// simulator's placement engine register these names, so one KubeSchedulerConfiguration
 // serves the scheduler, the planner and the autoscaler alike.
 package aliases
 

@@ -10,7 +10,7 @@ import (
 	"draxr.dev/draxr/simulator/dynres"
 	"draxr.dev/draxr/simulator/estimator"
 	fx "draxr.dev/draxr/simulator/fixtures"
-	"draxr.dev/draxr/simulator/harness"
+	"draxr.dev/draxr/simulator/placement"
 	"draxr.dev/draxr/simulator/scaledown"
 	"draxr.dev/draxr/simulator/snapshot"
 )
@@ -30,7 +30,7 @@ func TestSharesCountedEverywhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap.SetResourceClaimTemplate(fx.ShareTemplate("share", "gpu.example.com", "20Gi"))
-	h, err := harness.New(context.Background(), snap, nil)
+	h, err := placement.New(context.Background(), snap, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"k8s.io/kubernetes/pkg/features"
 
 	fx "draxr.dev/draxr/simulator/fixtures"
-	"draxr.dev/draxr/simulator/harness"
+	"draxr.dev/draxr/simulator/placement"
 	"draxr.dev/draxr/simulator/snapshot"
 )
 
@@ -36,7 +36,7 @@ func TestForNode(t *testing.T) {
 	// Allocatable wins: NodeResourcesFit leaves the name to DRA only at 0.
 	add(fx.Node("both", 8, 32, fx.GPUs(fx.GPUResource, 4)), fx.GPUSlice("both", 8))
 
-	h, err := harness.New(context.Background(), snap, nil)
+	h, err := placement.New(context.Background(), snap, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fx "draxr.dev/draxr/simulator/fixtures"
-	"draxr.dev/draxr/simulator/harness"
+	"draxr.dev/draxr/simulator/placement"
 )
 
 const zoneLabel = "topology.kubernetes.io/zone"
@@ -34,14 +34,14 @@ func TestAlikePodsShareVerdictsOnlyWhenLabelsCannotMatter(t *testing.T) {
 	for _, tc := range cases {
 		for _, countOnly := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/countOnly=%v", tc.name, countOnly), func(t *testing.T) {
-				h := newHarness(t)
+				h := newEngine(t)
 				if tc.repelDB {
 					repelling(t, h)
 				}
 				g := group("zone-a", 4, 0, 0)
 				g.Spec.Template.Labels[zoneLabel] = "a"
 				pending := concat(labelled(pods("web", 5, 1000, nil), "web"), labelled(pods("db", 5, 1000, nil), "db"))
-				res, err := (&BinPacking{Harness: h, Namer: namer, CountOnly: countOnly}).Estimate(g, pending, 100)
+				res, err := (&BinPacking{Engine: h, Namer: namer, CountOnly: countOnly}).Estimate(g, pending, 100)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -74,7 +74,7 @@ func labelled(ps []*v1.Pod, app string) []*v1.Pod {
 
 // repelling adds a zone-a node running a pod that no app=db pod may share
 // the zone with.
-func repelling(t *testing.T, h *harness.Harness) {
+func repelling(t *testing.T, h *placement.Engine) {
 	t.Helper()
 	snap := h.Snapshot()
 	node := fx.Node("old", 4, 16, nil)

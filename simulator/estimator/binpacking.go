@@ -1,5 +1,5 @@
 // Package estimator answers "how many new nodes of this group do these
-// pods need?" by placing them, through the scheduler harness, onto template
+// pods need?" by placing them, through the placement engine, onto template
 // nodes added to a (forked) snapshot. Every placement commits the devices
 // the pod takes, so the next pod sees them as taken: DRA-backed extended
 // resources are counted exactly.
@@ -16,8 +16,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"draxr.dev/draxr/simulator/daemonsets"
-	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/nodegroup"
+	"draxr.dev/draxr/simulator/placement"
 	"draxr.dev/draxr/simulator/snapshot"
 )
 
@@ -54,7 +54,7 @@ type Unplaced struct {
 	Pod *v1.Pod
 	// Err is why an empty node of the group rejects the pod; nil when the
 	// pod would fit but the node limit was reached, or was not tried (Held).
-	Err *harness.FitError
+	Err *placement.FitError
 	// Held is true when NoNewNodeFor kept the pod from opening a node.
 	Held bool
 }
@@ -69,11 +69,11 @@ type NodeNamer func(group string, i int) string
 // Once a fresh node has been filled by pods of one kind alone, the number
 // of such pods a fresh node takes is known. A later run of that many pods
 // of the kind onto a fresh node is then copied from the first node
-// (harness.Replicate: same devices, this node's name) instead of being
+// (placement.Replicate: same devices, this node's name) instead of being
 // scheduled pod by pod; the result is the same, at a fraction of the cost.
 type BinPacking struct {
-	Harness *harness.Harness
-	Namer   NodeNamer
+	Engine *placement.Engine
+	Namer  NodeNamer
 	// Kinds caches equivalence keys across estimates; nil computes them.
 	Kinds *Kinds
 	// NoNewNodeFor, when set, names pods that may use room on the new
@@ -128,7 +128,7 @@ func (t *Templates) newNode(g *nodegroup.NodeGroup, name string) (*v1.Node, []*r
 	return node, slices
 }
 
-// Estimate mutates the harness's snapshot; callers Fork before and Revert
+// Estimate mutates the placement engine's snapshot; callers Fork before and Revert
 // or Commit after.
 func (b *BinPacking) Estimate(g *nodegroup.NodeGroup, pods []*v1.Pod, maxNodes int) (*Result, error) {
 	return b.EstimateContext(context.Background(), g, pods, maxNodes)
@@ -138,9 +138,9 @@ func (b *BinPacking) Estimate(g *nodegroup.NodeGroup, pods []*v1.Pod, maxNodes i
 // checked before each pod: one estimate of thousands of pods takes
 // seconds, and an interrupted `draxr simulate` must stop within one.
 func (b *BinPacking) EstimateContext(ctx context.Context, g *nodegroup.NodeGroup, pods []*v1.Pod, maxNodes int) (*Result, error) {
-	r := &run{b: b, g: g, snap: b.Harness.Snapshot(), kinds: b.Kinds,
+	r := &run{b: b, g: g, snap: b.Engine.Snapshot(), kinds: b.Kinds,
 		res:    &Result{Group: g.Name, Placed: map[types.UID]string{}},
-		cursor: map[string]int{}, rejects: map[string]*harness.FitError{},
+		cursor: map[string]int{}, rejects: map[string]*placement.FitError{},
 		fill: fillMemo{noReplicate: map[string]bool{}}, noFitCopy: map[string]map[string]int{}, filling: map[string]*countedNode{}}
 	if r.kinds == nil {
 		r.kinds = &Kinds{}
@@ -181,7 +181,7 @@ type run struct {
 	// rejecting it: each kind keeps a cursor into simulated.
 	cursor    map[string]int
 	simulated []string // new nodes that exist in the snapshot
-	rejects   map[string]*harness.FitError
+	rejects   map[string]*placement.FitError
 	fill      fillMemo
 	// counted are CountOnly nodes; they are materialized (replicated into
 	// the snapshot) when a pod of another kind needs their spare room.
@@ -279,7 +279,7 @@ func (r *run) onExisting(pod *v1.Pod, kind string) (string, error) {
 			return "", err
 		}
 		j := len(r.simulated) - 1
-		if _, _, ferr := r.b.Harness.PlaceOnAnyNode(pod, r.simulated[j:]); ferr == nil {
+		if _, _, ferr := r.b.Engine.PlaceOnAnyNode(pod, r.simulated[j:]); ferr == nil {
 			r.fill.placed(c.name, kind)
 			r.record(pod, c.name)
 			return c.name, nil
@@ -307,7 +307,7 @@ func (r *run) firstFit(pod *v1.Pod, kind string) string {
 		return ""
 	}
 	candidates := r.simulated[from:]
-	if noRoom := r.b.Harness.NoRoom(pod); noRoom != nil {
+	if noRoom := r.b.Engine.NoRoom(pod); noRoom != nil {
 		candidates = make([]string, 0, len(candidates))
 		for _, n := range r.simulated[from:] {
 			if !noRoom(n) {
@@ -317,10 +317,10 @@ func (r *run) firstFit(pod *v1.Pod, kind string) string {
 	}
 	node := ""
 	if len(candidates) > 0 {
-		node, _, _ = r.b.Harness.PlaceOnAnyNode(pod, candidates)
+		node, _, _ = r.b.Engine.PlaceOnAnyNode(pod, candidates)
 	}
 	for j := from; j < len(r.simulated) && r.simulated[j] != node; j++ {
-		r.fill.full(r.b.Harness, r.simulated[j], kind)
+		r.fill.full(r.b.Engine, r.simulated[j], kind)
 		r.cursor[kind] = j + 1
 	}
 	if node != "" {
@@ -335,7 +335,7 @@ func (r *run) materialize(c *countedNode) error {
 	if err := r.b.addNode(r.g, c.name); err != nil {
 		return err
 	}
-	if err := r.b.Harness.Replicate(c.src.node, c.src.pods[:len(c.pods)], c.name, c.pods); err != nil {
+	if err := r.b.Engine.Replicate(c.src.node, c.src.pods[:len(c.pods)], c.name, c.pods); err != nil {
 		return fmt.Errorf("node group %s: %w", r.g.Name, err)
 	}
 	c.materialized = true
@@ -355,7 +355,7 @@ func (r *run) openNode(pod *v1.Pod, kind string) error {
 		r.snap.Revert()
 		return err
 	}
-	if _, _, ferr := r.b.Harness.PlaceOnAnyNode(pod, []string{name}); ferr != nil {
+	if _, _, ferr := r.b.Engine.PlaceOnAnyNode(pod, []string{name}); ferr != nil {
 		r.snap.Revert()
 		r.rejects[kind] = ferr
 		r.res.Unplaced = append(r.res.Unplaced, Unplaced{Pod: pod, Err: ferr})
@@ -377,14 +377,14 @@ func (r *run) record(pod *v1.Pod, node string) {
 // replicate adds a fresh node holding a copy of the memo's placements for
 // run; false (and nothing added) when the placements cannot be copied.
 func (b *BinPacking) replicate(g *nodegroup.NodeGroup, m filled, run []*v1.Pod, res *Result) bool {
-	snap := b.Harness.Snapshot()
+	snap := b.Engine.Snapshot()
 	name := b.Namer(g.Name, len(res.NewNodes))
 	snap.Fork()
 	if err := b.addNode(g, name); err != nil {
 		snap.Revert()
 		return false
 	}
-	if err := b.Harness.Replicate(m.node, m.pods, name, run); err != nil {
+	if err := b.Engine.Replicate(m.node, m.pods, name, run); err != nil {
 		snap.Revert()
 		return false
 	}
@@ -403,13 +403,13 @@ func (b *BinPacking) replicate(g *nodegroup.NodeGroup, m filled, run []*v1.Pod, 
 // 100): no pod placed or pending has inter-pod (anti-)affinity, and the
 // profile adds no hard default spread constraints. Scoring, which default
 // spreading does read, is not used here.
-func (b *BinPacking) labelBlind(pods []*v1.Pod) bool { return LabelBlind(b.Harness, pods) }
+func (b *BinPacking) labelBlind(pods []*v1.Pod) bool { return LabelBlind(b.Engine, pods) }
 
 // LabelBlind reports whether no Filter verdict for these pods reads pod
 // labels: no pod placed in h's snapshot or among pods has inter-pod
 // (anti-)affinity, and the profile adds no hard default spread
 // constraints.
-func LabelBlind(h *harness.Harness, pods []*v1.Pod) bool {
+func LabelBlind(h *placement.Engine, pods []*v1.Pod) bool {
 	if h.SpreadsByDefault() {
 		return false
 	}
@@ -432,7 +432,7 @@ func LabelBlind(h *harness.Harness, pods []*v1.Pod) bool {
 // DaemonSet pods that would run there. A DaemonSet pod that does not fit
 // the node is left out, as its controller's pod would stay pending.
 func (b *BinPacking) addNode(g *nodegroup.NodeGroup, name string) error {
-	snap := b.Harness.Snapshot()
+	snap := b.Engine.Snapshot()
 	node, slices := b.Templates.newNode(g, name)
 	if err := snap.AddNode(node); err != nil {
 		return fmt.Errorf("node group %s: %w", g.Name, err)
@@ -443,7 +443,7 @@ func (b *BinPacking) addNode(g *nodegroup.NodeGroup, name string) error {
 		}
 	}
 	for _, pod := range daemonsets.PodsFor(klog.Background(), node, b.DaemonSets) {
-		_, _ = b.Harness.Place(pod, name)
+		_, _ = b.Engine.Place(pod, name)
 	}
 	return nil
 }
@@ -474,7 +474,7 @@ func (f *fillMemo) placed(node, kind string) {
 	f.onNode[node][kind]++
 }
 
-func (f *fillMemo) full(h *harness.Harness, node, kind string) {
+func (f *fillMemo) full(h *placement.Engine, node, kind string) {
 	kinds := f.onNode[node]
 	if len(kinds) != 1 || kinds[kind] == 0 {
 		return
@@ -512,7 +512,7 @@ func (f *fillMemo) runOf(pods []*v1.Pod, kind string, n int, kindOf func(*v1.Pod
 		return false
 	}
 	for _, p := range pods[:n] {
-		if kindOf(p) != kind || !harness.Replicable(p, ownNamed(p)) {
+		if kindOf(p) != kind || !placement.Replicable(p, ownNamed(p)) {
 			return false
 		}
 	}

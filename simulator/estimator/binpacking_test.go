@@ -14,8 +14,8 @@ import (
 
 	"draxr.dev/draxr/scheduler/classes"
 	fx "draxr.dev/draxr/simulator/fixtures"
-	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/nodegroup"
+	"draxr.dev/draxr/simulator/placement"
 	"draxr.dev/draxr/simulator/snapshot"
 )
 
@@ -38,14 +38,14 @@ func group(name string, cores int64, gpus, nics int) *nodegroup.NodeGroup {
 	return g
 }
 
-// newHarness returns a harness over a snapshot holding the classes that
+// newEngine returns a placement engine over a snapshot holding the classes that
 // map example.com/gpu and example.com/nic.
-func newHarness(t testing.TB) *harness.Harness {
+func newEngine(t testing.TB) *placement.Engine {
 	t.Helper()
 	snap := snapshot.New()
 	snap.SetDeviceClass(fx.Class("gpu.example.com", fx.Driver, fx.GPUResource, fx.Epoch))
 	snap.SetDeviceClass(fx.Class("nic.example.com", nicDriver, nicResource, fx.Epoch))
-	h, err := harness.New(context.Background(), snap, nil)
+	h, err := placement.New(context.Background(), snap, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,8 +245,8 @@ func TestBinPackingEstimate(t *testing.T) {
 	for _, tt := range tests {
 		for _, countOnly := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/countOnly=%v", tt.name, countOnly), func(t *testing.T) {
-				h := newHarness(t)
-				b := &BinPacking{Harness: h, Namer: namer, NoNewNodeFor: tt.noNewNodeFor, CountOnly: countOnly}
+				h := newEngine(t)
+				b := &BinPacking{Engine: h, Namer: namer, NoNewNodeFor: tt.noNewNodeFor, CountOnly: countOnly}
 				res, err := b.Estimate(tt.group, tt.pods, tt.maxNodes)
 				if err != nil {
 					t.Fatal(err)
@@ -307,8 +307,8 @@ func sum(xs []int) int {
 // Replication copies a filled node: every pod of a long run is placed,
 // once, on a node that exists in the snapshot, and its devices are real.
 func TestBinPackingReplicatedNodesAreReal(t *testing.T) {
-	h := newHarness(t)
-	b := &BinPacking{Harness: h, Namer: namer}
+	h := newEngine(t)
+	b := &BinPacking{Engine: h, Namer: namer}
 	ps := pods("train", 64, 100, fx.GPUs(fx.GPUResource, 2))
 	res, err := b.Estimate(group("gpu", 64, 8, 0), ps, 100)
 	if err != nil {
@@ -344,13 +344,13 @@ func TestCountOnlyMatchesFullEstimate(t *testing.T) {
 	for c := 0; c < cases; c++ {
 		g, ps, maxNodes := randomCase(rng, c)
 		t.Run(fmt.Sprintf("case-%d", c), func(t *testing.T) {
-			h := newHarness(t)
+			h := newEngine(t)
 			kinds := &Kinds{}
 			estimate := func(countOnly bool) *Result {
 				snap := h.Snapshot()
 				snap.Fork()
 				defer snap.Revert()
-				res, err := (&BinPacking{Harness: h, Namer: namer, Kinds: kinds, CountOnly: countOnly}).Estimate(g, ps, maxNodes)
+				res, err := (&BinPacking{Engine: h, Namer: namer, Kinds: kinds, CountOnly: countOnly}).Estimate(g, ps, maxNodes)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -145,7 +145,7 @@ func TestOwnNamedClaimsPackLikeExtendedResources(t *testing.T) {
 	for _, n := range []int{8, 20, 64} {
 		for _, countOnly := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%d pods/countOnly=%v", n, countOnly), func(t *testing.T) {
-				h := newHarness(t)
+				h := newEngine(t)
 				snap := h.Snapshot()
 				var pending []*v1.Pod
 				for i := 0; i < n; i++ {
@@ -154,7 +154,7 @@ func TestOwnNamedClaimsPackLikeExtendedResources(t *testing.T) {
 					pending = append(pending, p)
 				}
 				kinds := NewKinds(snap, pending)
-				res, err := (&BinPacking{Harness: h, Namer: namer, Kinds: kinds, CountOnly: countOnly}).Estimate(group("gpu", 64, 8, 0), pending, 100)
+				res, err := (&BinPacking{Engine: h, Namer: namer, Kinds: kinds, CountOnly: countOnly}).Estimate(group("gpu", 64, 8, 0), pending, 100)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -119,7 +119,7 @@ func (k *Kinds) ownClaimSpec(pod *v1.Pod, rc *v1.PodResourceClaim) []byte {
 	}
 	name, mustCheckOwner, err := resourceclaim.Name(pod, rc)
 	if errors.Is(err, resourceclaim.ErrClaimNotFound) {
-		// The resourceclaim controller (the harness, in a plan) makes
+		// The resourceclaim controller (the placement engine, in a plan) makes
 		// the pod a claim of its own from the template.
 		t := k.claims.ResourceClaimTemplate(pod.Namespace, ptr.Deref(rc.ResourceClaimTemplateName, ""))
 		if t == nil {

@@ -28,7 +28,7 @@ func (b *BinPacking) Scored(g *nodegroup.NodeGroup, pods []*v1.Pod, n int) (*Res
 	}
 	all := true
 	for _, pod := range pods {
-		node, _, ferr := b.Harness.PlaceBest(pod, res.NewNodes)
+		node, _, ferr := b.Engine.PlaceBest(pod, res.NewNodes)
 		if ferr != nil {
 			res.Unplaced = append(res.Unplaced, Unplaced{Pod: pod})
 			all = false

@@ -7,8 +7,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/nodegroup"
+	"draxr.dev/draxr/simulator/placement"
 )
 
 // Spread answers Scored for one group and one list of pods at several node
@@ -27,7 +27,7 @@ import (
 // well as any. So each pod is scheduled against the first node of each
 // class only, the choice is remembered by kind and class list for all
 // counts, and a kind placed on a class before is copied from that
-// placement (harness.Replicate) instead of allocated again.
+// placement (placement.Replicate) instead of allocated again.
 type Spread struct {
 	b    *BinPacking
 	g    *nodegroup.NodeGroup
@@ -58,7 +58,7 @@ type placedAt struct {
 }
 
 // NewSpread prepares placing pods, in the order given, onto fresh nodes of
-// the group. Placements run on the harness's snapshot.
+// the group. Placements run on the placement engine's snapshot.
 func (b *BinPacking) NewSpread(g *nodegroup.NodeGroup, pods []*v1.Pod) *Spread {
 	s := &Spread{b: b, g: g, pods: pods, choices: map[string]int{}, fits: map[classStep]bool{}, steps: map[classStep]int{}}
 	kinds := b.Kinds
@@ -79,17 +79,17 @@ func (b *BinPacking) NewSpread(g *nodegroup.NodeGroup, pods []*v1.Pod) *Spread {
 // on a fresh node of the group depends only on the pods placed there
 // before them: no inter-pod (anti-)affinity or hard default spreading
 // (labelBlind), no topology spread constraints, shared claims or volumes
-// that bind cluster-wide (harness.Replicable), no node chosen by name
+// that bind cluster-wide (placement.Replicable), no node chosen by name
 // (nodes differ by name only), and no devices outside a node's own slices
 // (a shared pool drains from any node). The scheduler's default soft
 // spreading selects pods by their Services and ReplicaSets, which the
-// harness's listers do not hold, so it scores every node alike.
+// placement engine's listers do not hold, so it scores every node alike.
 func (b *BinPacking) nodeLocal(pods []*v1.Pod, kinds *Kinds) bool {
-	if !b.labelBlind(pods) || SelectsNodesByName(pods) || len(b.Harness.Snapshot().SlicesForNode("")) > 0 {
+	if !b.labelBlind(pods) || SelectsNodesByName(pods) || len(b.Engine.Snapshot().SlicesForNode("")) > 0 {
 		return false
 	}
 	for _, p := range pods {
-		if !harness.Replicable(p, kinds.OwnsNamedClaims(p)) {
+		if !placement.Replicable(p, kinds.OwnsNamedClaims(p)) {
 			return false
 		}
 	}
@@ -143,11 +143,11 @@ type pass struct {
 }
 
 // place places the pod as the scheduler would and returns the node's
-// index and the placed pod, or -1. Under harness.VerifyShortcutsEnv the
+// index and the placed pod, or -1. Under placement.VerifyShortcutsEnv the
 // scheduler's choice over every new node (on a fork, undone) must be the
 // node the classes give.
 func (p *pass) place(pod *v1.Pod, kind string) (int, *v1.Pod) {
-	h := p.s.b.Harness
+	h := p.s.b.Engine
 	if !h.VerifiesShortcuts() {
 		return p.choose(pod, kind)
 	}
@@ -161,7 +161,7 @@ func (p *pass) place(pod *v1.Pod, kind string) (int, *v1.Pod) {
 		got = p.res.NewNodes[j]
 	}
 	if got != want {
-		harness.ShortcutDiffers("Spread", "pod %s/%s goes to new node %q, the scheduler's scoring over all %d picks %q",
+		placement.ShortcutDiffers("Spread", "pod %s/%s goes to new node %q, the scheduler's scoring over all %d picks %q",
 			pod.Namespace, pod.Name, got, len(p.res.NewNodes), want)
 	}
 	return j, placed
@@ -169,7 +169,7 @@ func (p *pass) place(pod *v1.Pod, kind string) (int, *v1.Pod) {
 
 // choose is place by classes.
 func (p *pass) choose(pod *v1.Pod, kind string) (int, *v1.Pod) {
-	s, h := p.s, p.s.b.Harness
+	s, h := p.s, p.s.b.Engine
 	p.candidates(pod, kind)
 	if len(p.feasible) == 0 {
 		return -1, nil
@@ -229,7 +229,7 @@ func (p *pass) candidates(pod *v1.Pod, kind string) {
 		p.seen[c] = true
 		fits, known := s.fits[classStep{c, kind}]
 		if !known {
-			fits = s.b.Harness.CheckPredicates(pod, p.res.NewNodes[j]) == nil
+			fits = s.b.Engine.CheckPredicates(pod, p.res.NewNodes[j]) == nil
 			s.fits[classStep{c, kind}] = fits
 		}
 		if fits {

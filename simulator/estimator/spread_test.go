@@ -33,7 +33,7 @@ func TestSpreadShortcutOnlyWhereVerdictsAreTheNodes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t)
+			h := newEngine(t)
 			if tc.sharedPool {
 				s := fx.GPUSlice("x", 2)
 				s.Name, s.Spec.NodeName, s.Spec.AllNodes = "network-gpus", nil, ptr.To(true)
@@ -46,7 +46,7 @@ func TestSpreadShortcutOnlyWhereVerdictsAreTheNodes(t *testing.T) {
 			for _, p := range ps {
 				tc.change(p)
 			}
-			b := &BinPacking{Harness: h, Namer: func(g string, i int) string { return "gpu-new-" + string(rune('0'+i)) }}
+			b := &BinPacking{Engine: h, Namer: func(g string, i int) string { return "gpu-new-" + string(rune('0'+i)) }}
 			if got := b.NewSpread(group("gpu", 8, 8, 0), ps).local; got != tc.wantShortcut {
 				t.Fatalf("shortcut %v, want %v", got, tc.wantShortcut)
 			}

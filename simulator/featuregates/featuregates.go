@@ -37,7 +37,7 @@ func Refused() map[string]string {
 		// GenericWorkload is served: simulator/scaleup plans a gang's pods
 		// all or nothing, and DRAWorkloadResourceClaims: a PodGroup's
 		// claims are made and reserved once for the group
-		// (simulator/harness). The rest of the Workload family is not
+		// (simulator/placement). The rest of the Workload family is not
 		// modelled.
 		string(features.CompositePodGroup): "composite PodGroups (gangs of gangs) are not planned by draxr, only single PodGroups",
 		string(features.TopologyAwareWorkloadScheduling): "topology-aware placement of PodGroups (one rack, one zone) is not planned by draxr: " +

@@ -9,8 +9,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	fx "draxr.dev/draxr/simulator/fixtures"
-	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/nodegroup"
+	"draxr.dev/draxr/simulator/placement"
 	"draxr.dev/draxr/simulator/snapshot"
 )
 
@@ -56,7 +56,7 @@ func placed(t *testing.T, specs []resourceapi.ResourceSliceSpec, className strin
 			t.Fatal(err)
 		}
 	}
-	h, err := harness.New(context.Background(), snap, nil)
+	h, err := placement.New(context.Background(), snap, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ type clusterShape struct {
 }
 
 // BenchmarkSimulate runs the whole `draxr simulate` path from decoded
-// objects to the plan (snapshot build, harness, plan) on cluster-sized
+// objects to the plan (snapshot build, placement engine, plan) on cluster-sized
 // inputs and asserts the node count, so a faster wrong plan cannot pass.
 func BenchmarkSimulate(b *testing.B) {
 	shapes := []clusterShape{

@@ -16,9 +16,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"draxr.dev/draxr/simulator/expander"
-	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/input"
 	"draxr.dev/draxr/simulator/offline"
+	"draxr.dev/draxr/simulator/placement"
 	"draxr.dev/draxr/simulator/report"
 	"draxr.dev/draxr/simulator/scaleup"
 )
@@ -228,7 +228,7 @@ var expectations = map[string]expectation{
 func TestScenarios(t *testing.T) {
 	// Every shortcut of the placement engine takes the full path too and
 	// stops the test on any difference (docs/shortcuts.md).
-	t.Setenv(harness.VerifyShortcutsEnv, "1")
+	t.Setenv(placement.VerifyShortcutsEnv, "1")
 	dirs, err := os.ReadDir(scenariosDir)
 	if err != nil {
 		t.Fatal(err)

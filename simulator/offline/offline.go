@@ -16,9 +16,9 @@ import (
 	"draxr.dev/draxr/simulator/capacitybuffer"
 	"draxr.dev/draxr/simulator/dynres"
 	"draxr.dev/draxr/simulator/expander"
-	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/input"
 	"draxr.dev/draxr/simulator/limits"
+	"draxr.dev/draxr/simulator/placement"
 	"draxr.dev/draxr/simulator/provreq"
 	"draxr.dev/draxr/simulator/scaleup"
 	"draxr.dev/draxr/simulator/snapshot"
@@ -45,7 +45,7 @@ type Options struct {
 	Now            time.Time
 }
 
-// planRequests runs the requests on p's harness as the loop would.
+// planRequests runs the requests on p's placement engine as the loop would.
 func planRequests(ctx context.Context, p *scaleup.Planner, objs *input.Objects, opts Options) ([]provreq.Report, error) {
 	templates := map[[2]string]*v1.PodTemplate{}
 	for _, t := range objs.PodTemplates {
@@ -202,7 +202,7 @@ func placeBuffers(plan *scaleup.Plan, buffers []*capacitybuffer.CapacityBuffer, 
 type Result struct {
 	Plan     *scaleup.Plan
 	Snapshot *snapshot.Snapshot // after the plan: new nodes and placements included
-	Harness  *harness.Harness
+	Engine   *placement.Engine
 	// ClassErrors lists DeviceClasses whose selectors do not compile.
 	ClassErrors []string
 	// ProvisioningRequests are what draxr-autoscaler sets on each request
@@ -223,7 +223,7 @@ func Simulate(ctx context.Context, objs *input.Objects, opts Options) (*Result, 
 	if err != nil {
 		return nil, err
 	}
-	h, err := harness.New(ctx, snap, opts.Profile)
+	h, err := placement.New(ctx, snap, opts.Profile)
 	if err != nil {
 		return nil, err
 	}
@@ -258,7 +258,7 @@ func Simulate(ctx context.Context, objs *input.Objects, opts Options) (*Result, 
 		return nil, fmt.Errorf("plan: %w", err)
 	}
 	plan.NoScaleUp = append(plan.NoScaleUp, waitingForBinding(objs, opts.Profile)...)
-	res := &Result{Plan: plan, Snapshot: snap, Harness: h, ProvisioningRequests: requests, Warnings: nodeAllocatableWarning(objs),
+	res := &Result{Plan: plan, Snapshot: snap, Engine: h, ProvisioningRequests: requests, Warnings: nodeAllocatableWarning(objs),
 		CapacityBuffers: placeBuffers(plan, buffers, bufferPods)}
 	classes, _ := snap.Classes().List()
 	for _, c := range classes {
@@ -273,7 +273,7 @@ func Simulate(ctx context.Context, objs *input.Objects, opts Options) (*Result, 
 // device binding conditions (KEP-5007) that it gets no scale-up, and why,
 // as the autoscaler's loop does.
 func waitingForBinding(objs *input.Objects, profile *config.KubeSchedulerProfile) []scaleup.NoScaleUp {
-	wait := input.BindingWait{Now: time.Now(), Timeout: cmp.Or(harness.BindingTimeout(profile), input.DefaultBindingTimeout)}
+	wait := input.BindingWait{Now: time.Now(), Timeout: cmp.Or(placement.BindingTimeout(profile), input.DefaultBindingTimeout)}
 	waiting := input.WaitingOnBindingConditions(objs.ResourceClaims, wait)
 	if len(waiting) == 0 {
 		return nil

@@ -15,11 +15,11 @@ import (
 )
 
 // Engine decides requests on one loop's placement engine. Its planner's
-// harness snapshot is changed: booked and found capacity stays in it, so
+// placement engine's snapshot is changed: booked and found capacity stays in it, so
 // that every later request, the regular pods and scale-down see it taken.
 type Engine struct {
 	// Planner plans for the atomic class: the loop's groups, expander and
-	// limits over the loop's harness. Check-capacity and booking use it
+	// limits over the loop's placement engine. Check-capacity and booking use it
 	// with no groups.
 	Planner   *scaleup.Planner
 	Templates Templates
@@ -75,7 +75,7 @@ func (e *Engine) Decide(ctx context.Context, pr *prv1.ProvisioningRequest) (Deci
 // claimTemplatesExist: a podSet's pods whose claims name a
 // ResourceClaimTemplate that does not exist can never be created.
 func (e *Engine) claimTemplatesExist(pr *prv1.ProvisioningRequest) error {
-	snap := e.Planner.Harness.Snapshot()
+	snap := e.Planner.Engine.Snapshot()
 	for i, ps := range pr.Spec.PodSets {
 		t := e.Templates(pr.Namespace, ps.PodTemplateRef.Name)
 		for j, pc := range t.Template.Spec.ResourceClaims {
@@ -94,7 +94,7 @@ func (e *Engine) claimTemplatesExist(pr *prv1.ProvisioningRequest) error {
 // kept, and the request is retried, or fails with noRetry. Never a
 // scale-up.
 func (e *Engine) checkCapacity(ctx context.Context, pr *prv1.ProvisioningRequest, pods []*v1.Pod) (Decision, error) {
-	snap := e.Planner.Harness.Snapshot()
+	snap := e.Planner.Engine.Snapshot()
 	snap.Fork()
 	plan, err := e.existingOnly().PlanContext(ctx, pods)
 	if err != nil {
@@ -123,7 +123,7 @@ func (e *Engine) checkCapacity(ctx context.Context, pr *prv1.ProvisioningRequest
 // atomic: what the existing nodes do not take is planned all or nothing
 // on new nodes of one group (balanced with its similar groups).
 func (e *Engine) atomic(ctx context.Context, pr *prv1.ProvisioningRequest, pods []*v1.Pod) (Decision, error) {
-	snap := e.Planner.Harness.Snapshot()
+	snap := e.Planner.Engine.Snapshot()
 	snap.Fork()
 	p := *e.Planner
 	p.AllOrNothing = true

@@ -15,8 +15,8 @@ import (
 
 	"draxr.dev/draxr/simulator/expander"
 	fx "draxr.dev/draxr/simulator/fixtures"
-	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/nodegroup"
+	"draxr.dev/draxr/simulator/placement"
 	"draxr.dev/draxr/simulator/scaleup"
 	"draxr.dev/draxr/simulator/snapshot"
 )
@@ -72,7 +72,7 @@ func cluster(t *testing.T, nodes, used, maxSize int) (*scaleup.Planner, *snapsho
 	snap.SetDeviceClass(fx.Class(gpuClass, fx.Driver, fx.GPUResource, fx.Epoch))
 	snap.SetResourceClaimTemplate(fx.ClaimTemplate("one-gpu", gpuClass, 1))
 	addGPUNodes(t, snap, nodes)
-	h, err := harness.New(context.Background(), snap, nil)
+	h, err := placement.New(context.Background(), snap, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func cluster(t *testing.T, nodes, used, maxSize int) (*scaleup.Planner, *snapsho
 		Spec: nodegroup.Spec{MaxSize: maxSize, Template: *fx.Node("template", 64, 256, nil),
 			ResourceSlices: []resourceapi.ResourceSliceSpec{slice.Spec}}}
 	exp, _ := expander.New("least-waste", nil, 1)
-	return &scaleup.Planner{Harness: h, Groups: []*nodegroup.NodeGroup{group}, Expander: exp}, snap
+	return &scaleup.Planner{Engine: h, Groups: []*nodegroup.NodeGroup{group}, Expander: exp}, snap
 }
 
 // addGPUNodes adds nodes node-<i> of the group gpu, 8 GPUs each, and
@@ -271,7 +271,7 @@ func TestBookPartlyConsumed(t *testing.T) {
 		pod := extendedTemplate().Template.Spec
 		real := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("real-%d", i), Namespace: "default", UID: types.UID(fmt.Sprintf("real-%d", i)),
 			Annotations: map[string]string{ConsumeAnnotation: "booked"}}, Spec: *pod.DeepCopy()}
-		if _, _, ferr := planner.Harness.PlaceOnAnyNode(real, snap.NodeNames()); ferr != nil {
+		if _, _, ferr := planner.Engine.PlaceOnAnyNode(real, snap.NodeNames()); ferr != nil {
 			t.Fatal(ferr)
 		}
 		consumers = append(consumers, real)

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	fx "draxr.dev/draxr/simulator/fixtures"
-	"draxr.dev/draxr/simulator/harness"
+	"draxr.dev/draxr/simulator/placement"
 	"draxr.dev/draxr/simulator/snapshot"
 )
 
@@ -17,12 +17,12 @@ import (
 // their own (pre-created and named by the pod, or generated from a
 // template and owned by the pod), so every node is 40% used and the pods
 // fit on 40% of the nodes: 60% are removable.
-func claimCluster(t testing.TB, nodes int, generated bool) *harness.Harness {
+func claimCluster(t testing.TB, nodes int, generated bool) *placement.Engine {
 	t.Helper()
 	snap := snapshot.New()
 	snap.SetDeviceClass(fx.Class("gpu.example.com", fx.Driver, "", fx.Epoch))
 	snap.SetResourceClaimTemplate(fx.ClaimTemplate("one-gpu", "gpu.example.com", 1))
-	h, err := harness.New(context.Background(), snap, nil)
+	h, err := placement.New(context.Background(), snap, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,7 @@
 // Package scaledown finds nodes whose pods could all run elsewhere: it
 // removes each candidate's pods in the simulation (freeing their
 // extended-resource and pod-owned claims, as eviction would) and places
-// them again through the scheduler harness on the remaining nodes.
+// them again through the placement engine on the remaining nodes.
 package scaledown
 
 import (
@@ -17,8 +17,8 @@ import (
 	"draxr.dev/draxr/simulator/dynres"
 	"draxr.dev/draxr/simulator/estimator"
 	"draxr.dev/draxr/simulator/gang"
-	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/limits"
+	"draxr.dev/draxr/simulator/placement"
 	"draxr.dev/draxr/simulator/scaleup"
 	"draxr.dev/draxr/simulator/snapshot"
 )
@@ -144,9 +144,9 @@ type Rejection struct {
 
 // Find returns the nodes that can be removed together, in the order they
 // were chosen (least utilised first), and why the others cannot. It
-// mutates the harness's snapshot: the chosen nodes' pods are moved and the
+// mutates the placement engine's snapshot: the chosen nodes' pods are moved and the
 // nodes deleted. Run it on a fork to keep the snapshot.
-func Find(h *harness.Harness, opts Options) ([]Removal, []Rejection) {
+func Find(h *placement.Engine, opts Options) ([]Removal, []Rejection) {
 	snap := h.Snapshot()
 	type candidate struct {
 		name string
@@ -274,7 +274,7 @@ func (s EarlyStop) reached(found int) string {
 // are tried on a few targets at a time, since the scheduler's PreFilter
 // and Filter cost grows with the candidates it is given.
 type drainer struct {
-	h    *harness.Harness
+	h    *placement.Engine
 	snap *snapshot.Snapshot
 	opts Options
 	// order is the snapshot's nodes at the start, in the order targets
@@ -320,7 +320,7 @@ func targetOrder(nodes, cands []string) []string {
 	return order
 }
 
-func newDrainer(h *harness.Harness, opts Options, order []string) *drainer {
+func newDrainer(h *placement.Engine, opts Options, order []string) *drainer {
 	snap := h.Snapshot()
 	var pods []*v1.Pod
 	for _, name := range order {
@@ -452,13 +452,13 @@ func (d *drainer) drain(nodeName string) (map[string]string, error) {
 // drain) to reject its kind (nil: nothing is known), and records in seen
 // the targets it tried before. It tries a few targets at a time, twice as
 // many each round.
-func (d *drainer) place(pod *v1.Pod, self int, known *rejecting, seen map[int]bool) (string, *harness.FitError) {
+func (d *drainer) place(pod *v1.Pod, self int, known *rejecting, seen map[int]bool) (string, *placement.FitError) {
 	i := 0
 	verify := d.h.VerifiesShortcuts()
 	if known != nil && !verify {
 		i = known.from
 	}
-	all := &harness.FitError{Pod: pod.Namespace + "/" + pod.Name, PerNode: map[string][]harness.Reason{}}
+	all := &placement.FitError{Pod: pod.Namespace + "/" + pod.Name, PerNode: map[string][]placement.Reason{}}
 	idx := make([]int, 0, firstRound)
 	cands := make([]string, 0, firstRound)
 	for round := firstRound; ; round *= 2 {
@@ -511,7 +511,7 @@ func readsLabels(pod *v1.Pod) bool {
 // minimums returns, when a minimum is set, how much of each limited
 // resource the cluster may lose, and a function counting a node (to be
 // called before the node is removed from the snapshot).
-func minimums(h *harness.Harness, opts Options) (limits.Amounts, func(name string) limits.Amounts) {
+func minimums(h *placement.Engine, opts Options) (limits.Amounts, func(name string) limits.Amounts) {
 	if !opts.Limits.HasMin() {
 		return nil, nil
 	}
@@ -564,7 +564,7 @@ func leavesWithNode(pod *v1.Pod) bool {
 // its devices would read eight H100s all taken whole as 8 of the 160
 // devices NVIDIA's DynamicMIG publishes, 5%, and drain a full node. The
 // node's utilization is the highest of these.
-func UtilizationOf(h *harness.Harness, nodeName string, ignore UtilizationIgnores) (float64, bool) {
+func UtilizationOf(h *placement.Engine, nodeName string, ignore UtilizationIgnores) (float64, bool) {
 	snap := h.Snapshot()
 	var devices int
 	var used, util float64

@@ -19,24 +19,24 @@ import (
 
 	"draxr.dev/draxr/simulator/drainability"
 	fx "draxr.dev/draxr/simulator/fixtures"
-	"draxr.dev/draxr/simulator/harness"
+	"draxr.dev/draxr/simulator/placement"
 	"draxr.dev/draxr/simulator/snapshot"
 )
 
 // spreadCluster builds `busy` nodes holding busyPods one-GPU pods each,
 // then `light` nodes holding lightPods each; every node has 8 devices.
-func spreadCluster(t testing.TB, busy, busyPods, light, lightPods int) *harness.Harness {
+func spreadCluster(t testing.TB, busy, busyPods, light, lightPods int) *placement.Engine {
 	t.Helper()
 	return spreadClusterWith(t, busy, busyPods, light, lightPods, nil, nil)
 }
 
 // spreadClusterWith is spreadCluster with hooks that change each node and
 // pod before they are added.
-func spreadClusterWith(t testing.TB, busy, busyPods, light, lightPods int, nodeHook func(*v1.Node), podHook func(pod *v1.Pod, node string)) *harness.Harness {
+func spreadClusterWith(t testing.TB, busy, busyPods, light, lightPods int, nodeHook func(*v1.Node), podHook func(pod *v1.Pod, node string)) *placement.Engine {
 	t.Helper()
 	snap := snapshot.New()
 	snap.SetDeviceClass(fx.Class("gpu.example.com", fx.Driver, fx.GPUResource, fx.Epoch))
-	h, err := harness.New(context.Background(), snap, nil)
+	h, err := placement.New(context.Background(), snap, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +306,7 @@ func TestUtilizationIgnores(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			snap := snapshot.New()
-			h, err := harness.New(context.Background(), snap, nil)
+			h, err := placement.New(context.Background(), snap, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -340,7 +340,7 @@ func TestUtilizationIgnores(t *testing.T) {
 
 // migCluster builds DynamicMIG H100 nodes (8 GPUs each); each node takes
 // pods of whole GPUs and pods of one 1g.10gb partition.
-func migCluster(t *testing.T, nodes map[string][2]int) *harness.Harness {
+func migCluster(t *testing.T, nodes map[string][2]int) *placement.Engine {
 	t.Helper()
 	snap := snapshot.New()
 	for _, c := range fx.NVIDIAClasses() {
@@ -351,7 +351,7 @@ func migCluster(t *testing.T, nodes map[string][2]int) *harness.Harness {
 	small.Spec.Spec.Devices.Requests[0].Exactly.Selectors = []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
 		Expression: `device.attributes["gpu.nvidia.com"].profile == "1g.10gb"`}}}
 	snap.SetResourceClaimTemplate(small)
-	h, err := harness.New(context.Background(), snap, nil)
+	h, err := placement.New(context.Background(), snap, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -469,7 +469,7 @@ func TestFindMovesPodsWithClaimsOfTheirOwn(t *testing.T) {
 // pod, alike c1's, now fits.
 func TestFindRetriesTargetsForPodsWithAffinity(t *testing.T) {
 	snap := snapshot.New()
-	h, err := harness.New(context.Background(), snap, nil)
+	h, err := placement.New(context.Background(), snap, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -520,7 +520,7 @@ func TestFindRetriesTargetsForPodsWithAffinity(t *testing.T) {
 func TestFindMovesPodsSharingAClaimTogether(t *testing.T) {
 	snap := snapshot.New()
 	snap.SetDeviceClass(fx.Class("gpu.example.com", fx.Driver, "", fx.Epoch))
-	h, err := harness.New(context.Background(), snap, nil)
+	h, err := placement.New(context.Background(), snap, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

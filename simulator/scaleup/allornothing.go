@@ -63,7 +63,7 @@ func (p *Planner) allOrNothingStep(ctx context.Context, st *state, pods []*v1.Po
 		return nil, nil, err
 	}
 	if ok {
-		snap := p.Harness.Snapshot()
+		snap := p.Engine.Snapshot()
 		snap.Fork()
 		planned := maps.Clone(st.planned)
 		step, err := st.scaleUpStep(ctx, best.Group, pods)
@@ -74,7 +74,7 @@ func (p *Planner) allOrNothingStep(ctx context.Context, st *state, pods []*v1.Po
 		var sus []ScaleUp
 		placed := 0
 		for _, res := range step {
-			sus = append(sus, scaleUpOf(p.Harness, res))
+			sus = append(sus, scaleUpOf(p.Engine, res))
 			placed += len(res.Placed)
 		}
 		if placed == len(pods) {
@@ -103,7 +103,7 @@ func (st *state) allOrNothingReason(ctx context.Context, g *nodegroup.NodeGroup,
 		return GroupReason{NodeGroup: g.Name, Code: code, Message: "node group " + g.Name + ": " + fmt.Sprintf(format, args...)}
 	}
 	// How many nodes all the pods need, whatever the bounds.
-	snap := st.p.Harness.Snapshot()
+	snap := st.p.Engine.Snapshot()
 	snap.Fork()
 	res, err := st.binPacking(g.Name, false).EstimateContext(ctx, g, pods, len(pods))
 	snap.Revert()

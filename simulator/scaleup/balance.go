@@ -53,7 +53,7 @@ func (st *state) scaleUpStep(ctx context.Context, best string, pods []*v1.Pod) (
 		st.planned[best] += len(res.NewNodes)
 		return []*estimator.Result{res}, nil
 	}
-	snap := st.p.Harness.Snapshot()
+	snap := st.p.Engine.Snapshot()
 	snap.Fork()
 	probe, err := st.finalEstimate(ctx, best, pods)
 	snap.Revert()

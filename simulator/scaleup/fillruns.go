@@ -6,7 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"draxr.dev/draxr/simulator/estimator"
-	"draxr.dev/draxr/simulator/harness"
+	"draxr.dev/draxr/simulator/placement"
 )
 
 // fillRun is what first fit learned filling an empty existing node with
@@ -27,7 +27,7 @@ type fillRun struct {
 // (estimator.Kinds.Alike, owner and labels aside) share a run, since no
 // pod's Filter verdict reads labels in a pass where runs are kept.
 type fillRuns struct {
-	h     *harness.Harness
+	h     *placement.Engine
 	kinds *estimator.Kinds
 	// on: no pod placed or pending reads labels (estimator.LabelBlind);
 	// otherwise an identical node may still differ by its neighbours.
@@ -36,7 +36,7 @@ type fillRuns struct {
 	onNode map[string]string // node -> kind of its run
 }
 
-func newFillRuns(h *harness.Harness, kinds *estimator.Kinds, pending []*v1.Pod, off bool) *fillRuns {
+func newFillRuns(h *placement.Engine, kinds *estimator.Kinds, pending []*v1.Pod, off bool) *fillRuns {
 	return &fillRuns{h: h, kinds: kinds, on: !off && estimator.LabelBlind(h, pending), byKind: map[string]*fillRun{}, onNode: map[string]string{}}
 }
 
@@ -61,7 +61,7 @@ func (f *fillRuns) placed(node string, placed *v1.Pod, full func(string) bool) {
 		// A run starts on a node that was empty: the pod is its only one
 		// and holds devices of the node's own pool only.
 		if ni := f.h.Snapshot().NodeInfo(node); ni != nil && len(ni.Pods) == 1 && f.h.OnOwnPools(placed, node) &&
-			harness.Replicable(placed, f.kinds.OwnsNamedClaims(placed)) && !estimator.SelectsNodesByName([]*v1.Pod{placed}) {
+			placement.Replicable(placed, f.kinds.OwnsNamedClaims(placed)) && !estimator.SelectsNodesByName([]*v1.Pod{placed}) {
 			if sig, ok := f.signatureWithout(node, placed); ok {
 				r = &fillRun{src: node, sig: sig}
 				f.byKind[kind] = r
@@ -106,7 +106,7 @@ func (f *fillRuns) copyTo(next []*v1.Pod, nodes []string, last string, full func
 	}
 	run := next[:len(r.pods)]
 	for _, p := range run {
-		if f.kinds.Alike(p) != kind || !harness.Replicable(p, f.kinds.OwnsNamedClaims(p)) {
+		if f.kinds.Alike(p) != kind || !placement.Replicable(p, f.kinds.OwnsNamedClaims(p)) {
 			return "", nil
 		}
 	}
@@ -136,7 +136,7 @@ func (f *fillRuns) copyTo(next []*v1.Pod, nodes []string, last string, full func
 	// First fit moves on from dst as it did from the source only if dst
 	// is as full (NoRoom holds itself to the full path).
 	if f.h.VerifiesShortcuts() && !full(dst) {
-		harness.ShortcutDiffers("fill copies", "node %s took the %d pods node %s took but is not full for them", dst, len(run), r.src)
+		placement.ShortcutDiffers("fill copies", "node %s took the %d pods node %s took but is not full for them", dst, len(run), r.src)
 	}
 	placed := make([]*v1.Pod, len(run))
 	for i, p := range run {

@@ -66,7 +66,7 @@ func TestFillCopiesAreTheSlowPath(t *testing.T) {
 				p := newPlanner(t, snap)
 				for i, n := range tc.nodes {
 					for j := range n.used {
-						if _, ferr := p.Harness.Place(fx.Pod(fmt.Sprintf("run-%d-%d", i, j), 100, fx.GPUs(fx.GPUResource, 1)), fmt.Sprintf("free-%d", i)); ferr != nil {
+						if _, ferr := p.Engine.Place(fx.Pod(fmt.Sprintf("run-%d-%d", i, j), 100, fx.GPUs(fx.GPUResource, 1)), fmt.Sprintf("free-%d", i)); ferr != nil {
 							t.Fatal(ferr)
 						}
 					}
@@ -75,7 +75,7 @@ func TestFillCopiesAreTheSlowPath(t *testing.T) {
 					anti := fx.Pod("loner", 100, nil)
 					anti.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{
 						RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{TopologyKey: v1.LabelHostname}}}}
-					if _, ferr := p.Harness.Place(anti, "free-3"); ferr != nil {
+					if _, ferr := p.Engine.Place(anti, "free-3"); ferr != nil {
 						t.Fatal(ferr)
 					}
 				}

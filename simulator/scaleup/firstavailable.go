@@ -8,7 +8,7 @@ import (
 
 	"draxr.dev/draxr/simulator/estimator"
 	"draxr.dev/draxr/simulator/expander"
-	"draxr.dev/draxr/simulator/harness"
+	"draxr.dev/draxr/simulator/placement"
 )
 
 // firstAvailableRank is how far down their claims' firstAvailable lists
@@ -16,7 +16,7 @@ import (
 // group's new nodes: the highest index of a sub-request allocated, 0 when
 // every pod got its first choice or none asks for one. One pod of each
 // kind is read (pods of a kind ask alike, and the nodes are alike).
-func firstAvailableRank(h *harness.Harness, kinds *estimator.Kinds, res *estimator.Result) int {
+func firstAvailableRank(h *placement.Engine, kinds *estimator.Kinds, res *estimator.Result) int {
 	rank := 0
 	seen := map[string]bool{}
 	for _, pod := range res.PlacedOrder {

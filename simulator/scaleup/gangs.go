@@ -56,7 +56,7 @@ func (p *Planner) splitGangs(pending []*v1.Pod, plan *Plan) ([]*v1.Pod, []gangPo
 // was short. It returns the gang's pods left over once its quorum is
 // planned: they bind one by one, as other pods.
 func (p *Planner) planGang(ctx context.Context, st *state, gp gangPods, plan *Plan) ([]*v1.Pod, error) {
-	snap := p.Harness.Snapshot()
+	snap := p.Engine.Snapshot()
 	need := gp.gang.Need()
 	snap.Fork()
 	planned := maps.Clone(st.planned)
@@ -130,7 +130,7 @@ func (p *Planner) planGang(ctx context.Context, st *state, gp gangPods, plan *Pl
 // need of the pods are placed; otherwise nothing changes. The steps are
 // one scale-up: the gang asks for all their nodes at once.
 func (p *Planner) acrossGroups(ctx context.Context, st *state, pods []*v1.Pod, need int) ([]ScaleUp, error) {
-	snap := p.Harness.Snapshot()
+	snap := p.Engine.Snapshot()
 	snap.Fork()
 	planned := maps.Clone(st.planned)
 	var sus []ScaleUp

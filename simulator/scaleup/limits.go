@@ -19,7 +19,7 @@ func (st *state) countLimits() {
 	if !lim.HasMax() {
 		return
 	}
-	snap := st.p.Harness.Snapshot()
+	snap := st.p.Engine.Snapshot()
 	st.counted = limits.Amounts{}
 	for _, name := range snap.NodeNames() {
 		var extended []dynres.Entry

@@ -7,9 +7,9 @@ import (
 	"draxr.dev/draxr/simulator/dynres"
 	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/gang"
-	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/limits"
 	"draxr.dev/draxr/simulator/nodegroup"
+	"draxr.dev/draxr/simulator/placement"
 )
 
 // Config is what a planner is built from. The autoscaler's loop and
@@ -35,8 +35,8 @@ type Config struct {
 // NewPlanner builds the planner over h: a CapacityBuffer's in-memory pods
 // are placed first-fit (their node does not matter), every other pod as
 // the scheduler would.
-func NewPlanner(h *harness.Harness, c Config) *Planner {
-	p := &Planner{Harness: h, Groups: c.Groups, Expander: c.Expander, MaxNodesTotal: c.MaxNodesTotal, Matcher: c.Matcher,
+func NewPlanner(h *placement.Engine, c Config) *Planner {
+	p := &Planner{Engine: h, Groups: c.Groups, Expander: c.Expander, MaxNodesTotal: c.MaxNodesTotal, Matcher: c.Matcher,
 		DaemonSets: c.DaemonSets, Limits: c.Limits, FirstFitFor: capacitybuffer.IsBufferPod, Gangs: c.Gangs}
 	if p.Matcher == nil {
 		p.Matcher = dynres.NewMatcher()

@@ -64,11 +64,11 @@ func TestPlanOwnClaims(t *testing.T) {
 				}
 				devices := map[string]string{}
 				for _, pl := range plan.ScaleUps[0].Placements {
-					placed, _, ok := p.Harness.Snapshot().Pod(pl.Pod.UID)
+					placed, _, ok := p.Engine.Snapshot().Pod(pl.Pod.UID)
 					if !ok {
 						t.Fatalf("pod %s is not in the snapshot", pl.Pod.Name)
 					}
-					claims := p.Harness.ClaimsOf(placed)
+					claims := p.Engine.ClaimsOf(placed)
 					if len(claims) != 1 || claims[0].Status.Allocation == nil {
 						t.Fatalf("pod %s: claims %v, want its own, allocated", pl.Pod.Name, claims)
 					}

@@ -22,9 +22,9 @@ import (
 	"draxr.dev/draxr/simulator/estimator"
 	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/gang"
-	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/limits"
 	"draxr.dev/draxr/simulator/nodegroup"
+	"draxr.dev/draxr/simulator/placement"
 )
 
 // Plan is the outcome for every pending pod.
@@ -82,10 +82,10 @@ type GroupState struct {
 	Template     []dynres.Entry `json:"templateResources"`
 }
 
-// Planner plans scale-ups over a harness's snapshot, which it mutates: run
+// Planner plans scale-ups over a placement engine's snapshot, which it mutates: run
 // it on a fork to keep the snapshot.
 type Planner struct {
-	Harness  *harness.Harness
+	Engine   *placement.Engine
 	Groups   []*nodegroup.NodeGroup
 	Expander expander.Strategy
 	// MaxNodesTotal caps all nodes in the cluster; 0 means no cap.
@@ -94,7 +94,7 @@ type Planner struct {
 	// DaemonSets run pods on the new nodes they match.
 	DaemonSets []*appsv1.DaemonSet
 	// SchedulerNames are the schedulers whose pods are planned for; empty
-	// means the harness's profile only.
+	// means the placement engine's profile only.
 	SchedulerNames []string
 	// Limits are CA's cluster-wide resource limits, --max-nodes-per-scaleup
 	// and balancing of similar groups; the zero value limits nothing.
@@ -153,10 +153,10 @@ func (p *Planner) PlanContext(ctx context.Context, pending []*v1.Pod) (*Plan, er
 	sort.Slice(groups, func(i, j int) bool { return groups[i].Name < groups[j].Name })
 	st := newState(p, groups)
 	// A claim a gang's pods share through their PodGroup is one claim.
-	pending = p.Harness.GroupClaims(pending)
+	pending = p.Engine.GroupClaims(pending)
 	// Pods count their own claims by what they ask; all pending pods are
 	// given, so that a claim any two of them share keeps its name.
-	st.kinds = estimator.NewKinds(p.Harness.Snapshot(), pending)
+	st.kinds = estimator.NewKinds(p.Engine.Snapshot(), pending)
 
 	plan := &Plan{ScaleUps: []ScaleUp{}, ExistingNodes: []Placement{}, NoScaleUp: []NoScaleUp{}}
 	pending = p.setAsideUntried(pending, plan)
@@ -227,7 +227,7 @@ func (p *Planner) stepByStep(ctx context.Context, st *state, pods []*v1.Pod, onS
 		step := make([]ScaleUp, 0, len(res))
 		placed := 0
 		for _, r := range res {
-			step = append(step, scaleUpOf(p.Harness, r))
+			step = append(step, scaleUpOf(p.Engine, r))
 			pods = withoutPlaced(pods, r.Placed)
 			placed += len(r.Placed)
 		}
@@ -244,7 +244,7 @@ func (p *Planner) stepByStep(ctx context.Context, st *state, pods []*v1.Pod, onS
 func (p *Planner) setAsideUntried(pending []*v1.Pod, plan *Plan) []*v1.Pod {
 	served := p.SchedulerNames
 	if len(served) == 0 {
-		served = []string{p.Harness.SchedulerName()}
+		served = []string{p.Engine.SchedulerName()}
 	}
 	out := make([]*v1.Pod, 0, len(pending))
 	for _, pod := range pending {
@@ -287,13 +287,13 @@ func schedulerOf(pod *v1.Pod) string {
 // placeOnExisting places pods on existing nodes where kube-scheduler would.
 // A kind of pod that fit nowhere is not tried again: nodes only fill up.
 func (p *Planner) placeOnExisting(ctx context.Context, pods []*v1.Pod, plan *Plan, kinds *estimator.Kinds) ([]*v1.Pod, error) {
-	nodes := p.Harness.Snapshot().NodeNames()
+	nodes := p.Engine.Snapshot().NodeNames()
 	if len(nodes) == 0 {
 		return pods, nil
 	}
 	var remaining []*v1.Pod
 	noRoom := map[string]bool{}
-	room := p.Harness.NewCandidates()
+	room := p.Engine.NewCandidates()
 	last := "" // FirstFit: the node the last pod went to
 	// FirstFit: the last placed pod of each kind, whose scheduler pod
 	// info its replicas copy.
@@ -301,7 +301,7 @@ func (p *Planner) placeOnExisting(ctx context.Context, pods []*v1.Pod, plan *Pla
 	// FirstFit: each kind's "plainly no room" test, made once (it reads
 	// the nodes when called).
 	noRoomOf := map[string]func(string) bool{}
-	runs := newFillRuns(p.Harness, kinds, pods, p.noFillCopies)
+	runs := newFillRuns(p.Engine, kinds, pods, p.noFillCopies)
 	for i := 0; i < len(pods); i++ {
 		pod := pods[i]
 		if err := ctx.Err(); err != nil {
@@ -314,20 +314,20 @@ func (p *Planner) placeOnExisting(ctx context.Context, pods []*v1.Pod, plan *Pla
 		}
 		var node string
 		var placed *v1.Pod
-		var ferr *harness.FitError
+		var ferr *placement.FitError
 		if p.FirstFit || p.FirstFitFor != nil && p.FirstFitFor(pod) {
 			// A pod's claims may be allocated by then (shared with an
 			// earlier pod): only pods without claims share the test.
 			full, ok := noRoomOf[kind]
 			if !ok || len(pod.Spec.ResourceClaims) > 0 {
-				full = p.Harness.NoRoom(pod)
+				full = p.Engine.NoRoom(pod)
 				if len(pod.Spec.ResourceClaims) == 0 {
 					noRoomOf[kind] = full
 				}
 			}
 			if dst, copied := runs.copyTo(pods[i:], nodes, last, full); copied != nil {
 				for j, c := range copied {
-					plan.ExistingNodes = append(plan.ExistingNodes, newPlacement(p.Harness, pods[i+j], dst, c))
+					plan.ExistingNodes = append(plan.ExistingNodes, newPlacement(p.Engine, pods[i+j], dst, c))
 				}
 				i += len(copied) - 1
 				last, lastOfKind[kind] = dst, copied[len(copied)-1].UID
@@ -347,7 +347,7 @@ func (p *Planner) placeOnExisting(ctx context.Context, pods []*v1.Pod, plan *Pla
 				remaining = append(remaining, pod)
 				continue
 			}
-			node, placed, ferr = p.Harness.PlaceBest(pod, candidates)
+			node, placed, ferr = p.Engine.PlaceBest(pod, candidates)
 		}
 		if ferr != nil {
 			noRoom[kind] = true
@@ -356,21 +356,21 @@ func (p *Planner) placeOnExisting(ctx context.Context, pods []*v1.Pod, plan *Pla
 		}
 		last = node
 		lastOfKind[kind] = placed.UID
-		plan.ExistingNodes = append(plan.ExistingNodes, newPlacement(p.Harness, pod, node, placed))
+		plan.ExistingNodes = append(plan.ExistingNodes, newPlacement(p.Engine, pod, node, placed))
 	}
 	return remaining, nil
 }
 
 // firstFit places pod on the first node that takes it, searching from
 // the node last (the previous pod's) on, in batches that grow from one: the
-// plugins' PreFilter then sees only the batch's nodes (the harness scopes
+// plugins' PreFilter then sees only the batch's nodes (the placement engine scopes
 // it to its candidates), so a fleet of thousands costs a few nodes a pod.
 // Nodes plainly short of the pod's requests are skipped before any plugin
 // runs.
-func (p *Planner) firstFit(pod *v1.Pod, nodes []string, last string, like types.UID, full func(string) bool) (string, *v1.Pod, *harness.FitError) {
+func (p *Planner) firstFit(pod *v1.Pod, nodes []string, last string, like types.UID, full func(string) bool) (string, *v1.Pod, *placement.FitError) {
 	start := max(slices.Index(nodes, last), 0)
 	batch := make([]string, 0, 1) // most pods take the first node with room
-	var ferr *harness.FitError
+	var ferr *placement.FitError
 	for i := 0; i < len(nodes); i++ {
 		n := nodes[(start+i)%len(nodes)]
 		if full != nil && full(n) {
@@ -382,16 +382,16 @@ func (p *Planner) firstFit(pod *v1.Pod, nodes []string, last string, like types.
 		}
 		var node string
 		var placed *v1.Pod
-		if node, placed, ferr = p.Harness.PlaceOnAnyNodeLike(pod, batch, like); ferr == nil {
+		if node, placed, ferr = p.Engine.PlaceOnAnyNodeLike(pod, batch, like); ferr == nil {
 			return node, placed, nil
 		}
 		batch = make([]string, 0, 2*cap(batch))
 	}
 	if len(batch) > 0 {
-		return p.Harness.PlaceOnAnyNodeLike(pod, batch, like)
+		return p.Engine.PlaceOnAnyNodeLike(pod, batch, like)
 	}
 	if ferr == nil {
-		ferr = &harness.FitError{Pod: pod.Namespace + "/" + pod.Name, PreFilter: []harness.Reason{{Message: "no node has room"}}}
+		ferr = &placement.FitError{Pod: pod.Namespace + "/" + pod.Name, PreFilter: []placement.Reason{{Message: "no node has room"}}}
 	}
 	return "", nil, ferr
 }
@@ -433,7 +433,7 @@ func (p *Planner) bestOptionFor(ctx context.Context, st *state, pods []*v1.Pod, 
 			}
 			continue
 		}
-		snap := p.Harness.Snapshot()
+		snap := p.Engine.Snapshot()
 		snap.Fork()
 		res, err := st.estimate(ctx, g.Name, pods, false)
 		if err != nil {
@@ -441,7 +441,7 @@ func (p *Planner) bestOptionFor(ctx context.Context, st *state, pods []*v1.Pod, 
 			return expander.Option{}, false, err
 		}
 		o := expander.Option{Group: g.Name, NewNodes: len(res.NewNodes), PodCount: len(res.Placed), Waste: waste(snap, res)}
-		rank[g.Name] = firstAvailableRank(p.Harness, st.kinds, res)
+		rank[g.Name] = firstAvailableRank(p.Engine, st.kinds, res)
 		snap.Revert()
 		seen[key] = answer{option: o, group: g.Name, rank: rank[g.Name]}
 		if o.PodCount >= need {
@@ -459,7 +459,7 @@ func (p *Planner) bestOptionFor(ctx context.Context, st *state, pods []*v1.Pod, 
 }
 
 // scaleUpOf is one estimate's scale-up: its group, new nodes and pods.
-func scaleUpOf(h *harness.Harness, res *estimator.Result) ScaleUp {
+func scaleUpOf(h *placement.Engine, res *estimator.Result) ScaleUp {
 	su := ScaleUp{NodeGroup: res.Group, NewNodes: len(res.NewNodes)}
 	if n := len(res.PlacedOrder); n > 0 { // none stays nil: JSON says null, as before
 		su.Pods, su.Placements = make([]PodRef, 0, n), make([]Placement, 0, n)
@@ -506,7 +506,7 @@ func withoutPlaced(pods []*v1.Pod, placed map[types.UID]string) []*v1.Pod {
 // newPlacement is pod placed on node, with "driver/pool/device" and the
 // DeviceClass of each device of the placed pod's extended-resource claim
 // and claims.
-func newPlacement(h *harness.Harness, pod *v1.Pod, node string, placed *v1.Pod) Placement {
+func newPlacement(h *placement.Engine, pod *v1.Pod, node string, placed *v1.Pod) Placement {
 	p := Placement{Pod: RefOf(pod), Node: node}
 	if placed == nil {
 		return p

@@ -11,8 +11,8 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"draxr.dev/draxr/simulator/dynres"
-	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/nodegroup"
+	"draxr.dev/draxr/simulator/placement"
 )
 
 // explain says, per node group, why a pending pod does not trigger a
@@ -33,7 +33,7 @@ func (st *state) explain(pod *v1.Pod) NoScaleUp {
 	return out
 }
 
-func neverReason(ferr *harness.FitError) string {
+func neverReason(ferr *placement.FitError) string {
 	for _, r := range ferr.Reasons() {
 		if r.Never {
 			return r.Message
@@ -61,7 +61,7 @@ func (st *state) groupReason(g *nodegroup.NodeGroup, pod *v1.Pod, kind string) G
 		}
 		return reason(PredicatesFailed, prefix+pluginReasons(ferr))
 	}
-	if st.p.MaxNodesTotal > 0 && st.p.Harness.Snapshot().NodeCount() >= st.p.MaxNodesTotal {
+	if st.p.MaxNodesTotal > 0 && st.p.Engine.Snapshot().NodeCount() >= st.p.MaxNodesTotal {
 		return reason(MaxNodesTotalReached, prefix+fmt.Sprintf("--max-nodes-total %d reached", st.p.MaxNodesTotal))
 	}
 	if st.sizeRoom(g) <= 0 {
@@ -118,7 +118,7 @@ func (st *state) resourceShortfall(g *nodegroup.NodeGroup, pod *v1.Pod) string {
 	return ""
 }
 
-func pluginReasons(ferr *harness.FitError) string {
+func pluginReasons(ferr *placement.FitError) string {
 	seen := map[string]bool{}
 	var parts []string
 	for _, r := range ferr.Reasons() {
@@ -154,7 +154,7 @@ func (st *state) claimReason(g *nodegroup.NodeGroup, pod *v1.Pod, kind string) s
 }
 
 func (st *state) workOutClaimReason(g *nodegroup.NodeGroup, pod *v1.Pod) string {
-	snap := st.p.Harness.Snapshot()
+	snap := st.p.Engine.Snapshot()
 	idx := snap.Classes()
 	class := func(name string) *resourceapi.DeviceClass {
 		c, err := idx.Get(name)

@@ -14,7 +14,7 @@ import (
 // free: no new node adds devices to such a pool, so they explain why a
 // pod that asks for them waits whatever the autoscaler does.
 func (st *state) exhaustedSharedPools(pod *v1.Pod) []string {
-	snap := st.p.Harness.Snapshot()
+	snap := st.p.Engine.Snapshot()
 	classes := st.classesOf(pod)
 	if len(classes) == 0 {
 		return nil
@@ -62,7 +62,7 @@ func (st *state) matchesAny(classes []*resourceapi.DeviceClass, driver string, d
 // classesOf lists the DeviceClasses the pod asks for: through extended
 // resources and through its claims' requests.
 func (st *state) classesOf(pod *v1.Pod) []*resourceapi.DeviceClass {
-	snap := st.p.Harness.Snapshot()
+	snap := st.p.Engine.Snapshot()
 	idx := snap.Classes()
 	seen := map[string]bool{}
 	var out []*resourceapi.DeviceClass

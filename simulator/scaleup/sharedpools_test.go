@@ -28,7 +28,7 @@ func TestReasonNamesExhaustedSharedPool(t *testing.T) {
 	p := newPlanner(t, snap, cpuGroup)
 	link := fx.GPUs("example.com/link", 1)
 	for _, name := range []string{"a", "b"} { // take both devices
-		if _, ferr := p.Harness.Place(fx.Pod(name, 100, link), "n0"); ferr != nil {
+		if _, ferr := p.Engine.Place(fx.Pod(name, 100, link), "n0"); ferr != nil {
 			t.Fatal(ferr)
 		}
 	}

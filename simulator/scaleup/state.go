@@ -11,9 +11,9 @@ import (
 
 	"draxr.dev/draxr/simulator/dynres"
 	"draxr.dev/draxr/simulator/estimator"
-	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/limits"
 	"draxr.dev/draxr/simulator/nodegroup"
+	"draxr.dev/draxr/simulator/placement"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -27,7 +27,7 @@ type state struct {
 	template map[string][]dynres.Entry
 	// rejects holds, per group and kind of pod, why an empty node of the
 	// group does not take the pod. It does not change between loops.
-	rejects map[string]map[string]*harness.FitError
+	rejects map[string]map[string]*placement.FitError
 	// claimWhy holds, per group and kind, which request or constraint of
 	// the pod's claims an empty node never satisfies ("" for none).
 	claimWhy map[string]map[string]string
@@ -66,7 +66,7 @@ func newState(p *Planner, groups []*nodegroup.NodeGroup) *state {
 		current:      map[string]int{},
 		planned:      map[string]int{},
 		template:     map[string][]dynres.Entry{},
-		rejects:      map[string]map[string]*harness.FitError{},
+		rejects:      map[string]map[string]*placement.FitError{},
 		claimWhy:     map[string]map[string]string{},
 		held:         map[string]map[string]bool{},
 		signature:    map[string]string{},
@@ -74,7 +74,7 @@ func newState(p *Planner, groups []*nodegroup.NodeGroup) *state {
 		namedMembers: map[string]int{},
 		templates:    &estimator.Templates{},
 	}
-	snap := p.Harness.Snapshot()
+	snap := p.Engine.Snapshot()
 	if len(groups) == 0 {
 		// Placing on existing nodes only (buffer pods, check-capacity):
 		// nothing below is read, and a fleet's nodes need not be walked.
@@ -103,7 +103,7 @@ func newState(p *Planner, groups []*nodegroup.NodeGroup) *state {
 	}
 	for _, g := range groups {
 		st.byName[g.Name] = g
-		st.rejects[g.Name] = map[string]*harness.FitError{}
+		st.rejects[g.Name] = map[string]*placement.FitError{}
 		st.template[g.Name] = templateResources(p, g)
 		st.held[g.Name] = map[string]bool{}
 		st.signature[g.Name] = templateSignature(g)
@@ -118,7 +118,7 @@ func newState(p *Planner, groups []*nodegroup.NodeGroup) *state {
 // templateResources instantiates the group's template on a fork to list
 // what one of its nodes offers.
 func templateResources(p *Planner, g *nodegroup.NodeGroup) []dynres.Entry {
-	snap := p.Harness.Snapshot()
+	snap := p.Engine.Snapshot()
 	snap.Fork()
 	defer snap.Revert()
 	name := "template-" + g.Name
@@ -148,7 +148,7 @@ func (st *state) room(g *nodegroup.NodeGroup) int {
 func (st *state) sizeRoom(g *nodegroup.NodeGroup) int {
 	room := g.Spec.MaxSize - st.current[g.Name] - st.planned[g.Name]
 	if st.p.MaxNodesTotal > 0 {
-		total := st.p.Harness.Snapshot().NodeCount()
+		total := st.p.Engine.Snapshot().NodeCount()
 		room = min(room, st.p.MaxNodesTotal-total)
 	}
 	return room
@@ -169,7 +169,7 @@ func (st *state) stepRoom(g *nodegroup.NodeGroup) int {
 
 func (st *state) binPacking(group string, final bool) *estimator.BinPacking {
 	offset := st.current[group] - st.namedMembers[group] + st.planned[group]
-	est := &estimator.BinPacking{Harness: st.p.Harness, CountOnly: !final, Kinds: st.kinds, DaemonSets: st.p.DaemonSets, Templates: st.templates, Namer: func(group string, i int) string {
+	est := &estimator.BinPacking{Engine: st.p.Engine, CountOnly: !final, Kinds: st.kinds, DaemonSets: st.p.DaemonSets, Templates: st.templates, Namer: func(group string, i int) string {
 		return newNodeName(st.namePrefix[group], offset+i, st.takenIndexes[group])
 	}}
 	// A node with devices is not opened for pods that use none while a
@@ -291,7 +291,7 @@ func (st *state) finalEstimate(ctx context.Context, group string, pods []*v1.Pod
 	if !partitionable(g) && len(st.template[group]) == 0 {
 		return st.estimate(ctx, group, pods, true)
 	}
-	snap := st.p.Harness.Snapshot()
+	snap := st.p.Engine.Snapshot()
 	snap.Fork()
 	packed, err := st.estimate(ctx, group, pods, true)
 	if err != nil {

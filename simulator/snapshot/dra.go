@@ -239,7 +239,7 @@ func (l podGroupLister) Get(namespace, name string) (*schedulingapi.PodGroup, er
 
 // claimTracker is the snapshot seen as the framework's ResourceClaimTracker.
 // Allocations signalled in Reserve are kept apart (pending) until the
-// harness commits them, exactly like in-flight allocations in the scheduler.
+// placement engine commits them, exactly like in-flight allocations in the scheduler.
 type claimTracker struct{ s *Snapshot }
 
 func (t claimTracker) List() ([]*resourceapi.ResourceClaim, error) {
@@ -333,6 +333,6 @@ func (t claimTracker) MaybeRemoveClaimPendingAllocation(claimUID types.UID, _ bo
 }
 
 // AssumeClaimAfterAPICall and AssumedClaimRestore belong to the binding
-// phase, which a simulation never runs; the harness commits instead.
+// phase, which a simulation never runs; the placement engine commits instead.
 func (t claimTracker) AssumeClaimAfterAPICall(*resourceapi.ResourceClaim) error { return nil }
 func (t claimTracker) AssumedClaimRestore(string, string)                       {}

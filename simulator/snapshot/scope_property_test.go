@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	fx "draxr.dev/draxr/simulator/fixtures"
-	"draxr.dev/draxr/simulator/harness"
+	"draxr.dev/draxr/simulator/placement"
 	"draxr.dev/draxr/simulator/snapshot"
 )
 
@@ -44,7 +44,7 @@ func rackSelector(rack string) *v1.NodeSelector {
 
 // world is one randomized cluster and the pods that will be scheduled on it.
 type world struct {
-	h     *harness.Harness
+	h     *placement.Engine
 	nodes []string
 	pods  []*v1.Pod
 }
@@ -102,7 +102,7 @@ func newWorld(t *testing.T, rng *rand.Rand, scoped bool) *world {
 		}
 		w.pods = append(w.pods, pod)
 	}
-	h, err := harness.New(context.Background(), snap, nil)
+	h, err := placement.New(context.Background(), snap, nil)
 	must(err)
 	w.h = h
 	return w
@@ -123,7 +123,7 @@ func (w *world) play(rng *rand.Rand) []string {
 		}
 		var node string
 		var got *v1.Pod
-		var ferr *harness.FitError
+		var ferr *placement.FitError
 		if rng.Intn(2) == 0 {
 			node, got, ferr = w.h.PlaceBest(pod, w.nodes)
 		} else {

@@ -61,7 +61,7 @@ type Snapshot struct {
 	pending   map[types.UID]*resourceapi.ResourceClaim // signalled in Reserve, not yet committed
 	pvcUsers  map[string]int
 
-	scope      *cycleScope // non-nil while the harness schedules one pod
+	scope      *cycleScope // non-nil while the placement engine schedules one pod
 	scopeStore cycleScope
 	// unscoped turns SetCycleScope off; only tests set it (export_test.go),
 	// to check that scoped listers place pods as unscoped ones do.

@@ -14,7 +14,7 @@ import (
 	fx "draxr.dev/draxr/simulator/fixtures"
 )
 
-// dump renders what the scheduler framework and the harness can read from
+// dump renders what the scheduler framework and the placement engine can read from
 // a snapshot, so that two equal snapshots print the same.
 func dump(t *testing.T, s *Snapshot) string {
 	t.Helper()

@@ -21,7 +21,7 @@ import (
 
 	"draxr.dev/draxr/autoscaler/app"
 	"draxr.dev/draxr/cloudprovider/externalgrpc"
-	"draxr.dev/draxr/simulator/harness"
+	"draxr.dev/draxr/simulator/placement"
 )
 
 const root = "../.."
@@ -304,7 +304,7 @@ func TestSchedulerConfig(t *testing.T) {
 	if string(a) != string(b) {
 		t.Errorf("plugins differ from %s:\n%s\n%s", SchedulerConfig, a, b)
 	}
-	if _, err := harness.ParseProfile([]byte(data), "rendered scheduler-config.yaml", "draxr-scheduler"); err != nil {
+	if _, err := placement.ParseProfile([]byte(data), "rendered scheduler-config.yaml", "draxr-scheduler"); err != nil {
 		t.Fatalf("rendered scheduler config does not load: %v", err)
 	}
 	image, args := container(t, mustFind(t, docs, "Deployment", "draxr-scheduler"))

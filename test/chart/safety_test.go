@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
-	"draxr.dev/draxr/simulator/harness"
+	"draxr.dev/draxr/simulator/placement"
 )
 
 // schedulerConfig is the rendered KubeSchedulerConfiguration: its text
@@ -64,7 +64,7 @@ func TestSchedulerModes(t *testing.T) {
 			}
 			data, le := schedulerConfig(t, docs)
 			// What the autoscaler and the scheduler load (the first profile).
-			p, err := harness.ParseProfile([]byte(data), "rendered", "")
+			p, err := placement.ParseProfile([]byte(data), "rendered", "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -206,7 +206,7 @@ func TestSchedulerScoring(t *testing.T) {
 		map[string]any{"name": "cpu", "weight": 2}, map[string]any{"name": "nvidia.com/gpu", "weight": 5},
 	}}}})
 	data, _ := schedulerConfig(t, docs)
-	p, err := harness.ParseProfile([]byte(data), "rendered", "")
+	p, err := placement.ParseProfile([]byte(data), "rendered", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,9 +13,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"context"
-	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/live"
 	"draxr.dev/draxr/simulator/offline"
+	"draxr.dev/draxr/simulator/placement"
 )
 
 // The planner, reading the live cluster and the scheduler's own
@@ -54,7 +54,7 @@ func TestPlannerFidelity(t *testing.T) {
 		}
 	}
 	objs.PendingPods = pending
-	profile, err := harness.LoadProfile(schedulerOptions("").Config, "")
+	profile, err := placement.LoadProfile(schedulerOptions("").Config, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,10 +25,10 @@ import (
 
 	"draxr.dev/draxr/simulator/daemonsets"
 	"draxr.dev/draxr/simulator/expander"
-	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/input"
 	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/offline"
+	"draxr.dev/draxr/simulator/placement"
 	"draxr.dev/draxr/simulator/scaleup"
 	"draxr.dev/draxr/test/controlplane"
 )
@@ -165,7 +165,7 @@ func (o *oracle) plan(ctx context.Context, paths []string, opts oracleOptions) (
 	if err != nil {
 		return nil, nil, err
 	}
-	profile, err := harness.LoadProfile(o.profile, "")
+	profile, err := placement.LoadProfile(o.profile, "")
 	if err != nil {
 		return nil, nil, err
 	}

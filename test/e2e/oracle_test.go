@@ -14,7 +14,7 @@ import (
 	"k8s.io/component-base/featuregate"
 	featuregatetesting "k8s.io/component-base/featuregate/testing"
 
-	"draxr.dev/draxr/simulator/harness"
+	"draxr.dev/draxr/simulator/placement"
 )
 
 // oracleScenario is one scenario the fidelity oracle replays.
@@ -154,7 +154,7 @@ func ptrInt(n int) *int { return &n }
 func TestFidelityOracle(t *testing.T) {
 	// The plans replayed take every shortcut's full path too and stop on
 	// any difference (docs/shortcuts.md).
-	t.Setenv(harness.VerifyShortcutsEnv, "1")
+	t.Setenv(placement.VerifyShortcutsEnv, "1")
 	o := newOracle(t)
 	for _, sc := range oracleScenarios(t) {
 		t.Run(sc.name, func(t *testing.T) {

@@ -17,8 +17,8 @@ import (
 var allowedGlobals = map[string]string{
 	// component-base metrics must be registered into its process-wide
 	// legacyregistry (that is where /metrics serves from), once.
-	"autoscaler/metrics.m":          "the component-base metrics (CA's and draxr's), registered into legacyregistry once",
-	"simulator/harness.initMetrics": "registers the upstream scheduler's metrics into legacyregistry once; its plugins record into them",
+	"autoscaler/metrics.m":            "the component-base metrics (CA's and draxr's), registered into legacyregistry once",
+	"simulator/placement.initMetrics": "registers the upstream scheduler's metrics into legacyregistry once; its plugins record into them",
 	// A time.Time cannot be a constant; nothing assigns it, and it serves
 	// test fixtures only.
 	"simulator/fixtures.Epoch": "fixture creation time",

@@ -18,11 +18,11 @@ import (
 	"draxr.dev/draxr/simulator/dynres"
 	"draxr.dev/draxr/simulator/examples"
 	"draxr.dev/draxr/simulator/expander"
-	"draxr.dev/draxr/simulator/harness"
 	"draxr.dev/draxr/simulator/input"
 	"draxr.dev/draxr/simulator/limits"
 	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/offline"
+	"draxr.dev/draxr/simulator/placement"
 	"draxr.dev/draxr/simulator/provreq"
 	"draxr.dev/draxr/simulator/report"
 	"draxr.dev/draxr/simulator/scaleup"
@@ -245,7 +245,7 @@ draxr simulate -f cluster.yaml -n ml --scale-down`),
 				return badInput(err)
 			}
 			if schedulerConfig != "" {
-				if opts.Profile, err = harness.LoadProfile(schedulerConfig, ""); err != nil {
+				if opts.Profile, err = placement.LoadProfile(schedulerConfig, ""); err != nil {
 					return badInput(err)
 				}
 			}

@@ -1,4 +1,4 @@
-package harness
+package placement
 
 import (
 	"fmt"
@@ -23,7 +23,7 @@ import (
 // empty and identical to what srcNode was, that pods[i] is equivalent to
 // srcPods[i], and that no pod has inter-pod constraints or shared claims.
 // On error nothing is placed.
-func (h *Harness) Replicate(srcNode string, srcPods []*v1.Pod, dstNode string, pods []*v1.Pod) error {
+func (h *Engine) Replicate(srcNode string, srcPods []*v1.Pod, dstNode string, pods []*v1.Pod) error {
 	if len(srcPods) != len(pods) {
 		return fmt.Errorf("replicate: %d source pods for %d pods", len(srcPods), len(pods))
 	}
@@ -39,7 +39,7 @@ func (h *Harness) Replicate(srcNode string, srcPods []*v1.Pod, dstNode string, p
 	return nil
 }
 
-func (h *Harness) replicateAll(srcNode string, srcPods []*v1.Pod, dstNode string, pods []*v1.Pod) error {
+func (h *Engine) replicateAll(srcNode string, srcPods []*v1.Pod, dstNode string, pods []*v1.Pod) error {
 	for i, src := range srcPods {
 		if err := h.replicateOne(srcNode, src, dstNode, pods[i]); err != nil {
 			return err
@@ -48,7 +48,7 @@ func (h *Harness) replicateAll(srcNode string, srcPods []*v1.Pod, dstNode string
 	return nil
 }
 
-func (h *Harness) replicateOne(srcNode string, src *v1.Pod, dstNode string, pod *v1.Pod) error {
+func (h *Engine) replicateOne(srcNode string, src *v1.Pod, dstNode string, pod *v1.Pod) error {
 	pod, err := h.ensureTemplateClaims(pod)
 	if err != nil {
 		return err

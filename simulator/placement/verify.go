@@ -1,4 +1,4 @@
-package harness
+package placement
 
 import (
 	"fmt"
@@ -17,7 +17,7 @@ const VerifyShortcutsEnv = "DRAXR_VERIFY_SHORTCUTS"
 
 // VerifiesShortcuts reports whether the shortcuts are held to the full
 // path (VerifyShortcutsEnv), for callers with shortcuts of their own.
-func (h *Harness) VerifiesShortcuts() bool { return h.verify }
+func (h *Engine) VerifiesShortcuts() bool { return h.verify }
 
 // ShortcutDiffers stops the process: a shortcut gave another answer than
 // the full path, so a plan could be wrong. A panic, not an error: it
@@ -30,7 +30,7 @@ func ShortcutDiffers(shortcut, format string, args ...any) {
 
 // VerifyRejects holds a shortcut that ruled the pod out of a node to the
 // full path: PreFilter and Filter must reject it there too.
-func (h *Harness) VerifyRejects(shortcut string, pod *v1.Pod, nodeName string) {
+func (h *Engine) VerifyRejects(shortcut string, pod *v1.Pod, nodeName string) {
 	if h.CheckPredicates(pod, nodeName) == nil {
 		ShortcutDiffers(shortcut, "it ruled pod %s out of node %s, which the scheduler's plugins accept", podKey(pod), nodeName)
 	}
@@ -39,7 +39,7 @@ func (h *Harness) VerifyRejects(shortcut string, pod *v1.Pod, nodeName string) {
 // verifyReplicate holds Replicate to the full path: where the copy
 // succeeds, placing the pods one by one on dstNode must fit every pod and
 // give each the devices the copy gives it. Both run on forks, undone.
-func (h *Harness) verifyReplicate(srcNode string, srcPods []*v1.Pod, dstNode string, pods []*v1.Pod) {
+func (h *Engine) verifyReplicate(srcNode string, srcPods []*v1.Pod, dstNode string, pods []*v1.Pod) {
 	copied := make([][]string, len(pods))
 	h.snap.Fork()
 	err := h.replicateAll(srcNode, srcPods, dstNode, pods)
@@ -66,7 +66,7 @@ func (h *Harness) verifyReplicate(srcNode string, srcPods []*v1.Pod, dstNode str
 }
 
 // devicesOf lists the devices a placed pod's claims hold, sorted.
-func (h *Harness) devicesOf(pod *v1.Pod) []string {
+func (h *Engine) devicesOf(pod *v1.Pod) []string {
 	var out []string
 	for _, c := range h.ClaimsOf(pod) {
 		if c.Status.Allocation == nil {

@@ -1,4 +1,4 @@
-package harness
+package placement
 
 import (
 	"fmt"
@@ -128,7 +128,7 @@ func TestExplicitAndImplicitNames(t *testing.T) {
 			snap.SetDeviceClass(fx.Class(gpuClass, fx.Driver, fx.GPUResource, fx.Epoch))
 			snap.SetDeviceClass(fx.Class("fpga", fpgaDriver, "", fx.Epoch))
 			addNode(t, snap, "node-0", nil, fx.GPUSlice("node-0", 4), fx.DeviceSlice("node-0", fpgaDriver, 4, "fpga"))
-			h := newHarness(t, snap)
+			h := newEngine(t, snap)
 
 			placed := mustPlace(t, h, fx.Pod("p", 100, tc.requests), "node-0")
 			claim := extendedClaim(h, placed)
@@ -164,7 +164,7 @@ func TestDevicePluginAndDRANodes(t *testing.T) {
 	snap.SetDeviceClass(fx.Class(gpuClass, fx.Driver, fx.GPUResource, fx.Epoch))
 	addNode(t, snap, "device-plugin", fx.GPUs(fx.GPUResource, 2))
 	addNode(t, snap, "dra", nil, fx.GPUSlice("dra", 2))
-	h := newHarness(t, snap)
+	h := newEngine(t, snap)
 
 	steps := []struct {
 		pod        string
@@ -385,25 +385,25 @@ func TestBrokenDeviceClassSelector(t *testing.T) {
 	tests := []struct {
 		name       string
 		expression string
-		pod        func(h *Harness) *v1.Pod
+		pod        func(h *Engine) *v1.Pod
 		wantErr    []string
 	}{
 		{
 			name:       "extended resource, syntax error",
 			expression: "device.driver ==",
-			pod:        func(*Harness) *v1.Pod { return fx.Pod("p", 100, fx.GPUs("example.com/broken", 1)) },
+			pod:        func(*Engine) *v1.Pod { return fx.Pod("p", 100, fx.GPUs("example.com/broken", 1)) },
 			wantErr:    []string{"cannot be placed", "class broken: selector #0: CEL compile error", "Syntax error"},
 		},
 		{
 			name:       "extended resource, unknown identifier",
 			expression: "device.nosuchfield == 1",
-			pod:        func(*Harness) *v1.Pod { return fx.Pod("p", 100, fx.GPUs("example.com/broken", 1)) },
+			pod:        func(*Engine) *v1.Pod { return fx.Pod("p", 100, fx.GPUs("example.com/broken", 1)) },
 			wantErr:    []string{"cannot be placed", "class broken: selector #0: CEL compile error"},
 		},
 		{
 			name:       "implicit name",
 			expression: "device.driver ==",
-			pod: func(*Harness) *v1.Pod {
+			pod: func(*Engine) *v1.Pod {
 				return fx.Pod("p", 100, fx.GPUs("deviceclass.resource.kubernetes.io/broken", 1))
 			},
 			wantErr: []string{"cannot be placed", "class broken: selector #0: CEL compile error"},
@@ -411,7 +411,7 @@ func TestBrokenDeviceClassSelector(t *testing.T) {
 		{
 			name:       "claim template",
 			expression: "device.driver ==",
-			pod: func(h *Harness) *v1.Pod {
+			pod: func(h *Engine) *v1.Pod {
 				h.snap.SetResourceClaimTemplate(fx.ClaimTemplate("broken", "broken", 1))
 				return fx.WithTemplateClaim(fx.Pod("p", 100, nil), "gpu", "broken")
 			},
@@ -445,15 +445,15 @@ func TestBrokenDeviceClassSelector(t *testing.T) {
 func TestPlaceAlreadyPlacedPod(t *testing.T) {
 	tests := []struct {
 		name string
-		pod  func(h *Harness) *v1.Pod
+		pod  func(h *Engine) *v1.Pod
 	}{
-		{name: "no devices", pod: func(*Harness) *v1.Pod { return fx.Pod("p", 100, nil) }},
-		{name: "extended resource", pod: func(*Harness) *v1.Pod { return fx.Pod("p", 100, fx.GPUs(fx.GPUResource, 1)) }},
-		{name: "template claim", pod: func(h *Harness) *v1.Pod {
+		{name: "no devices", pod: func(*Engine) *v1.Pod { return fx.Pod("p", 100, nil) }},
+		{name: "extended resource", pod: func(*Engine) *v1.Pod { return fx.Pod("p", 100, fx.GPUs(fx.GPUResource, 1)) }},
+		{name: "template claim", pod: func(h *Engine) *v1.Pod {
 			h.snap.SetResourceClaimTemplate(fx.ClaimTemplate("one", gpuClass, 1))
 			return fx.WithTemplateClaim(fx.Pod("p", 100, nil), "gpu", "one")
 		}},
-		{name: "existing claim", pod: func(h *Harness) *v1.Pod {
+		{name: "existing claim", pod: func(h *Engine) *v1.Pod {
 			h.snap.SetResourceClaim(fx.Claim("one", gpuClass, 1))
 			return fx.WithClaim(fx.Pod("p", 100, nil), "gpu", "one")
 		}},
@@ -603,7 +603,7 @@ func TestMixedDevicePluginAndDRAResources(t *testing.T) {
 			snap := snapshot.New()
 			snap.SetDeviceClass(fx.Class(gpuClass, fx.Driver, fx.GPUResource, fx.Epoch))
 			addNode(t, snap, "node-0", tc.allocatable, fx.GPUSlice("node-0", 4))
-			h := newHarness(t, snap)
+			h := newEngine(t, snap)
 
 			placed, ferr := h.Place(fx.Pod("p", 100, tc.requests), "node-0")
 			if tc.wantErr != "" {

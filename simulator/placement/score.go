@@ -1,4 +1,4 @@
-package harness
+package placement
 
 import (
 	v1 "k8s.io/api/core/v1"
@@ -11,7 +11,7 @@ import (
 // equal scores, this picks the first in candidate order, so results are
 // reproducible. It evaluates every candidate (kube-scheduler may stop at
 // percentageOfNodesToScore in clusters over 100 nodes).
-func (h *Harness) PlaceBest(pod *v1.Pod, candidates []string) (string, *v1.Pod, *FitError) {
+func (h *Engine) PlaceBest(pod *v1.Pod, candidates []string) (string, *v1.Pod, *FitError) {
 	c, fitErr := h.begin(pod, candidates)
 	if c == nil {
 		return "", nil, fitErr
@@ -38,7 +38,7 @@ func (h *Harness) PlaceBest(pod *v1.Pod, candidates []string) (string, *v1.Pod, 
 }
 
 // best returns the index of the highest-scoring node, the first on ties.
-func (h *Harness) best(c *cycle, nodes []fwk.NodeInfo) int {
+func (h *Engine) best(c *cycle, nodes []fwk.NodeInfo) int {
 	if len(nodes) == 1 || !h.fw.HasScorePlugins() {
 		return 0
 	}

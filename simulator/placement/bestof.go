@@ -1,4 +1,4 @@
-package harness
+package placement
 
 import (
 	v1 "k8s.io/api/core/v1"
@@ -13,7 +13,7 @@ import (
 // firstAvailable choices from the allocation Filter made on each node,
 // and VolumeBinding scores from the volumes Filter found; the caller then
 // uses PlaceBest. Nothing is changed.
-func (h *Harness) BestOf(pod *v1.Pod, candidates []string) (best int, ok bool) {
+func (h *Engine) BestOf(pod *v1.Pod, candidates []string) (best int, ok bool) {
 	if len(candidates) == 1 {
 		return 0, true
 	}
@@ -40,7 +40,7 @@ func (h *Harness) BestOf(pod *v1.Pod, candidates []string) (best int, ok bool) {
 // scoresWithoutFilter reports whether no Score plugin reads what Filter
 // wrote for the pod: it has no claim with firstAvailable requests and no
 // persistent volume claims.
-func (h *Harness) scoresWithoutFilter(pod *v1.Pod) bool {
+func (h *Engine) scoresWithoutFilter(pod *v1.Pod) bool {
 	for _, v := range pod.Spec.Volumes {
 		if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
 			return false

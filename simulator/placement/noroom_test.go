@@ -1,4 +1,4 @@
-package harness
+package placement
 
 import (
 	"context"
@@ -20,7 +20,7 @@ profiles:
 - schedulerName: default-scheduler
 `
 
-func parseProfile(t *testing.T, body string) *Harness {
+func parseProfile(t *testing.T, body string) *Engine {
 	t.Helper()
 	profile, err := ParseProfile([]byte(profileHead+body), "test", "")
 	if err != nil {
@@ -42,7 +42,7 @@ type noRoomCase struct {
 
 // checkNoRoom checks NoRoom's verdict for each case, and that the
 // scheduler rejects the pod wherever NoRoom says full.
-func checkNoRoom(t *testing.T, h *Harness, cases []noRoomCase) {
+func checkNoRoom(t *testing.T, h *Engine, cases []noRoomCase) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -70,7 +70,7 @@ func TestNoRoom(t *testing.T) {
 	if err := snap.AddNode(onePodNode); err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t, snap)
+	h := newEngine(t, snap)
 	mustPlace(t, h, fx.Pod("big", 63000, nil), "busy")
 	mustPlace(t, h, fx.Pod("only", 100, nil), "one-pod")
 
@@ -105,7 +105,7 @@ func TestNoRoomWithoutFreeDevices(t *testing.T) {
 	addNode(t, snap, "full", nil, fx.GPUSlice("full", 2))
 	addNode(t, snap, "one-left", nil, fx.GPUSlice("one-left", 2))
 	addNode(t, snap, "plugin", fx.GPUs(fx.GPUResource, 4)) // a device plugin's GPUs, no slices
-	h := newHarness(t, snap)
+	h := newEngine(t, snap)
 	for i, node := range []string{"full", "full", "one-left"} {
 		mustPlace(t, h, fx.Pod(fmt.Sprintf("taken-%d", i), 100, fx.GPUs(fx.GPUResource, 1)), node)
 	}
@@ -156,9 +156,9 @@ func TestNoRoomOnlyWhenExact(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var h *Harness
+			var h *Engine
 			if tc.profile == "" {
-				h = newHarness(t, snapshot.New())
+				h = newEngine(t, snapshot.New())
 			} else {
 				h = parseProfile(t, tc.profile)
 			}

@@ -1,4 +1,4 @@
-package harness
+package placement
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ import (
 // placements: pods per node (in the node's order), requested resources,
 // the lister's view, taken devices and every claim with its allocation and
 // reservations. Two equal states print the same.
-func state(t *testing.T, h *Harness) string {
+func state(t *testing.T, h *Engine) string {
 	t.Helper()
 	var b strings.Builder
 	listed, err := h.snap.NodeInfos().List()
@@ -78,7 +78,7 @@ func diffStates(got, want string) string {
 
 // forkWorld is two nodes of 4 devices with two pods placed on node-0 before
 // any fork: "a" (one GPU) and "b" (a template claim of one GPU plus one GPU).
-func forkWorld(t *testing.T) *Harness {
+func forkWorld(t *testing.T) *Engine {
 	h := cluster(t, 2, 4)
 	h.snap.SetResourceClaimTemplate(fx.ClaimTemplate("one", gpuClass, 1))
 	mustPlace(t, h, fx.Pod("a", 100, fx.GPUs(fx.GPUResource, 1)), "node-0")
@@ -88,9 +88,9 @@ func forkWorld(t *testing.T) *Harness {
 
 func gpuPod(name string, n int64) *v1.Pod { return fx.Pod(name, 100, fx.GPUs(fx.GPUResource, n)) }
 
-func place(t *testing.T, h *Harness, pod *v1.Pod, node string) { mustPlace(t, h, pod, node) }
+func place(t *testing.T, h *Engine, pod *v1.Pod, node string) { mustPlace(t, h, pod, node) }
 
-func remove(t *testing.T, h *Harness, name string) {
+func remove(t *testing.T, h *Engine, name string) {
 	t.Helper()
 	if _, err := h.Remove(fx.Pod(name, 0, nil).UID); err != nil {
 		t.Fatal(err)
@@ -106,11 +106,11 @@ func TestForkRevertCommit(t *testing.T) {
 		// run changes h and returns the states it expects to see at the
 		// end, checked in order by the test: each want is compared to
 		// the state captured by the closure at that point.
-		run func(t *testing.T, h *Harness, check func(want string))
+		run func(t *testing.T, h *Engine, check func(want string))
 	}{
 		{
 			name: "placements reverted",
-			run: func(t *testing.T, h *Harness, check func(string)) {
+			run: func(t *testing.T, h *Engine, check func(string)) {
 				base := state(t, h)
 				h.snap.Fork()
 				place(t, h, gpuPod("x", 1), "node-0")
@@ -122,7 +122,7 @@ func TestForkRevertCommit(t *testing.T) {
 		},
 		{
 			name: "removal reverted",
-			run: func(t *testing.T, h *Harness, check func(string)) {
+			run: func(t *testing.T, h *Engine, check func(string)) {
 				base := state(t, h)
 				h.snap.Fork()
 				remove(t, h, "a")
@@ -133,7 +133,7 @@ func TestForkRevertCommit(t *testing.T) {
 		},
 		{
 			name: "placement and removal on one node reverted",
-			run: func(t *testing.T, h *Harness, check func(string)) {
+			run: func(t *testing.T, h *Engine, check func(string)) {
 				base := state(t, h)
 				h.snap.Fork()
 				place(t, h, gpuPod("x", 1), "node-0")
@@ -145,7 +145,7 @@ func TestForkRevertCommit(t *testing.T) {
 		},
 		{
 			name: "removal and placement again reverted",
-			run: func(t *testing.T, h *Harness, check func(string)) {
+			run: func(t *testing.T, h *Engine, check func(string)) {
 				base := state(t, h)
 				h.snap.Fork()
 				remove(t, h, "b")
@@ -156,7 +156,7 @@ func TestForkRevertCommit(t *testing.T) {
 		},
 		{
 			name: "node added and removed in a fork",
-			run: func(t *testing.T, h *Harness, check func(string)) {
+			run: func(t *testing.T, h *Engine, check func(string)) {
 				base := state(t, h)
 				h.snap.Fork()
 				addNode(t, h.snap, "node-2", nil, fx.GPUSlice("node-2", 4))
@@ -171,7 +171,7 @@ func TestForkRevertCommit(t *testing.T) {
 		},
 		{
 			name: "nested forks",
-			run: func(t *testing.T, h *Harness, check func(string)) {
+			run: func(t *testing.T, h *Engine, check func(string)) {
 				base := state(t, h)
 				h.snap.Fork()
 				place(t, h, gpuPod("x", 1), "node-0")
@@ -189,7 +189,7 @@ func TestForkRevertCommit(t *testing.T) {
 		},
 		{
 			name: "commit keeps inner changes; outer revert undoes them",
-			run: func(t *testing.T, h *Harness, check func(string)) {
+			run: func(t *testing.T, h *Engine, check func(string)) {
 				base := state(t, h)
 				h.snap.Fork()
 				place(t, h, gpuPod("x", 1), "node-1")
@@ -208,7 +208,7 @@ func TestForkRevertCommit(t *testing.T) {
 		},
 		{
 			name: "commit of the outermost fork is final",
-			run: func(t *testing.T, h *Harness, check func(string)) {
+			run: func(t *testing.T, h *Engine, check func(string)) {
 				h.snap.Fork()
 				remove(t, h, "a")
 				place(t, h, gpuPod("x", 3), "node-1")
@@ -224,7 +224,7 @@ func TestForkRevertCommit(t *testing.T) {
 		},
 		{
 			name: "CheckPredicates changes nothing",
-			run: func(t *testing.T, h *Harness, check func(string)) {
+			run: func(t *testing.T, h *Engine, check func(string)) {
 				base := state(t, h)
 				for _, node := range h.snap.NodeNames() {
 					if ferr := h.CheckPredicates(fx.WithTemplateClaim(fx.Pod("x", 100, nil), "gpu", "one"), node); ferr != nil {

@@ -1,4 +1,4 @@
-package harness
+package placement
 
 import (
 	"testing"
@@ -22,7 +22,7 @@ import (
 // are, a pod that leaves does not free it, and a pod's own claims stay
 // its own. With the gate off every pod gets a claim of its own.
 func TestGroupClaims(t *testing.T) {
-	build := func(t *testing.T) (*Harness, []*v1.Pod) {
+	build := func(t *testing.T) (*Engine, []*v1.Pod) {
 		snap := snapshot.New()
 		snap.SetDeviceClass(fx.Class(gpuClass, fx.Driver, fx.GPUResource, fx.Epoch))
 		snap.SetDeviceClass(fx.Class("channel.example.com", "channel.example.com", "", fx.Epoch))
@@ -39,7 +39,7 @@ func TestGroupClaims(t *testing.T) {
 				ResourceClaims:   []schedulingapi.PodGroupResourceClaim{{Name: "channel", ResourceClaimTemplateName: ptr.To("channel")}},
 			},
 		}})
-		h := newHarness(t, snap)
+		h := newEngine(t, snap)
 		var pods []*v1.Pod
 		for _, name := range []string{"w0", "w1", "w2"} {
 			pod := fx.WithTemplateClaim(fx.WithTemplateClaim(fx.Pod(name, 100, nil), "channel", "channel"), "gpu", "gpu")

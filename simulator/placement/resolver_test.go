@@ -1,4 +1,4 @@
-package harness
+package placement
 
 import (
 	"strings"
@@ -132,7 +132,7 @@ func TestClassTieBreakPlacement(t *testing.T) {
 			if tc.change != nil {
 				tc.change(snap)
 			}
-			h := newHarness(t, snap)
+			h := newEngine(t, snap)
 
 			placed, ferr := h.Place(fx.Pod("p", 100, fx.GPUs(tc.ask, 2)), "node-0")
 			if tc.want == "" {

@@ -1,4 +1,4 @@
-package harness
+package placement
 
 import (
 	"testing"
@@ -46,7 +46,7 @@ func TestDeviceTaintRuleTolerations(t *testing.T) {
 				snap.SetResourceClaim(tc.claim.DeepCopy())
 			}
 			addNode(t, snap, "node-0", nil, fx.GPUSlice("node-0", 2))
-			h := newHarness(t, snap)
+			h := newEngine(t, snap)
 			err := h.CheckPredicates(tc.pod(), "node-0")
 			if fits := err == nil; fits != tc.fits {
 				t.Errorf("fits = %v (%v), want %v", fits, err, tc.fits)

@@ -1,4 +1,4 @@
-package harness
+package placement
 
 import (
 	"slices"
@@ -17,7 +17,7 @@ import (
 func TestRemoveFreesDevices(t *testing.T) {
 	tests := []struct {
 		name  string
-		setup func(h *Harness)
+		setup func(h *Engine)
 		pod   func(name string) *v1.Pod
 		// user is the pod's user claim name, when it has one that outlives it.
 		user func(pod *v1.Pod) string
@@ -28,7 +28,7 @@ func TestRemoveFreesDevices(t *testing.T) {
 		},
 		{
 			name:  "template claim and extended resource",
-			setup: func(h *Harness) { h.snap.SetResourceClaimTemplate(fx.ClaimTemplate("two", gpuClass, 2)) },
+			setup: func(h *Engine) { h.snap.SetResourceClaimTemplate(fx.ClaimTemplate("two", gpuClass, 2)) },
 			pod: func(name string) *v1.Pod {
 				return fx.WithTemplateClaim(fx.Pod(name, 100, fx.GPUs(fx.GPUResource, 2)), "gpus", "two")
 			},
@@ -39,7 +39,7 @@ func TestRemoveFreesDevices(t *testing.T) {
 		},
 		{
 			name:  "template claim only",
-			setup: func(h *Harness) { h.snap.SetResourceClaimTemplate(fx.ClaimTemplate("four", gpuClass, 4)) },
+			setup: func(h *Engine) { h.snap.SetResourceClaimTemplate(fx.ClaimTemplate("four", gpuClass, 4)) },
 			pod:   func(name string) *v1.Pod { return fx.WithTemplateClaim(fx.Pod(name, 100, nil), "gpus", "four") },
 			user: func(pod *v1.Pod) string {
 				name, _, _ := resourceclaim.Name(pod, &pod.Spec.ResourceClaims[0])
@@ -163,7 +163,7 @@ func TestRemoveSharedClaim(t *testing.T) {
 	mustPlace(t, h, fx.WithClaim(fx.Pod("a", 100, nil), "gpus", "shared"), "node-0")
 }
 
-func countOwned(h *Harness, pod *v1.Pod) int {
+func countOwned(h *Engine, pod *v1.Pod) int {
 	n := 0
 	for _, c := range h.snap.AllResourceClaims() {
 		if ownedBy(c, pod) {

@@ -1,4 +1,4 @@
-package harness
+package placement
 
 import (
 	"fmt"
@@ -21,9 +21,9 @@ const specialClaimName = "<extended-resources>"
 // Reserve gets its allocation; every claim of the pod is reserved for it;
 // the extended-resource claim is persisted as a pod-owned claim and the pod
 // status records its request mappings; the pod is bound to the node.
-func (h *Harness) commit(pod *v1.Pod, nodeName string) (*v1.Pod, error) {
+func (h *Engine) commit(pod *v1.Pod, nodeName string) (*v1.Pod, error) {
 	// A shallow copy is enough: only top-level fields change, and pods are
-	// never modified in place once handed to the harness.
+	// never modified in place once handed to the placement engine.
 	copied := *pod
 	placed := &copied
 	placed.Spec.NodeName = nodeName
@@ -79,7 +79,7 @@ func (h *Harness) commit(pod *v1.Pod, nodeName string) (*v1.Pod, error) {
 // reserve reserves the claim as the scheduler's PreBind does: for the
 // pod's PodGroup when the claim is the group's (DRAWorkloadResourceClaims),
 // else for the pod.
-func (h *Harness) reserve(claim *resourceapi.ResourceClaim, pod *v1.Pod, pc *v1.PodResourceClaim) {
+func (h *Engine) reserve(claim *resourceapi.ResourceClaim, pod *v1.Pod, pc *v1.PodResourceClaim) {
 	if group := h.groupOf(pod); group != nil && boundToGroup(pod, group, pc) {
 		if !resourceclaim.IsReservedForPod(pod, claim, true) {
 			claim.Status.ReservedFor = append(claim.Status.ReservedFor, resourceapi.ResourceClaimConsumerReference{
@@ -105,7 +105,7 @@ func reserveFor(claim *resourceapi.ResourceClaim, pod *v1.Pod) {
 // derived from the pod UID, owned by the pod, allocated and reserved for
 // it. The plugin hands over a copy in Reserve and keeps no reference to
 // it, so it is finished in place.
-func (h *Harness) extendedResourceClaim(pod *v1.Pod, allocated *resourceapi.ResourceClaim) *resourceapi.ResourceClaim {
+func (h *Engine) extendedResourceClaim(pod *v1.Pod, allocated *resourceapi.ResourceClaim) *resourceapi.ResourceClaim {
 	claim := allocated
 	claim.Name = h.freeClaimName(pod, pod.Name+"-extended-resources-", string(pod.UID))
 	claim.GenerateName = ""
@@ -123,13 +123,13 @@ func (h *Harness) extendedResourceClaim(pod *v1.Pod, allocated *resourceapi.Reso
 // is a hash): then it draws again, as generateName never hands out a taken
 // name. Without this the new claim would replace the other pod's claim and
 // free its devices.
-func (h *Harness) freeClaimName(pod *v1.Pod, prefix, seed string) string {
+func (h *Engine) freeClaimName(pod *v1.Pod, prefix, seed string) string {
 	return h.freeClaimNameOf(pod.Namespace, pod.UID, prefix, seed)
 }
 
 // freeClaimNameOf is freeClaimName for a claim owned by the object with
 // UID owner in namespace.
-func (h *Harness) freeClaimNameOf(namespace string, owner types.UID, prefix, seed string) string {
+func (h *Engine) freeClaimNameOf(namespace string, owner types.UID, prefix, seed string) string {
 	name := generatedName(prefix, seed)
 	for i := 1; ; i++ {
 		if c := h.snap.ResourceClaim(namespace, name); c == nil || controlledBy(c, owner) {

@@ -1,4 +1,4 @@
-package harness
+package placement
 
 import (
 	"context"
@@ -19,8 +19,8 @@ const gpuClass = "gpu.example.com"
 // implicitGPU is the implicit extended resource name of gpuClass.
 const implicitGPU v1.ResourceName = "deviceclass.resource.kubernetes.io/" + gpuClass
 
-// newHarness builds the default-profile harness over snap.
-func newHarness(t testing.TB, snap *snapshot.Snapshot) *Harness {
+// newEngine builds the default-profile engine over snap.
+func newEngine(t testing.TB, snap *snapshot.Snapshot) *Engine {
 	t.Helper()
 	h, err := New(context.Background(), snap, nil)
 	if err != nil {
@@ -43,7 +43,7 @@ func addNode(t testing.TB, snap *snapshot.Snapshot, name string, extra v1.Resour
 }
 
 // mustPlace places pod on node or fails the test.
-func mustPlace(t testing.TB, h *Harness, pod *v1.Pod, node string) *v1.Pod {
+func mustPlace(t testing.TB, h *Engine, pod *v1.Pod, node string) *v1.Pod {
 	t.Helper()
 	placed, ferr := h.Place(pod, node)
 	if ferr != nil {
@@ -66,7 +66,7 @@ func deviceNames(claim *resourceapi.ResourceClaim) []string {
 }
 
 // allocatedDevices lists every device the snapshot counts as taken.
-func allocatedDevices(h *Harness) []string {
+func allocatedDevices(h *Engine) []string {
 	var out []string
 	for id := range h.snap.AllocatedDeviceIDs() {
 		out = append(out, id.String())
@@ -76,7 +76,7 @@ func allocatedDevices(h *Harness) []string {
 }
 
 // extendedClaim returns the placed pod's extended-resource claim, or nil.
-func extendedClaim(h *Harness, pod *v1.Pod) *resourceapi.ResourceClaim {
+func extendedClaim(h *Engine, pod *v1.Pod) *resourceapi.ResourceClaim {
 	st := pod.Status.ExtendedResourceClaimStatus
 	if st == nil {
 		return nil
@@ -85,7 +85,7 @@ func extendedClaim(h *Harness, pod *v1.Pod) *resourceapi.ResourceClaim {
 }
 
 // podsOn lists the names of the pods on a node, in the node's order.
-func podsOn(h *Harness, node string) []string {
+func podsOn(h *Engine, node string) []string {
 	var out []string
 	for _, p := range h.snap.NodeInfo(node).Pods {
 		out = append(out, p.GetPod().Name)
@@ -94,7 +94,7 @@ func podsOn(h *Harness, node string) []string {
 }
 
 // podCounts counts pods per node.
-func podCounts(h *Harness) map[string]int {
+func podCounts(h *Engine) map[string]int {
 	out := map[string]int{}
 	for _, n := range h.snap.NodeNames() {
 		out[n] = len(h.snap.NodeInfo(n).Pods)

@@ -1,4 +1,4 @@
-package harness
+package placement
 
 import (
 	"slices"
@@ -20,7 +20,7 @@ import (
 // It returns nil when the test would not be exact: the profile does not
 // filter with NodeResourcesFit, or the pod has pod-level resources (whose
 // use depends on a feature gate the plugin reads).
-func (h *Harness) NoRoom(pod *v1.Pod) func(nodeName string) bool {
+func (h *Engine) NoRoom(pod *v1.Pod) func(nodeName string) bool {
 	if pod.Spec.Resources != nil || !h.filtersOnResources() {
 		return nil
 	}
@@ -48,14 +48,14 @@ func (h *Harness) NoRoom(pod *v1.Pod) func(nodeName string) bool {
 
 // filtersOnResources reports whether NodeResourcesFit (under its upstream
 // or draxr name) is one of the profile's Filter plugins.
-func (h *Harness) filtersOnResources() bool {
+func (h *Engine) filtersOnResources() bool {
 	return h.filtersWith(names.NodeResourcesFit, &h.resourceFilter)
 }
 
-// filtersWith reports, once for the harness (cached in *memo), whether
+// filtersWith reports, once for the placement engine (cached in *memo), whether
 // the plugin (under its upstream or draxr name) is one of the profile's
 // Filter plugins.
-func (h *Harness) filtersWith(plugin string, memo **bool) bool {
+func (h *Engine) filtersWith(plugin string, memo **bool) bool {
 	if *memo == nil {
 		on := false
 		alias := aliases.Names()[plugin]
@@ -74,7 +74,7 @@ func (h *Harness) filtersWith(plugin string, memo **bool) bool {
 // DoNotSchedule constraint): such constraints select pods by their owner's
 // labels, so pods alike but for their owner can get different verdicts.
 // kube-scheduler's System defaults are ScheduleAnyway: they only score.
-func (h *Harness) SpreadsByDefault() bool {
+func (h *Engine) SpreadsByDefault() bool {
 	enabled := false
 	for _, p := range h.fw.ListPlugins().Filter.Enabled {
 		enabled = enabled || p.Name == names.PodTopologySpread
@@ -108,12 +108,12 @@ func (h *Harness) SpreadsByDefault() bool {
 // looks only at the nodes left, not at the whole fleet. Use it for one
 // run of placements with no removals in between.
 type Candidates struct {
-	h    *Harness
+	h    *Engine
 	left map[string][]string
 }
 
 // NewCandidates starts a run of placements.
-func (h *Harness) NewCandidates() *Candidates {
+func (h *Engine) NewCandidates() *Candidates {
 	return &Candidates{h: h, left: map[string][]string{}}
 }
 

@@ -1,4 +1,4 @@
-package harness
+package placement
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 // pods the same way, so Replicate may copy one's placements onto the
 // other. ok is false when the node is not empty, has slices that are not
 // its own pool, or is unknown.
-func (h *Harness) EmptyNodeSignature(name string) (sig uint64, ok bool) {
+func (h *Engine) EmptyNodeSignature(name string) (sig uint64, ok bool) {
 	ni := h.snap.NodeInfo(name)
 	if ni == nil || len(ni.Pods) > 0 || ni.Node() == nil {
 		return 0, false

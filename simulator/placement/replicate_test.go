@@ -1,4 +1,4 @@
-package harness
+package placement
 
 import (
 	"fmt"
@@ -35,7 +35,7 @@ func TestReplicateMatchesPlacement(t *testing.T) {
 		}},
 	}
 	// placement of one pod, with the node name taken out.
-	describe := func(h *Harness, p *v1.Pod, node string) string {
+	describe := func(h *Engine, p *v1.Pod, node string) string {
 		var claims []string
 		for _, c := range h.ClaimsOf(p) {
 			claims = append(claims, strings.ReplaceAll(fmt.Sprint(deviceNames(c)), "/"+node+"/", "/NODE/"))
@@ -86,7 +86,7 @@ func TestReplicateMatchesPlacement(t *testing.T) {
 }
 
 // devicesOn lists the taken device names of one node's pool.
-func devicesOn(h *Harness, node string) []string {
+func devicesOn(h *Engine, node string) []string {
 	var out []string
 	for _, d := range allocatedDevices(h) {
 		if rest, ok := strings.CutPrefix(d, fx.Driver+"/"+node+"/"); ok {

@@ -1,10 +1,10 @@
-// Package harness runs the upstream kube-scheduler framework, with the
+// Package placement runs the upstream kube-scheduler framework, with the
 // in-tree plugins, over a simulator snapshot. It answers "would the
 // scheduler accept this pod on this node?" and, when asked to place the pod,
 // commits into the snapshot what the scheduler would write when binding:
 // allocated, reserved ResourceClaims (including the extended-resource claim
 // of KEP-5004) and the pod's status.
-package harness
+package placement
 
 import (
 	"context"
@@ -29,8 +29,8 @@ import (
 
 var initMetrics sync.Once
 
-// Harness binds one framework instance to one snapshot.
-type Harness struct {
+// Engine binds one framework instance to one snapshot.
+type Engine struct {
 	// logger is the pass's logger. A simulation is in-memory work that
 	// is never cancelled half-way, so plugin calls get a fresh context
 	// carrying it instead of a stored one.
@@ -55,7 +55,7 @@ type Harness struct {
 // New builds the framework from a profile (nil: kube-scheduler's default
 // profile) over the snapshot. Feature gates are the process defaults, which
 // for v1.37 include DRAExtendedResource.
-func New(ctx context.Context, snap *snapshot.Snapshot, profile *config.KubeSchedulerProfile) (*Harness, error) {
+func New(ctx context.Context, snap *snapshot.Snapshot, profile *config.KubeSchedulerProfile) (*Engine, error) {
 	initMetrics.Do(schedmetrics.Register)
 	if profile == nil {
 		var err error
@@ -85,20 +85,20 @@ func New(ctx context.Context, snap *snapshot.Snapshot, profile *config.KubeSched
 	if err != nil {
 		return nil, fmt.Errorf("build scheduler framework for profile %q: %w", profile.SchedulerName, err)
 	}
-	return &Harness{logger: klog.FromContext(ctx), fw: fw, snap: snap, schedulerName: profile.SchedulerName, profile: profile,
+	return &Engine{logger: klog.FromContext(ctx), fw: fw, snap: snap, schedulerName: profile.SchedulerName, profile: profile,
 		verify: verifyEnabled()}, nil
 }
 
 // context is what the plugins run with: the pass's logger, no deadline.
-func (h *Harness) context() context.Context {
+func (h *Engine) context() context.Context {
 	return klog.NewContext(context.Background(), h.logger)
 }
 
-// SchedulerName is the name of the profile the harness runs.
-func (h *Harness) SchedulerName() string { return h.schedulerName }
+// SchedulerName is the name of the profile the placement engine runs.
+func (h *Engine) SchedulerName() string { return h.schedulerName }
 
-// Snapshot is the state this harness reads and writes.
-func (h *Harness) Snapshot() *snapshot.Snapshot { return h.snap }
+// Snapshot is the state this engine reads and writes.
+func (h *Engine) Snapshot() *snapshot.Snapshot { return h.snap }
 
 // cycle is one scheduling attempt of one pod: PreFilter ran once, Filter
 // can run on several nodes.
@@ -108,7 +108,7 @@ type cycle struct {
 	filter *fwk.PreFilterResult
 }
 
-func (h *Harness) preFilter(pod *v1.Pod, candidates []string) (*cycle, *FitError) {
+func (h *Engine) preFilter(pod *v1.Pod, candidates []string) (*cycle, *FitError) {
 	pod, err := h.ensureTemplateClaims(pod)
 	if err != nil {
 		return nil, &FitError{Pod: podKey(pod), PreFilter: []Reason{{Message: err.Error()}}}
@@ -123,7 +123,7 @@ func (h *Harness) preFilter(pod *v1.Pod, candidates []string) (*cycle, *FitError
 	return &cycle{pod: pod, state: state, filter: res}, nil
 }
 
-func (h *Harness) filter(c *cycle, nodeName string) []Reason {
+func (h *Engine) filter(c *cycle, nodeName string) []Reason {
 	ni := h.snap.NodeInfo(nodeName)
 	if ni == nil {
 		return []Reason{{Message: fmt.Sprintf("node %s does not exist", nodeName)}}
@@ -136,7 +136,7 @@ func (h *Harness) filter(c *cycle, nodeName string) []Reason {
 
 // CheckPredicates runs PreFilter and Filter for a pod on a node and changes
 // nothing. It returns nil when the pod fits.
-func (h *Harness) CheckPredicates(pod *v1.Pod, nodeName string) *FitError {
+func (h *Engine) CheckPredicates(pod *v1.Pod, nodeName string) *FitError {
 	h.snap.Fork() // template claims generated for the check are not kept
 	defer h.snap.Revert()
 	c, ferr := h.preFilter(pod, []string{nodeName})
@@ -151,14 +151,14 @@ func (h *Harness) CheckPredicates(pod *v1.Pod, nodeName string) *FitError {
 
 // Place schedules the pod onto nodeName if it fits there and returns the
 // placed pod as it is now stored in the snapshot.
-func (h *Harness) Place(pod *v1.Pod, nodeName string) (*v1.Pod, *FitError) {
+func (h *Engine) Place(pod *v1.Pod, nodeName string) (*v1.Pod, *FitError) {
 	_, placed, err := h.PlaceOnAnyNode(pod, []string{nodeName})
 	return placed, err
 }
 
 // PlaceOnAnyNode tries the candidate nodes in order and places the pod on
 // the first that fits. It returns the node, the placed pod, or why none fit.
-func (h *Harness) PlaceOnAnyNode(pod *v1.Pod, candidates []string) (string, *v1.Pod, *FitError) {
+func (h *Engine) PlaceOnAnyNode(pod *v1.Pod, candidates []string) (string, *v1.Pod, *FitError) {
 	c, fitErr := h.begin(pod, candidates)
 	if c == nil {
 		return "", nil, fitErr
@@ -182,7 +182,7 @@ func (h *Harness) PlaceOnAnyNode(pod *v1.Pod, candidates []string) (string, *v1.
 // like (same namespace, requests and inter-pod terms): its scheduler pod
 // info is copied when committed instead of computed again, which is most
 // of committing a pod.
-func (h *Harness) PlaceOnAnyNodeLike(pod *v1.Pod, candidates []string, like types.UID) (string, *v1.Pod, *FitError) {
+func (h *Engine) PlaceOnAnyNodeLike(pod *v1.Pod, candidates []string, like types.UID) (string, *v1.Pod, *FitError) {
 	h.like = like
 	defer func() { h.like = "" }()
 	return h.PlaceOnAnyNode(pod, candidates)
@@ -191,7 +191,7 @@ func (h *Harness) PlaceOnAnyNodeLike(pod *v1.Pod, candidates []string, like type
 // begin starts placing a pod: it refuses a placed pod and runs PreFilter.
 // It returns the cycle and an empty FitError for per-node reasons, or no
 // cycle and the error.
-func (h *Harness) begin(pod *v1.Pod, candidates []string) (*cycle, *FitError) {
+func (h *Engine) begin(pod *v1.Pod, candidates []string) (*cycle, *FitError) {
 	if ferr := h.alreadyPlaced(pod); ferr != nil {
 		return nil, ferr
 	}
@@ -204,9 +204,9 @@ func (h *Harness) begin(pod *v1.Pod, candidates []string) (*cycle, *FitError) {
 
 // alreadyPlaced refuses a pod whose UID is placed: committing it would fail
 // after Reserve, and the DynamicResources plugin's Unreserve of a claim
-// reserved for the pod patches it through the API client the harness does
+// reserved for the pod patches it through the API client the placement engine does
 // not have (nil: it panics).
-func (h *Harness) alreadyPlaced(pod *v1.Pod) *FitError {
+func (h *Engine) alreadyPlaced(pod *v1.Pod) *FitError {
 	if _, node, ok := h.snap.Pod(pod.UID); ok {
 		return &FitError{Pod: podKey(pod), PreFilter: []Reason{{
 			Message: fmt.Sprintf("pod with uid %q is already placed on node %s; remove it first", pod.UID, node)}}}
@@ -214,7 +214,7 @@ func (h *Harness) alreadyPlaced(pod *v1.Pod) *FitError {
 	return nil
 }
 
-func (h *Harness) reserveAndCommit(c *cycle, nodeName string) (*v1.Pod, []Reason) {
+func (h *Engine) reserveAndCommit(c *cycle, nodeName string) (*v1.Pod, []Reason) {
 	if ferr := h.alreadyPlaced(c.pod); ferr != nil {
 		return nil, ferr.PreFilter
 	}
@@ -235,7 +235,7 @@ func podKey(pod *v1.Pod) string { return pod.Namespace + "/" + pod.Name }
 
 // readOnlyMutations is the snapshot as the framework's mutable lister,
 // which plugins built with GenericWorkload on take at construction. Only
-// preemption mutates through it, and the harness never runs PostFilter.
+// preemption mutates through it, and the placement engine never runs PostFilter.
 type readOnlyMutations struct{ *snapshot.Snapshot }
 
 var errNoPreemption = errors.New("preemption is not simulated")

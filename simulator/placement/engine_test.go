@@ -1,4 +1,4 @@
-package harness
+package placement
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 )
 
 // cluster builds a snapshot with DRA nodes (devices each), the gpu class
-// mapping example.com/gpu, and returns a harness over it.
-func cluster(t testing.TB, nodes, devices int) *Harness {
+// mapping example.com/gpu, and returns a placement engine over it.
+func cluster(t testing.TB, nodes, devices int) *Engine {
 	t.Helper()
 	snap := snapshot.New()
 	snap.SetDeviceClass(fx.Class("gpu.example.com", fx.Driver, fx.GPUResource, fx.Epoch))

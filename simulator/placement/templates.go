@@ -1,4 +1,4 @@
-package harness
+package placement
 
 import (
 	"fmt"
@@ -24,7 +24,7 @@ const podClaimNameAnnotation = "resource.kubernetes.io/pod-claim-name"
 // name is derived from the pod UID, so repeated calls find the same claim.
 // A claim the pod's PodGroup holds (DRAWorkloadResourceClaims) is the
 // group's: one for all its pods, owned by the group (see GroupClaims).
-func (h *Harness) ensureTemplateClaims(pod *v1.Pod) (*v1.Pod, error) {
+func (h *Engine) ensureTemplateClaims(pod *v1.Pod) (*v1.Pod, error) {
 	return h.templateClaims(pod, false)
 }
 
@@ -38,7 +38,7 @@ func (h *Harness) ensureTemplateClaims(pod *v1.Pod) (*v1.Pod, error) {
 // not a claim per pod. Without the gate pods are returned as they are. A
 // pod whose group claim cannot be made (template missing) is left as it
 // is: placing it says why.
-func (h *Harness) GroupClaims(pods []*v1.Pod) []*v1.Pod {
+func (h *Engine) GroupClaims(pods []*v1.Pod) []*v1.Pod {
 	if !groupClaimsEnabled() {
 		return pods
 	}
@@ -69,7 +69,7 @@ func groupClaimsEnabled() bool {
 // groupOf is the pod's PodGroup when its claims may be the group's
 // (DRAWorkloadResourceClaims on); nil otherwise. The pod's fields are
 // read before the gate: most pods placed have no group.
-func (h *Harness) groupOf(pod *v1.Pod) *schedulingapi.PodGroup {
+func (h *Engine) groupOf(pod *v1.Pod) *schedulingapi.PodGroup {
 	if pod.Spec.SchedulingGroup == nil || pod.Spec.SchedulingGroup.PodGroupName == nil || !groupClaimsEnabled() {
 		return nil
 	}
@@ -78,7 +78,7 @@ func (h *Harness) groupOf(pod *v1.Pod) *schedulingapi.PodGroup {
 
 // templateClaims is ensureTemplateClaims; onlyGroup leaves the pod's own
 // claims alone.
-func (h *Harness) templateClaims(pod *v1.Pod, onlyGroup bool) (*v1.Pod, error) {
+func (h *Engine) templateClaims(pod *v1.Pod, onlyGroup bool) (*v1.Pod, error) {
 	var out *v1.Pod
 	group := h.groupOf(pod)
 	for i, pc := range pod.Spec.ResourceClaims {
@@ -126,7 +126,7 @@ func boundToGroup(pod *v1.Pod, group *schedulingapi.PodGroup, pc *v1.PodResource
 
 // groupClaim returns the name of the group's claim podClaim, making it from
 // the template when the group has none yet.
-func (h *Harness) groupClaim(group *schedulingapi.PodGroup, podClaim, template string) (string, error) {
+func (h *Engine) groupClaim(group *schedulingapi.PodGroup, podClaim, template string) (string, error) {
 	for _, s := range group.Status.ResourceClaimStatuses {
 		if s.Name == podClaim && s.ResourceClaimName != nil && h.snap.ResourceClaim(group.Namespace, *s.ResourceClaimName) != nil {
 			return *s.ResourceClaimName, nil

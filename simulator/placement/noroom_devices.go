@@ -1,4 +1,4 @@
-package harness
+package placement
 
 import (
 	"strings"
@@ -24,7 +24,7 @@ import (
 // (admin access, allocation mode All).
 // A node has a device left as Snapshot.HasFreeDevice says: only plainly
 // full nodes are left out.
-func (h *Harness) noFreeDevice(pod *v1.Pod, extended []v1.ResourceName) func(nodeName string) bool {
+func (h *Engine) noFreeDevice(pod *v1.Pod, extended []v1.ResourceName) func(nodeName string) bool {
 	if !h.filtersOnDevices() || len(h.snap.SlicesForNode("")) > 0 {
 		return nil
 	}
@@ -75,7 +75,7 @@ func extendedRequests(requests v1.ResourceList) []v1.ResourceName {
 // at least one device it does not have; ok is false when the pod's claims
 // cannot be judged so (one is allocated or reserved already, missing, or
 // asks with admin access or allocation mode All).
-func (h *Harness) claimsNeedADevice(pod *v1.Pod) (need, ok bool) {
+func (h *Engine) claimsNeedADevice(pod *v1.Pod) (need, ok bool) {
 	for i := range pod.Spec.ResourceClaims {
 		rc := &pod.Spec.ResourceClaims[i]
 		var spec *resourceapi.ResourceClaimSpec
@@ -110,6 +110,6 @@ func (h *Harness) claimsNeedADevice(pod *v1.Pod) (need, ok bool) {
 
 // filtersOnDevices reports whether DynamicResources (under its upstream
 // or draxr name) is one of the profile's Filter plugins.
-func (h *Harness) filtersOnDevices() bool {
+func (h *Engine) filtersOnDevices() bool {
 	return h.filtersWith(names.DynamicResources, &h.deviceFilter)
 }

@@ -1,4 +1,4 @@
-package harness
+package placement
 
 import (
 	"fmt"
@@ -23,7 +23,7 @@ func TestReplicateConsumableCapacity(t *testing.T) {
 	snap.SetDeviceClass(fx.Class(gpuClass, fx.Driver, "", fx.Epoch))
 	addNode(t, snap, "node-0", nil, sharedGPUSlice("node-0"))
 	addNode(t, snap, "node-1", nil, sharedGPUSlice("node-1"))
-	h := newHarness(t, snap)
+	h := newEngine(t, snap)
 	tmpl := fx.ClaimTemplate("share", gpuClass, 1)
 	tmpl.Spec.Spec.Devices.Requests[0].Exactly.Capacity = &resourceapi.CapacityRequirements{
 		Requests: map[resourceapi.QualifiedName]resource.Quantity{"memory": resource.MustParse("20Gi")},

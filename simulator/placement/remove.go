@@ -1,4 +1,4 @@
-package harness
+package placement
 
 import (
 	"fmt"
@@ -16,7 +16,7 @@ import (
 // claim is deleted, claims it owns are deallocated, and shared claims drop
 // their reservation for it (and their allocation once nobody holds them).
 // It returns the pod as pending, ready to be placed again.
-func (h *Harness) Remove(uid types.UID) (*v1.Pod, error) {
+func (h *Engine) Remove(uid types.UID) (*v1.Pod, error) {
 	pod, _, ok := h.snap.Pod(uid)
 	if !ok {
 		return nil, fmt.Errorf("pod with uid %q is not placed", uid)
@@ -45,7 +45,7 @@ func (h *Harness) Remove(uid types.UID) (*v1.Pod, error) {
 		return nil, err
 	}
 	// A shallow copy, as commit makes: only top-level fields change, and
-	// pods handed to the harness are never modified in place.
+	// pods handed to the placement engine are never modified in place.
 	pending := *pod
 	pending.Spec.NodeName = ""
 	pending.Status.ExtendedResourceClaimStatus = nil
@@ -64,7 +64,7 @@ func statusCopy(claim *resourceapi.ResourceClaim) *resourceapi.ResourceClaim {
 
 // findExtendedResourceClaim finds a pod's extended-resource claim by its
 // status, or by the annotation and controller reference as the scheduler does.
-func (h *Harness) findExtendedResourceClaim(pod *v1.Pod) *resourceapi.ResourceClaim {
+func (h *Engine) findExtendedResourceClaim(pod *v1.Pod) *resourceapi.ResourceClaim {
 	if st := pod.Status.ExtendedResourceClaimStatus; st != nil {
 		if c := h.snap.ResourceClaim(pod.Namespace, st.ResourceClaimName); c != nil {
 			return c
@@ -97,7 +97,7 @@ func withoutConsumer(refs []resourceapi.ResourceClaimConsumerReference, uid type
 
 // ClaimsOf returns the claims a pod holds: its extended-resource claim and
 // the claims in spec.resourceClaims that exist.
-func (h *Harness) ClaimsOf(pod *v1.Pod) []*resourceapi.ResourceClaim {
+func (h *Engine) ClaimsOf(pod *v1.Pod) []*resourceapi.ResourceClaim {
 	var out []*resourceapi.ResourceClaim
 	if xr := h.findExtendedResourceClaim(pod); xr != nil {
 		out = append(out, xr)
@@ -118,7 +118,7 @@ func (h *Harness) ClaimsOf(pod *v1.Pod) []*resourceapi.ResourceClaim {
 // own pool: only then is its placement the same on any fresh node of the
 // group, since a shared pool (all nodes, a node selector) drains from every
 // node.
-func (h *Harness) OnOwnPools(pod *v1.Pod, node string) bool {
+func (h *Engine) OnOwnPools(pod *v1.Pod, node string) bool {
 	for _, c := range h.ClaimsOf(pod) {
 		if a := c.Status.Allocation; a != nil {
 			for _, r := range a.Devices.Results {
