@@ -201,7 +201,7 @@ func (st *State) addPods(l Listers, bypassed []string, wait input.BindingWait) e
 		case input.ToPlan:
 			st.Unschedulable = append(st.Unschedulable, p)
 		case input.NotTriedYet:
-			if !hasScheduledCondition(p) {
+			if !input.Tried(p) {
 				st.SchedulerUnprocessed++
 			}
 		}
@@ -306,15 +306,6 @@ func MetricLabels(g *nodegroup.NodeGroup) metrics.GroupLabels {
 	return l
 }
 
-func hasScheduledCondition(p *v1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == v1.PodScheduled {
-			return true
-		}
-	}
-	return false
-}
-
 // unprocessedBypassed reports a pod of a bypassed scheduler that no
 // scheduler has tried yet (no PodScheduled condition).
 func unprocessedBypassed(p *v1.Pod, bypassed []string) bool {
@@ -322,13 +313,5 @@ func unprocessedBypassed(p *v1.Pod, bypassed []string) bool {
 	if name == "" {
 		name = v1.DefaultSchedulerName
 	}
-	if !slices.Contains(bypassed, name) {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == v1.PodScheduled {
-			return false
-		}
-	}
-	return true
+	return slices.Contains(bypassed, name) && !input.Tried(p)
 }

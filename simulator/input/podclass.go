@@ -5,6 +5,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 )
 
 // PodClass is where a pod stands for planning. Every reader of the
@@ -85,12 +86,15 @@ func ClassifyPod(p *v1.Pod, inBinding map[types.UID]string) PodClass {
 
 // GivenUpOn reports a pod the scheduler tried and found no node for.
 func GivenUpOn(p *v1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && c.Reason == v1.PodReasonUnschedulable {
-			return true
-		}
-	}
-	return false
+	_, c := podutil.GetPodCondition(&p.Status, v1.PodScheduled)
+	return c != nil && c.Status == v1.ConditionFalse && c.Reason == v1.PodReasonUnschedulable
+}
+
+// Tried reports a pod some scheduler has tried: it has a PodScheduled
+// condition, whatever its status.
+func Tried(p *v1.Pod) bool {
+	_, c := podutil.GetPodCondition(&p.Status, v1.PodScheduled)
+	return c != nil
 }
 
 // Filing is what a reader does with a pod of a class.

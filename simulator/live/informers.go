@@ -349,7 +349,7 @@ func trimForPlanning(obj any) (any, error) {
 	if accessor, err := meta.Accessor(obj); err == nil && accessor.GetManagedFields() != nil {
 		accessor.SetManagedFields(nil)
 	}
-	if pod, ok := obj.(*v1.Pod); ok && slices.ContainsFunc(pod.Spec.Volumes, kubeletOnly) {
+	if pod, ok := obj.(*v1.Pod); ok {
 		pod.Spec.Volumes = slices.DeleteFunc(pod.Spec.Volumes, kubeletOnly)
 	}
 	return obj, nil
