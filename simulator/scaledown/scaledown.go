@@ -288,7 +288,11 @@ type drainer struct {
 	// evicted, such a pod's claim is deallocated and allocated again
 	// wherever it lands, as a fresh claim would be.
 	kinds *estimator.Kinds
-	full  map[string]*rejecting
+	// kindOf caches kinds by pod UID: Remove hands out a new pending pod
+	// each move, while what its kind reads (the spec, and its own claim,
+	// deallocated by every Remove to the same status) stays the same.
+	kindOf map[types.UID]string
+	full   map[string]*rejecting
 }
 
 // rejecting is what a kind of pod knows about the targets: which reject
@@ -334,7 +338,7 @@ func newDrainer(h *placement.Engine, opts Options, order []string) *drainer {
 		pos[name], receive[i] = i, -1
 	}
 	return &drainer{h: h, snap: snap, opts: opts, order: order, pos: pos, gone: make([]bool, len(order)), receive: receive,
-		kinds: estimator.NewKinds(snap, pods), full: map[string]*rejecting{}}
+		kinds: estimator.NewKinds(snap, pods), kindOf: map[types.UID]string{}, full: map[string]*rejecting{}}
 }
 
 // mayReceive says whether the i-th node may take pods.
@@ -411,7 +415,11 @@ func (d *drainer) drain(nodeName string) (map[string]string, error) {
 		// A pod's own pod affinity or spread constraints can accept a
 		// target later, once other pods have moved: nothing is learned.
 		if !readsLabels(pending) {
-			kind := d.kinds.Of(pending)
+			kind, ok := d.kindOf[pending.UID]
+			if !ok {
+				kind = d.kinds.Of(pending)
+				d.kindOf[pending.UID] = kind
+			}
 			if known = d.full[kind]; known == nil {
 				known = &rejecting{nodes: map[int]bool{}}
 				d.full[kind] = known
