@@ -40,7 +40,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"draxr.dev/draxr/autoscaler/buffers"
-	"draxr.dev/draxr/autoscaler/clusterstate"
 	"draxr.dev/draxr/autoscaler/core"
 	"draxr.dev/draxr/autoscaler/health"
 	"draxr.dev/draxr/autoscaler/provisioning"
@@ -56,8 +55,8 @@ import (
 	"draxr.dev/draxr/simulator/featuregates"
 	"draxr.dev/draxr/simulator/gang"
 	"draxr.dev/draxr/simulator/input"
-	"draxr.dev/draxr/simulator/live"
 	"draxr.dev/draxr/simulator/placement"
+	"draxr.dev/draxr/simulator/view"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 )
 
@@ -154,12 +153,12 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 	}
 	// The informers come first: the kwok provider reads its groups'
 	// members from the same node cache as the loop.
-	factory := live.NewInformerFactory(client)
-	listers := clusterstate.NewListers(factory)
-	if listers.Listers, err = listers.WithPodGroups(factory, client.Discovery()); err != nil {
+	factory := view.NewInformerFactory(client)
+	cluster, err := view.FromInformers(factory).WithPodGroups(factory, client.Discovery())
+	if err != nil {
 		return err
 	}
-	provider, err := newProvider(ctx, o, cfg, client, launcher, factory)
+	provider, err := newProvider(ctx, o, cfg, client, launcher, cluster)
 	if err != nil {
 		return err
 	}
@@ -185,15 +184,15 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 	if err != nil {
 		return err
 	}
-	requests, requestFactory, err := newProvisioningRequests(ctx, o, cfg, factory)
+	requests, requestFactory, err := newProvisioningRequests(ctx, o, cfg, factory, &cluster)
 	if err != nil {
 		return err
 	}
-	bufferConfig, bufferFactory, err := newBuffers(o, cfg, factory)
+	bufferConfig, bufferFactory, err := newBuffers(o, cfg, factory, &cluster)
 	if err != nil {
 		return err
 	}
-	volcanoFactory, err := watchVolcano(ctx, o, cfg, &listers)
+	volcanoFactory, err := watchVolcano(ctx, o, cfg, &cluster)
 	if err != nil {
 		return err
 	}
@@ -202,7 +201,7 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 		statusName = ""
 	}
 	a := core.New(core.Config{
-		Client: client, Listers: listers, Profile: profile, Expander: exp, MaxNodesTotal: o.maxNodesTotal,
+		Client: client, View: cluster, Profile: profile, Expander: exp, MaxNodesTotal: o.maxNodesTotal,
 		Provider: provider,
 		ScaleDown: core.ScaleDownConfig{Enabled: o.scaleDownEnabled, UnneededTime: o.scaleDownUnneededTime,
 			UtilizationThreshold: o.scaleDownUtilization, GpuUtilizationThreshold: &o.scaleDownGpuUtilization,
@@ -292,7 +291,7 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 // newBuffers is the CapacityBuffer step's configuration and informer
 // (registered, not started), or nil without --capacity-buffer-*-enabled.
 // The API must be served (CA's CRD, in the chart).
-func newBuffers(o *options, cfg *rest.Config, factory informers.SharedInformerFactory) (*buffers.Config, dynamicinformer.DynamicSharedInformerFactory, error) {
+func newBuffers(o *options, cfg *rest.Config, factory informers.SharedInformerFactory, cluster *view.View) (*buffers.Config, dynamicinformer.DynamicSharedInformerFactory, error) {
 	if !o.bufferController && !o.bufferInjection {
 		return nil, nil, nil
 	}
@@ -317,10 +316,10 @@ func newBuffers(o *options, cfg *rest.Config, factory informers.SharedInformerFa
 	if o.dryRun {
 		writer = buffers.DryRunWriter()
 	}
-	return &buffers.Config{Buffers: f.ForResource(gvr).Lister(), Templates: factory.Core().V1().PodTemplates().Lister(),
-		Deployments: factory.Apps().V1().Deployments().Lister(), ReplicaSets: factory.Apps().V1().ReplicaSets().Lister(),
-		StatefulSets: factory.Apps().V1().StatefulSets().Lister(), Jobs: factory.Batch().V1().Jobs().Lister(),
-		Quotas: factory.Core().V1().ResourceQuotas().Lister(),
+	*cluster = cluster.WithCapacityBuffers(f, factory)
+	return &buffers.Config{Buffers: cluster.CapacityBuffers, Templates: cluster.PodTemplates,
+		Deployments: cluster.Deployments, ReplicaSets: cluster.ReplicaSets, StatefulSets: cluster.StatefulSets, Jobs: cluster.Jobs,
+		Quotas: cluster.ResourceQuotas,
 		Client: writer, Controller: o.bufferController, Injection: o.bufferInjection}, f, nil
 }
 
@@ -328,7 +327,7 @@ func newBuffers(o *options, cfg *rest.Config, factory informers.SharedInformerFa
 // scheduler is among --bypassed-scheduler-names, so that its gangs are
 // planned all or nothing; where Volcano's API is not served, its pods are
 // planned one by one, and the log says so.
-func watchVolcano(ctx context.Context, o *options, cfg *rest.Config, listers *clusterstate.Listers) (dynamicinformer.DynamicSharedInformerFactory, error) {
+func watchVolcano(ctx context.Context, o *options, cfg *rest.Config, cluster *view.View) (dynamicinformer.DynamicSharedInformerFactory, error) {
 	if !slices.Contains(o.pods.BypassedSchedulerNames, gang.VolcanoScheduler) {
 		return nil, nil
 	}
@@ -338,8 +337,8 @@ func watchVolcano(ctx context.Context, o *options, cfg *rest.Config, listers *cl
 	if err != nil {
 		return nil, err
 	}
-	if !live.Serves(disco, live.VolcanoPodGroupsResource()) {
-		klog.FromContext(ctx).Info("Volcano's PodGroups are not served: its pods are planned one by one", "resource", live.VolcanoPodGroupsResource().String())
+	if !view.Serves(disco, view.VolcanoPodGroupsResource()) {
+		klog.FromContext(ctx).Info("Volcano's PodGroups are not served: its pods are planned one by one", "resource", view.VolcanoPodGroupsResource().String())
 		return nil, nil
 	}
 	dyn, err := dynamic.NewForConfig(jsonCfg)
@@ -347,7 +346,7 @@ func watchVolcano(ctx context.Context, o *options, cfg *rest.Config, listers *cl
 		return nil, err
 	}
 	f := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
-	listers.VolcanoPodGroups = f.ForResource(live.VolcanoPodGroupsResource()).Lister()
+	*cluster = cluster.WithVolcanoPodGroups(f)
 	return f, nil
 }
 
@@ -393,7 +392,7 @@ func (f dynamicFactory) Synced(stop <-chan struct{}) (string, bool) {
 // informers (registered, not started), or nil without
 // --enable-provisioning-requests. The API must be served: without CA's CRD
 // the informer would never sync, so that is a start-up error.
-func newProvisioningRequests(ctx context.Context, o *options, cfg *rest.Config, factory informers.SharedInformerFactory) (
+func newProvisioningRequests(ctx context.Context, o *options, cfg *rest.Config, factory informers.SharedInformerFactory, cluster *view.View) (
 	*provisioning.Processor, prinformers.SharedInformerFactory, error) {
 	if !o.enableProvisioningRequests {
 		return nil, nil, nil
@@ -414,8 +413,8 @@ func newProvisioningRequests(ctx context.Context, o *options, cfg *rest.Config, 
 	}
 	prFactory := prinformers.NewSharedInformerFactory(client, 0)
 	pcfg := o.provReqOptions.processorConfig()
-	pcfg.Requests = prFactory.Autoscaling().V1().ProvisioningRequests().Lister()
-	pcfg.Templates = factory.Core().V1().PodTemplates().Lister()
+	*cluster = cluster.WithProvisioningRequests(prFactory, factory)
+	pcfg.Requests, pcfg.Templates = cluster.ProvisioningRequests, cluster.PodTemplates
 	pcfg.Client = provisioning.NewClient(client)
 	if o.dryRun {
 		pcfg.Client = provisioning.DryRunClient(pcfg.Client)
@@ -445,15 +444,17 @@ const localProviderQPS, localProviderBurst = 50, 100
 const kwokProviderQPS, kwokProviderBurst = 200, 400
 
 // newProvider builds the --cloud-provider's provider.
+// Every provider reads the workload cluster's Nodes and ResourceSlices
+// from the loop's View.
 func newProvider(ctx context.Context, o *options, cfg *rest.Config, client kubernetes.Interface, launcher local.Launcher,
-	factory informers.SharedInformerFactory) (cloudprovider.Provider, error) {
+	cluster view.View) (cloudprovider.Provider, error) {
 	switch o.cloudProvider {
 	case clusterapi.Name:
-		return newClusterAPIProvider(ctx, o, cfg, client, factory)
+		return newClusterAPIProvider(ctx, o, cfg, client, cluster)
 	case externalgrpc.Name:
-		return newExternalGRPCProvider(o, client, factory)
+		return newExternalGRPCProvider(o, client, cluster)
 	case kwok.Name:
-		return newKwokProvider(ctx, o, cfg, factory)
+		return newKwokProvider(ctx, o, cfg, cluster)
 	}
 	objs, err := input.LoadPaths(o.nodeGroupConfig)
 	if err != nil {
@@ -473,7 +474,7 @@ func newProvider(ctx context.Context, o *options, cfg *rest.Config, client kuber
 		return nil, err
 	}
 	p, err := local.New(local.Options{Client: providerClient, Groups: objs.NodeGroups,
-		Nodes: factory.Core().V1().Nodes().Lister(), Slices: factory.Resource().V1().ResourceSlices().Lister(),
+		Nodes: cluster.Nodes, Slices: cluster.Slices,
 		NodeReadyDelay: o.localNodeReadyDelay, SlicesDelay: o.localSlicesDelay, Launcher: launcher, ReadOnly: o.dryRun})
 	if err != nil {
 		return nil, fmt.Errorf("--node-group-config: %w", err)
@@ -484,7 +485,7 @@ func newProvider(ctx context.Context, o *options, cfg *rest.Config, client kuber
 // newKwokProvider reads CA's kwok-provider-config ConfigMap: its name
 // from $KWOK_PROVIDER_CONFIGMAP, its namespace from $POD_NAMESPACE (as CA
 // finds them), else --namespace.
-func newKwokProvider(ctx context.Context, o *options, cfg *rest.Config, factory informers.SharedInformerFactory) (cloudprovider.Provider, error) {
+func newKwokProvider(ctx context.Context, o *options, cfg *rest.Config, cluster view.View) (cloudprovider.Provider, error) {
 	providerCfg := rest.CopyConfig(cfg)
 	providerCfg.QPS, providerCfg.Burst = kwokProviderQPS, kwokProviderBurst
 	providerClient, err := kubernetes.NewForConfig(providerCfg)
@@ -496,14 +497,14 @@ func newKwokProvider(ctx context.Context, o *options, cfg *rest.Config, factory 
 		namespace = o.namespace
 	}
 	return kwok.New(ctx, kwok.Options{Client: providerClient, Namespace: namespace, ConfigName: os.Getenv(kwok.ConfigMapEnv),
-		Nodes: factory.Core().V1().Nodes().Lister(), Slices: factory.Resource().V1().ResourceSlices().Lister(), ReadOnly: o.dryRun})
+		Nodes: cluster.Nodes, Slices: cluster.Slices, ReadOnly: o.dryRun})
 }
 
 // newClusterAPIProvider: node groups are the management cluster's
 // MachineDeployments, MachineSets and MachinePools; cfg and client reach
 // the workload cluster (nodes, pods, the lease and status).
 func newClusterAPIProvider(ctx context.Context, o *options, cfg *rest.Config, client kubernetes.Interface,
-	factory informers.SharedInformerFactory) (cloudprovider.Provider, error) {
+	cluster view.View) (cloudprovider.Provider, error) {
 	mgmtCfg, mgmtClient, err := managementCluster(o, cfg, client)
 	if err != nil {
 		return nil, err
@@ -512,8 +513,8 @@ func newClusterAPIProvider(ctx context.Context, o *options, cfg *rest.Config, cl
 	if err != nil {
 		return nil, err
 	}
-	return clusterapi.New(clusterapi.Options{Dynamic: dyn, Kube: mgmtClient, Workload: client, Nodes: factory.Core().V1().Nodes().Lister(),
-		Slices:        factory.Resource().V1().ResourceSlices().Lister(),
+	return clusterapi.New(clusterapi.Options{Dynamic: dyn, Kube: mgmtClient, Workload: client, Nodes: cluster.Nodes,
+		Slices:        cluster.Slices,
 		WatchUntil:    ctx.Done(),
 		AutoDiscovery: o.nodeGroupAutoDiscovery,
 		Taints:        o.caOptions.taints(), TemplateCacheExpiry: o.caOptions.nodeInfoCacheExpireTime})
@@ -522,7 +523,7 @@ func newClusterAPIProvider(ctx context.Context, o *options, cfg *rest.Config, cl
 // newExternalGRPCProvider: node groups are the provider service's; the
 // connection is opened lazily, so an unreachable service shows in the
 // loops' errors (and health), not as a failed start.
-func newExternalGRPCProvider(o *options, client kubernetes.Interface, factory informers.SharedInformerFactory) (cloudprovider.Provider, error) {
+func newExternalGRPCProvider(o *options, client kubernetes.Interface, cluster view.View) (cloudprovider.Provider, error) {
 	c, err := externalgrpc.ReadConfig(o.cloudConfig)
 	if err != nil {
 		return nil, err
@@ -532,7 +533,7 @@ func newExternalGRPCProvider(o *options, client kubernetes.Interface, factory in
 		return nil, err
 	}
 	return externalgrpc.New(externalgrpc.Options{Client: protos.NewCloudProviderClient(conn), Conn: conn, Timeout: c.Timeout(),
-		Kube: client, Nodes: factory.Core().V1().Nodes().Lister(), Slices: factory.Resource().V1().ResourceSlices().Lister(), TemplateConfigMap: c.TemplateSlicesConfigMap, Taints: o.caOptions.taints(),
+		Kube: client, Nodes: cluster.Nodes, Slices: cluster.Slices, TemplateConfigMap: c.TemplateSlicesConfigMap, Taints: o.caOptions.taints(),
 		TemplateCacheExpiry: o.caOptions.nodeInfoCacheExpireTime})
 }
 

@@ -10,51 +10,17 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
-	policylisters "k8s.io/client-go/listers/policy/v1"
 
 	"draxr.dev/draxr/autoscaler/metrics"
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/simulator/dynres"
 	"draxr.dev/draxr/simulator/gang"
 	"draxr.dev/draxr/simulator/input"
-	"draxr.dev/draxr/simulator/live"
 	"draxr.dev/draxr/simulator/nodegroup"
+	"draxr.dev/draxr/simulator/view"
 )
-
-// Listers are the informer caches the autoscaler reads: the planner's
-// (the same reader draxr simulate --kubeconfig uses), plus what only the
-// live loop needs.
-type Listers struct {
-	live.Listers // DaemonSets included
-	PDBs         policylisters.PodDisruptionBudgetLister
-}
-
-// NewListers registers the informers with the factory (start it after).
-func NewListers(f informers.SharedInformerFactory) Listers {
-	return Listers{
-		Listers: live.NewListers(f),
-		PDBs:    f.Policy().V1().PodDisruptionBudgets().Lister(),
-	}
-}
-
-// ListersOf serves a dump's objects through the autoscaler's listers,
-// with no API server (live.ListersOf); a dump holds no
-// PodDisruptionBudgets.
-func ListersOf(objs *input.Objects) (Listers, error) {
-	l, err := live.ListersOf(objs)
-	if err != nil {
-		return Listers{}, err
-	}
-	pdbs, err := live.Indexer[*policyv1.PodDisruptionBudget]("PodDisruptionBudget", nil)
-	if err != nil {
-		return Listers{}, err
-	}
-	return Listers{Listers: l, PDBs: policylisters.NewPodDisruptionBudgetLister(pdbs)}, nil
-}
 
 // State is one loop's view.
 type State struct {
@@ -147,7 +113,7 @@ func (st *State) ScaleUpEligible() []*nodegroup.NodeGroup {
 	return out
 }
 
-func (st *State) addPods(l Listers, bypassed []string, wait input.BindingWait) error {
+func (st *State) addPods(l view.View, bypassed []string, wait input.BindingWait) error {
 	pods, err := l.Pods.List(labels.Everything())
 	if err != nil {
 		return err
@@ -211,7 +177,7 @@ func (st *State) addPods(l Listers, bypassed []string, wait input.BindingWait) e
 	return nil
 }
 
-func (st *State) addDRA(l Listers) error {
+func (st *State) addDRA(l view.View) error {
 	all := labels.Everything()
 	classes, err := l.Classes.List(all)
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/input"
 	"draxr.dev/draxr/simulator/nodegroup"
+	"draxr.dev/draxr/simulator/view"
 )
 
 // fakeGroup is a node group with a fixed target size.
@@ -320,10 +321,10 @@ func TestClaimsReadOnceForBindingAndSnapshot(t *testing.T) {
 
 // syncedListers are the autoscaler's listers over a fake client holding
 // objs, their caches synced; the informers stop with the test.
-func syncedListers(t *testing.T, objs ...runtime.Object) Listers {
+func syncedListers(t *testing.T, objs ...runtime.Object) view.View {
 	t.Helper()
 	f := informers.NewSharedInformerFactory(fake.NewClientset(objs...), 0)
-	l := NewListers(f)
+	l := view.FromInformers(f)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	f.Start(ctx.Done())
@@ -333,13 +334,13 @@ func syncedListers(t *testing.T, objs ...runtime.Object) Listers {
 
 // build reads the listers and the provider with no readiness limits and
 // no backoff, as one loop would with nothing to give up on.
-func build(l Listers, provider cloudprovider.Provider) (*State, error) {
+func build(l view.View, provider cloudprovider.Provider) (*State, error) {
 	return readState(NewRegistry(RegistryConfig{}), l, provider)
 }
 
 // readState is one loop's state with the registry's actions not applied:
 // these tests plant nothing that needs one.
-func readState(r *Registry, l Listers, provider cloudprovider.Provider) (*State, error) {
+func readState(r *Registry, l view.View, provider cloudprovider.Provider) (*State, error) {
 	as, err := r.Assess(l, provider, time.Now())
 	if err != nil {
 		return nil, err

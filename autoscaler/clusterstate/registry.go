@@ -20,6 +20,7 @@ import (
 	"draxr.dev/draxr/simulator/input"
 	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/taints"
+	"draxr.dev/draxr/simulator/view"
 )
 
 // CA's defaults for the readiness and health flags.
@@ -171,7 +172,7 @@ type Assessment struct {
 
 	st         *State
 	groups     []*groupAssessment
-	listers    Listers
+	listers    view.View
 	registered int
 	now        time.Time
 }
@@ -196,7 +197,7 @@ type groupAssessment struct {
 // scale-ups that timed out comes back as Actions. A provider error about
 // one node or group is recorded in the state's Errors; only the listers
 // failing stops it.
-func (r *Registry) Assess(l Listers, provider cloudprovider.Provider, now time.Time) (*Assessment, error) {
+func (r *Registry) Assess(l view.View, provider cloudprovider.Provider, now time.Time) (*Assessment, error) {
 	if r.cfg.Backoff != nil {
 		r.cfg.Backoff.RemoveStale(now)
 	}

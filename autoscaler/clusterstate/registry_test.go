@@ -25,6 +25,7 @@ import (
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/taints"
+	"draxr.dev/draxr/simulator/view"
 	"draxr.dev/draxr/test/fakeprovider"
 )
 
@@ -41,7 +42,7 @@ type env struct {
 	t        *testing.T
 	ctx      context.Context
 	client   *fake.Clientset
-	listers  clusterstate.Listers
+	listers  view.View
 	provider *fakeprovider.Provider
 	registry *clusterstate.Registry
 	recorder *record.FakeRecorder
@@ -55,7 +56,7 @@ func newEnvWith(t *testing.T, tc taints.Config) *env {
 	t.Helper()
 	e := &env{t: t, client: fake.NewClientset(), now: t0, recorder: record.NewFakeRecorder(100)}
 	f := informers.NewSharedInformerFactory(e.client, 0)
-	e.listers = clusterstate.NewListers(f)
+	e.listers = view.FromInformers(f)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	e.ctx = ctx

@@ -38,12 +38,13 @@ import (
 	"draxr.dev/draxr/simulator/scaleup"
 	"draxr.dev/draxr/simulator/snapshot"
 	"draxr.dev/draxr/simulator/taints"
+	"draxr.dev/draxr/simulator/view"
 )
 
 // Config is everything the loop needs.
 type Config struct {
 	Client        kubernetes.Interface
-	Listers       clusterstate.Listers
+	View          view.View
 	Provider      cloudprovider.Provider
 	Profile       *config.KubeSchedulerProfile
 	Expander      expander.Strategy
@@ -248,7 +249,7 @@ type LoopResult struct {
 // scale-up, back off) are applied first, so the state counts their
 // outcome. Without, nothing is written anywhere.
 func (a *Autoscaler) readClusterState(ctx context.Context, act bool) (*clusterstate.State, error) {
-	as, err := a.clusterState.Assess(a.cfg.Listers, a.cfg.Provider, a.cfg.Now())
+	as, err := a.clusterState.Assess(a.cfg.View, a.cfg.Provider, a.cfg.Now())
 	if err != nil {
 		return nil, err
 	}

@@ -17,12 +17,12 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
 
-	"draxr.dev/draxr/autoscaler/clusterstate"
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/cloudprovider/mocks"
 	"draxr.dev/draxr/simulator/expander"
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/nodegroup"
+	"draxr.dev/draxr/simulator/view"
 )
 
 // unschedulablePods are n one-GPU pods the scheduler gave up on.
@@ -44,7 +44,7 @@ func setup(t *testing.T, objs ...runtime.Object) (*Autoscaler, *mocks.MockProvid
 	objs = append(objs, fx.Class("gpu.example.com", fx.Driver, fx.GPUResource, fx.Epoch))
 	client := fake.NewClientset(objs...)
 	factory := informers.NewSharedInformerFactory(client, 0)
-	listers := clusterstate.NewListers(factory)
+	listers := view.FromInformers(factory)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	factory.Start(ctx.Done())
@@ -67,7 +67,7 @@ func setup(t *testing.T, objs ...runtime.Object) (*Autoscaler, *mocks.MockProvid
 
 	exp, _ := expander.New("least-waste", nil, 1)
 	recorder := record.NewFakeRecorder(1000)
-	a := New(Config{Client: client, Listers: listers, Provider: provider, Expander: exp, Recorder: recorder,
+	a := New(Config{Client: client, View: listers, Provider: provider, Expander: exp, Recorder: recorder,
 		StatusNamespace: "kube-system", StatusName: DefaultStatusConfigMapName})
 	return a, provider, group, recorder
 }

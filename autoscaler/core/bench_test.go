@@ -16,12 +16,12 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
 
-	"draxr.dev/draxr/autoscaler/clusterstate"
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/cloudprovider/mocks"
 	"draxr.dev/draxr/simulator/expander"
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/nodegroup"
+	"draxr.dev/draxr/simulator/view"
 )
 
 // fleetShape is a live cluster for BenchmarkRunOnce: GPU nodes full of
@@ -60,7 +60,7 @@ func BenchmarkRunOnce(b *testing.B) {
 				b.StopTimer()
 				// A fresh autoscaler each time: the previous loop's scale-up
 				// would otherwise count as upcoming nodes.
-				a := New(Config{Client: client, Listers: listers, Provider: provider, Expander: exp,
+				a := New(Config{Client: client, View: listers, Provider: provider, Expander: exp,
 					Recorder: &record.FakeRecorder{}, StatusNamespace: "kube-system"})
 				*requested = nil
 				runtime.GC()
@@ -92,7 +92,7 @@ func BenchmarkRunOnceSteady(b *testing.B) {
 	shape := fleetShape{gpuNodes: 2500, cpuNodes: 2500, cpuPodsPerNode: 10}
 	ctx, client, listers, exp := fleetClient(b, shape)
 	provider, requested := benchProvider(b, 1000)
-	a := New(Config{Client: client, Listers: listers, Provider: provider, Expander: exp,
+	a := New(Config{Client: client, View: listers, Provider: provider, Expander: exp,
 		Recorder: &record.FakeRecorder{}, StatusNamespace: "kube-system",
 		ScaleDown: ScaleDownConfig{Enabled: true, UtilizationThreshold: 0.5}})
 	// The first loop writes the status and fills what later loops reuse.
@@ -114,11 +114,11 @@ func BenchmarkRunOnceSteady(b *testing.B) {
 
 // fleetClient serves the shape's objects from a fake API server through
 // synced informers, until the benchmark ends.
-func fleetClient(b *testing.B, shape fleetShape) (context.Context, *fake.Clientset, clusterstate.Listers, expander.Strategy) {
+func fleetClient(b *testing.B, shape fleetShape) (context.Context, *fake.Clientset, view.View, expander.Strategy) {
 	ctx, cancel := context.WithCancel(context.Background())
 	client := fake.NewClientset(fleetObjects(shape)...)
 	factory := informers.NewSharedInformerFactory(client, 0)
-	listers := clusterstate.NewListers(factory)
+	listers := view.FromInformers(factory)
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
 	// Shutdown waits for the informers, which stop when ctx ends.

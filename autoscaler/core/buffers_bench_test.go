@@ -29,7 +29,7 @@ func BenchmarkRunOnceSteadyBuffers(b *testing.B) {
 	for _, n := range []int{0, 50} {
 		b.Run(fmt.Sprintf("%d-buffers", n), func(b *testing.B) {
 			provider, requested := benchProvider(b, 1000)
-			cfg := Config{Client: client, Listers: listers, Provider: provider, Expander: exp,
+			cfg := Config{Client: client, View: listers, Provider: provider, Expander: exp,
 				Recorder: &record.FakeRecorder{}, StatusNamespace: "kube-system",
 				ScaleDown: ScaleDownConfig{Enabled: true, UtilizationThreshold: 0.5}}
 			if n > 0 {

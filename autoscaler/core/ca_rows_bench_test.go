@@ -14,12 +14,12 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
 
-	"draxr.dev/draxr/autoscaler/clusterstate"
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/cloudprovider/mocks"
 	"draxr.dev/draxr/simulator/expander"
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/scaledown"
+	"draxr.dev/draxr/simulator/view"
 )
 
 // BenchmarkCARows holds every row of the Cluster Autoscaler's RunOnce
@@ -76,7 +76,7 @@ func caScaleUpRow(b *testing.B, name string, pending, wantNodes int, objs func()
 		ctx, cancel := context.WithCancel(context.Background())
 		client := fake.NewClientset(objs()...)
 		factory := informers.NewSharedInformerFactory(client, 0)
-		listers := clusterstate.NewListers(factory)
+		listers := view.FromInformers(factory)
 		factory.Start(ctx.Done())
 		factory.WaitForCacheSync(ctx.Done())
 		defer func() { cancel(); factory.Shutdown() }()
@@ -90,7 +90,7 @@ func caScaleUpRow(b *testing.B, name string, pending, wantNodes int, objs func()
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
 			b.StopTimer()
-			a := New(Config{Client: client, Listers: listers, Provider: provider, Expander: exp,
+			a := New(Config{Client: client, View: listers, Provider: provider, Expander: exp,
 				Recorder: &record.FakeRecorder{}, StatusNamespace: "kube-system"})
 			*requested = nil
 			runtime.GC()
@@ -121,7 +121,7 @@ func caScaleDownRow(b *testing.B, name string, nodes int, generated bool) {
 		ctx, cancel := context.WithCancel(context.Background())
 		client := fake.NewClientset(scaleDownClaimObjects(nodes, generated)...)
 		factory := informers.NewSharedInformerFactory(client, 0)
-		listers := clusterstate.NewListers(factory)
+		listers := view.FromInformers(factory)
 		factory.Start(ctx.Done())
 		factory.WaitForCacheSync(ctx.Done())
 		defer func() { cancel(); factory.Shutdown() }()
@@ -134,7 +134,7 @@ func caScaleDownRow(b *testing.B, name string, nodes int, generated bool) {
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
 			b.StopTimer()
-			a := New(Config{Client: client, Listers: listers, Provider: provider, Recorder: &record.FakeRecorder{},
+			a := New(Config{Client: client, View: listers, Provider: provider, Recorder: &record.FakeRecorder{},
 				StatusNamespace: "kube-system", ScaleDown: ScaleDownConfig{Enabled: true, UtilizationThreshold: 0.5,
 					ScaleDownActuation: ScaleDownActuation{MaxScaleDownParallelism: parallelism, MaxDrainParallelism: parallelism}}})
 			runtime.GC()

@@ -73,7 +73,7 @@ func TestDryRunChangesNothing(t *testing.T) {
 	t.Run("scale-up", func(t *testing.T) {
 		a, provider, group, recorder := setup(t, unschedulablePods(20)...)
 		group.EXPECT().IncreaseSize(gomock.Any(), gomock.Any()).Times(0)
-		b := New(Config{Client: a.cfg.Client, Listers: a.cfg.Listers, Provider: a.cfg.Provider, Expander: a.cfg.Expander,
+		b := New(Config{Client: a.cfg.Client, View: a.cfg.View, Provider: a.cfg.Provider, Expander: a.cfg.Expander,
 			Recorder: recorder, DryRun: true, StatusNamespace: "kube-system", StatusName: DryRunStatusConfigMapName})
 		provider.EXPECT().Refresh(gomock.Any()).Return(nil).AnyTimes()
 		client := a.cfg.Client.(*fake.Clientset)

@@ -28,6 +28,7 @@ import (
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/scaledown"
+	"draxr.dev/draxr/simulator/view"
 	"draxr.dev/draxr/test/fakeprovider"
 )
 
@@ -38,7 +39,7 @@ type failureEnv struct {
 	ctx      context.Context
 	a        *Autoscaler
 	client   *fake.Clientset
-	listers  clusterstate.Listers
+	listers  view.View
 	provider *fakeprovider.Provider
 	recorder *record.FakeRecorder
 	start    time.Time
@@ -59,7 +60,7 @@ func newFailureEnv(t *testing.T, objs ...runtime.Object) *failureEnv {
 	objs = append(objs, fx.Class("gpu.example.com", fx.Driver, fx.GPUResource, fx.Epoch))
 	e.client = fake.NewClientset(objs...)
 	f := informers.NewSharedInformerFactory(e.client, 0)
-	e.listers = clusterstate.NewListers(f)
+	e.listers = view.FromInformers(f)
 	if utilfeature.DefaultFeatureGate.Enabled(features.GenericWorkload) {
 		e.listers.PodGroups = f.Scheduling().V1beta1().PodGroups().Lister()
 	}
@@ -70,7 +71,7 @@ func newFailureEnv(t *testing.T, objs ...runtime.Object) *failureEnv {
 	f.WaitForCacheSync(ctx.Done())
 	e.provider = fakeprovider.New(e.client, func() time.Time { return e.now })
 	exp, _ := expander.New("least-waste", nil, 1)
-	e.a = New(Config{Client: e.client, Listers: e.listers, Provider: e.provider, Expander: exp, Recorder: e.recorder,
+	e.a = New(Config{Client: e.client, View: e.listers, Provider: e.provider, Expander: exp, Recorder: e.recorder,
 		StatusNamespace: "kube-system", StatusName: DefaultStatusConfigMapName, Now: func() time.Time { return e.now },
 		ClusterState: &ClusterStateConfig{OkTotalUnreadyCount: 3, MaxTotalUnreadyPercentage: 45},
 		ScaleDown:    ScaleDownConfig{Enabled: true, UtilizationThreshold: 0.5}})

@@ -15,13 +15,13 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
 
-	"draxr.dev/draxr/autoscaler/clusterstate"
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/cloudprovider/mocks"
 	"draxr.dev/draxr/simulator/expander"
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/limits"
 	"draxr.dev/draxr/simulator/nodegroup"
+	"draxr.dev/draxr/simulator/view"
 )
 
 // The live loop honours CA's limits: IncreaseSize is asked for the capped
@@ -128,7 +128,7 @@ func balancedLoop(t *testing.T, failSecond bool) (map[string]int, *LoopResult, [
 	objs := append(unschedulablePods(20), fx.Class("gpu.example.com", fx.Driver, fx.GPUResource, fx.Epoch))
 	client := fake.NewClientset(objs...)
 	factory := informers.NewSharedInformerFactory(client, 0)
-	listers := clusterstate.NewListers(factory)
+	listers := view.FromInformers(factory)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	factory.Start(ctx.Done())
@@ -165,7 +165,7 @@ func balancedLoop(t *testing.T, failSecond bool) (map[string]int, *LoopResult, [
 	provider.EXPECT().Refresh(gomock.Any()).Return(nil)
 	exp, _ := expander.New("least-waste", nil, 1)
 	recorder := record.NewFakeRecorder(1000)
-	a := New(Config{Client: client, Listers: listers, Provider: provider, Expander: exp, Recorder: recorder,
+	a := New(Config{Client: client, View: listers, Provider: provider, Expander: exp, Recorder: recorder,
 		StatusNamespace: "kube-system", StatusName: "draxr-autoscaler-status",
 		Limits: limits.Options{Balancing: limits.Balancing{Enabled: true}}})
 	res, err := a.RunOnce(context.Background())

@@ -47,7 +47,7 @@ func (a *Autoscaler) recordStateMetrics(st *clusterstate.State) {
 	l := a.cfg.Limits.Limits
 	metrics.UpdateResourceLimits(l.Cores.Min, l.Cores.Max, l.Memory.Min, l.Memory.Max)
 
-	if nodes, err := a.cfg.Listers.Nodes.List(labels.Everything()); err == nil {
+	if nodes, err := a.cfg.View.Nodes.List(labels.Everything()); err == nil {
 		var cores, memory int64
 		taints := map[string]int{}
 		for _, n := range nodes {
@@ -64,7 +64,7 @@ func (a *Autoscaler) recordStateMetrics(st *clusterstate.State) {
 		metrics.UpdateNodeTaintsCount(taints)
 	}
 
-	slices, err := a.cfg.Listers.Slices.List(labels.Everything())
+	slices, err := a.cfg.View.Slices.List(labels.Everything())
 	if err != nil {
 		return
 	}

@@ -22,7 +22,6 @@ import (
 	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/utils/ptr"
 
-	"draxr.dev/draxr/autoscaler/clusterstate"
 	"draxr.dev/draxr/autoscaler/metrics"
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/cloudprovider/mocks"
@@ -30,6 +29,7 @@ import (
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/taints"
+	"draxr.dev/draxr/simulator/view"
 )
 
 // scrape gathers the registry /metrics serves and returns the value of the
@@ -224,7 +224,7 @@ func TestTemplateMismatchMetric(t *testing.T) {
 		fx.Node("gpu-full", 64, 256, nil), fx.GPUSlice("gpu-full", 8),
 		fx.Node("gpu-half", 64, 256, nil), fx.GPUSlice("gpu-half", 4))
 	factory := informers.NewSharedInformerFactory(client, 0)
-	listers := clusterstate.NewListers(factory)
+	listers := view.FromInformers(factory)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	factory.Start(ctx.Done())
@@ -245,7 +245,7 @@ func TestTemplateMismatchMetric(t *testing.T) {
 	provider.EXPECT().NodeGroupForNode(gomock.Any()).Return(group, nil).AnyTimes()
 	provider.EXPECT().Refresh(gomock.Any()).Return(nil)
 	exp, _ := expander.New("least-waste", nil, 1)
-	a := New(Config{Client: client, Listers: listers, Provider: provider, Expander: exp, Recorder: record.NewFakeRecorder(100)})
+	a := New(Config{Client: client, View: listers, Provider: provider, Expander: exp, Recorder: record.NewFakeRecorder(100)})
 	if _, err := a.RunOnce(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -17,12 +17,12 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
-	"draxr.dev/draxr/autoscaler/clusterstate"
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/cloudprovider/mocks"
 	"draxr.dev/draxr/simulator/drainability"
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/nodegroup"
+	"draxr.dev/draxr/simulator/view"
 )
 
 // newTwoGroupsEnv is sdEnv with two mocked groups: nodes named "fast-*"
@@ -41,7 +41,7 @@ func newTwoGroupsEnv(t *testing.T, sd ScaleDownConfig, fast nodegroup.Options, o
 		return true, nil, client.Tracker().Delete(podsGVR, action.GetNamespace(), name)
 	})
 	factory := informers.NewSharedInformerFactory(client, 0)
-	listers := clusterstate.NewListers(factory)
+	listers := view.FromInformers(factory)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	factory.Start(ctx.Done())
@@ -79,7 +79,7 @@ func newTwoGroupsEnv(t *testing.T, sd ScaleDownConfig, fast nodegroup.Options, o
 	sd.MaxGracefulTermination = 10 * time.Second
 	sd.Drainability = drainability.DefaultOptions()
 	e := &sdEnv{client: client, group: fastGroup, recorder: record.NewFakeRecorder(1000), now: time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)}
-	e.a = New(Config{Client: client, Listers: listers, Provider: provider, Recorder: e.recorder, Now: e.clock, ScaleDown: sd})
+	e.a = New(Config{Client: client, View: listers, Provider: provider, Recorder: e.recorder, Now: e.clock, ScaleDown: sd})
 	return e
 }
 

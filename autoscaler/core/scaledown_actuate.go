@@ -152,7 +152,7 @@ func (a *Autoscaler) waitForDrains() { a.sd.drains.Wait() }
 // node stays unschedulable for good; with scale-down disabled, deletion
 // candidate taints come off too.
 func (a *Autoscaler) scaleDownHousekeeping(ctx context.Context, st *clusterstate.State) error {
-	nodes, err := a.cfg.Listers.Nodes.List(labels.Everything())
+	nodes, err := a.cfg.View.Nodes.List(labels.Everything())
 	if err != nil {
 		return err
 	}
@@ -265,7 +265,7 @@ func (a *Autoscaler) scaleDown(ctx context.Context, st *clusterstate.State, res 
 		// with a conflict and is read again, so it costs no safety.
 		var node *v1.Node
 		var err error
-		if cached, getErr := a.cfg.Listers.Nodes.Get(d.name); getErr == nil {
+		if cached, getErr := a.cfg.View.Nodes.Get(d.name); getErr == nil {
 			node, err = a.setTaintFrom(ctx, cached, ToBeDeletedTaint, v1.TaintEffectNoSchedule, true)
 		} else {
 			node, err = a.setTaint(ctx, d.name, ToBeDeletedTaint, v1.TaintEffectNoSchedule, true)

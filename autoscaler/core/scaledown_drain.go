@@ -48,8 +48,8 @@ func (a *Autoscaler) waitPodsGone(ctx context.Context, nodeName string, pods []*
 		return
 	}
 	get := func(ctx context.Context, p *v1.Pod) (*v1.Pod, error) {
-		if a.cfg.Listers.Pods != nil {
-			return a.cfg.Listers.Pods.Pods(p.Namespace).Get(p.Name)
+		if a.cfg.View.Pods != nil {
+			return a.cfg.View.Pods.Pods(p.Namespace).Get(p.Name)
 		}
 		return a.cfg.Client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
 	}
@@ -77,15 +77,15 @@ func (a *Autoscaler) waitPodsGone(ctx context.Context, nodeName string, pods []*
 }
 
 func (a *Autoscaler) pdbs() ([]*policyv1.PodDisruptionBudget, error) {
-	if a.cfg.Listers.PDBs == nil {
+	if a.cfg.View.PDBs == nil {
 		return nil, nil
 	}
-	return a.cfg.Listers.PDBs.List(labels.Everything())
+	return a.cfg.View.PDBs.List(labels.Everything())
 }
 
 // podsOn lists the pods bound to a node.
 func (a *Autoscaler) podsOn(nodeName string) ([]*v1.Pod, error) {
-	pods, err := a.cfg.Listers.Pods.List(labels.Everything())
+	pods, err := a.cfg.View.Pods.List(labels.Everything())
 	if err != nil {
 		return nil, err
 	}

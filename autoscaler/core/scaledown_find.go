@@ -324,7 +324,7 @@ func (a *Autoscaler) unreadyDue(st *clusterstate.State, checker *drainability.Ch
 		if st.Ready[name] || a.sd.isDeleting(name) {
 			continue
 		}
-		node, err := a.cfg.Listers.Nodes.Get(name)
+		node, err := a.cfg.View.Nodes.Get(name)
 		if err != nil {
 			continue
 		}
@@ -377,7 +377,7 @@ func (a *Autoscaler) reportUnremovable(rejections []scaledown.Rejection) {
 			continue
 		}
 		a.sd.noScaleDown[r.Node] = r.Reason
-		if node, err := a.cfg.Listers.Nodes.Get(r.Node); err == nil {
+		if node, err := a.cfg.View.Nodes.Get(r.Node); err == nil {
 			a.cfg.Recorder.Eventf(node, v1.EventTypeNormal, EventNoScaleDown, "node cannot be removed: %s", r.Reason)
 		}
 	}

@@ -31,7 +31,7 @@ func (a *Autoscaler) markCandidates(ctx context.Context, st *clusterstate.State,
 	if a.cfg.DryRun {
 		return nil
 	}
-	nodes, err := a.cfg.Listers.Nodes.List(labels.Everything())
+	nodes, err := a.cfg.View.Nodes.List(labels.Everything())
 	if err != nil {
 		return err
 	}

@@ -25,12 +25,12 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
-	"draxr.dev/draxr/autoscaler/clusterstate"
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/cloudprovider/mocks"
 	"draxr.dev/draxr/simulator/drainability"
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/scaledown"
+	"draxr.dev/draxr/simulator/view"
 )
 
 // sdEnv is a fake API server with CPU nodes of one mocked group "cpu"
@@ -83,7 +83,7 @@ func newSDEnvDryRun(t *testing.T, act ScaleDownActuation, dryRun bool, objs ...r
 		return true, nil, client.Tracker().Delete(podsGVR, action.GetNamespace(), name)
 	})
 	factory := informers.NewSharedInformerFactory(client, 0)
-	listers := clusterstate.NewListers(factory)
+	listers := view.FromInformers(factory)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	factory.Start(ctx.Done())
@@ -114,7 +114,7 @@ func newSDEnvDryRun(t *testing.T, act ScaleDownActuation, dryRun bool, objs ...r
 	}
 	act.Drainability = drainability.DefaultOptions()
 	e := &sdEnv{client: client, group: group, recorder: record.NewFakeRecorder(1000), now: time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)}
-	e.a = New(Config{Client: client, Listers: listers, Provider: provider, Recorder: e.recorder, Now: e.clock, DryRun: dryRun,
+	e.a = New(Config{Client: client, View: listers, Provider: provider, Recorder: e.recorder, Now: e.clock, DryRun: dryRun,
 		StatusNamespace: "kube-system", StatusName: DryRunStatusConfigMapName,
 		ScaleDown: ScaleDownConfig{Enabled: true, UtilizationThreshold: 0.5, ScaleDownActuation: act}})
 	return e
@@ -155,12 +155,12 @@ func (e *sdEnv) sync(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		cached, _ := e.a.cfg.Listers.Nodes.List(labelsEverything())
+		cached, _ := e.a.cfg.View.Nodes.List(labelsEverything())
 		if len(cached) != len(list.Items) {
 			return false, nil
 		}
 		for _, n := range list.Items {
-			c, err := e.a.cfg.Listers.Nodes.Get(n.Name)
+			c, err := e.a.cfg.View.Nodes.Get(n.Name)
 			// The fake clientset leaves resource versions empty: compare
 			// what the loop reads (taints, annotations) too.
 			if err != nil || c.ResourceVersion != n.ResourceVersion || !apiequality.Semantic.DeepEqual(c.Spec, n.Spec) ||
@@ -169,7 +169,7 @@ func (e *sdEnv) sync(t *testing.T) {
 			}
 		}
 		pods, _ := e.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
-		cachedPods, _ := e.a.cfg.Listers.Pods.List(labelsEverything())
+		cachedPods, _ := e.a.cfg.View.Pods.List(labelsEverything())
 		return len(pods.Items) == len(cachedPods), nil
 	})
 	if err != nil {

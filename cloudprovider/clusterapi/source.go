@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"draxr.dev/draxr/simulator/input"
-	"draxr.dev/draxr/simulator/live"
 	"draxr.dev/draxr/simulator/nodegroup/capi"
+	"draxr.dev/draxr/simulator/view"
 )
 
 // Source is what the provider reads: the API server (Dynamic, Kube and
@@ -68,21 +68,21 @@ func DumpSource(objs *input.Objects) (Source, error) {
 		byKind[gvk.Kind] = append(byKind[gvk.Kind], c)
 	}
 	for _, kind := range []string{capi.MachineDeployment, capi.MachineSet, capi.MachinePool, capi.Machine} {
-		idx, err := live.Indexer(kind, byKind[kind])
+		idx, err := view.Indexer(kind, byKind[kind])
 		if err != nil {
 			return Source{}, err
 		}
 		d.kinds[kind] = idx
 	}
-	nodes, err := live.Indexer("Node", objs.Nodes)
+	nodes, err := view.Indexer("Node", objs.Nodes)
 	if err != nil {
 		return Source{}, err
 	}
-	slices, err := live.Indexer("ResourceSlice", objs.ResourceSlices)
+	slices, err := view.Indexer("ResourceSlice", objs.ResourceSlices)
 	if err != nil {
 		return Source{}, err
 	}
-	configMaps, err := live.Indexer("ConfigMap", objs.ConfigMaps)
+	configMaps, err := view.Indexer("ConfigMap", objs.ConfigMaps)
 	if err != nil {
 		return Source{}, err
 	}

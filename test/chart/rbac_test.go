@@ -27,8 +27,7 @@ type use struct {
 // (a Lister or Informer) need list and watch.
 func autoscalerUses() []use {
 	const (
-		informers = "simulator/live/informers.go"
-		state     = "autoscaler/clusterstate/clusterstate.go"
+		informers = "simulator/view/informers.go"
 		taint     = "autoscaler/core/scaledown_taint.go"
 		drain     = "autoscaler/core/scaledown_drain.go"
 		status    = "autoscaler/core/status.go"
@@ -59,8 +58,8 @@ func autoscalerUses() []use {
 		{"workload", "cluster", "apps", "daemonsets", "list watch", informers, "f.Apps().V1().DaemonSets().Lister()"},
 		{"workload", "cluster", "scheduling.k8s.io", "podgroups", "list watch", informers, "f.Scheduling().V1beta1().PodGroups().Lister()"},
 		// Volcano's gangs (--bypassed-scheduler-names=volcano): a dynamic informer.
-		{"workload", "cluster", "scheduling.volcano.sh", "podgroups", "list watch", run, "f.ForResource(live.VolcanoPodGroupsResource()).Lister()"},
-		{"workload", "cluster", "policy", "poddisruptionbudgets", "list watch", state, "f.Policy().V1().PodDisruptionBudgets().Lister()"},
+		{"workload", "cluster", "scheduling.volcano.sh", "podgroups", "list watch", informers, "dyn.ForResource(VolcanoPodGroupsResource()).Lister()"},
+		{"workload", "cluster", "policy", "poddisruptionbudgets", "list watch", informers, "f.Policy().V1().PodDisruptionBudgets().Lister()"},
 		{"workload", "cluster", "resource.k8s.io", "resourceslices", "list watch", informers, "r.ResourceSlices().Lister()"},
 		// Without the autoscaler's informers (the CLI) templates copied
 		// from members list their slices.
@@ -100,26 +99,23 @@ func autoscalerUses() []use {
 		{"kwok", "release", "", "configmaps", "get", kwokTmpl, "c.CoreV1().ConfigMaps(namespace).Get(ctx, name"},
 		{"kwok", "cluster", "", "nodes", "list", kwokTmpl, "c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})"},
 		{"kwok", "cluster", "resource.k8s.io", "resourceslices", "list", kwok, "opts.Client.ResourceV1().ResourceSlices().List(ctx"},
-		// Members from the loop's own informers (no API call of its own).
-		{"workload", "cluster", "", "nodes", "list watch", run, "Nodes: factory.Core().V1().Nodes().Lister()"},
-		{"workload", "cluster", "resource.k8s.io", "resourceslices", "list watch", run, "Slices: factory.Resource().V1().ResourceSlices().Lister()"},
 
 		// ProvisioningRequests (--enable-provisioning-requests): the
 		// informer, a discovery check at start-up, status writes and the
 		// deletion of finished requests; PodTemplates from the informer.
-		{"provreq", "cluster", "autoscaling.x-k8s.io", "provisioningrequests", "list watch", run, "prFactory.Autoscaling().V1().ProvisioningRequests().Lister()"},
+		{"provreq", "cluster", "autoscaling.x-k8s.io", "provisioningrequests", "list watch", informers, "pr.Autoscaling().V1().ProvisioningRequests().Lister()"},
 		{"provreq", "cluster", "autoscaling.x-k8s.io", "provisioningrequests", "get", provReq, "Get(ctx, name, metav1.GetOptions{})"},
 		{"provreq", "cluster", "autoscaling.x-k8s.io", "provisioningrequests/status", "update", provReq, "w.c.AutoscalingV1().ProvisioningRequests(pr.Namespace).UpdateStatus(ctx"},
 		{"provreq", "cluster", "autoscaling.x-k8s.io", "provisioningrequests", "delete", provReq, "w.c.AutoscalingV1().ProvisioningRequests(namespace).Delete(ctx"},
-		{"templates-for-batch", "cluster", "", "podtemplates", "list watch", run, "factory.Core().V1().PodTemplates().Lister()"},
+		{"templates-for-batch", "cluster", "", "podtemplates", "list watch", informers, "f.Core().V1().PodTemplates().Lister()"},
 		// CapacityBuffers (--capacity-buffer-*-enabled): a dynamic informer
 		// and status writes.
-		{"buffers", "cluster", "autoscaling.x-k8s.io", "capacitybuffers", "list watch", run, "f.ForResource(gvr).Lister()"},
-		{"buffers", "cluster", "apps", "deployments", "list watch", run, "factory.Apps().V1().Deployments().Lister()"},
-		{"buffers", "cluster", "apps", "replicasets", "list watch", run, "factory.Apps().V1().ReplicaSets().Lister()"},
-		{"buffers", "cluster", "apps", "statefulsets", "list watch", run, "factory.Apps().V1().StatefulSets().Lister()"},
-		{"buffers", "cluster", "batch", "jobs", "list watch", run, "factory.Batch().V1().Jobs().Lister()"},
-		{"buffers", "cluster", "", "resourcequotas", "list watch", run, "factory.Core().V1().ResourceQuotas().Lister()"},
+		{"buffers", "cluster", "autoscaling.x-k8s.io", "capacitybuffers", "list watch", informers, "dyn.ForResource(capacitybuffer.GroupVersionResource()).Lister()"},
+		{"buffers", "cluster", "apps", "deployments", "list watch", informers, "apps.Deployments().Lister()"},
+		{"buffers", "cluster", "apps", "replicasets", "list watch", informers, "apps.ReplicaSets().Lister()"},
+		{"buffers", "cluster", "apps", "statefulsets", "list watch", informers, "apps.StatefulSets().Lister()"},
+		{"buffers", "cluster", "batch", "jobs", "list watch", informers, "f.Batch().V1().Jobs().Lister()"},
+		{"buffers", "cluster", "", "resourcequotas", "list watch", informers, "f.Core().V1().ResourceQuotas().Lister()"},
 		{"buffers", "cluster", "autoscaling.x-k8s.io", "capacitybuffers/status", "update", "autoscaler/buffers/buffers.go",
 			"w.c.Resource(cb.GroupVersionResource()).Namespace(b.Namespace).UpdateStatus(ctx, u"},
 
@@ -217,8 +213,8 @@ func TestRBACCodeCallsAreUses(t *testing.T) {
 		}
 		files = append(files, m...)
 	}
-	// Of simulator/live, the autoscaler uses the informers only.
-	files = append(files, filepath.Join(root, "simulator/live/informers.go"))
+	// Of simulator/view, the autoscaler uses the informers only.
+	files = append(files, filepath.Join(root, "simulator/view/informers.go"))
 	found := 0
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {

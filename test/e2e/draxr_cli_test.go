@@ -19,12 +19,12 @@ import (
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/yaml"
 
-	"draxr.dev/draxr/autoscaler/clusterstate"
 	"draxr.dev/draxr/autoscaler/core"
 	"draxr.dev/draxr/cloudprovider/local"
 	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/input"
 	"draxr.dev/draxr/simulator/report"
+	"draxr.dev/draxr/simulator/view"
 )
 
 // draxr doctor and draxr simulate read the live cluster the way they read
@@ -274,7 +274,7 @@ func dryRunLoop(t *testing.T, e *env, groupsFile string) *core.LoopResult {
 		t.Fatal(err)
 	}
 	factory := informers.NewSharedInformerFactory(cp.Client, 0)
-	listers := clusterstate.NewListers(factory)
+	listers := view.FromInformers(factory)
 	ctx, cancel := context.WithCancel(e.ctx)
 	defer cancel()
 	factory.Start(ctx.Done())
@@ -283,7 +283,7 @@ func dryRunLoop(t *testing.T, e *env, groupsFile string) *core.LoopResult {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := core.New(core.Config{Client: cp.Client, Listers: listers, Provider: provider, Expander: exp, DryRun: true,
+	a := core.New(core.Config{Client: cp.Client, View: listers, Provider: provider, Expander: exp, DryRun: true,
 		Recorder: &record.FakeRecorder{}})
 	res, err := a.RunOnce(ctx)
 	if err != nil {

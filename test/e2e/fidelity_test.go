@@ -13,9 +13,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	"context"
-	"draxr.dev/draxr/simulator/live"
+
 	"draxr.dev/draxr/simulator/offline"
 	"draxr.dev/draxr/simulator/placement"
+	"draxr.dev/draxr/simulator/view"
 )
 
 // The planner, reading the live cluster and the scheduler's own
@@ -42,7 +43,7 @@ func TestPlannerFidelity(t *testing.T) {
 		names = append(names, e.fidelityPod(fmt.Sprintf("b-one-%d", i), 1))
 	}
 
-	objs, err := live.Read(e.ctx, cp.Client) // as draxr simulate --kubeconfig reads it
+	objs, err := view.Read(e.ctx, cp.Client, cp.AdminConfig) // as draxr simulate --kubeconfig reads it
 	if err != nil {
 		t.Fatal(err)
 	}

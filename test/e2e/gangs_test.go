@@ -16,8 +16,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"draxr.dev/draxr/simulator/gang"
-	"draxr.dev/draxr/simulator/live"
 	"draxr.dev/draxr/simulator/report"
+	"draxr.dev/draxr/simulator/view"
 )
 
 // gang creates a PodGroup of minCount n with a gang policy and its n pods,
@@ -74,7 +74,7 @@ func TestGangsLive(t *testing.T) {
 	if err := cp.InstallCRDFiles(e.ctx, filepath.Join(root, "test/e2e/testdata/volcano/podgroups-crd.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	e.deleteOnCleanup(live.VolcanoPodGroupsResource())
+	e.deleteOnCleanup(view.VolcanoPodGroupsResource())
 	groups := e.nodeGroups(groupSpec{name: "gang-gpu", min: 0, max: 4, draDevices: 8})
 	e.autoscaler(groups, "--feature-gates=GenericWorkload=true", "--bypassed-scheduler-names=gang,volcano")
 
@@ -174,7 +174,7 @@ func (e *env) volcanoGang(name string, n int) {
 		"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
 		"metadata": map[string]any{"name": name, "namespace": e.ns},
 		"spec":     map[string]any{"minMember": int64(n), "queue": "default"}}}
-	if _, err := dyn.Resource(live.VolcanoPodGroupsResource()).Namespace(e.ns).Create(e.ctx, pg, metav1.CreateOptions{}); err != nil {
+	if _, err := dyn.Resource(view.VolcanoPodGroupsResource()).Namespace(e.ns).Create(e.ctx, pg, metav1.CreateOptions{}); err != nil {
 		e.t.Fatal(err)
 	}
 	e.gangPods(name, n, func(p *v1.Pod) {

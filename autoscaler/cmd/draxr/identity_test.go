@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
 
-	"draxr.dev/draxr/autoscaler/clusterstate"
 	"draxr.dev/draxr/autoscaler/core"
 	"draxr.dev/draxr/autoscaler/provisioning"
 	"draxr.dev/draxr/cloudprovider"
@@ -24,6 +23,7 @@ import (
 	"draxr.dev/draxr/simulator/input"
 	"draxr.dev/draxr/simulator/report"
 	"draxr.dev/draxr/simulator/scaleup"
+	"draxr.dev/draxr/simulator/view"
 )
 
 // The plan `draxr simulate -f` makes of a Cluster API dump is the one a
@@ -221,7 +221,7 @@ func dryRunAutoscaler(t *testing.T, client *fake.Clientset, provider cloudprovid
 	more ...func(*core.Config)) (context.Context, *core.Autoscaler) {
 	t.Helper()
 	factory := informers.NewSharedInformerFactory(client, 0)
-	listers := clusterstate.NewListers(factory)
+	listers := view.FromInformers(factory)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	factory.Start(ctx.Done())
@@ -230,7 +230,7 @@ func dryRunAutoscaler(t *testing.T, client *fake.Clientset, provider cloudprovid
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := core.Config{Client: client, Listers: listers, Provider: provider, Expander: exp, DryRun: true,
+	cfg := core.Config{Client: client, View: listers, Provider: provider, Expander: exp, DryRun: true,
 		Recorder: record.NewFakeRecorder(1000), StatusNamespace: "kube-system", StatusName: core.DryRunStatusConfigMapName,
 		ProvisioningRequests: requests}
 	for _, f := range more {

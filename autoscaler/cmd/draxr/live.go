@@ -8,18 +8,12 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	prv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
-	prclient "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/client/clientset/versioned"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"draxr.dev/draxr/simulator/capacitybuffer"
 	"draxr.dev/draxr/simulator/input"
-	"draxr.dev/draxr/simulator/live"
+	"draxr.dev/draxr/simulator/view"
 )
 
 // globalFlags are the connection flags every command shares. They are
@@ -72,93 +66,14 @@ func (g *globalFlags) read(ctx context.Context, groups groupsFunc) (*input.Objec
 	}
 	ctx, cancel := context.WithTimeout(ctx, g.syncTimeout)
 	defer cancel()
-	objs, err := live.Read(ctx, client)
+	objs, err := view.Read(ctx, client, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cfg.Host, err)
 	}
 	if err := groups(ctx, client, cfg, objs); err != nil {
 		return nil, fmt.Errorf("%s: %w", cfg.Host, err)
 	}
-	if err := readRequests(ctx, client, cfg, objs); err != nil {
-		return nil, fmt.Errorf("%s: %w", cfg.Host, err)
-	}
 	return objs, nil
-}
-
-// readVolcano adds Volcano's PodGroups (its gangs are planned with
-// --bypassed-scheduler-names=volcano).
-func readVolcano(ctx context.Context, cfg *rest.Config, objs *input.Objects) error {
-	jsonCfg := rest.CopyConfig(cfg)
-	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = "application/json", "application/json"
-	dyn, err := dynamic.NewForConfig(jsonCfg)
-	if err != nil {
-		return err
-	}
-	list, err := dyn.Resource(live.VolcanoPodGroupsResource()).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return fmt.Errorf("list %s: %w", live.VolcanoPodGroupsResource().GroupResource(), err)
-	}
-	for i := range list.Items {
-		objs.VolcanoPodGroups = append(objs.VolcanoPodGroups, &list.Items[i])
-	}
-	return nil
-}
-
-// readRequests adds the cluster's ProvisioningRequests, CapacityBuffers
-// and the PodTemplates they name (read once, per plan), where the API
-// serves CA's CRDs.
-func readRequests(ctx context.Context, client kubernetes.Interface, cfg *rest.Config, objs *input.Objects) error {
-	if live.Serves(client.Discovery(), live.VolcanoPodGroupsResource()) {
-		if err := readVolcano(ctx, cfg, objs); err != nil {
-			return err
-		}
-	}
-	requests := live.Serves(client.Discovery(), prv1.SchemeGroupVersion.WithResource("provisioningrequests"))
-	bufferGVR := capacitybuffer.GroupVersionResource()
-	buffers := live.Serves(client.Discovery(), bufferGVR)
-	if !requests && !buffers {
-		return nil
-	}
-	jsonCfg := rest.CopyConfig(cfg)
-	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = "application/json", "application/json"
-	if requests {
-		prc, err := prclient.NewForConfig(jsonCfg)
-		if err != nil {
-			return err
-		}
-		prs, err := prc.AutoscalingV1().ProvisioningRequests("").List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return fmt.Errorf("list provisioningrequests: %w", err)
-		}
-		for i := range prs.Items {
-			objs.ProvisioningRequests = append(objs.ProvisioningRequests, &prs.Items[i])
-		}
-	}
-	if buffers {
-		dyn, err := dynamic.NewForConfig(jsonCfg)
-		if err != nil {
-			return err
-		}
-		list, err := dyn.Resource(bufferGVR).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return fmt.Errorf("list capacitybuffers: %w", err)
-		}
-		for _, u := range list.Items {
-			b := &capacitybuffer.CapacityBuffer{}
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, b); err != nil {
-				return fmt.Errorf("CapacityBuffer %s/%s: %w", u.GetNamespace(), u.GetName(), err)
-			}
-			objs.CapacityBuffers = append(objs.CapacityBuffers, b)
-		}
-	}
-	pts, err := client.CoreV1().PodTemplates("").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return fmt.Errorf("list podtemplates: %w", err)
-	}
-	for i := range pts.Items {
-		objs.PodTemplates = append(objs.PodTemplates, &pts.Items[i])
-	}
-	return nil
 }
 
 // groupsFunc adds the node groups of a provider that reads the cluster
@@ -172,11 +87,8 @@ func (g *globalFlags) watch(ctx context.Context, quiet time.Duration, groups gro
 	if err != nil {
 		return err
 	}
-	err = live.Watch(ctx, client, g.syncTimeout, quiet, func(objs *input.Objects) error {
+	err = view.Watch(ctx, client, cfg, g.syncTimeout, quiet, func(objs *input.Objects) error {
 		if err := groups(ctx, client, cfg, objs); err != nil {
-			return err
-		}
-		if err := readRequests(ctx, client, cfg, objs); err != nil {
 			return err
 		}
 		return fn(objs)

@@ -10,7 +10,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
-	"draxr.dev/draxr/autoscaler/clusterstate"
 	"draxr.dev/draxr/autoscaler/core"
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/cloudprovider/clusterapi"
@@ -18,9 +17,9 @@ import (
 	"draxr.dev/draxr/simulator/drainability"
 	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/input"
-	"draxr.dev/draxr/simulator/live"
 	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/scaledown"
+	"draxr.dev/draxr/simulator/view"
 )
 
 // scaleDownFlags are the scale-down flags of draxr-autoscaler that the
@@ -52,7 +51,7 @@ type explainer func(ctx context.Context) ([]scaledown.NodeVerdict, error)
 // client is given), with the local provider (read only) for groups and
 // the clusterapi provider over capiSource when it is set. Both providers
 // read nodes and slices from the same listers: one view of the cluster.
-func (f *scaleDownFlags) explain(ctx context.Context, listers clusterstate.Listers, groups []*nodegroup.NodeGroup,
+func (f *scaleDownFlags) explain(ctx context.Context, listers view.View, groups []*nodegroup.NodeGroup,
 	capiSource *clusterapi.Source, p *providerFlags) ([]scaledown.NodeVerdict, error) {
 	lp, err := local.New(local.Options{Nodes: listers.Nodes, Slices: listers.Slices, Groups: groups, ReadOnly: true})
 	if err != nil {
@@ -72,7 +71,7 @@ func (f *scaleDownFlags) explain(ctx context.Context, listers clusterstate.Liste
 		return nil, err
 	}
 	gpu := f.gpuThreshold
-	a := core.New(core.Config{Listers: listers, Provider: provider, Expander: exp, DryRun: true,
+	a := core.New(core.Config{View: listers, Provider: provider, Expander: exp, DryRun: true,
 		Recorder: &record.FakeRecorder{},
 		ScaleDown: core.ScaleDownConfig{Enabled: true, UnneededTime: f.unneededTime,
 			UtilizationThreshold: f.utilizationThreshold, GpuUtilizationThreshold: &gpu,
@@ -87,7 +86,7 @@ func (f *scaleDownFlags) explain(ctx context.Context, listers clusterstate.Liste
 // planning added groups to them.
 func (f *scaleDownFlags) dumpExplainer(objs *input.Objects, groups []*nodegroup.NodeGroup, p *providerFlags) explainer {
 	return func(ctx context.Context) ([]scaledown.NodeVerdict, error) {
-		listers, err := clusterstate.ListersOf(objs)
+		listers, err := view.FromObjects(objs)
 		if err != nil {
 			return nil, err
 		}
@@ -109,8 +108,8 @@ func (f *scaleDownFlags) dumpExplainer(objs *input.Objects, groups []*nodegroup.
 func (f *scaleDownFlags) liveExplainer(client kubernetes.Interface, capi *clusterapi.Source, p *providerFlags,
 	groups []*nodegroup.NodeGroup) explainer {
 	return func(ctx context.Context) ([]scaledown.NodeVerdict, error) {
-		factory := live.NewInformerFactory(client)
-		listers := clusterstate.NewListers(factory)
+		factory := view.NewInformerFactory(client)
+		listers := view.FromInformers(factory)
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		factory.Start(ctx.Done())

@@ -1,4 +1,4 @@
-package live
+package view
 
 import (
 	"reflect"
@@ -10,13 +10,16 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	prv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
+	"k8s.io/utils/ptr"
 
+	"draxr.dev/draxr/simulator/capacitybuffer"
 	"draxr.dev/draxr/simulator/input"
 )
 
-// A dump served through ListersOf reads back as the objects it holds,
+// A dump served through FromObjects reads back as the objects it holds,
 // each kind by its lister, namespaced kinds by namespace too.
-func TestListersOfServeTheObjects(t *testing.T) {
+func TestFromObjectsServesTheObjects(t *testing.T) {
 	pod := func(ns, name, node string) *v1.Pod {
 		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: v1.PodSpec{NodeName: node}}
 	}
@@ -30,8 +33,14 @@ func TestListersOfServeTheObjects(t *testing.T) {
 		ResourceClaimTemplates: []*resourceapi.ResourceClaimTemplate{{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "t"}}},
 		DeviceTaintRules:       []*resourceapi.DeviceTaintRule{{ObjectMeta: metav1.ObjectMeta{Name: "r"}}},
 		DaemonSets:             []*appsv1.DaemonSet{{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "driver"}}},
+		ProvisioningRequests:   []*prv1.ProvisioningRequest{{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "train"}}},
+		PodTemplates:           []*v1.PodTemplate{{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "worker"}}},
+		ResourceQuotas:         []*v1.ResourceQuota{{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "gpus"}}},
+		CapacityBuffers: []*capacitybuffer.CapacityBuffer{{
+			TypeMeta:   metav1.TypeMeta{APIVersion: capacitybuffer.GroupVersionResource().GroupVersion().String(), Kind: "CapacityBuffer"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "warm"}, Spec: capacitybuffer.Spec{Replicas: ptr.To[int32](2)}}},
 	}
-	l, err := ListersOf(objs)
+	l, err := FromObjects(objs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,6 +57,9 @@ func TestListersOfServeTheObjects(t *testing.T) {
 		{"classes", got.DeviceClasses, objs.DeviceClasses}, {"claims", got.ResourceClaims, objs.ResourceClaims},
 		{"templates", got.ResourceClaimTemplates, objs.ResourceClaimTemplates},
 		{"taint rules", got.DeviceTaintRules, objs.DeviceTaintRules}, {"daemonsets", got.DaemonSets, objs.DaemonSets},
+		{"provisioning requests", got.ProvisioningRequests, objs.ProvisioningRequests},
+		{"pod templates", got.PodTemplates, objs.PodTemplates}, {"quotas", got.ResourceQuotas, objs.ResourceQuotas},
+		{"capacity buffers", got.CapacityBuffers, objs.CapacityBuffers},
 	} {
 		if !reflect.DeepEqual(c.got, c.want) {
 			t.Errorf("%s: read back %v, want %v", c.kind, c.got, c.want)
@@ -59,10 +71,14 @@ func TestListersOfServeTheObjects(t *testing.T) {
 	if n, err := l.Nodes.Get("n2"); err != nil || n != objs.Nodes[1] {
 		t.Errorf("node n2: %v, %v", n, err)
 	}
+	// The loop's drain reads PodDisruptionBudgets: a dump serves none.
+	if pdbs, err := l.PDBs.List(labels.Everything()); err != nil || len(pdbs) != 0 {
+		t.Errorf("PodDisruptionBudgets of a dump: %v, %v; want none", pdbs, err)
+	}
 }
 
 // Objects an API server could not hold together are errors naming them.
-func TestListersOfRefuseWhatNoServerHolds(t *testing.T) {
+func TestFromObjectsRefusesWhatNoServerHolds(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		objs *input.Objects
@@ -75,7 +91,7 @@ func TestListersOfRefuseWhatNoServerHolds(t *testing.T) {
 		{"a claim without a name", &input.Objects{ResourceClaims: []*resourceapi.ResourceClaim{{ObjectMeta: metav1.ObjectMeta{Namespace: "ml"}}}},
 			"a ResourceClaim in namespace ml: metadata.name is empty"},
 	} {
-		if _, err := ListersOf(c.objs); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := FromObjects(c.objs); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error containing %q", c.name, err, c.want)
 		}
 	}

@@ -1,14 +1,17 @@
-package live
+package view
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	prinformers "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/client/informers/externalversions"
 
 	v1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
@@ -18,22 +21,33 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	prlisters "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/client/listers/autoscaling.x-k8s.io/v1"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
+	batchlisters "k8s.io/client-go/listers/batch/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	policylisters "k8s.io/client-go/listers/policy/v1"
 	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	schedulinglisters "k8s.io/client-go/listers/scheduling/v1beta1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/kubernetes/pkg/features"
 
+	"draxr.dev/draxr/simulator/capacitybuffer"
 	"draxr.dev/draxr/simulator/input"
 )
 
-// Listers are the informer caches the planner reads: the kinds
-// input.Objects holds.
-type Listers struct {
+// View is every kind of the cluster draxr reads, as listers: the
+// planner's (draxr simulate), the autoscaler loop's, its providers' and
+// its batch steps'. Every reader takes its listers from one View, built
+// from informers (FromInformers and the With methods: the loop,
+// --kubeconfig, --watch) or from objects read from files (FromObjects),
+// so a dump and a live cluster are read by the same code. A nil lister is
+// a kind not read (its API not served, or its step off).
+type View struct {
 	Nodes     corelisters.NodeLister
 	Pods      corelisters.PodLister
 	Slices    resourcelisters.ResourceSliceLister
@@ -46,19 +60,35 @@ type Listers struct {
 	// DaemonSets run their pods on every new node they match: a live plan
 	// counts that overhead as a dump plan does.
 	DaemonSets appslisters.DaemonSetLister
+	// PDBs limit what scale-down may evict (a dump holds none).
+	PDBs policylisters.PodDisruptionBudgetLister
+
 	// PodGroups make gangs (GenericWorkload): set by WithPodGroups where
-	// the API server serves them; nil reads none.
+	// the API server serves them.
 	PodGroups schedulinglisters.PodGroupLister
 	// VolcanoPodGroups are Volcano's PodGroups, read unstructured (set
 	// where Volcano's scheduler is bypassed and its API served).
 	VolcanoPodGroups cache.GenericLister
+
+	// The batch kinds (WithProvisioningRequests, WithCapacityBuffers):
+	// CA's ProvisioningRequests, CapacityBuffers (unstructured), the
+	// PodTemplates both name, the workloads a buffer's scalableRef names
+	// and the ResourceQuotas that cap buffers.
+	ProvisioningRequests prlisters.ProvisioningRequestLister
+	CapacityBuffers      cache.GenericLister
+	PodTemplates         corelisters.PodTemplateLister
+	Deployments          appslisters.DeploymentLister
+	ReplicaSets          appslisters.ReplicaSetLister
+	StatefulSets         appslisters.StatefulSetLister
+	Jobs                 batchlisters.JobLister
+	ResourceQuotas       corelisters.ResourceQuotaLister
 }
 
 // WithPodGroups registers the PodGroup informer with the factory when the
 // GenericWorkload gate is on (the scheduler then binds gangs all or
 // none), after checking that the API server serves PodGroups: an informer
 // on an API that is not served never syncs.
-func (l Listers) WithPodGroups(f informers.SharedInformerFactory, disco discovery.DiscoveryInterface) (Listers, error) {
+func (l View) WithPodGroups(f informers.SharedInformerFactory, disco discovery.DiscoveryInterface) (View, error) {
 	if !utilfeature.DefaultFeatureGate.Enabled(features.GenericWorkload) {
 		return l, nil
 	}
@@ -83,17 +113,49 @@ func Serves(disco discovery.DiscoveryInterface, gvr schema.GroupVersionResource)
 		slices.ContainsFunc(resources.APIResources, func(r metav1.APIResource) bool { return r.Name == gvr.Resource })
 }
 
-// NewListers registers the informers with the factory; start the factory
-// and wait for its caches afterwards.
-func NewListers(f informers.SharedInformerFactory) Listers {
+// FromInformers registers the informers of the kinds every reader needs
+// with the factory (built by NewInformerFactory); start the factory and
+// wait for its caches afterwards.
+func FromInformers(f informers.SharedInformerFactory) View {
 	r := f.Resource().V1()
-	return Listers{
+	return View{
 		Nodes: f.Core().V1().Nodes().Lister(), Pods: f.Core().V1().Pods().Lister(),
 		Slices: r.ResourceSlices().Lister(), Classes: r.DeviceClasses().Lister(),
 		Claims: r.ResourceClaims().Lister(), Templates: r.ResourceClaimTemplates().Lister(),
 		TaintRules: r.DeviceTaintRules().Lister(),
 		DaemonSets: f.Apps().V1().DaemonSets().Lister(),
+		PDBs:       f.Policy().V1().PodDisruptionBudgets().Lister(),
 	}
+}
+
+// WithVolcanoPodGroups registers the informer of Volcano's PodGroups with
+// a dynamic factory (the caller checks that the API is served).
+func (l View) WithVolcanoPodGroups(dyn dynamicinformer.DynamicSharedInformerFactory) View {
+	l.VolcanoPodGroups = dyn.ForResource(VolcanoPodGroupsResource()).Lister()
+	return l
+}
+
+// WithProvisioningRequests registers the informers of CA's
+// ProvisioningRequests and of the PodTemplates they name (the caller
+// checks that the API is served).
+func (l View) WithProvisioningRequests(pr prinformers.SharedInformerFactory, f informers.SharedInformerFactory) View {
+	l.ProvisioningRequests = pr.Autoscaling().V1().ProvisioningRequests().Lister()
+	l.PodTemplates = f.Core().V1().PodTemplates().Lister()
+	return l
+}
+
+// WithCapacityBuffers registers the informers of CapacityBuffers (with a
+// dynamic factory: CA's types are not in a clientset), of what their
+// scalableRef and podTemplateRef name, and of ResourceQuotas (the caller
+// checks that the API is served).
+func (l View) WithCapacityBuffers(dyn dynamicinformer.DynamicSharedInformerFactory, f informers.SharedInformerFactory) View {
+	l.CapacityBuffers = dyn.ForResource(capacitybuffer.GroupVersionResource()).Lister()
+	l.PodTemplates = f.Core().V1().PodTemplates().Lister()
+	apps := f.Apps().V1()
+	l.Deployments, l.ReplicaSets, l.StatefulSets = apps.Deployments().Lister(), apps.ReplicaSets().Lister(), apps.StatefulSets().Lister()
+	l.Jobs = f.Batch().V1().Jobs().Lister()
+	l.ResourceQuotas = f.Core().V1().ResourceQuotas().Lister()
+	return l
 }
 
 // Objects builds from the caches what input.LoadPaths builds from a dump of
@@ -103,7 +165,7 @@ func NewListers(f informers.SharedInformerFactory) Listers {
 // dump: a bound one still holds its node's resources in the scheduler's
 // cache until it is gone. Lists are sorted by namespace and name so that
 // the plan does not depend on cache order.
-func (l Listers) Objects() (*input.Objects, error) {
+func (l View) Objects() (*input.Objects, error) {
 	all := labels.Everything()
 	objs := &input.Objects{}
 	var err error
@@ -148,6 +210,9 @@ func (l Listers) Objects() (*input.Objects, error) {
 	if err := l.AddGangs(objs); err != nil {
 		return nil, err
 	}
+	if err := l.addBatch(objs); err != nil {
+		return nil, err
+	}
 	sortByKey(objs.Nodes)
 	sortByKey(objs.DaemonSets)
 	sortByKey(objs.RunningPods)
@@ -163,7 +228,7 @@ func (l Listers) Objects() (*input.Objects, error) {
 
 // AddGangs adds the PodGroups and Volcano's PodGroups the listers hold,
 // sorted.
-func (l Listers) AddGangs(objs *input.Objects) error {
+func (l View) AddGangs(objs *input.Objects) error {
 	all := labels.Everything()
 	if l.PodGroups != nil {
 		groups, err := l.PodGroups.List(all)
@@ -205,11 +270,14 @@ func sortByKey[T namespacedName](list []T) {
 
 // Read starts informers on c (the reflectors list, in pages where the
 // server pages, then watch), waits until every cache has synced, and
-// returns one snapshot of the cluster. Nothing is written to the cluster.
-func Read(ctx context.Context, c kubernetes.Interface) (*input.Objects, error) {
+// returns one snapshot of the cluster. With cfg (c's configuration), the
+// CRDs the server serves are read too: Volcano's PodGroups, CA's
+// ProvisioningRequests and CapacityBuffers, and the PodTemplates and
+// ResourceQuotas they read. Nothing is written to the cluster.
+func Read(ctx context.Context, c kubernetes.Interface, cfg *rest.Config) (*input.Objects, error) {
 	var objs *input.Objects
 	done := errors.New("read once")
-	err := Watch(ctx, c, 0, 0, func(o *input.Objects) error {
+	err := Watch(ctx, c, cfg, 0, 0, func(o *input.Objects) error {
 		objs = o
 		return done
 	})
@@ -224,13 +292,21 @@ func Read(ctx context.Context, c kubernetes.Interface) (*input.Objects, error) {
 // has come for quiet (node heartbeats and status updates arrive all the
 // time; fn sees them in batches). syncTimeout, when not 0, bounds the
 // first read. Watch returns nil when ctx ends, or fn's first error.
-func Watch(ctx context.Context, c kubernetes.Interface, syncTimeout, quiet time.Duration, fn func(*input.Objects) error) error {
+func Watch(ctx context.Context, c kubernetes.Interface, cfg *rest.Config, syncTimeout, quiet time.Duration, fn func(*input.Objects) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	f := NewInformerFactory(c)
-	l, err := NewListers(f).WithPodGroups(f, c.Discovery())
+	l, err := FromInformers(f).WithPodGroups(f, c.Discovery())
 	if err != nil {
 		cancel()
 		return err
+	}
+	var others []startable
+	batch := map[string]cache.SharedIndexInformer{}
+	if cfg != nil {
+		if l, others, batch, err = l.batchInformers(cfg, c.Discovery(), f); err != nil {
+			cancel()
+			return err
+		}
 	}
 	changed := make(chan struct{}, 1)
 	notify := func() {
@@ -248,12 +324,14 @@ func Watch(ctx context.Context, c kubernetes.Interface, syncTimeout, quiet time.
 	// that a timeout says why (forbidden, unreachable).
 	var mu sync.Mutex
 	lastErr := map[string]error{}
-	for typ, inf := range map[string]cache.SharedIndexInformer{
+	watched := map[string]cache.SharedIndexInformer{
 		"nodes": f.Core().V1().Nodes().Informer(), "pods": f.Core().V1().Pods().Informer(),
 		"resourceslices": f.Resource().V1().ResourceSlices().Informer(), "deviceclasses": f.Resource().V1().DeviceClasses().Informer(),
 		"resourceclaims": f.Resource().V1().ResourceClaims().Informer(), "resourceclaimtemplates": f.Resource().V1().ResourceClaimTemplates().Informer(),
 		"devicetaintrules": f.Resource().V1().DeviceTaintRules().Informer(),
-	} {
+	}
+	maps.Copy(watched, batch)
+	for typ, inf := range watched {
 		_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -265,6 +343,9 @@ func Watch(ctx context.Context, c kubernetes.Interface, syncTimeout, quiet time.
 		}
 	}
 	f.Start(ctx.Done())
+	for _, o := range others {
+		o.start(ctx.Done())
+	}
 	defer func() {
 		cancel() // stops the informers; Shutdown waits for them
 		f.Shutdown()
@@ -275,10 +356,11 @@ func Watch(ctx context.Context, c kubernetes.Interface, syncTimeout, quiet time.
 		syncCtx, cancelSync = context.WithTimeout(ctx, syncTimeout)
 		defer cancelSync()
 	}
-	for _, ok := range f.WaitForCacheSync(syncCtx.Done()) {
-		if ok {
-			continue
-		}
+	synced := allSynced(f.WaitForCacheSync(syncCtx.Done()))
+	for _, o := range others {
+		synced = synced && o.sync(syncCtx.Done())
+	}
+	if !synced {
 		mu.Lock()
 		defer mu.Unlock()
 		var why []string

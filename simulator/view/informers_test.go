@@ -1,4 +1,4 @@
-package live
+package view
 
 import (
 	"context"
@@ -42,7 +42,7 @@ func TestRead(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	objs, err := Read(ctx, fake.NewClientset(objects...))
+	objs, err := Read(ctx, fake.NewClientset(objects...), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestWatchReplansOnChange(t *testing.T) {
 	pending := make(chan int)
 	done := make(chan error, 1)
 	go func() {
-		done <- Watch(ctx, client, 0, 10*time.Millisecond, func(objs *input.Objects) error {
+		done <- Watch(ctx, client, nil, 0, 10*time.Millisecond, func(objs *input.Objects) error {
 			select {
 			case pending <- len(objs.PendingPods):
 			case <-ctx.Done():
@@ -132,7 +132,7 @@ func TestInformerFactoryTrimsForPlanning(t *testing.T) {
 		{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}},
 	}
 	f := NewInformerFactory(fake.NewClientset(pod))
-	l := NewListers(f)
+	l := FromInformers(f)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	f.Start(ctx.Done())

@@ -1,0 +1,135 @@
+package view
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	prv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
+	prclient "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/client/clientset/versioned"
+	prinformers "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/client/informers/externalversions"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"draxr.dev/draxr/simulator/capacitybuffer"
+	"draxr.dev/draxr/simulator/input"
+)
+
+// addBatch adds the batch kinds the View reads (ProvisioningRequests,
+// CapacityBuffers, the PodTemplates they name, ResourceQuotas), sorted.
+func (l View) addBatch(objs *input.Objects) error {
+	all := labels.Everything()
+	var err error
+	if l.ProvisioningRequests != nil {
+		if objs.ProvisioningRequests, err = l.ProvisioningRequests.List(all); err != nil {
+			return fmt.Errorf("list provisioningrequests: %w", err)
+		}
+		sortByKey(objs.ProvisioningRequests)
+	}
+	if l.PodTemplates != nil {
+		if objs.PodTemplates, err = l.PodTemplates.List(all); err != nil {
+			return fmt.Errorf("list podtemplates: %w", err)
+		}
+		sortByKey(objs.PodTemplates)
+	}
+	if l.ResourceQuotas != nil {
+		if objs.ResourceQuotas, err = l.ResourceQuotas.List(all); err != nil {
+			return fmt.Errorf("list resourcequotas: %w", err)
+		}
+		sortByKey(objs.ResourceQuotas)
+	}
+	if l.CapacityBuffers != nil {
+		list, err := l.CapacityBuffers.List(all)
+		if err != nil {
+			return fmt.Errorf("list capacitybuffers: %w", err)
+		}
+		for _, o := range list {
+			u, ok := o.(*unstructured.Unstructured)
+			if !ok {
+				continue
+			}
+			b := &capacitybuffer.CapacityBuffer{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, b); err != nil {
+				return fmt.Errorf("CapacityBuffer %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+			}
+			objs.CapacityBuffers = append(objs.CapacityBuffers, b)
+		}
+		sortByKey(objs.CapacityBuffers)
+	}
+	return nil
+}
+
+// batchInformers registers, on a View read for a plan (Read, Watch), the
+// informers of the CRDs the API server serves: Volcano's PodGroups, CA's
+// ProvisioningRequests and CapacityBuffers (JSON only, as CRDs are
+// served). It returns what starts them and waits for their caches, and
+// their informers (to watch for changes).
+func (l View) batchInformers(cfg *rest.Config, disco discovery.DiscoveryInterface, f informers.SharedInformerFactory) (
+	View, []startable, map[string]cache.SharedIndexInformer, error) {
+	volcano := Serves(disco, VolcanoPodGroupsResource())
+	requests := Serves(disco, prv1.SchemeGroupVersion.WithResource("provisioningrequests"))
+	buffers := Serves(disco, capacitybuffer.GroupVersionResource())
+	watched := map[string]cache.SharedIndexInformer{}
+	if !volcano && !requests && !buffers {
+		return l, nil, watched, nil
+	}
+	jsonCfg := rest.CopyConfig(cfg)
+	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = "application/json", "application/json"
+	var started []startable
+	if volcano || buffers {
+		dyn, err := dynamic.NewForConfig(jsonCfg)
+		if err != nil {
+			return l, nil, nil, err
+		}
+		df := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+		if volcano {
+			l = l.WithVolcanoPodGroups(df)
+			watched["podgroups.scheduling.volcano.sh"] = df.ForResource(VolcanoPodGroupsResource()).Informer()
+		}
+		if buffers {
+			// Not WithCapacityBuffers: a plan reads buffers, their
+			// templates and quotas as input.Objects holds them, not the
+			// workloads a running loop resolves scalableRefs with.
+			l.CapacityBuffers = df.ForResource(capacitybuffer.GroupVersionResource()).Lister()
+			l.PodTemplates = f.Core().V1().PodTemplates().Lister()
+			l.ResourceQuotas = f.Core().V1().ResourceQuotas().Lister()
+			watched["capacitybuffers"] = df.ForResource(capacitybuffer.GroupVersionResource()).Informer()
+			watched["resourcequotas"] = f.Core().V1().ResourceQuotas().Informer()
+		}
+		started = append(started, startable{df.Start, func(stop <-chan struct{}) bool { return allSynced(df.WaitForCacheSync(stop)) }})
+	}
+	if requests {
+		prc, err := prclient.NewForConfig(jsonCfg)
+		if err != nil {
+			return l, nil, nil, err
+		}
+		pf := prinformers.NewSharedInformerFactory(prc, 0)
+		l = l.WithProvisioningRequests(pf, f)
+		watched["provisioningrequests"] = pf.Autoscaling().V1().ProvisioningRequests().Informer()
+		started = append(started, startable{pf.Start, func(stop <-chan struct{}) bool { return allSynced(pf.WaitForCacheSync(stop)) }})
+	}
+	if l.PodTemplates != nil {
+		watched["podtemplates"] = f.Core().V1().PodTemplates().Informer()
+	}
+	return l, started, watched, nil
+}
+
+// startable is an informer factory other than client-go's.
+type startable struct {
+	start func(stop <-chan struct{})
+	sync  func(stop <-chan struct{}) bool
+}
+
+func allSynced[K comparable](synced map[K]bool) bool {
+	for _, ok := range synced {
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
