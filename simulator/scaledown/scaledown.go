@@ -291,8 +291,18 @@ type drainer struct {
 	// kindOf caches kinds by pod UID: Remove hands out a new pending pod
 	// each move, while what its kind reads (the spec, and its own claim,
 	// deallocated by every Remove to the same status) stays the same.
-	kindOf map[types.UID]string
+	kindOf map[types.UID]podKind
 	full   map[string]*rejecting
+	// copies, when not nil, copies a kind's placement onto a target in
+	// the state of one that took the kind earlier (placement.StateCopies).
+	copies *placement.StateCopies
+}
+
+// podKind is a drained pod's kind and whether its placements may be
+// copied.
+type podKind struct {
+	kind string
+	copy bool
 }
 
 // rejecting is what a kind of pod knows about the targets: which reject
@@ -338,8 +348,12 @@ func newDrainer(h *placement.Engine, opts Options, order []string) *drainer {
 		pos[name], receive[i] = i, -1
 	}
 	return &drainer{h: h, snap: snap, opts: opts, order: order, pos: pos, gone: make([]bool, len(order)), receive: receive,
-		kinds: estimator.NewKinds(snap, pods), kindOf: map[types.UID]string{}, full: map[string]*rejecting{}}
+		kinds: estimator.NewKinds(snap, pods), kindOf: map[types.UID]podKind{}, full: map[string]*rejecting{},
+		copies: newStateCopies(h)}
 }
+
+// newStateCopies is placement's; tests switch copies off with it.
+var newStateCopies = (*placement.Engine).NewStateCopies
 
 // mayReceive says whether the i-th node may take pods.
 func (d *drainer) mayReceive(i int) bool {
@@ -412,14 +426,17 @@ func (d *drainer) drain(nodeName string) (map[string]string, error) {
 		pod, pending := l.pod, l.pending
 		var known *rejecting
 		var seen map[int]bool
+		var pk podKind
 		// A pod's own pod affinity or spread constraints can accept a
 		// target later, once other pods have moved: nothing is learned.
 		if !readsLabels(pending) {
-			kind, ok := d.kindOf[pending.UID]
-			if !ok {
-				kind = d.kinds.Of(pending)
-				d.kindOf[pending.UID] = kind
+			var ok bool
+			if pk, ok = d.kindOf[pending.UID]; !ok {
+				pk = podKind{kind: d.kinds.Of(pending)}
+				pk.copy = d.copies != nil && placement.Eligible(pending, d.kinds.OwnsNamedClaims(pending))
+				d.kindOf[pending.UID] = pk
 			}
+			kind := pk.kind
 			if known = d.full[kind]; known == nil {
 				known = &rejecting{nodes: map[int]bool{}}
 				d.full[kind] = known
@@ -429,7 +446,7 @@ func (d *drainer) drain(nodeName string) (map[string]string, error) {
 				learned[kind] = seen
 			}
 		}
-		to, ferr := d.place(pending, self, known, seen)
+		to, ferr := d.place(pending, pk, self, known, seen)
 		if ferr != nil {
 			snap.Revert()
 			return nil, fmt.Errorf("pod %s/%s fits no other node: %s", pod.Namespace, pod.Name, ferr.Error())
@@ -459,8 +476,11 @@ func (d *drainer) drain(nodeName string) (map[string]string, error) {
 // skipping the node being drained (self) and those known or seen (this
 // drain) to reject its kind (nil: nothing is known), and records in seen
 // the targets it tried before. It tries a few targets at a time, twice as
-// many each round.
-func (d *drainer) place(pod *v1.Pod, self int, known *rejecting, seen map[int]bool) (string, *placement.FitError) {
+// many each round. A pod whose kind may be copied goes, when the first
+// target of a round is in the state of one that took the kind, where the
+// kind went there (placement.StateCopies): the target the round would
+// place it on, as the first to accept it.
+func (d *drainer) place(pod *v1.Pod, pk podKind, self int, known *rejecting, seen map[int]bool) (string, *placement.FitError) {
 	i := 0
 	verify := d.h.VerifiesShortcuts()
 	if known != nil && !verify {
@@ -483,7 +503,16 @@ func (d *drainer) place(pod *v1.Pod, self int, known *rejecting, seen map[int]bo
 			}
 			idx, cands = append(idx, i), append(cands, d.order[i])
 		}
-		to, _, ferr := d.h.PlaceOnAnyNode(pod, cands)
+		key := ""
+		if pk.copy && len(cands) > 0 {
+			if key = d.copies.Key(cands[0]); d.copies.Place(pod, pk.kind, key, cands[0]) != nil {
+				return cands[0], nil
+			}
+		}
+		to, placed, ferr := d.h.PlaceOnAnyNode(pod, cands)
+		if ferr == nil && key != "" && to == cands[0] {
+			d.copies.Learn(placed, pk.kind, key, to)
+		}
 		for j, n := range cands {
 			if n == to {
 				break

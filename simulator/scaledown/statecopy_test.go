@@ -1,0 +1,154 @@
+package scaledown
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	fx "draxr.dev/draxr/simulator/fixtures"
+	"draxr.dev/draxr/simulator/placement"
+	"draxr.dev/draxr/simulator/snapshot"
+)
+
+// copyCluster is claimCluster with a hook per node (its node object and
+// slice) and one for the snapshot once filled.
+func copyCluster(t *testing.T, nodes int, generated bool, nodeHook func(i int, node *v1.Node, slice *resourceapi.ResourceSlice),
+	after func(h *placement.Engine)) *placement.Engine {
+	t.Helper()
+	snap := snapshot.New()
+	snap.SetDeviceClass(fx.Class("gpu.example.com", fx.Driver, "", fx.Epoch))
+	snap.SetResourceClaimTemplate(fx.ClaimTemplate("one-gpu", "gpu.example.com", 1))
+	h, err := placement.New(context.Background(), snap, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := range nodes {
+		name := fmt.Sprintf("node-%05d", n)
+		node, slice := fx.Node(name, 64, 256, nil), fx.GPUSlice(name, 10)
+		if nodeHook != nil {
+			nodeHook(n, node, slice)
+		}
+		if err := snap.AddNode(node); err != nil {
+			t.Fatal(err)
+		}
+		if err := snap.AddResourceSlice(slice); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 4 {
+			pod := fx.Pod(fmt.Sprintf("%s-job-%d", name, i), 100, nil)
+			if generated {
+				fx.WithTemplateClaim(pod, "gpu", "one-gpu")
+			} else {
+				claim := fx.Claim(pod.Name+"-gpu", "gpu.example.com", 1)
+				snap.SetResourceClaim(claim)
+				fx.WithClaim(pod, "gpu", claim.Name)
+			}
+			if _, ferr := h.Place(pod, name); ferr != nil {
+				t.Fatal(ferr)
+			}
+		}
+	}
+	if after != nil {
+		after(h)
+	}
+	return h
+}
+
+// State copies are the slow path: on clusters where targets differ in
+// shape (a label, a taint, fewer devices, a pool not named after its
+// node), in what their pods request, or where copies must stay off (a
+// running pod with anti-affinity, a slice shared by all nodes), Find gives
+// the same removals, moves and reasons with copies as without, every copy
+// held to the scheduler's plugins by DRAXR_VERIFY_SHORTCUTS.
+func TestStateCopiesAreTheSlowPath(t *testing.T) {
+	t.Setenv(placement.VerifyShortcutsEnv, "1")
+	busy := func(h *placement.Engine, node string) {
+		if _, ferr := h.Place(fx.Pod(node+"-busy", 30000, nil), node); ferr != nil {
+			t.Fatal(ferr)
+		}
+	}
+	cases := []struct {
+		name   string
+		node   func(i int, node *v1.Node, slice *resourceapi.ResourceSlice)
+		after  func(h *placement.Engine)
+		copies bool
+	}{
+		{name: "identical", copies: true},
+		{name: "labelled apart", copies: true, node: func(i int, node *v1.Node, _ *resourceapi.ResourceSlice) {
+			if i%4 == 1 {
+				node.Labels["zone"] = "b"
+			}
+		}},
+		{name: "tainted", copies: true, after: func(h *placement.Engine) {
+			// Tainted once its pods run, as a node being cordoned is.
+			for _, name := range []string{"node-00009", "node-00010"} {
+				node := h.Snapshot().NodeInfo(name).Node()
+				node.Spec.Taints = []v1.Taint{{Key: "dedicated", Value: "x", Effect: v1.TaintEffectNoSchedule}}
+			}
+		}},
+		{name: "fewer devices", copies: true, node: func(i int, _ *v1.Node, slice *resourceapi.ResourceSlice) {
+			if i%3 == 2 {
+				slice.Spec.Devices = slice.Spec.Devices[:7]
+			}
+		}},
+		{name: "pool named apart", copies: true, node: func(i int, _ *v1.Node, slice *resourceapi.ResourceSlice) {
+			if i == 11 {
+				slice.Spec.Pool.Name = "pool-11"
+			}
+		}},
+		{name: "busier", copies: true, after: func(h *placement.Engine) {
+			busy(h, "node-00010")
+			busy(h, "node-00008")
+		}},
+		{name: "anti-affinity", after: func(h *placement.Engine) {
+			p := fx.Pod("lonely", 100, nil)
+			p.Labels = map[string]string{"app": "lonely"}
+			p.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "lonely"}}, TopologyKey: v1.LabelHostname}}}}
+			if _, ferr := h.Place(p, "node-00005"); ferr != nil {
+				t.Fatal(ferr)
+			}
+		}},
+		{name: "shared slice", after: func(h *placement.Engine) {
+			// Devices of another driver, which no pod asks for.
+			s := fx.DeviceSlice("shared", "other.example.com", 2, "spare")
+			s.Spec.NodeName, s.Spec.AllNodes = nil, ptr.To(true)
+			if err := h.Snapshot().AddResourceSlice(s); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, c := range cases {
+		for _, generated := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/generated=%t", c.name, generated), func(t *testing.T) {
+				var used *placement.StateCopies
+				defer func(f func(*placement.Engine) *placement.StateCopies) { newStateCopies = f }(newStateCopies)
+				newStateCopies = func(h *placement.Engine) *placement.StateCopies {
+					used = h.NewStateCopies()
+					return used
+				}
+				removals, rejections := Find(copyCluster(t, 12, generated, c.node, c.after), Options{UtilizationThreshold: 0.5})
+				newStateCopies = func(*placement.Engine) *placement.StateCopies { return nil }
+				slowRemovals, slowRejections := Find(copyCluster(t, 12, generated, c.node, c.after), Options{UtilizationThreshold: 0.5})
+				if !reflect.DeepEqual(removals, slowRemovals) {
+					t.Errorf("removals with copies %+v, without %+v", removals, slowRemovals)
+				}
+				if !reflect.DeepEqual(rejections, slowRejections) {
+					t.Errorf("rejections with copies %+v, without %+v", rejections, slowRejections)
+				}
+				if len(removals) == 0 {
+					t.Errorf("nothing removed: the case moves no pod")
+				}
+				if got := used != nil && used.Copied() > 0; got != c.copies {
+					t.Errorf("placements copied: %t, want %t", got, c.copies)
+				}
+			})
+		}
+	}
+}
