@@ -15,7 +15,7 @@ import (
 
 	"draxr.dev/draxr/autoscaler/metrics"
 	"draxr.dev/draxr/cloudprovider"
-	"draxr.dev/draxr/simulator/dynres"
+	"draxr.dev/draxr/simulator/devicepools"
 	"draxr.dev/draxr/simulator/gang"
 	"draxr.dev/draxr/simulator/input"
 	"draxr.dev/draxr/simulator/nodegroup"
@@ -240,7 +240,7 @@ func PlanningGroup(ng cloudprovider.NodeGroup) (*nodegroup.NodeGroup, error) {
 	for _, s := range slices {
 		g.Spec.ResourceSlices = append(g.Spec.ResourceSlices, s.Spec)
 	}
-	if problems := dynres.TemplateCounterProblems(g.Spec.ResourceSlices); len(problems) > 0 {
+	if problems := devicepools.TemplateCounterProblems(g.Spec.ResourceSlices); len(problems) > 0 {
 		e := &TemplateError{Group: ng.Id()}
 		for _, p := range problems {
 			e.Problems = append(e.Problems, fmt.Sprintf("resourceSlices[%d].%s: %s (fix: %s)", p.Slice, p.Field, p.Message, p.Fix))

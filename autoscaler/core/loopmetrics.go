@@ -12,7 +12,7 @@ import (
 
 	"draxr.dev/draxr/autoscaler/clusterstate"
 	"draxr.dev/draxr/autoscaler/metrics"
-	"draxr.dev/draxr/simulator/dynres"
+	"draxr.dev/draxr/simulator/devicepools"
 	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/scaleup"
 	"draxr.dev/draxr/simulator/snapshot"
@@ -93,7 +93,7 @@ func deviceCounts(slices []*resourceapi.ResourceSlice, claims []*resourceapi.Res
 	type device struct{ driver, pool, name string }
 	setsOf := map[device][]string{}
 	devices := map[device]*resourceapi.Device{}
-	for _, p := range dynres.Pools(slices, snapshot.DeviceUsage{}) {
+	for _, p := range devicepools.Pools(slices, snapshot.DeviceUsage{}) {
 		published[p.Driver] += len(p.Sets)
 		for _, d := range p.Devices {
 			if ptr.Deref(d.AllowMultipleAllocations, false) {

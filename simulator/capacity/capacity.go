@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"draxr.dev/draxr/scheduler/classes"
+	"draxr.dev/draxr/simulator/devicepools"
 	"draxr.dev/draxr/simulator/dynres"
 	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/snapshot"
@@ -31,7 +32,7 @@ type Report struct {
 	Resources []Row `json:"extendedResources"`
 	// Counters total the shared counters of partitioned pools, per driver
 	// and counter.
-	Counters []dynres.CounterUsage `json:"counters,omitempty"`
+	Counters []devicepools.CounterUsage `json:"counters,omitempty"`
 	// SharedDevices are the devices that allow several allocations
 	// (KEP-5075): their shares and, per declared capacity, what the shares
 	// consume and what is left.
@@ -74,9 +75,9 @@ type Row struct {
 	Tainted int64 `json:"tainted"`
 	// Partitions are, per profile of the class's partitions, at most how
 	// many fit on the hardware (total) and on what is left (free).
-	Partitions []dynres.Partition `json:"partitions,omitempty"`
-	Nodes      []Part             `json:"nodes"`
-	Groups     []Part             `json:"nodeGroups"`
+	Partitions []devicepools.Partition `json:"partitions,omitempty"`
+	Nodes      []Part                  `json:"nodes"`
+	Groups     []Part                  `json:"nodeGroups"`
 }
 
 // Part is one node's or one node group's share of a row.
@@ -92,14 +93,14 @@ type Part struct {
 func Compute(snap *snapshot.Snapshot, m *dynres.Matcher) *Report {
 	classRows := map[string]*Row{}
 	resRows := map[string]*Row{}
-	var pools []*dynres.Pool
+	var pools []*devicepools.Pool
 	var shared []SharedDevice
 	for _, nodeName := range snap.NodeNames() {
 		group := nodegroup.Group(snap.NodeInfo(nodeName).Node())
 		if group == "" {
 			group = "(none)"
 		}
-		nodePools := dynres.PoolsForNode(snap, nodeName)
+		nodePools := devicepools.ForNode(snap, nodeName)
 		pools = append(pools, nodePools...)
 		shared = appendShared(shared, snap.DeviceUsage(), nodeName, nodePools)
 		for _, e := range m.ForNode(snap, nodeName) {
@@ -112,13 +113,13 @@ func Compute(snap *snapshot.Snapshot, m *dynres.Matcher) *Report {
 			}
 		}
 	}
-	return &Report{Classes: sorted(classRows), Resources: sorted(resRows), Counters: dynres.Counters(pools),
+	return &Report{Classes: sorted(classRows), Resources: sorted(resRows), Counters: devicepools.Counters(pools),
 		SharedDevices: shared}
 }
 
 // appendShared adds the node's devices that allow several allocations,
 // with what their shares take.
-func appendShared(out []SharedDevice, usage snapshot.DeviceUsage, nodeName string, pools []*dynres.Pool) []SharedDevice {
+func appendShared(out []SharedDevice, usage snapshot.DeviceUsage, nodeName string, pools []*devicepools.Pool) []SharedDevice {
 	for _, p := range pools {
 		for _, d := range p.Devices {
 			if !ptr.Deref(d.AllowMultipleAllocations, false) {
@@ -172,7 +173,7 @@ func add(rows map[string]*Row, key string, proto Row, node, group string, e dynr
 	r.Groups = append(r.Groups, part)
 }
 
-func addPartitions(to, from []dynres.Partition) []dynres.Partition {
+func addPartitions(to, from []devicepools.Partition) []devicepools.Partition {
 	for _, p := range from {
 		found := false
 		for i := range to {

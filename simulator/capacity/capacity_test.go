@@ -10,6 +10,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 
 	"draxr.dev/draxr/simulator/capacity"
+	"draxr.dev/draxr/simulator/devicepools"
 	"draxr.dev/draxr/simulator/dynres"
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/nodegroup"
@@ -78,7 +79,7 @@ func TestDynamicMIGCountsGPUs(t *testing.T) {
 	}
 	// Free GPUs take 7 1g.10gb each; gpu-0's 3g.40gb at memory slices 4-7
 	// leaves slices 0-3 and 72 of 132 SMs: 4 more 1g.10gb, one 3g or 4g.
-	want := []dynres.Partition{
+	want := []devicepools.Partition{
 		{Profile: "1g.10gb", Total: 56, Free: 46},
 		{Profile: "1g.20gb", Total: 32, Free: 26},
 		{Profile: "2g.20gb", Total: 24, Free: 20},

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"draxr.dev/draxr/simulator/capacity"
+	"draxr.dev/draxr/simulator/devicepools"
 	"draxr.dev/draxr/simulator/dynres"
 	"draxr.dev/draxr/simulator/estimator"
 	fx "draxr.dev/draxr/simulator/fixtures"
@@ -47,7 +48,7 @@ func TestSharesCountedEverywhere(t *testing.T) {
 	if u := estimator.NodeUsage(snap, "node-0"); !near(u.Requested.Devices, 0.75) || u.Allocatable.Devices != 1 {
 		t.Errorf("least-waste usage %+v, want 0.75 of 1 device", u)
 	}
-	pools := dynres.PoolsForNode(snap, "node-0")
+	pools := devicepools.ForNode(snap, "node-0")
 	if len(pools) != 1 || len(pools[0].Devices) != 1 || pools[0].Devices[0].Shares != 3 || !pools[0].Devices[0].Allocated {
 		t.Fatalf("pools %+v, want one device with 3 shares", pools)
 	}

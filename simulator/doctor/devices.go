@@ -10,7 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"draxr.dev/draxr/scheduler/classes"
-	"draxr.dev/draxr/simulator/dynres"
+	"draxr.dev/draxr/simulator/devicepools"
 	"draxr.dev/draxr/simulator/nodegroup"
 )
 
@@ -42,7 +42,7 @@ func (d *doctor) counters() {
 				specs = append(specs, s.Spec)
 			}
 		}
-		for _, p := range dynres.CounterProblems(specs) {
+		for _, p := range devicepools.CounterProblems(specs) {
 			d.add(Finding{Severity: Error, Check: CheckDeviceCounters, Objects: []Object{objectOf("ResourceSlice", current[p.Slice])},
 				Message: fmt.Sprintf("ResourceSlice %s: spec.%s: %s; the allocator refuses pool %s of driver %s, so no pod gets any of its devices", current[p.Slice].Name, p.Field, p.Message, k.pool, k.driver),
 				Advice:  p.Fix + " (in the driver's configuration)"})
@@ -63,7 +63,7 @@ func (d *doctor) counters() {
 			for i, j := range idx {
 				specs[i] = g.Spec.ResourceSlices[j]
 			}
-			for _, p := range dynres.CounterProblems(specs) {
+			for _, p := range devicepools.CounterProblems(specs) {
 				d.add(Finding{Severity: Error, Check: CheckDeviceCounters, Objects: []Object{{Kind: "NodeGroup", Name: g.Name}},
 					Message: fmt.Sprintf("node group %s: template spec.resourceSlices[%d].%s: %s; new nodes' pool of driver %s is refused by the allocator, so scale-up never helps pods asking for it", g.Name, idx[p.Slice], p.Field, p.Message, driver),
 					Advice:  p.Fix + " (in the group's template slices)"})

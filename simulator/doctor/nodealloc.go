@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"draxr.dev/draxr/simulator/dynres"
+	"draxr.dev/draxr/simulator/devicepools"
 	"draxr.dev/draxr/simulator/nodegroup"
 )
 
@@ -21,14 +21,14 @@ func (d *doctor) nodeAllocatable() {
 		"which plans with DRANodeAllocatableResources off (the gate is refused)"
 	const advice = "keep the gate off in the scheduler too, or leave the node's CPU and memory of these devices out of its allocatable"
 	for _, s := range d.objs.ResourceSlices {
-		if devs := dynres.NodeAllocatableDevices(&s.Spec); len(devs) > 0 {
+		if devs := devicepools.NodeAllocatableDevices(&s.Spec); len(devs) > 0 {
 			d.add(Finding{Severity: Warning, Check: CheckNodeAllocatableIgnored, Objects: []Object{objectOf("ResourceSlice", s)},
 				Message: fmt.Sprintf("%s: %s", strings.Join(devs, "; "), why), Advice: advice})
 		}
 	}
 	for _, g := range d.objs.NodeGroups {
 		for i := range g.Spec.ResourceSlices {
-			if devs := dynres.NodeAllocatableDevices(&g.Spec.ResourceSlices[i]); len(devs) > 0 {
+			if devs := devicepools.NodeAllocatableDevices(&g.Spec.ResourceSlices[i]); len(devs) > 0 {
 				d.add(Finding{Severity: Warning, Check: CheckNodeAllocatableIgnored, Objects: []Object{objectOf(nodegroup.Kind, g)},
 					Message: fmt.Sprintf("spec.resourceSlices[%d]: %s: %s", i, strings.Join(devs, "; "), why), Advice: advice})
 			}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/kubernetes/pkg/features"
 
+	"draxr.dev/draxr/simulator/devicepools"
 	"draxr.dev/draxr/simulator/snapshot"
 )
 
@@ -45,7 +46,7 @@ type Entry struct {
 	Tainted int64 `json:"tainted,omitempty"`
 	// Hardware, set when the class's devices share counters, counts the
 	// hardware they partition (see Units).
-	Hardware *Hardware `json:"hardware,omitempty"`
+	Hardware *devicepools.Hardware `json:"hardware,omitempty"`
 }
 
 func (e Entry) String() string {
@@ -133,10 +134,10 @@ func (m *Matcher) ForNode(snap *snapshot.Snapshot, nodeName string) []Entry {
 		used := ni.Requested.ScalarResources[name]
 		out = append(out, Entry{Resource: name, Source: DevicePlugin, Offered: q.Value(), Free: q.Value() - used})
 	}
-	pools := PoolsForNode(snap, nodeName)
-	left := make([]remaining, len(pools))
+	pools := devicepools.ForNode(snap, nodeName)
+	left := make([]devicepools.Remaining, len(pools))
 	for i, p := range pools {
-		left[i] = p.remaining(false)
+		left[i] = p.Remaining(false)
 	}
 	classList, _ := snap.Classes().List()
 	for _, class := range classList {
@@ -153,9 +154,9 @@ func (m *Matcher) ForNode(snap *snapshot.Snapshot, nodeName string) []Entry {
 				offered++
 				switch {
 				case d.Allocated:
-				case keepsOut(d.Device.Taints):
+				case devicepools.KeepsOut(d.Device.Taints):
 					tainted++
-				case left[i].fits(d.Device):
+				case left[i].Fits(d.Device):
 					free++
 				}
 			}
@@ -163,7 +164,7 @@ func (m *Matcher) ForNode(snap *snapshot.Snapshot, nodeName string) []Entry {
 		if offered == 0 {
 			continue
 		}
-		hw := hardware(pools, matches)
+		hw := devicepools.HardwareOf(pools, matches)
 		for _, rName := range snap.Classes().ResourceNames(class.Name) {
 			if q, ok := alloc[rName]; ok && !q.IsZero() {
 				continue // the device plugin path wins on this node
@@ -178,21 +179,6 @@ func (m *Matcher) ForNode(snap *snapshot.Snapshot, nodeName string) []Entry {
 		return out[i].Source < out[j].Source
 	})
 	return out
-}
-
-// keepsOut reports whether taints keep a device from claims that do not
-// tolerate them (the allocator's rule; effect None only informs, and with
-// DRADeviceTaints off the allocator reads no taint).
-func keepsOut(taints []resourceapi.DeviceTaint) bool {
-	if len(taints) == 0 || !utilfeature.DefaultFeatureGate.Enabled(features.DRADeviceTaints) {
-		return false
-	}
-	for _, t := range taints {
-		if t.Effect == resourceapi.DeviceTaintEffectNoSchedule || t.Effect == resourceapi.DeviceTaintEffectNoExecute {
-			return true
-		}
-	}
-	return false
 }
 
 // Lookup returns the entry for one resource name, if the node offers it.
@@ -218,4 +204,14 @@ func IsExtended(name v1.ResourceName) bool {
 		}
 	}
 	return true
+}
+
+// Units counts an entry as hardware: whole devices where its class's
+// devices share counters, else devices. --gpu-total, capacity and the
+// device metrics count these. tainted is out of free, not in use.
+func (e Entry) Units() (total, free, tainted int64) {
+	if e.Hardware != nil {
+		return e.Hardware.Units, e.Hardware.Free, e.Hardware.Tainted
+	}
+	return e.Offered, e.Free, e.Tainted
 }

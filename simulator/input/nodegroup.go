@@ -15,7 +15,7 @@ import (
 	resourcevalidation "k8s.io/kubernetes/pkg/apis/resource/validation"
 	"k8s.io/utils/ptr"
 
-	"draxr.dev/draxr/simulator/dynres"
+	"draxr.dev/draxr/simulator/devicepools"
 	"draxr.dev/draxr/simulator/nodegroup"
 )
 
@@ -109,7 +109,7 @@ func validateTemplate(g *nodegroup.NodeGroup) field.ErrorList {
 	}
 	// A bad counter consumption makes the allocator refuse the new node's
 	// whole pool, silently; here it is an error.
-	for _, p := range dynres.TemplateCounterProblems(g.Spec.ResourceSlices) {
+	for _, p := range devicepools.TemplateCounterProblems(g.Spec.ResourceSlices) {
 		errs = append(errs, &field.Error{Type: field.ErrorTypeInvalid, Field: fmt.Sprintf("spec.resourceSlices[%d].%s", p.Slice, p.Field),
 			BadValue: field.OmitValueType{}, Detail: p.Message + "; " + p.Fix})
 	}

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"draxr.dev/draxr/simulator/capacitybuffer"
-	"draxr.dev/draxr/simulator/dynres"
+	"draxr.dev/draxr/simulator/devicepools"
 	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/input"
 	"draxr.dev/draxr/simulator/limits"
@@ -83,13 +83,13 @@ func withoutConsumers(pods []*v1.Pod) []*v1.Pod {
 func nodeAllocatableWarning(objs *input.Objects) []string {
 	n := 0
 	for _, s := range objs.ResourceSlices {
-		if len(dynres.NodeAllocatableDevices(&s.Spec)) > 0 {
+		if len(devicepools.NodeAllocatableDevices(&s.Spec)) > 0 {
 			n++
 		}
 	}
 	for _, g := range objs.NodeGroups {
 		for i := range g.Spec.ResourceSlices {
-			if len(dynres.NodeAllocatableDevices(&g.Spec.ResourceSlices[i])) > 0 {
+			if len(devicepools.NodeAllocatableDevices(&g.Spec.ResourceSlices[i])) > 0 {
 				n++
 			}
 		}

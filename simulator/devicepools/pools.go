@@ -1,4 +1,4 @@
-package dynres
+package devicepools
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/sets"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/kubernetes/pkg/features"
 
 	"draxr.dev/draxr/simulator/snapshot"
 )
@@ -63,10 +65,10 @@ func (s *CounterSet) Unused() bool {
 // Partitioned reports whether the pool declares shared counters.
 func (p *Pool) Partitioned() bool { return len(p.Sets) > 0 }
 
-// PoolsForNode groups a node's slices by driver and pool, keeping each
+// ForNode groups a node's slices by driver and pool, keeping each
 // pool's newest generation as the allocator does, and adds up what its
 // allocated devices consume.
-func PoolsForNode(snap *snapshot.Snapshot, nodeName string) []*Pool {
+func ForNode(snap *snapshot.Snapshot, nodeName string) []*Pool {
 	return Pools(snap.SlicesForNode(nodeName), snap.DeviceUsage())
 }
 
@@ -170,11 +172,13 @@ func (p *Pool) Utilization() (u float64, ok bool) {
 	return u, ok && len(p.Devices) > 0
 }
 
-// remaining is what is left of each counter of each set.
-type remaining map[string]map[string]resource.Quantity
+// Remaining is what is left of each counter of each set.
+type Remaining map[string]map[string]resource.Quantity
 
-func (p *Pool) remaining(empty bool) remaining {
-	r := remaining{}
+// Remaining is what the pool's counter sets have left (all of them when
+// empty: as if nothing were allocated).
+func (p *Pool) Remaining(empty bool) Remaining {
+	r := Remaining{}
 	for name, s := range p.Sets {
 		r[name] = map[string]resource.Quantity{}
 		for c, q := range s.Capacity {
@@ -188,9 +192,9 @@ func (p *Pool) remaining(empty bool) remaining {
 	return r
 }
 
-// fits reports whether a device's consumption fits what is left;
+// Fits reports whether a device's consumption fits what is left;
 // a device drawing on an undeclared set or counter never fits.
-func (r remaining) fits(d *resourceapi.Device) bool {
+func (r Remaining) Fits(d *resourceapi.Device) bool {
 	for _, c := range d.ConsumesCounters {
 		set, ok := r[c.CounterSet]
 		if !ok {
@@ -206,7 +210,7 @@ func (r remaining) fits(d *resourceapi.Device) bool {
 	return true
 }
 
-func (r remaining) take(d *resourceapi.Device) {
+func (r Remaining) take(d *resourceapi.Device) {
 	for _, c := range d.ConsumesCounters {
 		for name, v := range c.Counters {
 			left := r[c.CounterSet][name]
@@ -298,9 +302,9 @@ func ProfileOf(d *resourceapi.Device) string {
 	return d.Name
 }
 
-// hardware counts the devices of one class in the given pools; nil when
+// HardwareOf counts the devices of one class in the given pools; nil when
 // none of them consumes counters (plain devices count as they are).
-func hardware(pools []*Pool, matches func(driver string, d *resourceapi.Device) bool) *Hardware {
+func HardwareOf(pools []*Pool, matches func(driver string, d *resourceapi.Device) bool) *Hardware {
 	h := &Hardware{}
 	// anyPart: a class of whole devices only (NVIDIA's gpu.nvidia.com)
 	// has no partitions to list; one with partitions lists every profile,
@@ -323,7 +327,7 @@ func hardware(pools []*Pool, matches func(driver string, d *resourceapi.Device) 
 				h.Units++
 				switch {
 				case d.Allocated:
-				case keepsOut(d.Taints):
+				case KeepsOut(d.Taints):
 					h.Tainted++
 				default:
 					h.Free++
@@ -331,7 +335,7 @@ func hardware(pools []*Pool, matches func(driver string, d *resourceapi.Device) 
 				continue
 			}
 			partitioned = true
-			kept := keepsOut(d.Taints)
+			kept := KeepsOut(d.Taints)
 			for _, c := range d.ConsumesCounters {
 				units.Insert(c.CounterSet)
 				drawing[c.CounterSet]++
@@ -365,18 +369,18 @@ func hardware(pools []*Pool, matches func(driver string, d *resourceapi.Device) 
 		for _, name := range order {
 			// Greedy in name order: placements of one profile are aligned,
 			// so taking each that still fits packs them as the hardware does.
-			empty, left := p.remaining(true), p.remaining(false)
+			empty, left := p.Remaining(true), p.Remaining(false)
 			pr := profiles[name]
 			if pr == nil {
 				pr = &profile{}
 				profiles[name] = pr
 			}
 			for _, d := range byProfile[name] {
-				if empty.fits(d.Device) {
+				if empty.Fits(d.Device) {
 					empty.take(d.Device)
 					pr.total++
 				}
-				if !d.Allocated && left.fits(d.Device) {
+				if !d.Allocated && left.Fits(d.Device) {
 					left.take(d.Device)
 					pr.free++
 				}
@@ -439,12 +443,17 @@ func Counters(pools []*Pool) []CounterUsage {
 	return out
 }
 
-// Units counts an entry as hardware: whole devices where its class's
-// devices share counters, else devices. --gpu-total, capacity and the
-// device metrics count these. tainted is out of free, not in use.
-func (e Entry) Units() (total, free, tainted int64) {
-	if e.Hardware != nil {
-		return e.Hardware.Units, e.Hardware.Free, e.Hardware.Tainted
+// KeepsOut reports whether taints keep a device from claims that do not
+// tolerate them (the allocator's rule; effect None only informs, and with
+// DRADeviceTaints off the allocator reads no taint).
+func KeepsOut(taints []resourceapi.DeviceTaint) bool {
+	if len(taints) == 0 || !utilfeature.DefaultFeatureGate.Enabled(features.DRADeviceTaints) {
+		return false
 	}
-	return e.Offered, e.Free, e.Tainted
+	for _, t := range taints {
+		if t.Effect == resourceapi.DeviceTaintEffectNoSchedule || t.Effect == resourceapi.DeviceTaintEffectNoExecute {
+			return true
+		}
+	}
+	return false
 }

@@ -1,4 +1,4 @@
-package dynres
+package devicepools
 
 import (
 	"fmt"
