@@ -13,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"draxr.dev/draxr/simulator/devicepools"
 	"draxr.dev/draxr/simulator/drainability"
 	"draxr.dev/draxr/simulator/dynres"
 	"draxr.dev/draxr/simulator/estimator"
@@ -606,7 +607,7 @@ func UtilizationOf(h *placement.Engine, nodeName string, ignore UtilizationIgnor
 	var devices int
 	var used, util float64
 	measured := false
-	for _, p := range dynres.PoolsForNode(snap, nodeName) {
+	for _, p := range devicepools.ForNode(snap, nodeName) {
 		if p.Partitioned() {
 			if u, ok := p.Utilization(); ok {
 				util, measured = max(util, u), true
