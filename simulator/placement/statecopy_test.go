@@ -2,11 +2,14 @@ package placement
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/utils/ptr"
 
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/snapshot"
@@ -95,5 +98,42 @@ func TestVerifyShortcutsCatchesAStateCopyTheSchedulerRejects(t *testing.T) {
 	stopped, _ := copyOntoTainted()
 	if !strings.Contains(stopped, "the state copy shortcut differs from the scheduler's full path") || !strings.Contains(stopped, "default/b") {
 		t.Errorf("with %s: stopped %q, want the state copy difference for default/b", VerifyShortcutsEnv, stopped)
+	}
+}
+
+// sameDevice compares attributes and capacities field by field: a field
+// the API adds must be compared too.
+func TestSameSliceKnowsEveryField(t *testing.T) {
+	if n := reflect.TypeFor[resourceapi.DeviceAttribute]().NumField(); n != 8 {
+		t.Errorf("DeviceAttribute has %d fields, sameDevice knows 8", n)
+	}
+	if n := reflect.TypeFor[resourceapi.DeviceCapacity]().NumField(); n != 2 {
+		t.Errorf("DeviceCapacity has %d fields, sameDevice knows 2", n)
+	}
+	a, b := fx.GPUSlice("node-0", 2), fx.GPUSlice("node-1", 2)
+	if !sameSlice(a.Spec, b.Spec) {
+		t.Fatal("slices of two nodes alike but for their names differ")
+	}
+	for name, change := range map[string]func(s *resourceapi.ResourceSlice){
+		"attribute": func(s *resourceapi.ResourceSlice) {
+			s.Spec.Devices[1].Attributes["model"] = resourceapi.DeviceAttribute{StringValue: ptr.To("other")}
+		},
+		"list value": func(s *resourceapi.ResourceSlice) {
+			s.Spec.Devices[1].Attributes["ids"] = resourceapi.DeviceAttribute{IntValues: []int64{1}}
+		},
+		"capacity": func(s *resourceapi.ResourceSlice) {
+			s.Spec.Devices[0].Capacity = map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"memory": {Value: fx.Count(1)}}
+		},
+		"device name": func(s *resourceapi.ResourceSlice) { s.Spec.Devices[0].Name = "other" },
+		"taint": func(s *resourceapi.ResourceSlice) {
+			s.Spec.Devices[0].Taints = []resourceapi.DeviceTaint{{Key: "k", Effect: resourceapi.DeviceTaintEffectNoSchedule}}
+		},
+		"driver": func(s *resourceapi.ResourceSlice) { s.Spec.Driver = "other.example.com" },
+	} {
+		c := b.DeepCopy()
+		change(c)
+		if sameSlice(a.Spec, c.Spec) {
+			t.Errorf("slices differing in %s compare the same", name)
+		}
 	}
 }

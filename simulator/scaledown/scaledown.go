@@ -407,24 +407,7 @@ func (d *drainer) drain(nodeName string) (map[string]string, error) {
 	// and after it only if it is kept: a revert frees the room its moved
 	// pods took.
 	learned := map[string]map[int]bool{}
-	// All the node's pods leave before any is placed, as CA simulates a
-	// drain: none of them constrains where the others go, and a claim
-	// they share is freed to move with them.
-	type leaving struct{ pod, pending *v1.Pod }
-	var placeAll []leaving
-	for _, uid := range uids {
-		pod, _, _ := snap.Pod(uid)
-		pending, err := d.h.Remove(uid)
-		if err != nil {
-			snap.Revert()
-			return nil, err
-		}
-		if !scaleup.IsExpendable(pod, opts.ExpendablePodsPriorityCutoff) {
-			placeAll = append(placeAll, leaving{pod, pending})
-		}
-	}
-	for _, l := range placeAll {
-		pod, pending := l.pod, l.pending
+	placeOne := func(pod, pending *v1.Pod) error {
 		var known *rejecting
 		var seen map[int]bool
 		var pk podKind
@@ -449,10 +432,42 @@ func (d *drainer) drain(nodeName string) (map[string]string, error) {
 		}
 		to, ferr := d.place(pending, pk, self, known, seen)
 		if ferr != nil {
-			snap.Revert()
-			return nil, fmt.Errorf("pod %s/%s fits no other node: %s", pod.Namespace, pod.Name, ferr.Error())
+			return fmt.Errorf("pod %s/%s fits no other node: %s", pod.Namespace, pod.Name, ferr.Error())
 		}
 		moves[pod.Namespace+"/"+pod.Name] = to
+		return nil
+	}
+	// All the node's pods leave before any is placed, as CA simulates a
+	// drain: none of them constrains where the others go, and a claim
+	// they share is freed to move with them. Where they could not differ
+	// (independent), each leaves just before it is placed, so that a
+	// drain failing at its first pod removes one pod, not all.
+	oneByOne := d.independent(uids)
+	type leaving struct{ pod, pending *v1.Pod }
+	var placeAll []leaving
+	for _, uid := range uids {
+		pod, _, _ := snap.Pod(uid)
+		pending, err := d.h.Remove(uid)
+		if err != nil {
+			snap.Revert()
+			return nil, err
+		}
+		switch {
+		case scaleup.IsExpendable(pod, opts.ExpendablePodsPriorityCutoff):
+		case oneByOne:
+			if err := placeOne(pod, pending); err != nil {
+				snap.Revert()
+				return nil, err
+			}
+		default:
+			placeAll = append(placeAll, leaving{pod, pending})
+		}
+	}
+	for _, l := range placeAll {
+		if err := placeOne(l.pod, l.pending); err != nil {
+			snap.Revert()
+			return nil, err
+		}
 	}
 	if err := snap.RemoveNode(nodeName); err != nil {
 		snap.Revert()
@@ -471,6 +486,39 @@ func (d *drainer) drain(nodeName string) (map[string]string, error) {
 		}
 	}
 	return moves, nil
+}
+
+// independent reports whether the pods may leave one by one, each just
+// before it is placed, with the placements and the reason of a failure
+// of all leaving first: where state copies may run (every slice local to
+// one node, no placed pod with inter-pod terms, no hard default
+// spreading), a pod on the drained node changes no other node's verdict,
+// so removing the others first matters only through what they share
+// with the pod: a claim, a volume claim (ReadWriteOncePod), or spread
+// constraints that count them. Pods with none of these are independent.
+func (d *drainer) independent(uids []types.UID) bool {
+	if d.copies == nil {
+		return false
+	}
+	claims := map[types.UID]bool{}
+	for _, uid := range uids {
+		pod, _, ok := d.snap.Pod(uid)
+		if !ok || len(pod.Spec.TopologySpreadConstraints) > 0 {
+			return false
+		}
+		for _, v := range pod.Spec.Volumes {
+			if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
+				return false
+			}
+		}
+		for _, c := range d.h.ClaimsOf(pod) {
+			if claims[c.UID] || c.UID == "" {
+				return false
+			}
+			claims[c.UID] = true
+		}
+	}
+	return true
 }
 
 // place puts a pending pod on the first target, in order, that takes it,
