@@ -402,6 +402,44 @@ func (d *drainer) drain(nodeName string) (map[string]string, error) {
 		return nil, fmt.Errorf("node %s not found in the snapshot", nodeName)
 	}
 	snap.Fork()
+	// All the node's pods leave before any is placed, as CA simulates a
+	// drain: none of them constrains where the others go, and a claim
+	// they share is freed to move with them. Where they could not differ
+	// (independent), each leaves just before it is placed, so that a
+	// drain failing at its first pod removes one pod, not all.
+	oneByOne := d.independent(uids)
+	if oneByOne && d.h.VerifiesShortcuts() {
+		d.verifyOneByOne(nodeName, uids, self)
+	}
+	moves, learned, err := d.move(uids, self, oneByOne)
+	if err != nil {
+		snap.Revert()
+		return nil, err
+	}
+	if err := snap.RemoveNode(nodeName); err != nil {
+		snap.Revert()
+		return nil, err
+	}
+	snap.Commit()
+	if opts.Drainability != nil {
+		opts.Drainability.Commit(checked)
+	}
+	d.gone[self] = true
+	for kind, nodes := range learned {
+		known := d.full[kind]
+		maps.Copy(known.nodes, nodes)
+		for known.from < len(d.order) && (d.gone[known.from] || known.nodes[known.from]) {
+			known.from++
+		}
+	}
+	return moves, nil
+}
+
+// move removes the pods and places them on other nodes, all removed
+// first or each just before it is placed (oneByOne), and returns where
+// they went and the targets found rejecting each kind, or why a pod could
+// not move. It leaves the snapshot changed either way: the caller forks.
+func (d *drainer) move(uids []types.UID, self int, oneByOne bool) (map[string]string, map[string]map[int]bool, error) {
 	moves := map[string]string{}
 	// Targets found rejecting a kind count for the rest of this drain,
 	// and after it only if it is kept: a revert frees the room its moved
@@ -437,27 +475,19 @@ func (d *drainer) drain(nodeName string) (map[string]string, error) {
 		moves[pod.Namespace+"/"+pod.Name] = to
 		return nil
 	}
-	// All the node's pods leave before any is placed, as CA simulates a
-	// drain: none of them constrains where the others go, and a claim
-	// they share is freed to move with them. Where they could not differ
-	// (independent), each leaves just before it is placed, so that a
-	// drain failing at its first pod removes one pod, not all.
-	oneByOne := d.independent(uids)
 	type leaving struct{ pod, pending *v1.Pod }
 	var placeAll []leaving
 	for _, uid := range uids {
-		pod, _, _ := snap.Pod(uid)
+		pod, _, _ := d.snap.Pod(uid)
 		pending, err := d.h.Remove(uid)
 		if err != nil {
-			snap.Revert()
-			return nil, err
+			return nil, nil, err
 		}
 		switch {
-		case scaleup.IsExpendable(pod, opts.ExpendablePodsPriorityCutoff):
+		case scaleup.IsExpendable(pod, d.opts.ExpendablePodsPriorityCutoff):
 		case oneByOne:
 			if err := placeOne(pod, pending); err != nil {
-				snap.Revert()
-				return nil, err
+				return nil, nil, err
 			}
 		default:
 			placeAll = append(placeAll, leaving{pod, pending})
@@ -465,27 +495,26 @@ func (d *drainer) drain(nodeName string) (map[string]string, error) {
 	}
 	for _, l := range placeAll {
 		if err := placeOne(l.pod, l.pending); err != nil {
-			snap.Revert()
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	if err := snap.RemoveNode(nodeName); err != nil {
-		snap.Revert()
-		return nil, err
+	return moves, learned, nil
+}
+
+// verifyOneByOne holds pods leaving one by one to all leaving first
+// (placement.VerifyShortcutsEnv): on forks, undone, both must move the
+// pods to the same nodes or fail with the same reason.
+func (d *drainer) verifyOneByOne(node string, uids []types.UID, self int) {
+	d.snap.Fork()
+	want, _, wantErr := d.move(uids, self, false)
+	d.snap.Revert()
+	d.snap.Fork()
+	got, _, gotErr := d.move(uids, self, true)
+	d.snap.Revert()
+	if !maps.Equal(got, want) || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+		placement.ShortcutDiffers("drain one by one", "draining node %s moved pods to %v (error %v), all leaving first to %v (error %v)",
+			node, got, gotErr, want, wantErr)
 	}
-	snap.Commit()
-	if opts.Drainability != nil {
-		opts.Drainability.Commit(checked)
-	}
-	d.gone[self] = true
-	for kind, nodes := range learned {
-		known := d.full[kind]
-		maps.Copy(known.nodes, nodes)
-		for known.from < len(d.order) && (d.gone[known.from] || known.nodes[known.from]) {
-			known.from++
-		}
-	}
-	return moves, nil
 }
 
 // independent reports whether the pods may leave one by one, each just

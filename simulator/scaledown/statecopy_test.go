@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	fx "draxr.dev/draxr/simulator/fixtures"
@@ -151,4 +153,45 @@ func TestStateCopiesAreTheSlowPath(t *testing.T) {
 			})
 		}
 	}
+}
+
+// Pods leaving one by one where they are not independent (two pods share
+// a claim: the first cannot leave the node while the second holds it)
+// would move otherwise than all leaving first; with the switch the
+// difference stops the process.
+func TestVerifyShortcutsCatchesPodsLeavingOneByOneThatShare(t *testing.T) {
+	t.Setenv(placement.VerifyShortcutsEnv, "1")
+	snap := snapshot.New()
+	snap.SetDeviceClass(fx.Class("gpu.example.com", fx.Driver, "", fx.Epoch))
+	h, err := placement.New(context.Background(), snap, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, node := range []string{"busy", "light"} {
+		if err := snap.AddNode(fx.Node(node, 64, 256, nil)); err != nil {
+			t.Fatal(err)
+		}
+		if err := snap.AddResourceSlice(fx.GPUSlice(node, 8)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap.SetResourceClaim(fx.Claim("shared", "gpu.example.com", 1))
+	var uids []types.UID
+	for _, name := range []string{"a", "b"} {
+		placed, ferr := h.Place(fx.WithClaim(fx.Pod(name, 100, nil), "gpu", "shared"), "light")
+		if ferr != nil {
+			t.Fatal(ferr)
+		}
+		uids = append(uids, placed.UID)
+	}
+	d := newDrainer(h, Options{}, []string{"busy", "light"})
+	if d.independent(uids) {
+		t.Fatal("pods sharing a claim are independent")
+	}
+	defer func() {
+		if r := fmt.Sprint(recover()); !strings.Contains(r, "the drain one by one shortcut differs") {
+			t.Errorf("recovered %q, want the drain one by one difference", r)
+		}
+	}()
+	d.verifyOneByOne("light", uids, 1)
 }
