@@ -270,7 +270,9 @@ func (s EarlyStop) reached(found int) string {
 
 // drainer simulates draining candidates one after another in one
 // snapshot. Targets only fill up during a Find (pods leave only nodes that
-// go), so a target that rejected a kind of pod keeps rejecting it: pods
+// go; devices of shared pools, which a drain may free for all, are the
+// exception: what was learned is dropped when a pod frees one), so a
+// target that rejected a kind of pod keeps rejecting it: pods
 // move as kinds, each kind skipping the targets known to reject it, and
 // are tried on a few targets at a time, since the scheduler's PreFilter
 // and Filter cost grows with the candidates it is given.
@@ -294,6 +296,10 @@ type drainer struct {
 	// deallocated by every Remove to the same status) stays the same.
 	kindOf map[types.UID]podKind
 	full   map[string]*rejecting
+	// shared are the pools of slices not local to one node (driver/pool):
+	// a pod leaving a drained node frees their devices for every target,
+	// so what targets rejected before no longer holds.
+	shared map[string]bool
 	// copies, when not nil, copies a kind's placement onto a target in
 	// the state of one that took the kind earlier (placement.StateCopies).
 	copies *placement.StateCopies
@@ -343,13 +349,20 @@ func newDrainer(h *placement.Engine, opts Options, order []string) *drainer {
 			pods = append(pods, pi.GetPod())
 		}
 	}
+	var shared map[string]bool
+	for _, s := range snap.SlicesForNode("") {
+		if shared == nil {
+			shared = map[string]bool{}
+		}
+		shared[s.Spec.Driver+"/"+s.Spec.Pool.Name] = true
+	}
 	pos := make(map[string]int, len(order))
 	receive := make([]int8, len(order))
 	for i, name := range order {
 		pos[name], receive[i] = i, -1
 	}
 	return &drainer{h: h, snap: snap, opts: opts, order: order, pos: pos, gone: make([]bool, len(order)), receive: receive,
-		kinds: estimator.NewKinds(snap, pods), kindOf: map[types.UID]podKind{}, full: map[string]*rejecting{},
+		kinds: estimator.NewKinds(snap, pods), kindOf: map[types.UID]podKind{}, full: map[string]*rejecting{}, shared: shared,
 		copies: newStateCopies(h)}
 }
 
@@ -479,6 +492,9 @@ func (d *drainer) move(uids []types.UID, self int, oneByOne bool) (map[string]st
 	var placeAll []leaving
 	for _, uid := range uids {
 		pod, _, _ := d.snap.Pod(uid)
+		if d.holdsShared(pod) {
+			clear(d.full)
+		}
 		pending, err := d.h.Remove(uid)
 		if err != nil {
 			return nil, nil, err
@@ -499,6 +515,24 @@ func (d *drainer) move(uids []types.UID, self int, oneByOne bool) (map[string]st
 		}
 	}
 	return moves, learned, nil
+}
+
+// holdsShared reports whether the pod holds a device of a pool not local
+// to one node.
+func (d *drainer) holdsShared(pod *v1.Pod) bool {
+	if d.shared == nil {
+		return false
+	}
+	for _, c := range d.h.ClaimsOf(pod) {
+		if a := c.Status.Allocation; a != nil {
+			for _, r := range a.Devices.Results {
+				if d.shared[r.Driver+"/"+r.Pool] {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // verifyOneByOne holds pods leaving one by one to all leaving first

@@ -65,7 +65,8 @@ func copyCluster(t *testing.T, nodes int, generated bool, nodeHook func(i int, n
 // State copies are the slow path: on clusters where targets differ in
 // shape (a label, a taint, fewer devices, a pool not named after its
 // node), in what their pods request, or where copies must stay off (a
-// running pod with anti-affinity, a slice shared by all nodes), Find gives
+// running pod with anti-affinity, a slice shared by all nodes, a pool of
+// all nodes the pods take devices from), Find gives
 // the same removals, moves and reasons with copies as without, every copy
 // held to the scheduler's plugins by DRAXR_VERIFY_SHORTCUTS.
 func TestStateCopiesAreTheSlowPath(t *testing.T) {
@@ -120,6 +121,15 @@ func TestStateCopiesAreTheSlowPath(t *testing.T) {
 		{name: "shared slice", after: func(h *placement.Engine) {
 			// Devices of another driver, which no pod asks for.
 			s := fx.DeviceSlice("shared", "other.example.com", 2, "spare")
+			s.Spec.NodeName, s.Spec.AllNodes = nil, ptr.To(true)
+			if err := h.Snapshot().AddResourceSlice(s); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		// A pool of all nodes the pods take from: a drain frees its
+		// devices, so targets that rejected a kind may take it again.
+		{name: "shared pool", after: func(h *placement.Engine) {
+			s := fx.DeviceSlice("shared", fx.Driver, 2, "spare")
 			s.Spec.NodeName, s.Spec.AllNodes = nil, ptr.To(true)
 			if err := h.Snapshot().AddResourceSlice(s); err != nil {
 				t.Fatal(err)
