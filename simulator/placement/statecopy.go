@@ -68,8 +68,9 @@ type placedCopy struct {
 	allocs []*resourceapi.AllocationResult // by spec.resourceClaims index
 }
 
-// copyFilters are the Filter (and PreFilter) plugins whose verdict for an
-// eligible pod reads only the node's state as StateCopies keys it.
+// copyFilters are the PreFilter, Filter and Reserve plugins whose verdict
+// for an eligible pod reads only the node's state as StateCopies keys it,
+// and whose Reserve placeCopy writes as commit does.
 var copyFilters = map[string]bool{
 	names.NodeName: true, names.NodeUnschedulable: true, names.TaintToleration: true, names.NodeAffinity: true,
 	names.NodePorts: true, names.NodeResourcesFit: true, names.VolumeRestrictions: true, names.NodeVolumeLimits: true,
@@ -82,7 +83,7 @@ var copyFilters = map[string]bool{
 // copies could not be exact (see StateCopies).
 func (h *Engine) NewStateCopies() *StateCopies {
 	plugins := h.fw.ListPlugins()
-	for _, set := range [][]string{pluginNames(plugins.Filter.Enabled), pluginNames(plugins.PreFilter.Enabled)} {
+	for _, set := range [][]string{pluginNames(plugins.Filter.Enabled), pluginNames(plugins.PreFilter.Enabled), pluginNames(plugins.Reserve.Enabled)} {
 		for _, p := range set {
 			if !copyFilters[p] {
 				return nil
@@ -108,6 +109,11 @@ func (h *Engine) NewStateCopies() *StateCopies {
 func Eligible(pod *v1.Pod, ownNamed bool) bool {
 	if !Replicable(pod, ownNamed) || pod.Spec.Resources != nil || pod.Spec.SchedulingGroup != nil || pod.Spec.NodeName != "" {
 		return false
+	}
+	for name := range pod.Spec.Overhead {
+		if v1helper.IsExtendedResourceName(name) {
+			return false
+		}
 	}
 	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range cs {
