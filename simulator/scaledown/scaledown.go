@@ -270,12 +270,13 @@ func (s EarlyStop) reached(found int) string {
 
 // drainer simulates draining candidates one after another in one
 // snapshot. Targets only fill up during a Find (pods leave only nodes that
-// go; devices of shared pools, which a drain may free for all, are the
-// exception: what was learned is dropped when a pod frees one), so a
-// target that rejected a kind of pod keeps rejecting it: pods
+// go), so a target that rejected a kind of pod keeps rejecting it: pods
 // move as kinds, each kind skipping the targets known to reject it, and
 // are tried on a few targets at a time, since the scheduler's PreFilter
-// and Filter cost grows with the candidates it is given.
+// and Filter cost grows with the candidates it is given. A pod leaving
+// that frees what other targets read (a device of a shared pool, a
+// zone its anti-affinity kept a kind off: see relaxes) drops what was
+// learned.
 type drainer struct {
 	h    *placement.Engine
 	snap *snapshot.Snapshot
@@ -300,6 +301,10 @@ type drainer struct {
 	// a pod leaving a drained node frees their devices for every target,
 	// so what targets rejected before no longer holds.
 	shared map[string]bool
+	// spreadsByDefault: the profile's hard default spread constraints
+	// count pods on every node, for pods without constraints of their own,
+	// so their verdicts change as pods move: nothing is learned.
+	spreadsByDefault bool
 	// copies, when not nil, copies a kind's placement onto a target in
 	// the state of one that took the kind earlier (placement.StateCopies).
 	copies *placement.StateCopies
@@ -363,7 +368,8 @@ func newDrainer(h *placement.Engine, opts Options, order []string) *drainer {
 	}
 	return &drainer{h: h, snap: snap, opts: opts, order: order, pos: pos, gone: make([]bool, len(order)), receive: receive,
 		kinds: estimator.NewKinds(snap, pods), kindOf: map[types.UID]podKind{}, full: map[string]*rejecting{}, shared: shared,
-		copies: newStateCopies(h)}
+		spreadsByDefault: h.SpreadsByDefault(),
+		copies:           newStateCopies(h)}
 }
 
 // newStateCopies is placement's; tests switch copies off with it.
@@ -462,9 +468,10 @@ func (d *drainer) move(uids []types.UID, self int, oneByOne bool) (map[string]st
 		var known *rejecting
 		var seen map[int]bool
 		var pk podKind
-		// A pod's own pod affinity or spread constraints can accept a
-		// target later, once other pods have moved: nothing is learned.
-		if !readsLabels(pending) {
+		// A pod's own pod affinity or spread constraints (or the
+		// profile's) can accept a target later, once other pods have
+		// moved: nothing is learned.
+		if !readsLabels(pending) && !d.spreadsByDefault {
 			var ok bool
 			if pk, ok = d.kindOf[pending.UID]; !ok {
 				pk = podKind{kind: d.kinds.Of(pending)}
@@ -492,7 +499,8 @@ func (d *drainer) move(uids []types.UID, self int, oneByOne bool) (map[string]st
 	var placeAll []leaving
 	for _, uid := range uids {
 		pod, _, _ := d.snap.Pod(uid)
-		if d.holdsShared(pod) {
+		expendable := scaleup.IsExpendable(pod, d.opts.ExpendablePodsPriorityCutoff)
+		if d.relaxes(pod, expendable) {
 			clear(d.full)
 		}
 		pending, err := d.h.Remove(uid)
@@ -500,7 +508,7 @@ func (d *drainer) move(uids []types.UID, self int, oneByOne bool) (map[string]st
 			return nil, nil, err
 		}
 		switch {
-		case scaleup.IsExpendable(pod, d.opts.ExpendablePodsPriorityCutoff):
+		case expendable:
 		case oneByOne:
 			if err := placeOne(pod, pending); err != nil {
 				return nil, nil, err
@@ -517,9 +525,27 @@ func (d *drainer) move(uids []types.UID, self int, oneByOne bool) (map[string]st
 	return moves, learned, nil
 }
 
-// holdsShared reports whether the pod holds a device of a pool not local
-// to one node.
-func (d *drainer) holdsShared(pod *v1.Pod) bool {
+// relaxes reports whether the pod leaving its node may let targets take
+// pods they rejected: it holds a device of a pool not local to one node
+// (every target may take it once freed), its required anti-affinity keeps
+// a kind off more nodes than its own (a zone, say: off it keeps the kind
+// off the zone no longer), or, expendable, it leaves a volume claim a
+// pod elsewhere could not share (ReadWriteOncePod).
+func (d *drainer) relaxes(pod *v1.Pod, expendable bool) bool {
+	if a := pod.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+		for _, term := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+			if term.TopologyKey != v1.LabelHostname {
+				return true
+			}
+		}
+	}
+	if expendable {
+		for _, v := range pod.Spec.Volumes {
+			if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
+				return true
+			}
+		}
+	}
 	if d.shared == nil {
 		return false
 	}

@@ -205,3 +205,60 @@ func TestVerifyShortcutsCatchesPodsLeavingOneByOneThatShare(t *testing.T) {
 	}()
 	d.verifyOneByOne("light", uids, 1)
 }
+
+// A running pod's required anti-affinity across a zone keeps a kind off
+// every node of the zone; once that pod has moved to another zone, the
+// zone's targets take the kind again, so what they rejected is dropped:
+// k-0 (drained first) finds t1 rejecting it while y runs in zone a; y
+// then moves to zone b, and d3's pods go to t1, the first target, as the
+// scheduler's plugins place them (held by the switch).
+func TestFindForgetsRejectionsWhenAnAntiAffinityPodLeaves(t *testing.T) {
+	t.Setenv(placement.VerifyShortcutsEnv, "1")
+	snap := snapshot.New()
+	h, err := placement.New(context.Background(), snap, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range [][2]string{{"t1", "a"}, {"t3", "c"}, {"t2", "b"}, {"d1", "a"}, {"d2", "e"}, {"d3", "d"}} {
+		node := fx.Node(n[0], 10, 64, nil)
+		node.Labels["zone"] = n[1]
+		if err := snap.AddNode(node); err != nil {
+			t.Fatal(err)
+		}
+	}
+	place := func(p *v1.Pod, node string) {
+		if _, ferr := h.Place(p, node); ferr != nil {
+			t.Fatal(ferr)
+		}
+	}
+	kind := func(name string) *v1.Pod {
+		p := fx.Pod(name, 100, nil)
+		p.Labels = map[string]string{"app": "k"}
+		return p
+	}
+	// Targets, none a candidate: t1 has room for 100m pods only.
+	place(fx.Pod("busy-1", 9000, nil), "t1")
+	place(fx.Pod("busy-3", 5000, nil), "t3")
+	place(fx.Pod("busy-2", 5000, nil), "t2")
+	y := fx.Pod("y", 2000, nil)
+	y.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "k"}}, TopologyKey: "zone"}}}}
+	place(y, "d1")
+	place(kind("k-0"), "d2")
+	for i := range 25 {
+		place(kind(fmt.Sprintf("k3-%d", i)), "d3")
+	}
+	removals, rejections := Find(h, Options{UtilizationThreshold: 0.5})
+	if len(removals) != 3 {
+		t.Fatalf("removals %+v, rejections %+v; want d2, d1 and d3 removed", removals, rejections)
+	}
+	if got := removals[0].Moves["default/k-0"]; got != "t3" {
+		t.Errorf("k-0 moved to %s, want t3 (t1's zone holds y)", got)
+	}
+	if got := removals[1].Moves["default/y"]; got != "t2" {
+		t.Errorf("y moved to %s, want t2", got)
+	}
+	if got := removals[2].Moves["default/k3-0"]; got != "t1" {
+		t.Errorf("k3-0 moved to %s, want t1, free of y now", got)
+	}
+}
