@@ -105,13 +105,14 @@ func (h *Engine) NewStateCopies() *StateCopies {
 }
 
 // Eligible reports whether the pod's placements may be copied (see
-// StateCopies); ownNamed as for Replicable.
+// StateCopies); ownNamed as for Replicable. Any resource outside the
+// kubernetes.io domain counts as extended.
 func Eligible(pod *v1.Pod, ownNamed bool) bool {
 	if !Replicable(pod, ownNamed) || pod.Spec.Resources != nil || pod.Spec.SchedulingGroup != nil || pod.Spec.NodeName != "" {
 		return false
 	}
 	for name := range pod.Spec.Overhead {
-		if v1helper.IsExtendedResourceName(name) {
+		if !v1helper.IsNativeResource(name) {
 			return false
 		}
 	}
@@ -124,7 +125,7 @@ func Eligible(pod *v1.Pod, ownNamed bool) bool {
 			}
 			for _, rl := range []v1.ResourceList{cs[i].Resources.Requests, cs[i].Resources.Limits} {
 				for name := range rl {
-					if v1helper.IsExtendedResourceName(name) {
+					if !v1helper.IsNativeResource(name) {
 						return false
 					}
 				}

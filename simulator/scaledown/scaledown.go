@@ -7,11 +7,13 @@ package scaledown
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/dynamic-resource-allocation/resourceclaim"
 
 	"draxr.dev/draxr/simulator/devicepools"
 	"draxr.dev/draxr/simulator/drainability"
@@ -367,7 +369,7 @@ func newDrainer(h *placement.Engine, opts Options, order []string) *drainer {
 		pos[name], receive[i] = i, -1
 	}
 	return &drainer{h: h, snap: snap, opts: opts, order: order, pos: pos, gone: make([]bool, len(order)), receive: receive,
-		kinds: estimator.NewKinds(snap, pods), kindOf: map[types.UID]podKind{}, full: map[string]*rejecting{}, shared: shared,
+		kinds: estimator.NewKinds(snap, pods), kindOf: make(map[types.UID]podKind, len(pods)), full: map[string]*rejecting{}, shared: shared,
 		spreadsByDefault: h.SpreadsByDefault(),
 		copies:           newStateCopies(h)}
 }
@@ -430,7 +432,11 @@ func (d *drainer) drain(nodeName string) (map[string]string, error) {
 	if oneByOne && d.h.VerifiesShortcuts() {
 		d.verifyOneByOne(nodeName, uids, self)
 	}
-	moves, learned, err := d.move(uids, self, oneByOne)
+	// Targets found rejecting a kind count for the rest of this drain,
+	// and after it only if it is kept: a revert frees the room its moved
+	// pods took.
+	learned := map[string]map[int]bool{}
+	moves, err := d.move(uids, self, oneByOne, learned)
 	if err != nil {
 		snap.Revert()
 		return nil, err
@@ -456,14 +462,11 @@ func (d *drainer) drain(nodeName string) (map[string]string, error) {
 
 // move removes the pods and places them on other nodes, all removed
 // first or each just before it is placed (oneByOne), and returns where
-// they went and the targets found rejecting each kind, or why a pod could
-// not move. It leaves the snapshot changed either way: the caller forks.
-func (d *drainer) move(uids []types.UID, self int, oneByOne bool) (map[string]string, map[string]map[int]bool, error) {
+// they went, or why a pod could not move; it records in learned the
+// targets found rejecting each kind. It leaves the snapshot changed
+// either way: the caller forks.
+func (d *drainer) move(uids []types.UID, self int, oneByOne bool, learned map[string]map[int]bool) (map[string]string, error) {
 	moves := map[string]string{}
-	// Targets found rejecting a kind count for the rest of this drain,
-	// and after it only if it is kept: a revert frees the room its moved
-	// pods took.
-	learned := map[string]map[int]bool{}
 	placeOne := func(pod, pending *v1.Pod) error {
 		var known *rejecting
 		var seen map[int]bool
@@ -505,13 +508,13 @@ func (d *drainer) move(uids []types.UID, self int, oneByOne bool) (map[string]st
 		}
 		pending, err := d.h.Remove(uid)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		switch {
 		case expendable:
 		case oneByOne:
 			if err := placeOne(pod, pending); err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 		default:
 			placeAll = append(placeAll, leaving{pod, pending})
@@ -519,10 +522,10 @@ func (d *drainer) move(uids []types.UID, self int, oneByOne bool) (map[string]st
 	}
 	for _, l := range placeAll {
 		if err := placeOne(l.pod, l.pending); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
-	return moves, learned, nil
+	return moves, nil
 }
 
 // relaxes reports whether the pod leaving its node may let targets take
@@ -566,10 +569,10 @@ func (d *drainer) relaxes(pod *v1.Pod, expendable bool) bool {
 // pods to the same nodes or fail with the same reason.
 func (d *drainer) verifyOneByOne(node string, uids []types.UID, self int) {
 	d.snap.Fork()
-	want, _, wantErr := d.move(uids, self, false)
+	want, wantErr := d.move(uids, self, false, map[string]map[int]bool{})
 	d.snap.Revert()
 	d.snap.Fork()
-	got, _, gotErr := d.move(uids, self, true)
+	got, gotErr := d.move(uids, self, true, map[string]map[int]bool{})
 	d.snap.Revert()
 	if !maps.Equal(got, want) || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
 		placement.ShortcutDiffers("drain one by one", "draining node %s moved pods to %v (error %v), all leaving first to %v (error %v)",
@@ -589,7 +592,12 @@ func (d *drainer) independent(uids []types.UID) bool {
 	if d.copies == nil {
 		return false
 	}
-	claims := map[types.UID]bool{}
+	// Claims by namespace and name, without allocating: a node runs a few
+	// pods of a few claims each. An extended-resource claim is its pod's
+	// own, never shared.
+	type claimKey struct{ namespace, name string }
+	var buf [16]claimKey
+	claims := buf[:0]
 	for _, uid := range uids {
 		pod, _, ok := d.snap.Pod(uid)
 		if !ok || len(pod.Spec.TopologySpreadConstraints) > 0 {
@@ -600,11 +608,19 @@ func (d *drainer) independent(uids []types.UID) bool {
 				return false
 			}
 		}
-		for _, c := range d.h.ClaimsOf(pod) {
-			if claims[c.UID] || c.UID == "" {
+		for i := range pod.Spec.ResourceClaims {
+			name, _, err := resourceclaim.Name(pod, &pod.Spec.ResourceClaims[i])
+			if err != nil {
 				return false
 			}
-			claims[c.UID] = true
+			if name == nil {
+				continue
+			}
+			key := claimKey{pod.Namespace, *name}
+			if slices.Contains(claims, key) {
+				return false
+			}
+			claims = append(claims, key)
 		}
 	}
 	return true
