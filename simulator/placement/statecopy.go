@@ -68,15 +68,19 @@ type placedCopy struct {
 	allocs []*resourceapi.AllocationResult // by spec.resourceClaims index
 }
 
-// copyFilters are the PreFilter, Filter and Reserve plugins whose verdict
+// copyFilter says whether a PreFilter, Filter or Reserve plugin's verdict
 // for an eligible pod reads only the node's state as StateCopies keys it,
-// and whose Reserve placeCopy writes as commit does.
-var copyFilters = map[string]bool{
-	names.NodeName: true, names.NodeUnschedulable: true, names.TaintToleration: true, names.NodeAffinity: true,
-	names.NodePorts: true, names.NodeResourcesFit: true, names.VolumeRestrictions: true, names.NodeVolumeLimits: true,
-	names.VolumeBinding: true, names.VolumeZone: true, names.PodTopologySpread: true, names.InterPodAffinity: true,
-	names.DynamicResources: true, names.NodeDeclaredFeatures: true,
-	"DraxrDynamicResources": true, "DraxrNodeResourcesFit": true,
+// and whether placeCopy writes its Reserve as commit does.
+func copyFilter(plugin string) bool {
+	switch plugin {
+	case names.NodeName, names.NodeUnschedulable, names.TaintToleration, names.NodeAffinity,
+		names.NodePorts, names.NodeResourcesFit, names.VolumeRestrictions, names.NodeVolumeLimits,
+		names.VolumeBinding, names.VolumeZone, names.PodTopologySpread, names.InterPodAffinity,
+		names.DynamicResources, names.NodeDeclaredFeatures,
+		"DraxrDynamicResources", "DraxrNodeResourcesFit":
+		return true
+	}
+	return false
 }
 
 // NewStateCopies returns the copier for the snapshot as it is, or nil when
@@ -85,7 +89,7 @@ func (h *Engine) NewStateCopies() *StateCopies {
 	plugins := h.fw.ListPlugins()
 	for _, set := range [][]string{pluginNames(plugins.Filter.Enabled), pluginNames(plugins.PreFilter.Enabled), pluginNames(plugins.Reserve.Enabled)} {
 		for _, p := range set {
-			if !copyFilters[p] {
+			if !copyFilter(p) {
 				return nil
 			}
 		}

@@ -75,6 +75,9 @@ type Options struct {
 	// the nodes chosen before it and those Uncounted) leaves a gang fewer
 	// scheduled pods than its minCount. nil: pods are moved one by one.
 	Gangs *gang.Index
+	// stateCopies builds the drain's state copies (nil: placement's);
+	// tests switch copies off with it.
+	stateCopies func(*placement.Engine) *placement.StateCopies
 }
 
 // EarlyStop bounds one search as CA's scale-down planner does: once
@@ -349,6 +352,10 @@ func targetOrder(nodes, cands []string) []string {
 }
 
 func newDrainer(h *placement.Engine, opts Options, order []string) *drainer {
+	newCopies := opts.stateCopies
+	if newCopies == nil {
+		newCopies = (*placement.Engine).NewStateCopies
+	}
 	snap := h.Snapshot()
 	var pods []*v1.Pod
 	for _, name := range order {
@@ -371,11 +378,8 @@ func newDrainer(h *placement.Engine, opts Options, order []string) *drainer {
 	return &drainer{h: h, snap: snap, opts: opts, order: order, pos: pos, gone: make([]bool, len(order)), receive: receive,
 		kinds: estimator.NewKinds(snap, pods), kindOf: make(map[types.UID]podKind, len(pods)), full: map[string]*rejecting{}, shared: shared,
 		spreadsByDefault: h.SpreadsByDefault(),
-		copies:           newStateCopies(h)}
+		copies:           newCopies(h)}
 }
-
-// newStateCopies is placement's; tests switch copies off with it.
-var newStateCopies = (*placement.Engine).NewStateCopies
 
 // mayReceive says whether the i-th node may take pods.
 func (d *drainer) mayReceive(i int) bool {

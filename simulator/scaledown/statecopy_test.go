@@ -140,14 +140,13 @@ func TestStateCopiesAreTheSlowPath(t *testing.T) {
 		for _, generated := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/generated=%t", c.name, generated), func(t *testing.T) {
 				var used *placement.StateCopies
-				defer func(f func(*placement.Engine) *placement.StateCopies) { newStateCopies = f }(newStateCopies)
-				newStateCopies = func(h *placement.Engine) *placement.StateCopies {
+				withCopies := Options{UtilizationThreshold: 0.5, stateCopies: func(h *placement.Engine) *placement.StateCopies {
 					used = h.NewStateCopies()
 					return used
-				}
-				removals, rejections := Find(copyCluster(t, 12, generated, c.node, c.after), Options{UtilizationThreshold: 0.5})
-				newStateCopies = func(*placement.Engine) *placement.StateCopies { return nil }
-				slowRemovals, slowRejections := Find(copyCluster(t, 12, generated, c.node, c.after), Options{UtilizationThreshold: 0.5})
+				}}
+				removals, rejections := Find(copyCluster(t, 12, generated, c.node, c.after), withCopies)
+				withoutCopies := Options{UtilizationThreshold: 0.5, stateCopies: func(*placement.Engine) *placement.StateCopies { return nil }}
+				slowRemovals, slowRejections := Find(copyCluster(t, 12, generated, c.node, c.after), withoutCopies)
 				if !reflect.DeepEqual(removals, slowRemovals) {
 					t.Errorf("removals with copies %+v, without %+v", removals, slowRemovals)
 				}
