@@ -68,7 +68,6 @@ func compatTable() []compatEntry {
 		{"daemonset-eviction-for-empty-nodes", reject, "false", "draxr evicts a DaemonSet pod only when it has cluster-autoscaler.kubernetes.io/enable-ds-eviction: \"true\""},
 		{"daemonset-eviction-for-occupied-nodes", warn, "", "draxr evicts a DaemonSet pod only when it has cluster-autoscaler.kubernetes.io/enable-ds-eviction: \"true\"; others go with the node"},
 		{"debugging-snapshot-enabled", reject, "false", "draxr-autoscaler serves no /snapshotz endpoint"},
-		{"record-duplicated-events", warn, "", "draxr's events go through client-go's recorder, which aggregates similar events"},
 		{"max-nodegroup-binpacking-duration", warn, "", perf},
 		{"fastpath-binpacking-enabled", warn, "", perf},
 		{"min-replica-count", reject, "0", "draxr does not keep pods of small ReplicaSets from being evicted"},

@@ -21,18 +21,21 @@ import (
 // meanings and defaults: the API client, the status ConfigMap switch,
 // which pending pods are planned for, and the leader election lock.
 type caOptions struct {
-	master               string
-	kubeClientQPS        float64
-	kubeClientBurst      int
-	kubeAPIContentType   string
-	userAgent            string
-	writeStatusConfigMap bool
-	resourceLock         string
-	estimator            string
-	enableDRA            bool
-	newPodScaleUpDelay   time.Duration
-	pods                 scaleup.Flags
-	featureGates         map[string]bool
+	// recordDuplicatedEvents turns off the recorder's once-per-5-minutes
+	// filter (newEventBroadcaster).
+	recordDuplicatedEvents bool
+	master                 string
+	kubeClientQPS          float64
+	kubeClientBurst        int
+	kubeAPIContentType     string
+	userAgent              string
+	writeStatusConfigMap   bool
+	resourceLock           string
+	estimator              string
+	enableDRA              bool
+	newPodScaleUpDelay     time.Duration
+	pods                   scaleup.Flags
+	featureGates           map[string]bool
 	// CA's taint flags; --ignore-taint is --startup-taint's older name.
 	startupTaints, ignoreTaints, startupTaintPrefixes, statusTaints []string
 	nodeInfoCacheExpireTime                                         time.Duration
@@ -53,6 +56,8 @@ func (o *caOptions) addFlags(fs *pflag.FlagSet, schedulerConfig *string) {
 	fs.StringVar(&o.kubeAPIContentType, "kube-api-content-type", runtime.ContentTypeProtobuf,
 		"content type of requests to the API server (application/vnd.kubernetes.protobuf or application/json)")
 	fs.StringVar(&o.userAgent, "user-agent", "draxr-autoscaler", "user agent of the API client")
+	fs.BoolVar(&o.recordDuplicatedEvents, "record-duplicated-events", false,
+		"write an event again when the same one (object, reason, message) was written in the last 5 minutes")
 	fs.BoolVar(&o.writeStatusConfigMap, "write-status-configmap", true, "whether to write the status ConfigMap (--status-config-map-name)")
 	fs.StringVar(&o.resourceLock, "leader-elect-resource-lock", resourcelock.LeasesResourceLock,
 		"leader election lock type; only leases")

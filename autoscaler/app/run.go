@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"reflect"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -176,7 +177,7 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 	if err != nil {
 		return err
 	}
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster := newEventBroadcaster(ctx, o.caOptions.recordDuplicatedEvents)
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "draxr-autoscaler"})
@@ -663,3 +664,27 @@ func loadProfile(path string) (*schedulerProfile, error) {
 }
 
 type schedulerProfile = config.KubeSchedulerProfile
+
+// newEventBroadcaster is the loop's event broadcaster. As CA's without
+// --record-duplicated-events, an event already written in the last 5
+// minutes is not written again: a pod pending for an hour gets its
+// NotTriggerScaleUp once per 5 minutes, not every loop, and the events
+// of a large backlog do not queue at --kube-client-qps ahead of the
+// loop's other writes (a 32-pod backlog delayed a ProvisioningRequest's
+// TriggeredScaleUp by minutes). CA keys the filter by object and reason;
+// the message is in draxr's key too, so that a changed reason is written
+// at once.
+func newEventBroadcaster(ctx context.Context, recordDuplicated bool) record.EventBroadcaster {
+	if recordDuplicated {
+		return record.NewBroadcaster(record.WithContext(ctx))
+	}
+	return record.NewBroadcaster(record.WithContext(ctx), record.WithCorrelatorOptions(record.CorrelatorOptions{
+		QPS: 1. / 300, BurstSize: 1, LRUCacheSize: 8192, SpamKeyFunc: eventKey}))
+}
+
+// eventKey is what makes two events the same for the 5-minute filter.
+func eventKey(e *v1.Event) string {
+	o := e.InvolvedObject
+	return strings.Join([]string{e.Source.Component, e.Source.Host, o.Kind, o.Namespace, o.Name, string(o.UID), o.APIVersion,
+		e.Type, e.Reason, e.Message}, "\x00")
+}

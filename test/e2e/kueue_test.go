@@ -182,7 +182,7 @@ func TestKueueProvisioningRequests(t *testing.T) {
 		t.Fatalf("16 pods on %v, group has %d nodes; want 8 on each of 2", perNode, len(e.groupNodes("kueue-gpu")))
 	}
 	// Events are written in the background: wait for the one.
-	e.eventually(30*time.Second, "one TriggeredScaleUp event on the request, kueue-gpu 0->2", func() error {
+	e.eventually(time.Minute, "one TriggeredScaleUp event on the request, kueue-gpu 0->2", func() error {
 		ups, err := cp.Client.CoreV1().Events("").List(e.ctx, metav1.ListOptions{FieldSelector: "reason=TriggeredScaleUp,involvedObject.name=" + pr})
 		if err != nil || len(ups.Items) != 1 || !strings.Contains(ups.Items[0].Message, "kueue-gpu 0->2") {
 			return fmt.Errorf("%d events (%v)", len(ups.Items), err)

@@ -190,7 +190,7 @@ func TestProvisioningRequestsLive(t *testing.T) {
 		return nil
 	})
 	// Events are written in the background: wait for the one.
-	e.eventually(30*time.Second, "one TriggeredScaleUp event on the request naming provreq-gpu 0->2", func() error {
+	e.eventually(time.Minute, "one TriggeredScaleUp event on the request naming provreq-gpu 0->2", func() error {
 		ups, err := cp.Client.CoreV1().Events("").List(e.ctx, metav1.ListOptions{FieldSelector: "reason=TriggeredScaleUp,involvedObject.name=train"})
 		if err != nil || len(ups.Items) != 1 || !strings.Contains(ups.Items[0].Message, "provreq-gpu 0->2") {
 			return fmt.Errorf("%d events (%v)", len(ups.Items), err)
