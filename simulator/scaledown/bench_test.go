@@ -1,7 +1,6 @@
 package scaledown
 
 import (
-	"context"
 	"fmt"
 	"runtime"
 	"testing"
@@ -9,7 +8,6 @@ import (
 
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/placement"
-	"draxr.dev/draxr/simulator/snapshot"
 )
 
 // claimCluster is the Cluster Autoscaler's DRA scale-down shape: nodes of
@@ -19,36 +17,7 @@ import (
 // fit on 40% of the nodes: 60% are removable.
 func claimCluster(t testing.TB, nodes int, generated bool) *placement.Engine {
 	t.Helper()
-	snap := snapshot.New()
-	snap.SetDeviceClass(fx.Class("gpu.example.com", fx.Driver, "", fx.Epoch))
-	snap.SetResourceClaimTemplate(fx.ClaimTemplate("one-gpu", "gpu.example.com", 1))
-	h, err := placement.New(context.Background(), snap, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for n := range nodes {
-		name := fmt.Sprintf("node-%05d", n)
-		if err := snap.AddNode(fx.Node(name, 64, 256, nil)); err != nil {
-			t.Fatal(err)
-		}
-		if err := snap.AddResourceSlice(fx.GPUSlice(name, 10)); err != nil {
-			t.Fatal(err)
-		}
-		for i := range 4 {
-			pod := fx.Pod(fmt.Sprintf("%s-job-%d", name, i), 100, nil)
-			if generated {
-				fx.WithTemplateClaim(pod, "gpu", "one-gpu")
-			} else {
-				claim := fx.Claim(pod.Name+"-gpu", "gpu.example.com", 1)
-				snap.SetResourceClaim(claim)
-				fx.WithClaim(pod, "gpu", claim.Name)
-			}
-			if _, ferr := h.Place(pod, name); ferr != nil {
-				t.Fatal(ferr)
-			}
-		}
-	}
-	return h
+	return copyCluster(t, nodes, generated, nil, nil)
 }
 
 // BenchmarkScaleDownClaims finds the removable nodes of claimCluster

@@ -18,9 +18,9 @@ import (
 	"draxr.dev/draxr/simulator/snapshot"
 )
 
-// copyCluster is claimCluster with a hook per node (its node object and
-// slice) and one for the snapshot once filled.
-func copyCluster(t *testing.T, nodes int, generated bool, nodeHook func(i int, node *v1.Node, slice *resourceapi.ResourceSlice),
+// copyCluster builds claimCluster's shape, with a hook per node (its node
+// object and slice) and one for the snapshot once filled (nil: none).
+func copyCluster(t testing.TB, nodes int, generated bool, nodeHook func(i int, node *v1.Node, slice *resourceapi.ResourceSlice),
 	after func(h *placement.Engine)) *placement.Engine {
 	t.Helper()
 	snap := snapshot.New()
