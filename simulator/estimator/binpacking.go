@@ -104,6 +104,9 @@ type BinPacking struct {
 // so one copy serves every fork that adds the node.
 type Templates struct {
 	m map[[2]string]templateNode
+	// models holds each group's first new node, which later ones share
+	// their spec and status with (NewNodeLike).
+	models map[string]*v1.Node
 }
 
 type templateNode struct {
@@ -120,9 +123,18 @@ func (t *Templates) newNode(g *nodegroup.NodeGroup, name string) (*v1.Node, []*r
 	if n, ok := t.m[key]; ok {
 		return n.node, n.slices
 	}
-	node, slices := g.NewNode(name)
+	var node *v1.Node
+	var slices []*resourceapi.ResourceSlice
+	if model, ok := t.models[g.Name]; ok {
+		node, slices = g.NewNodeLike(model, name)
+	} else {
+		node, slices = g.NewNode(name)
+	}
 	if t.m == nil {
-		t.m = map[[2]string]templateNode{}
+		t.m, t.models = map[[2]string]templateNode{}, map[string]*v1.Node{}
+	}
+	if _, ok := t.models[g.Name]; !ok {
+		t.models[g.Name] = node
 	}
 	t.m[key] = templateNode{node: node, slices: slices}
 	return node, slices
@@ -139,7 +151,9 @@ func (b *BinPacking) Estimate(g *nodegroup.NodeGroup, pods []*v1.Pod, maxNodes i
 // seconds, and an interrupted `draxr simulate` must stop within one.
 func (b *BinPacking) EstimateContext(ctx context.Context, g *nodegroup.NodeGroup, pods []*v1.Pod, maxNodes int) (*Result, error) {
 	r := &run{b: b, g: g, snap: b.Engine.Snapshot(), kinds: b.Kinds,
-		res:    &Result{Group: g.Name, Placed: map[types.UID]string{}},
+		// Sized for every pod placed: growing a map of thousands of pods
+		// allocates twice what it ends up holding.
+		res:    &Result{Group: g.Name, Placed: make(map[types.UID]string, len(pods)), PlacedOrder: make([]*v1.Pod, 0, len(pods))},
 		cursor: map[string]int{}, rejects: map[string]*placement.FitError{},
 		fill: fillMemo{noReplicate: map[string]bool{}}, noFitCopy: map[string]map[string]int{}, filling: map[string]*countedNode{}}
 	if r.kinds == nil {

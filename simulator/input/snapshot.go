@@ -10,7 +10,10 @@ import "draxr.dev/draxr/simulator/snapshot"
 // has them: the autoscaler builds a snapshot every loop from mostly the
 // same pods. infos may be nil.
 func (o *Objects) Snapshot(infos *snapshot.PodInfos) (*snapshot.Snapshot, error) {
-	snap := snapshot.New()
+	// Every pending pod may be placed, with a claim of its own (its
+	// extended resources' or a template's), in the loop's simulations.
+	pending := len(o.PendingPods)
+	snap := snapshot.NewSized(len(o.RunningPods)+pending, len(o.ResourceClaims)+pending)
 	for _, c := range o.DeviceClasses {
 		snap.SetDeviceClass(c)
 	}

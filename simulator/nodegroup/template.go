@@ -2,6 +2,7 @@ package nodegroup
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -33,6 +34,27 @@ func (g *NodeGroup) NewNode(name string) (*v1.Node, []*resourceapi.ResourceSlice
 		node.Status.Conditions = append(node.Status.Conditions, v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionTrue})
 	}
 
+	return node, g.newSlices(name)
+}
+
+// NewNodeLike is NewNode(name) made from model, a node NewNode returned
+// for the group: the name, UID and hostname label are the new node's, and
+// the rest of its metadata, its spec and its status are the model's,
+// shared. For nodes that are never modified in place (a snapshot's): a
+// scale-up of hundreds of nodes of one group copied the template's status
+// for every one of them.
+func (g *NodeGroup) NewNodeLike(model *v1.Node, name string) (*v1.Node, []*resourceapi.ResourceSlice) {
+	node := *model
+	node.Name = name
+	node.UID = types.UID("draxr-node-" + name)
+	node.Labels = maps.Clone(model.Labels)
+	node.Labels[v1.LabelHostname] = name
+	return &node, g.newSlices(name)
+}
+
+// newSlices are the ResourceSlices the group's DRA drivers would publish
+// on a node called name.
+func (g *NodeGroup) newSlices(name string) []*resourceapi.ResourceSlice {
 	perDriver := map[string]int64{}
 	for _, s := range g.Spec.ResourceSlices {
 		perDriver[s.Driver]++
@@ -53,7 +75,7 @@ func (g *NodeGroup) NewNode(name string) (*v1.Node, []*resourceapi.ResourceSlice
 			Spec:       spec,
 		})
 	}
-	return node, slices
+	return slices
 }
 
 // Group returns the group a node belongs to by its label, or "".

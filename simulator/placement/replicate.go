@@ -40,36 +40,44 @@ func (h *Engine) Replicate(srcNode string, srcPods []*v1.Pod, dstNode string, po
 }
 
 func (h *Engine) replicateAll(srcNode string, srcPods []*v1.Pod, dstNode string, pods []*v1.Pod) error {
+	// One array for the node's placed pods: a scale-up of thousands of
+	// pods copies every one of them.
+	placed := make([]v1.Pod, len(pods))
 	for i, src := range srcPods {
-		if err := h.replicateOne(srcNode, src, dstNode, pods[i]); err != nil {
+		if err := h.replicateOne(srcNode, src, dstNode, pods[i], &placed[i]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (h *Engine) replicateOne(srcNode string, src *v1.Pod, dstNode string, pod *v1.Pod) error {
+// replicateOne places a copy of pod, written to placed, as src was placed.
+func (h *Engine) replicateOne(srcNode string, src *v1.Pod, dstNode string, pod, placed *v1.Pod) error {
 	pod, err := h.ensureTemplateClaims(pod)
 	if err != nil {
 		return err
 	}
-	copied := *pod
-	placed := &copied
+	*placed = *pod
 	placed.Spec.NodeName = dstNode
 	placed.Status.ExtendedResourceClaimStatus = nil
 
 	if xr := h.snap.ExtendedResourceClaimOf(src.UID); xr != nil {
-		alloc, err := moveAllocation(xr.Status.Allocation, srcNode, dstNode, string(placed.UID)+"/extended")
+		alloc, err := moveAllocation(xr.Status.Allocation, srcNode, dstNode, [2]string{string(placed.UID), "extended"})
 		if err != nil {
 			return err
 		}
 		// The source's claim with this pod's name, owner and allocation:
 		// a shallow copy, as statusCopy (its spec and labels are shared,
-		// never modified in place).
-		claim := statusCopy(xr)
+		// never modified in place). Its reservations are replaced
+		// (extendedResourceClaim), so they are not copied; its
+		// finalizers only when one is to be added.
+		copied := *xr
+		claim := &copied
 		claim.Status.Allocation = alloc
-		claim.Finalizers = slices.Clone(xr.Finalizers) // extendedResourceClaim may append
-		claim.GenerateName = placed.Name + "-extended-resources-"
+		claim.Status.ReservedFor = nil
+		if !slices.Contains(xr.Finalizers, resourceapi.Finalizer) {
+			claim.Finalizers = slices.Clone(xr.Finalizers)
+		}
 		claim.OwnerReferences = []metav1.OwnerReference{{
 			APIVersion: "v1", Kind: "Pod", Name: placed.Name, UID: placed.UID, Controller: ptr.To(true),
 		}}
@@ -94,7 +102,7 @@ func (h *Engine) replicateOne(srcNode string, src *v1.Pod, dstNode string, pod *
 		if srcClaim == nil || stored == nil || !ownedBy(stored, placed) && !named {
 			return fmt.Errorf("replicate pod %s: claim %s is not its own", podKey(placed), *name)
 		}
-		alloc, err := moveAllocation(srcClaim.Status.Allocation, srcNode, dstNode, placed.Namespace+"/"+*name)
+		alloc, err := moveAllocation(srcClaim.Status.Allocation, srcNode, dstNode, [2]string{placed.Namespace, *name})
 		if err != nil {
 			return err
 		}
@@ -141,26 +149,32 @@ func Replicable(pod *v1.Pod, ownNamed bool) bool {
 // moveAllocation rewrites an allocation made on srcNode for dstNode: pools
 // are named after their node, and the node selector names the node. A
 // share of a device that allows multiple allocations (consumable
-// capacity) gets a share ID of its own, derived from the claim (seed) so
-// that plans are repeatable; the allocator makes random ones.
-func moveAllocation(a *resourceapi.AllocationResult, srcNode, dstNode, seed string) (*resourceapi.AllocationResult, error) {
+// capacity) gets a share ID of its own, derived from the claim (seed, its
+// two parts joined by "/") so that plans are repeatable; the allocator
+// makes random ones. Only what changes is copied: the rest (device
+// configs, tolerations, capacities) is shared with the source, as
+// objects in a snapshot are never modified in place.
+func moveAllocation(a *resourceapi.AllocationResult, srcNode, dstNode string, seed [2]string) (*resourceapi.AllocationResult, error) {
 	if a == nil {
 		return nil, fmt.Errorf("replicate: source claim is not allocated")
 	}
-	out := a.DeepCopy()
+	out := *a
+	out.Devices.Results = slices.Clone(a.Devices.Results)
 	for i := range out.Devices.Results {
 		r := &out.Devices.Results[i]
 		if r.ShareID != nil {
-			r.ShareID = ptr.To(types.UID(uuid.NewSHA1(uuid.NameSpaceURL, fmt.Appendf(nil, "draxr:%s/%s/%d", dstNode, seed, i)).String()))
+			r.ShareID = ptr.To(types.UID(uuid.NewSHA1(uuid.NameSpaceURL, fmt.Appendf(nil, "draxr:%s/%s/%s/%d", dstNode, seed[0], seed[1], i)).String()))
 		}
 		if r.Pool != srcNode {
 			return nil, fmt.Errorf("replicate: device %s/%s/%s is not in the node's own pool", r.Driver, r.Pool, r.Device)
 		}
 		r.Pool = dstNode
 	}
-	if sel := out.NodeSelector; sel != nil {
-		for t := range sel.NodeSelectorTerms {
-			for _, reqs := range [][]v1.NodeSelectorRequirement{sel.NodeSelectorTerms[t].MatchFields, sel.NodeSelectorTerms[t].MatchExpressions} {
+	if sel := a.NodeSelector; sel != nil && selectorNames(sel, srcNode) {
+		out.NodeSelector = sel.DeepCopy()
+		for t := range out.NodeSelector.NodeSelectorTerms {
+			term := &out.NodeSelector.NodeSelectorTerms[t]
+			for _, reqs := range [][]v1.NodeSelectorRequirement{term.MatchFields, term.MatchExpressions} {
 				for j := range reqs {
 					for k, v := range reqs[j].Values {
 						if v == srcNode {
@@ -171,5 +185,19 @@ func moveAllocation(a *resourceapi.AllocationResult, srcNode, dstNode, seed stri
 			}
 		}
 	}
-	return out, nil
+	return &out, nil
+}
+
+// selectorNames reports whether a node selector names the node.
+func selectorNames(sel *v1.NodeSelector, node string) bool {
+	for _, term := range sel.NodeSelectorTerms {
+		for _, reqs := range [][]v1.NodeSelectorRequirement{term.MatchFields, term.MatchExpressions} {
+			for _, r := range reqs {
+				if slices.Contains(r.Values, node) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

@@ -433,7 +433,7 @@ func (h *Engine) placeCopy(pod *v1.Pod, src *placedCopy, node string) *v1.Pod {
 		if stored == nil || stored.Status.Allocation != nil || len(stored.Status.ReservedFor) > 0 || stored.DeletionTimestamp != nil {
 			return nil
 		}
-		alloc, err := moveAllocation(src.allocs[i], src.node, node, placed.Namespace+"/"+*name)
+		alloc, err := moveAllocation(src.allocs[i], src.node, node, [2]string{placed.Namespace, *name})
 		if err != nil {
 			return nil
 		}

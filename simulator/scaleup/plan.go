@@ -489,6 +489,14 @@ func (plan *Plan) addScaleUp(add ScaleUp, maxPerScaleUp int) {
 		su = &plan.ScaleUps[len(plan.ScaleUps)-1]
 	}
 	su.NewNodes += add.NewNodes
+	if su.Pods == nil && su.Placements == nil {
+		// A new entry takes the step's lists as they are (scaleUpOf
+		// made them for it) rather than a copy of thousands of pods.
+		// Clipped, so that appending to this entry never writes into
+		// another holder's (FirstLoop's) array.
+		su.Pods, su.Placements = slices.Clip(add.Pods), slices.Clip(add.Placements)
+		return
+	}
 	su.Pods = append(su.Pods, add.Pods...)
 	su.Placements = append(su.Placements, add.Placements...)
 }

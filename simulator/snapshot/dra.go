@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -130,7 +131,7 @@ func (s *Snapshot) AllResourceSlices() []*resourceapi.ResourceSlice {
 // SetResourceClaim adds or replaces a claim (by namespace/name) and keeps
 // the allocated-device index in step. The claim is stored as given.
 func (s *Snapshot) SetResourceClaim(claim *resourceapi.ResourceClaim) {
-	key := claim.Namespace + "/" + claim.Name
+	key := claimKey{claim.Namespace, claim.Name}
 	previous := s.claims[key]
 	s.replaceClaim(key, previous, claim)
 	s.onUndo(func() { s.replaceClaim(key, claim, previous) })
@@ -138,7 +139,7 @@ func (s *Snapshot) SetResourceClaim(claim *resourceapi.ResourceClaim) {
 
 // DeleteResourceClaim removes a claim and frees its devices.
 func (s *Snapshot) DeleteResourceClaim(namespace, name string) {
-	key := namespace + "/" + name
+	key := claimKey{namespace, name}
 	previous := s.claims[key]
 	if previous == nil {
 		return
@@ -147,7 +148,7 @@ func (s *Snapshot) DeleteResourceClaim(namespace, name string) {
 	s.onUndo(func() { s.replaceClaim(key, nil, previous) })
 }
 
-func (s *Snapshot) replaceClaim(key string, old, new *resourceapi.ResourceClaim) {
+func (s *Snapshot) replaceClaim(key claimKey, old, new *resourceapi.ResourceClaim) {
 	if old != nil {
 		s.allocated.remove(old)
 		delete(s.claimsByUID, old.UID)
@@ -188,21 +189,19 @@ func extendedResourceClaimOwner(c *resourceapi.ResourceClaim) (types.UID, bool) 
 
 // ResourceClaim returns a stored claim, or nil.
 func (s *Snapshot) ResourceClaim(namespace, name string) *resourceapi.ResourceClaim {
-	return s.claims[namespace+"/"+name]
+	return s.claims[claimKey{namespace, name}]
 }
 
 // AllResourceClaims returns every stored claim, sorted by namespace/name.
 func (s *Snapshot) AllResourceClaims() []*resourceapi.ResourceClaim {
 	if s.claimList == nil {
-		keys := make([]string, 0, len(s.claims))
-		for k := range s.claims {
-			keys = append(keys, k)
+		s.claimList = make([]*resourceapi.ResourceClaim, 0, len(s.claims))
+		for _, c := range s.claims {
+			s.claimList = append(s.claimList, c)
 		}
-		sort.Strings(keys)
-		s.claimList = make([]*resourceapi.ResourceClaim, 0, len(keys))
-		for _, k := range keys {
-			s.claimList = append(s.claimList, s.claims[k])
-		}
+		slices.SortFunc(s.claimList, func(a, b *resourceapi.ResourceClaim) int {
+			return compareJoined(a.Namespace, a.Name, b.Namespace, b.Name)
+		})
 	}
 	return s.claimList
 }
@@ -268,7 +267,7 @@ func (t claimTracker) List() ([]*resourceapi.ResourceClaim, error) {
 }
 
 func (t claimTracker) Get(namespace, name string) (*resourceapi.ResourceClaim, error) {
-	if c := t.s.claims[namespace+"/"+name]; c != nil {
+	if c := t.s.claims[claimKey{namespace, name}]; c != nil {
 		if p, ok := t.s.pending[c.UID]; ok {
 			return p, nil
 		}
@@ -336,3 +335,26 @@ func (t claimTracker) MaybeRemoveClaimPendingAllocation(claimUID types.UID, _ bo
 // phase, which a simulation never runs; the placement engine commits instead.
 func (t claimTracker) AssumeClaimAfterAPICall(*resourceapi.ResourceClaim) error { return nil }
 func (t claimTracker) AssumedClaimRestore(string, string)                       {}
+
+// compareJoined compares aNS+"/"+aName with bNS+"/"+bName without building
+// either string: claims have always been listed in that order.
+func compareJoined(aNS, aName, bNS, bName string) int {
+	at := func(ns, name string, i int) int {
+		switch {
+		case i < len(ns):
+			return int(ns[i])
+		case i == len(ns):
+			return '/'
+		case i-len(ns)-1 < len(name):
+			return int(name[i-len(ns)-1])
+		}
+		return -1 // past the end: shorter sorts first
+	}
+	n := max(len(aNS)+1+len(aName), len(bNS)+1+len(bName))
+	for i := 0; i < n; i++ {
+		if c := cmp.Compare(at(aNS, aName, i), at(bNS, bName, i)); c != 0 {
+			return c
+		}
+	}
+	return 0
+}

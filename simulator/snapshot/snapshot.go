@@ -50,7 +50,7 @@ type Snapshot struct {
 	sliceDevices map[*resourceapi.ResourceSlice]devicefull.Slice
 	taintRules   []*resourceapi.DeviceTaintRule
 
-	claims      map[string]*resourceapi.ResourceClaim // namespace/name
+	claims      map[claimKey]*resourceapi.ResourceClaim
 	claimsByUID map[types.UID]*resourceapi.ResourceClaim
 	xrClaims    map[types.UID]*resourceapi.ResourceClaim // extended-resource claims by owning pod UID
 	claimList   []*resourceapi.ResourceClaim             // nil when stale
@@ -77,22 +77,30 @@ type podRef struct {
 }
 
 // New returns an empty snapshot.
-func New() *Snapshot {
+func New() *Snapshot { return NewSized(0, 0) }
+
+// NewSized returns an empty snapshot with room for pods pods and claims
+// claims (the cluster's, and those a scale-up adds for its pending pods):
+// a map grown one entry at a time to thousands allocates about twice what
+// it ends up holding, and a scale-up of thousands of pods fills several.
+func NewSized(pods, claims int) *Snapshot {
+	allocated := newAllocatedDevices()
+	allocated.ids = make(sets.Set[structured.DeviceID], claims)
 	return &Snapshot{
 		logger:       klog.Background(),
 		nodes:        map[string]*framework.NodeInfo{},
-		podsByUID:    map[types.UID]podRef{},
+		podsByUID:    make(map[types.UID]podRef, pods),
 		removedInfo:  map[types.UID]*framework.PodInfo{},
 		classes:      classes.NewIndex(),
 		slices:       map[string]*resourceapi.ResourceSlice{},
 		slicesByNode: map[string][]*resourceapi.ResourceSlice{},
 		sliceDevices: map[*resourceapi.ResourceSlice]devicefull.Slice{},
-		claims:       map[string]*resourceapi.ResourceClaim{},
-		claimsByUID:  map[types.UID]*resourceapi.ResourceClaim{},
-		xrClaims:     map[types.UID]*resourceapi.ResourceClaim{},
+		claims:       make(map[claimKey]*resourceapi.ResourceClaim, claims),
+		claimsByUID:  make(map[types.UID]*resourceapi.ResourceClaim, claims),
+		xrClaims:     make(map[types.UID]*resourceapi.ResourceClaim, claims),
 		templates:    map[string]*resourceapi.ResourceClaimTemplate{},
 		podGroups:    map[string]*schedulingapi.PodGroup{},
-		allocated:    newAllocatedDevices(),
+		allocated:    allocated,
 		pending:      map[types.UID]*resourceapi.ResourceClaim{},
 		pvcUsers:     map[string]int{},
 	}
@@ -134,6 +142,10 @@ func (s *Snapshot) Commit() {
 func (s *Snapshot) ForkDepth() int { return len(s.forkMarks) }
 
 // onUndo records the inverse of a change, only while a fork is open.
+// claimKey is a claim's namespace and name: a key that needs no string
+// built for every lookup and store, which thousands of placed pods make.
+type claimKey struct{ namespace, name string }
+
 func (s *Snapshot) onUndo(f func()) {
 	if len(s.forkMarks) > 0 {
 		s.undo = append(s.undo, f)
