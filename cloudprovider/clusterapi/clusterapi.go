@@ -382,7 +382,17 @@ func (p *Provider) infraStatus(ctx context.Context, res capi.Resource) capi.Infr
 			logger.V(2).Info("Infrastructure template kind unknown; its status.capacity is not read", "err", err)
 			return capi.InfraStatus{}
 		}
-		u, err = p.opts.Dynamic.Resource(mapping.Resource).Namespace(res.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		var watched bool
+		if p.watched != nil {
+			u, watched = p.watched.template(mapping.Resource, res.Namespace, ref.Name)
+		}
+		if watched && u.GetKind() == "" { // a watch's objects may carry none; errors name it
+			u = u.DeepCopy()
+			u.SetKind(ref.Kind)
+		}
+		if !watched {
+			u, err = p.opts.Dynamic.Resource(mapping.Resource).Namespace(res.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		}
 		if err != nil {
 			logger.V(2).Info("Infrastructure template not read; its status.capacity is left out", "err", err)
 			return capi.InfraStatus{}

@@ -96,6 +96,9 @@ func newFake(t *testing.T, objs []runtime.Object, kubeObjs ...runtime.Object) *f
 	for _, k := range []string{capi.MachineDeployment, capi.MachineSet, capi.MachinePool, capi.Machine} {
 		lists[GVR(k)] = k + "List"
 	}
+	for _, version := range []string{"v1beta1", "v1beta2"} { // the tests' infrastructure templates, watched
+		lists[schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: version, Resource: "foomachinetemplates"}] = "FooMachineTemplateList"
+	}
 	f := &fakeCluster{dyn: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), lists, objs...),
 		kube: kubefake.NewClientset(kubeObjs...)}
 	tracker := f.dyn.Tracker()
@@ -882,6 +885,9 @@ func TestServedV1beta1Only(t *testing.T) {
 	for _, k := range []string{capi.MachineDeployment, capi.MachineSet, capi.MachinePool, capi.Machine} {
 		lists[v1beta1.WithResource(strings.ToLower(k)+"s")] = k + "List"
 		lists[GVR(k)] = k + "List"
+	}
+	for _, version := range []string{"v1beta1", "v1beta2"} { // the tests' infrastructure templates, watched
+		lists[schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: version, Resource: "foomachinetemplates"}] = "FooMachineTemplateList"
 	}
 	mapper.Add(infraGV.WithKind("FooMachineTemplate"), meta.RESTScopeNamespace)
 	f := &fakeCluster{dyn: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), lists, md, ms, m, tmpl),

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
@@ -27,6 +28,9 @@ type watched struct {
 
 	mu    sync.Mutex
 	kinds map[watchKey]*watchEntry
+	// templates are the infrastructure templates' watches, by resource
+	// and namespace, started as groups name them.
+	templates map[templateKey]*templateWatch
 
 	// dump, for a dump (DumpSource), holds every object of each kind:
 	// the kinds are served from it in any namespace, with no watch.
@@ -51,7 +55,92 @@ const notServedRecheck = 10 * time.Minute
 const syncTimeout = time.Minute
 
 func newWatched(d dynamic.Interface, stop <-chan struct{}, now func() time.Time) *watched {
-	return &watched{dynamic: d, stop: stop, now: now, kinds: map[watchKey]*watchEntry{}}
+	return &watched{dynamic: d, stop: stop, now: now, kinds: map[watchKey]*watchEntry{}, templates: map[templateKey]*templateWatch{}}
+}
+
+type templateKey struct {
+	resource  schema.GroupVersionResource
+	namespace string
+}
+
+type templateWatch struct {
+	informer cache.SharedIndexInformer
+	stop     chan struct{}
+	// failedUntil: the watch failed (a role with get but not list and
+	// watch on the group, as draxr's chart granted before); templates of
+	// the resource are read by GET until then.
+	failedUntil time.Time
+}
+
+// template returns the infrastructure template from its resource's watch
+// in the namespace, as CA reads templates from informers: once the watch
+// has synced a loop reads no template from the API server. ok is false
+// when the watch cannot answer (not synced yet, failed, or the template
+// not in it yet): the caller GETs it. The first call for a resource and
+// namespace starts the watch. A watch refused (forbidden, or the kind not
+// served) is stopped and tried again after notServedRecheck.
+func (w *watched) template(gvr schema.GroupVersionResource, ns, name string) (u *unstructured.Unstructured, ok bool) {
+	if w.templates == nil { // a dump: its objects are read directly
+		return nil, false
+	}
+	select {
+	case <-w.stop: // the provider has stopped: no new watches
+		return nil, false
+	default:
+	}
+	key := templateKey{gvr, ns}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	tw := w.templates[key]
+	switch {
+	case tw == nil || tw.informer == nil && !w.now().Before(tw.failedUntil):
+		w.templates[key] = w.watchTemplates(key)
+		return nil, false
+	case tw.informer == nil || !tw.informer.HasSynced():
+		return nil, false
+	}
+	obj, exists, err := tw.informer.GetStore().GetByKey(ns + "/" + name)
+	if err != nil || !exists {
+		return nil, false
+	}
+	got, isU := obj.(*unstructured.Unstructured)
+	return got, isU
+}
+
+// watchTemplates starts the watch of key's templates; w.mu is held.
+func (w *watched) watchTemplates(key templateKey) *templateWatch {
+	tw := &templateWatch{stop: make(chan struct{})}
+	inf := dynamicinformer.NewFilteredDynamicInformer(w.dynamic, key.resource, key.namespace, 0, cache.Indexers{}, nil).Informer()
+	// The reflector retries a refused list forever; a role without list
+	// and watch is a setting, not a blip: GET instead, and try later.
+	_ = inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
+		if !apierrors.IsForbidden(err) && !apierrors.IsNotFound(err) && !apierrors.IsMethodNotSupported(err) {
+			return
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if cur := w.templates[key]; cur == tw && tw.informer != nil {
+			tw.informer = nil
+			tw.failedUntil = w.now().Add(notServedRecheck)
+			close(tw.stop)
+		}
+	})
+	tw.informer = inf
+	go func() {
+		select { // stopped with the provider, or when refused
+		case <-w.stop:
+		case <-tw.stop:
+			return
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if tw.informer != nil {
+			tw.informer = nil
+			close(tw.stop)
+		}
+	}()
+	go inf.Run(tw.stop)
+	return tw
 }
 
 // list returns the kind's objects from its watch, or the dump; ok is

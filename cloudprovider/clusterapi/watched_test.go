@@ -2,10 +2,17 @@ package clusterapi
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clienttesting "k8s.io/client-go/testing"
 
 	"draxr.dev/draxr/simulator/nodegroup/capi"
 )
@@ -71,4 +78,122 @@ func TestRefreshReadsWatches(t *testing.T) {
 	if size != 3 {
 		t.Errorf("target size %d after the scale-up, want 3 seen through the watch", size)
 	}
+}
+
+// With WatchUntil, infrastructure templates come from a watch, as CA reads
+// them from informers: once it has synced a Refresh GETs no template, and
+// a template's new status.capacity is seen through it.
+func TestInfraTemplatesFromWatch(t *testing.T) {
+	f, p, stop := infraTemplateFixture(t)
+	defer close(stop)
+	ctx := context.Background()
+	if err := p.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := templateCalls(f, "get"); n == 0 {
+		t.Fatalf("the first Refresh did not GET the template (watch not synced yet): %v", f.dyn.Actions())
+	}
+	if cpu := templateCPU(t, p); cpu != 32 {
+		t.Fatalf("template node cpu %d, want the template's 32", cpu)
+	}
+	tmpl, err := f.dyn.Resource(fooTemplates).Namespace("ns").Get(ctx, "big", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = unstructured.SetNestedField(tmpl.Object, "64", "status", "capacity", "cpu")
+	if _, err := f.dyn.Resource(fooTemplates).Namespace("ns").Update(ctx, tmpl, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cpu := int64(0)
+	for range 200 {
+		f.dyn.ClearActions()
+		if err := p.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+		gets := templateCalls(f, "get")
+		if cpu = templateCPU(t, p); cpu == 64 && gets == 0 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Errorf("template node cpu %d with %d template GETs in the last Refresh; want 64 seen through the watch, no GET", cpu, templateCalls(f, "get"))
+}
+
+// A role that may get templates but not list and watch them (draxr's
+// chart before, CA's minimal scale-from-zero role): the watch is stopped
+// after its first refusal and every Refresh reads the template by GET.
+func TestInfraTemplatesWatchRefused(t *testing.T) {
+	f, p, stop := infraTemplateFixture(t)
+	defer close(stop)
+	f.dyn.PrependReactor("list", "foomachinetemplates", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(a.GetResource().GroupResource(), "", errors.New("no list"))
+	})
+	ctx := context.Background()
+	for range 20 {
+		f.dyn.ClearActions()
+		if err := p.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n := templateCalls(f, "get"); n != 1 {
+			t.Fatalf("a Refresh sent %d template GETs, want 1: %v", n, f.dyn.Actions())
+		}
+		if cpu := templateCPU(t, p); cpu != 32 {
+			t.Fatalf("template node cpu %d, want the template's 32", cpu)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	p.watched.mu.Lock()
+	tw := p.watched.templates[templateKey{fooTemplates, "ns"}]
+	p.watched.mu.Unlock()
+	if tw == nil || tw.informer != nil || tw.failedUntil.IsZero() {
+		t.Errorf("template watch %+v, want it stopped after the refusal", tw)
+	}
+}
+
+var fooTemplates = schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Resource: "foomachinetemplates"}
+
+// infraTemplateFixture is a MachineDeployment at zero whose only
+// description is its FooMachineTemplate's status.capacity (32 cpu), and a
+// provider with watches.
+func infraTemplateFixture(t *testing.T) (*fakeCluster, *Provider, chan struct{}) {
+	md := scalable(capi.MachineDeployment, "ns", "gpu", 0, map[string]string{capi.MinSizeAnnotation: "0", capi.MaxSizeAnnotation: "3"}, nil, "")
+	_ = unstructured.SetNestedStringMap(md.Object, map[string]string{"apiGroup": "infrastructure.cluster.x-k8s.io",
+		"kind": "FooMachineTemplate", "name": "big"}, "spec", "template", "spec", "infrastructureRef")
+	tmpl := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "FooMachineTemplate",
+		"metadata": map[string]any{"name": "big", "namespace": "ns"},
+		"status":   map[string]any{"capacity": map[string]any{"cpu": "32", "memory": "128Gi"}},
+	}}
+	f := newFake(t, []runtime.Object{md, tmpl})
+	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{fooTemplates.GroupVersion()})
+	mapper.Add(fooTemplates.GroupVersion().WithKind("FooMachineTemplate"), meta.RESTScopeNamespace)
+	stop := make(chan struct{})
+	p, err := New(Options{Dynamic: f.dyn, Kube: f.kube, Mapper: mapper, WatchUntil: stop, Now: time.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, p, stop
+}
+
+func templateCalls(f *fakeCluster, verb string) int {
+	n := 0
+	for _, a := range f.dyn.Actions() {
+		if a.GetVerb() == verb && a.GetResource().Resource == "foomachinetemplates" {
+			n++
+		}
+	}
+	return n
+}
+
+func templateCPU(t *testing.T, p *Provider) int64 {
+	t.Helper()
+	groups := p.NodeGroups()
+	if len(groups) != 1 {
+		t.Fatalf("groups %v, want the MachineDeployment", ids(groups))
+	}
+	node, _, err := groups[0].TemplateNodeInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return node.Status.Capacity.Cpu().Value()
 }

@@ -226,8 +226,9 @@ func TestAutoscalerClusterAPIRBAC(t *testing.T) {
 	}
 	// Infrastructure templates are read for scale from zero (CA's RBAC),
 	// read only; a provider's own group is added by value.
-	if !grants(cr, "infrastructure.cluster.x-k8s.io", "*", "", "get") || grants(cr, "infrastructure.cluster.x-k8s.io", "*", "", "update") {
-		t.Errorf("clusterapi provider: infrastructure templates not readable, or writable: %+v", cr)
+	if !grants(cr, "infrastructure.cluster.x-k8s.io", "*", "", "get") || !grants(cr, "infrastructure.cluster.x-k8s.io", "*", "", "watch") ||
+		grants(cr, "infrastructure.cluster.x-k8s.io", "*", "", "update") {
+		t.Errorf("clusterapi provider: infrastructure templates not readable and watchable, or writable: %+v", cr)
 	}
 	docs = render(t, map[string]any{"autoscaler": map[string]any{"cloudProvider": "clusterapi",
 		"clusterAPI": map[string]any{"infrastructureGroups": []any{"infrastructure.cluster.x-k8s.io", "infrastructure.example.com"}}}})

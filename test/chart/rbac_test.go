@@ -132,6 +132,8 @@ func autoscalerUses() []use {
 		{"clusterapi", "cluster", "cluster.x-k8s.io", "machines", "update", capi, "client.Update(ctx, m, metav1.UpdateOptions{})"},
 		{"clusterapi", "cluster", "infrastructure.cluster.x-k8s.io", "*", "get", capi,
 			"p.opts.Dynamic.Resource(mapping.Resource).Namespace(res.Namespace).Get(ctx, ref.Name"},
+		{"clusterapi", "cluster", "infrastructure.cluster.x-k8s.io", "*", "list watch", capiWatch,
+			"dynamicinformer.NewFilteredDynamicInformer(w.dynamic, key.resource, key.namespace"},
 		{"clusterapi", "templates", "", "configmaps", "get", capi, "p.opts.Kube.CoreV1().ConfigMaps(ns).Get(ctx, name"},
 		// The externalgrpc provider's template ConfigMap, by a Role in its
 		// namespace limited to it.
