@@ -12,6 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
+	"k8s.io/klog/v2"
+	quotacore "k8s.io/kubernetes/pkg/quota/v1/evaluator/core"
+	"k8s.io/utils/clock"
 )
 
 // ApplyQuotas caps the replicas of ready buffers by their namespaces'
@@ -20,10 +23,8 @@ import (
 // use them and the buffers before it; a buffer cut down says so
 // (LimitedByQuotas=True, reason ResourceQuotasAllocated, naming the
 // quotas), others get LimitedByQuotas=False. podOf is the pod a buffer
-// stands for (nil: none known, the buffer is left as it is). Quotas with
-// scopes other than Terminating, NotTerminating, BestEffort and
-// NotBestEffort, or with a scope selector, are not applied (CA reads
-// them; draxr says so in docs).
+// stands for (nil: none known, the buffer is left as it is). A quota
+// counts a buffer's pod by its scopes and scope selector (scopesMatch).
 func ApplyQuotas(buffers []*CapacityBuffer, podOf func(*CapacityBuffer) *v1.Pod, quotas []*v1.ResourceQuota, now time.Time) {
 	sorted := append([]*CapacityBuffer(nil), buffers...)
 	sort.SliceStable(sorted, func(i, j int) bool {
@@ -51,7 +52,13 @@ func ApplyQuotas(buffers []*CapacityBuffer, podOf func(*CapacityBuffer) *v1.Pod,
 		var blocking []string
 		var matching []*v1.ResourceQuota
 		for _, q := range quotas {
-			if q.Namespace != b.Namespace || !scopesMatch(q, pod) {
+			if q.Namespace != b.Namespace {
+				continue
+			}
+			if ok, err := scopesMatch(q, pod); err != nil || !ok {
+				if err != nil { // left out, as CA leaves it; the API server rejects such quotas
+					klog.Background().Error(err, "ResourceQuota not applied to a CapacityBuffer: spec.scopeSelector", "resourceQuota", klog.KObj(q), "capacityBuffer", klog.KObj(b))
+				}
 				continue
 			}
 			matching = append(matching, q)
@@ -117,31 +124,15 @@ func quotaRequests(pod *v1.Pod) v1.ResourceList {
 	return out
 }
 
-// scopesMatch says whether the quota counts the pod.
-func scopesMatch(q *v1.ResourceQuota, pod *v1.Pod) bool {
-	if q.Spec.ScopeSelector != nil && len(q.Spec.ScopeSelector.MatchExpressions) > 0 {
-		return false
-	}
-	requests := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
-	_, cpu := requests[v1.ResourceCPU]
-	_, mem := requests[v1.ResourceMemory]
-	bestEffort := !cpu && !mem
-	for _, s := range q.Spec.Scopes {
-		switch s {
-		case v1.ResourceQuotaScopeNotTerminating:
-		case v1.ResourceQuotaScopeBestEffort:
-			if !bestEffort {
-				return false
-			}
-		case v1.ResourceQuotaScopeNotBestEffort:
-			if bestEffort {
-				return false
-			}
-		default:
-			return false
-		}
-	}
-	return true
+// scopesMatch says whether the quota counts the pod, by the API server's
+// own pod quota evaluator: every scope (Terminating, BestEffort,
+// PriorityClass, CrossNamespacePodAffinity and their negations) and scope
+// selector. A buffer's pod is counted as not terminating whatever its
+// template's activeDeadlineSeconds, as CA counts it.
+func scopesMatch(q *v1.ResourceQuota, pod *v1.Pod) (bool, error) {
+	p := *pod
+	p.Spec.ActiveDeadlineSeconds = nil
+	return quotacore.NewPodEvaluator(nil, clock.RealClock{}).Matches(q, &p)
 }
 
 func ptr32(v int32) *int32 { return &v }
