@@ -189,7 +189,7 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 	if err != nil {
 		return err
 	}
-	bufferConfig, bufferFactory, err := newBuffers(o, cfg, factory, &cluster)
+	bufferConfig, bufferFactory, err := newBuffers(o, cfg, client, factory, &cluster)
 	if err != nil {
 		return err
 	}
@@ -292,7 +292,7 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 // newBuffers is the CapacityBuffer step's configuration and informer
 // (registered, not started), or nil without --capacity-buffer-*-enabled.
 // The API must be served (CA's CRD, in the chart).
-func newBuffers(o *options, cfg *rest.Config, factory informers.SharedInformerFactory, cluster *view.View) (*buffers.Config, dynamicinformer.DynamicSharedInformerFactory, error) {
+func newBuffers(o *options, cfg *rest.Config, client kubernetes.Interface, factory informers.SharedInformerFactory, cluster *view.View) (*buffers.Config, dynamicinformer.DynamicSharedInformerFactory, error) {
 	if !o.bufferController && !o.bufferInjection {
 		return nil, nil, nil
 	}
@@ -313,14 +313,14 @@ func newBuffers(o *options, cfg *rest.Config, factory informers.SharedInformerFa
 			"install the CRD (charts/draxr/crds/)", gvr.Resource, gvr.GroupVersion(), err)
 	}
 	f := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
-	writer := buffers.NewStatusWriter(dyn)
-	if o.dryRun {
-		writer = buffers.DryRunWriter()
-	}
 	*cluster = cluster.WithCapacityBuffers(f, factory)
+	writer, templates := buffers.NewStatusWriter(dyn), buffers.NewTemplateWriter(client, cluster.PodTemplates)
+	if o.dryRun {
+		writer, templates = buffers.DryRunWriter(), buffers.DryRunTemplates(cluster.PodTemplates)
+	}
 	return &buffers.Config{Buffers: cluster.CapacityBuffers, Templates: cluster.PodTemplates,
 		Deployments: cluster.Deployments, ReplicaSets: cluster.ReplicaSets, StatefulSets: cluster.StatefulSets, Jobs: cluster.Jobs,
-		Quotas: cluster.ResourceQuotas,
+		Quotas: cluster.ResourceQuotas, PodTemplates: templates,
 		Client: writer, Controller: o.bufferController, Injection: o.bufferInjection}, f, nil
 }
 

@@ -15,15 +15,18 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	corev1defaults "k8s.io/kubernetes/pkg/apis/core/v1"
 	"k8s.io/utils/ptr"
 
 	cb "draxr.dev/draxr/simulator/capacitybuffer"
@@ -44,6 +47,10 @@ type Config struct {
 	// Quotas are the namespaces' ResourceQuotas, which cap buffers.
 	Quotas corelisters.ResourceQuotaLister
 	Client StatusWriter
+	// PodTemplates keeps the PodTemplate of each scalableRef buffer, as
+	// CA's controller does; nil keeps none (the pods come from the
+	// workload's template, and the status names no template).
+	PodTemplates TemplateWriter
 	// Controller sets the buffers' status; Injection makes their pods.
 	Controller, Injection bool
 }
@@ -66,7 +73,7 @@ func (w dynamicWriter) UpdateStatus(ctx context.Context, b *cb.CapacityBuffer) e
 	u := &unstructured.Unstructured{Object: obj}
 	u.SetAPIVersion(cb.Group + "/" + cb.Version)
 	u.SetKind(cb.Kind)
-	_, err = w.c.Resource(cb.GroupVersionResource()).Namespace(b.Namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{FieldManager: "draxr-autoscaler"})
+	_, err = w.c.Resource(cb.GroupVersionResource()).Namespace(b.Namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{FieldManager: fieldManager})
 	return err
 }
 
@@ -77,6 +84,62 @@ func DryRunWriter() StatusWriter { return dryRunWriter{} }
 type dryRunWriter struct{}
 
 func (dryRunWriter) UpdateStatus(context.Context, *cb.CapacityBuffer) error { return nil }
+
+// TemplateWriter creates or updates a managed PodTemplate and returns it
+// as stored.
+type TemplateWriter interface {
+	Ensure(ctx context.Context, want *v1.PodTemplate) (*v1.PodTemplate, error)
+}
+
+// NewTemplateWriter writes through the client; the current templates are
+// read from the informer's lister, so a steady loop writes nothing.
+func NewTemplateWriter(c kubernetes.Interface, current corelisters.PodTemplateLister) TemplateWriter {
+	return templateWriter{c: c, current: current}
+}
+
+type templateWriter struct {
+	c       kubernetes.Interface
+	current corelisters.PodTemplateLister
+	dryRun  bool
+}
+
+// DryRunTemplates writes nothing: a dry run (shadow mode) serves buffers
+// from the templates as they are, or would be once written.
+func DryRunTemplates(current corelisters.PodTemplateLister) TemplateWriter {
+	return templateWriter{current: current, dryRun: true}
+}
+
+func (w templateWriter) Ensure(ctx context.Context, want *v1.PodTemplate) (*v1.PodTemplate, error) {
+	want = want.DeepCopy()
+	// As the API server stores it, so that an unchanged workload compares
+	// equal and a steady loop writes nothing.
+	corev1defaults.SetObjectDefaults_PodTemplate(want)
+	have, err := w.current.PodTemplates(want.Namespace).Get(want.Name)
+	if apierrors.IsNotFound(err) && !w.dryRun {
+		created, err := w.c.CoreV1().PodTemplates(want.Namespace).Create(ctx, want, metav1.CreateOptions{FieldManager: fieldManager})
+		if apierrors.IsAlreadyExists(err) {
+			// Created by an earlier loop, not yet in the informer: served
+			// as written; the next loop compares it.
+			return want, nil
+		}
+		return created, err
+	}
+	switch {
+	case apierrors.IsNotFound(err) && w.dryRun:
+		return want, nil
+	case err != nil:
+		return nil, err
+	case equality.Semantic.DeepEqual(have.Template, want.Template) && equality.Semantic.DeepEqual(have.OwnerReferences, want.OwnerReferences):
+		return have, nil
+	case w.dryRun:
+		return want, nil
+	}
+	update := have.DeepCopy()
+	update.OwnerReferences, update.Template = want.OwnerReferences, want.Template
+	return w.c.CoreV1().PodTemplates(want.Namespace).Update(ctx, update, metav1.UpdateOptions{FieldManager: fieldManager})
+}
+
+const fieldManager = "draxr-autoscaler"
 
 // Loop is one loop's buffers.
 type Loop struct {
@@ -122,6 +185,9 @@ func Run(ctx context.Context, cfg Config, objs *input.Objects, now time.Time) (*
 		}
 		return t
 	}, Workloads: cfg.workload}
+	if cfg.PodTemplates != nil {
+		src.Manage = func(t *v1.PodTemplate) (*v1.PodTemplate, error) { return cfg.PodTemplates.Ensure(ctx, t) }
+	}
 	var quotas []*v1.ResourceQuota
 	if cfg.Quotas != nil {
 		if quotas, err = cfg.Quotas.List(labels.Everything()); err != nil {

@@ -25,6 +25,12 @@ type Sources struct {
 	// Workloads finds a Deployment's, ReplicaSet's, StatefulSet's or
 	// Job's pod template and its replicas (a Job's parallelism).
 	Workloads func(ns string, ref ScalableRef) (*v1.PodTemplateSpec, int32, bool)
+	// Manage, when set, writes the PodTemplate CA's controller keeps for
+	// a scalableRef buffer (ManagedTemplate) and returns it as stored;
+	// the buffer's status names it. Unset (a plan from files), the
+	// buffer's pods come from the workload's template and its status
+	// names none.
+	Manage func(*v1.PodTemplate) (*v1.PodTemplate, error)
 }
 
 // ServeAll does to the buffers what the buffer controller and CA's
@@ -97,6 +103,16 @@ func control(b *CapacityBuffer, src Sources, devices Devices, now time.Time) *v1
 				Detail: fmt.Sprintf("%s %s/%s not found", ref.Kind, b.Namespace, ref.Name)})
 		}
 		tmpl, scalable = t, &n
+		if src.Manage != nil {
+			stored, err := src.Manage(ManagedTemplate(b, t))
+			if err != nil {
+				return notReady(&Error{Buffer: b.Key(), Field: "status.podTemplateRef",
+					Detail: fmt.Sprintf("PodTemplate %s/%s: %v", b.Namespace, ManagedTemplateName(b), err)})
+			}
+			tmpl = &stored.Template
+			b.Status.PodTemplateRef = &LocalObjectRef{Name: stored.Name}
+			b.Status.PodTemplateGeneration = ptr.To(stored.Generation)
+		}
 	case b.Spec.PodTemplateRef != nil:
 		t := src.Templates(b.Namespace, b.Spec.PodTemplateRef.Name)
 		if t == nil {
@@ -159,4 +175,28 @@ func templateName(b *CapacityBuffer) string {
 		return b.Spec.PodTemplateRef.Name
 	}
 	return ""
+}
+
+// ManagedTemplateName is the PodTemplate CA's controller keeps for a
+// scalableRef buffer: capacitybuffer-<name>-pod-template, the name cut so
+// that the whole fits an object name (253 characters).
+func ManagedTemplateName(b *CapacityBuffer) string {
+	const prefix, suffix, maxLen = "capacitybuffer-", "-pod-template", 253
+	name := b.Name
+	if room := maxLen - len(prefix) - len(suffix); len(name) > room {
+		name = name[:room]
+	}
+	return prefix + name + suffix
+}
+
+// ManagedTemplate is that PodTemplate for a buffer whose pods are spec's:
+// controlled by the buffer (deleted with it), with spec's labels,
+// annotations and pod spec.
+func ManagedTemplate(b *CapacityBuffer, spec *v1.PodTemplateSpec) *v1.PodTemplate {
+	return &v1.PodTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: ManagedTemplateName(b), Namespace: b.Namespace,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: Group + "/" + Version, Kind: Kind,
+				Name: b.Name, UID: b.UID, Controller: ptr.To(true)}}},
+		Template: v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: spec.Labels, Annotations: spec.Annotations}, Spec: spec.Spec},
+	}
 }

@@ -1,6 +1,7 @@
 package capacitybuffer
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -96,5 +97,50 @@ func TestInjectWithoutItsTemplate(t *testing.T) {
 	p := meta.FindStatusCondition(b.Status.Conditions, Provisioning)
 	if p == nil || p.Reason != ReasonFailedToGetPodTemplate || !strings.Contains(p.Message, "PodTemplate ml/gone not found") {
 		t.Errorf("Provisioning %+v, want %s naming PodTemplate ml/gone", p, ReasonFailedToGetPodTemplate)
+	}
+}
+
+// With a template writer, a scalableRef buffer's pods come from the
+// managed PodTemplate as stored, its status names it; a template that
+// cannot be written leaves the buffer not ready, saying which.
+func TestServeManagedTemplate(t *testing.T) {
+	serve := &v1.PodTemplateSpec{Spec: fx.Pod("p", 500, fx.GPUs(fx.GPUResource, 1)).Spec}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var written []*v1.PodTemplate
+	src := Sources{
+		Workloads: func(string, ScalableRef) (*v1.PodTemplateSpec, int32, bool) { return serve, 4, true },
+		Manage: func(t *v1.PodTemplate) (*v1.PodTemplate, error) {
+			written = append(written, t)
+			stored := t.DeepCopy()
+			stored.Generation = 3
+			stored.Template.Spec.SchedulerName = "default-scheduler" // the API server's default
+			return stored, nil
+		},
+	}
+	b := buffer(func(s *Spec) {
+		s.ScalableRef = &ScalableRef{APIGroup: "apps", Kind: "Deployment", Name: "serve"}
+		s.Replicas = ptr.To[int32](2)
+	})
+	b.UID = "uid-1"
+	pods := ServeAll([]*CapacityBuffer{b}, src, devicesOf(), nil, Options{Controller: true, Injection: true}, now)
+	if len(written) != 1 || written[0].Name != "capacitybuffer-"+b.Name+"-pod-template" || written[0].Namespace != b.Namespace ||
+		len(written[0].OwnerReferences) != 1 || written[0].OwnerReferences[0].UID != "uid-1" || !ptr.Deref(written[0].OwnerReferences[0].Controller, false) {
+		t.Fatalf("written %+v, want one template owned by the buffer", written)
+	}
+	if r := b.Status.PodTemplateRef; r == nil || r.Name != written[0].Name || ptr.Deref(b.Status.PodTemplateGeneration, 0) != 3 {
+		t.Errorf("status podTemplateRef %+v generation %v, want the managed template at generation 3", r, b.Status.PodTemplateGeneration)
+	}
+	if len(pods) != 2 || pods[0].Spec.SchedulerName != "default-scheduler" {
+		t.Errorf("%d pods, want 2 from the template as stored", len(pods))
+	}
+
+	src.Manage = func(*v1.PodTemplate) (*v1.PodTemplate, error) { return nil, errors.New("forbidden") }
+	b = buffer(func(s *Spec) { s.ScalableRef = &ScalableRef{APIGroup: "apps", Kind: "Deployment", Name: "serve"} })
+	if pods := ServeAll([]*CapacityBuffer{b}, src, devicesOf(), nil, Options{Controller: true, Injection: true}, now); len(pods) != 0 {
+		t.Errorf("%d pods from a buffer whose template was not written", len(pods))
+	}
+	c := meta.FindStatusCondition(b.Status.Conditions, ReadyForProvisioning)
+	if c == nil || c.Status != "False" || !strings.Contains(c.Message, "status.podTemplateRef") || !strings.Contains(c.Message, "forbidden") {
+		t.Errorf("ReadyForProvisioning %+v, want False naming status.podTemplateRef and the error", c)
 	}
 }

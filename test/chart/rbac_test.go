@@ -116,6 +116,10 @@ func autoscalerUses() []use {
 		{"buffers", "cluster", "apps", "statefulsets", "list watch", informers, "apps.StatefulSets().Lister()"},
 		{"buffers", "cluster", "batch", "jobs", "list watch", informers, "f.Batch().V1().Jobs().Lister()"},
 		{"buffers", "cluster", "", "resourcequotas", "list watch", informers, "f.Core().V1().ResourceQuotas().Lister()"},
+		{"buffers", "cluster", "", "podtemplates", "create", "autoscaler/buffers/buffers.go",
+			"w.c.CoreV1().PodTemplates(want.Namespace).Create(ctx, want"},
+		{"buffers", "cluster", "", "podtemplates", "update", "autoscaler/buffers/buffers.go",
+			"w.c.CoreV1().PodTemplates(want.Namespace).Update(ctx, update"},
 		{"buffers", "cluster", "autoscaling.x-k8s.io", "capacitybuffers/status", "update", "autoscaler/buffers/buffers.go",
 			"w.c.Resource(cb.GroupVersionResource()).Namespace(b.Namespace).UpdateStatus(ctx, u"},
 

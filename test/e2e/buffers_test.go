@@ -7,11 +7,14 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
 
 	cb "draxr.dev/draxr/simulator/capacitybuffer"
 	"draxr.dev/draxr/simulator/report"
@@ -26,7 +29,7 @@ func TestCapacityBufferLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.deleteOnCleanup(cb.GroupVersionResource())
-	e.grantBatch("capacity-buffer-pod-injection-enabled", 6)
+	e.grantBatch("capacity-buffer-pod-injection-enabled", 7)
 	e.class("buffer-gpu", e.driver, e.resource)
 	e.podTemplate("serve", 1, "")
 	dyn, err := dynamic.NewForConfig(cp.AdminConfig)
@@ -40,6 +43,24 @@ func TestCapacityBufferLive(t *testing.T) {
 		"spec":     map[string]any{"podTemplateRef": map[string]any{"name": "serve"}, "limits": map[string]any{string(e.resource): "16"}},
 	}}
 	if _, err := buffers.Create(e.ctx, u, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// A buffer naming a Deployment (of no replicas, and none for the
+	// buffer): CA's controller keeps its pods' PodTemplate,
+	// capacitybuffer-<name>-pod-template, owned by the buffer.
+	web := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: e.ns},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](0), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+				Spec: v1.PodSpec{Containers: []v1.Container{{Name: "serve", Image: "serve:1"}}}}}}
+	if _, err := cp.Client.AppsV1().Deployments(e.ns).Create(e.ctx, web, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	scalable := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": cb.Group + "/" + cb.Version, "kind": cb.Kind,
+		"metadata": map[string]any{"name": "web-room", "namespace": e.ns},
+		"spec":     map[string]any{"scalableRef": map[string]any{"apiGroup": "apps", "kind": "Deployment", "name": "web"}, "replicas": 0},
+	}}
+	if _, err := buffers.Create(e.ctx, scalable, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.autoscaler(e.nodeGroups(groupSpec{name: "buffer-gpu", min: 0, max: 4, draDevices: 8}),
@@ -67,10 +88,45 @@ func TestCapacityBufferLive(t *testing.T) {
 		}
 		return nil
 	})
+	managed := func() (*v1.PodTemplate, error) {
+		tmpl, err := cp.Client.CoreV1().PodTemplates(e.ns).Get(e.ctx, "capacitybuffer-web-room-pod-template", metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		if refs := tmpl.OwnerReferences; len(refs) != 1 || refs[0].Kind != cb.Kind || refs[0].Name != "web-room" ||
+			len(tmpl.Template.Spec.Containers) != 1 || tmpl.Template.Spec.Containers[0].Image != "serve:1" {
+			return nil, fmt.Errorf("template %+v", tmpl)
+		}
+		got, err := buffers.Get(e.ctx, "web-room", metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		if name, _, _ := unstructured.NestedString(got.Object, "status", "podTemplateRef", "name"); name != tmpl.Name {
+			return nil, fmt.Errorf("buffer web-room's status.podTemplateRef %q, want %s", name, tmpl.Name)
+		}
+		return tmpl, nil
+	}
+	var version string
+	e.eventually(time.Minute, "the managed PodTemplate of buffer web-room", func() error {
+		tmpl, err := managed()
+		if err == nil {
+			version = tmpl.ResourceVersion
+		}
+		return err
+	})
 	// Unneeded after 2s were they empty: the buffer's room keeps them.
-	e.consistently(8*time.Second, "the buffer's nodes stay", func() error {
+	// The managed template, the API server's defaults and all, is not
+	// written again loop after loop.
+	e.consistently(8*time.Second, "the buffer's nodes stay, the managed template unchanged", func() error {
 		if n := len(e.groupNodes("buffer-gpu")); n != 2 {
 			return fmt.Errorf("%d nodes, want 2", n)
+		}
+		tmpl, err := managed()
+		if err != nil {
+			return err
+		}
+		if tmpl.ResourceVersion != version {
+			return fmt.Errorf("the managed template was written again (resourceVersion %s, was %s)", tmpl.ResourceVersion, version)
 		}
 		return nil
 	})
