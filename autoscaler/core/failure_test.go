@@ -67,8 +67,7 @@ func newFailureEnv(t *testing.T, objs ...runtime.Object) *failureEnv {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	e.ctx = ctx
-	f.Start(ctx.Done())
-	f.WaitForCacheSync(ctx.Done())
+	startWatched(ctx, t, e.client, f, "nodes", "resourceslices")
 	e.provider = fakeprovider.New(e.client, func() time.Time { return e.now })
 	exp, _ := expander.New("least-waste", nil, 1)
 	e.a = New(Config{Client: e.client, View: e.listers, Provider: e.provider, Expander: exp, Recorder: e.recorder,

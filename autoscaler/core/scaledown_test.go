@@ -86,8 +86,7 @@ func newSDEnvDryRun(t *testing.T, act ScaleDownActuation, dryRun bool, objs ...r
 	listers := view.FromInformers(factory)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	factory.Start(ctx.Done())
-	factory.WaitForCacheSync(ctx.Done())
+	startWatched(ctx, t, client, factory, "nodes", "pods")
 
 	group := mocks.NewMockNodeGroup(ctrl)
 	expectFlagOptions(group)
