@@ -654,17 +654,8 @@ func TestGetOptions(t *testing.T) {
 // zero on its infrastructure template's status.capacity; one whose
 // template cannot be read is left out, as CA leaves it.
 func TestInfraTemplateCapacity(t *testing.T) {
-	withRef := func(name, template string) *unstructured.Unstructured {
-		u := scalable(capi.MachineDeployment, "ns", name, 0, map[string]string{capi.MinSizeAnnotation: "0", capi.MaxSizeAnnotation: "3"}, nil, "")
-		_ = unstructured.SetNestedStringMap(u.Object, map[string]string{"apiGroup": "infrastructure.cluster.x-k8s.io",
-			"kind": "FooMachineTemplate", "name": template}, "spec", "template", "spec", "infrastructureRef")
-		return u
-	}
-	tmpl := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "FooMachineTemplate",
-		"metadata": map[string]any{"name": "big", "namespace": "ns"},
-		"status":   map[string]any{"capacity": map[string]any{"cpu": "32", "memory": "128Gi"}},
-	}}
+	withRef := func(name, template string) *unstructured.Unstructured { return withInfraRef("ns", name, 0, template) }
+	tmpl := fooTemplate("ns", "big")
 	f := newFake(t, []runtime.Object{withRef("from-template", "big"), withRef("missing-template", "gone"), tmpl})
 	gv := schema.GroupVersion{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2"}
 	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{gv})
@@ -962,4 +953,23 @@ func TestServedV1beta1Only(t *testing.T) {
 	if r, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas"); r != 3 {
 		t.Errorf("v1beta1 MachineDeployment replicas %d after +2, want 3", r)
 	}
+}
+
+// withInfraRef is a MachineDeployment (0 to 3) whose machines' template
+// is the FooMachineTemplate named template.
+func withInfraRef(ns, name string, replicas int64, template string) *unstructured.Unstructured {
+	u := scalable(capi.MachineDeployment, ns, name, replicas, map[string]string{capi.MinSizeAnnotation: "0", capi.MaxSizeAnnotation: "3"}, nil, "")
+	_ = unstructured.SetNestedStringMap(u.Object, map[string]string{"apiGroup": "infrastructure.cluster.x-k8s.io",
+		"kind": "FooMachineTemplate", "name": template}, "spec", "template", "spec", "infrastructureRef")
+	return u
+}
+
+// fooTemplate is an infrastructure template whose status.capacity is 32
+// cpu and 128Gi.
+func fooTemplate(ns, name string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "FooMachineTemplate",
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"status":   map[string]any{"capacity": map[string]any{"cpu": "32", "memory": "128Gi"}},
+	}}
 }

@@ -26,14 +26,7 @@ import (
 // a Running Machine with a Ready node publishing slices; a MachineSet
 // whose slices are in a ConfigMap; one whose ConfigMap is missing.
 func dumpObjects() *input.Objects {
-	md := scalable(capi.MachineDeployment, "a", "md", 1, map[string]string{capi.MinSizeAnnotation: "0", capi.MaxSizeAnnotation: "3"}, nil, "")
-	_ = unstructured.SetNestedStringMap(md.Object, map[string]string{"apiGroup": "infrastructure.cluster.x-k8s.io",
-		"kind": "FooMachineTemplate", "name": "big"}, "spec", "template", "spec", "infrastructureRef")
-	tmpl := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "FooMachineTemplate",
-		"metadata": map[string]any{"name": "big", "namespace": "a"},
-		"status":   map[string]any{"capacity": map[string]any{"cpu": "32", "memory": "128Gi"}},
-	}}
+	md, tmpl := withInfraRef("a", "md", 1, "big"), fooTemplate("a", "big")
 	ms := scalable(capi.MachineSet, "a", "md-x", 1, nil, nil, "md")
 	m := machine("a", "m1", capi.MachineSet, "md-x", "test:///n1", "Running", false)
 	fromCM := scalable(capi.MachineSet, "b", "ms", 0, bounds(0, 5, capi.TemplateSlicesConfigMapAnnotation, "tpl"), nil, "")

@@ -156,14 +156,7 @@ var fooTemplates = schema.GroupVersionResource{Group: "infrastructure.cluster.x-
 // description is its FooMachineTemplate's status.capacity (32 cpu), and a
 // provider with watches.
 func infraTemplateFixture(t *testing.T) (*fakeCluster, *Provider, chan struct{}) {
-	md := scalable(capi.MachineDeployment, "ns", "gpu", 0, map[string]string{capi.MinSizeAnnotation: "0", capi.MaxSizeAnnotation: "3"}, nil, "")
-	_ = unstructured.SetNestedStringMap(md.Object, map[string]string{"apiGroup": "infrastructure.cluster.x-k8s.io",
-		"kind": "FooMachineTemplate", "name": "big"}, "spec", "template", "spec", "infrastructureRef")
-	tmpl := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "FooMachineTemplate",
-		"metadata": map[string]any{"name": "big", "namespace": "ns"},
-		"status":   map[string]any{"capacity": map[string]any{"cpu": "32", "memory": "128Gi"}},
-	}}
+	md, tmpl := withInfraRef("ns", "gpu", 0, "big"), fooTemplate("ns", "big")
 	f := newFake(t, []runtime.Object{md, tmpl})
 	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{fooTemplates.GroupVersion()})
 	mapper.Add(fooTemplates.GroupVersion().WithKind("FooMachineTemplate"), meta.RESTScopeNamespace)
