@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"draxr.dev/draxr/scheduler/devicefull"
 	resourceapi "k8s.io/api/resource/v1"
@@ -192,7 +193,8 @@ func (s *Snapshot) ResourceClaim(namespace, name string) *resourceapi.ResourceCl
 	return s.claims[claimKey{namespace, name}]
 }
 
-// AllResourceClaims returns every stored claim, sorted by namespace/name.
+// AllResourceClaims returns every stored claim, sorted by namespace, then
+// name.
 func (s *Snapshot) AllResourceClaims() []*resourceapi.ResourceClaim {
 	if s.claimList == nil {
 		s.claimList = make([]*resourceapi.ResourceClaim, 0, len(s.claims))
@@ -200,7 +202,7 @@ func (s *Snapshot) AllResourceClaims() []*resourceapi.ResourceClaim {
 			s.claimList = append(s.claimList, c)
 		}
 		slices.SortFunc(s.claimList, func(a, b *resourceapi.ResourceClaim) int {
-			return compareJoined(a.Namespace, a.Name, b.Namespace, b.Name)
+			return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 		})
 	}
 	return s.claimList
@@ -335,26 +337,3 @@ func (t claimTracker) MaybeRemoveClaimPendingAllocation(claimUID types.UID, _ bo
 // phase, which a simulation never runs; the placement engine commits instead.
 func (t claimTracker) AssumeClaimAfterAPICall(*resourceapi.ResourceClaim) error { return nil }
 func (t claimTracker) AssumedClaimRestore(string, string)                       {}
-
-// compareJoined compares aNS+"/"+aName with bNS+"/"+bName without building
-// either string: claims have always been listed in that order.
-func compareJoined(aNS, aName, bNS, bName string) int {
-	at := func(ns, name string, i int) int {
-		switch {
-		case i < len(ns):
-			return int(ns[i])
-		case i == len(ns):
-			return '/'
-		case i-len(ns)-1 < len(name):
-			return int(name[i-len(ns)-1])
-		}
-		return -1 // past the end: shorter sorts first
-	}
-	n := max(len(aNS)+1+len(aName), len(bNS)+1+len(bName))
-	for i := 0; i < n; i++ {
-		if c := cmp.Compare(at(aNS, aName, i), at(bNS, bName, i)); c != 0 {
-			return c
-		}
-	}
-	return 0
-}

@@ -317,15 +317,3 @@ func TestClaimTrackerPending(t *testing.T) {
 		t.Error("after clearing, Get still returns the pending allocation")
 	}
 }
-
-func TestCompareJoinedIsTheJoinedStringOrder(t *testing.T) {
-	names := [][2]string{{"a", "x"}, {"a-b", "x"}, {"a", "x-1"}, {"a", ""}, {"", "a"}, {"ab", "c"}, {"a", "b/c"}, {"a/b", "c"}, {"a", "x"}}
-	for _, p := range names {
-		for _, q := range names {
-			want := strings.Compare(p[0]+"/"+p[1], q[0]+"/"+q[1])
-			if got := compareJoined(p[0], p[1], q[0], q[1]); got != want {
-				t.Errorf("compareJoined(%q, %q, %q, %q) = %d; the joined strings compare %d", p[0], p[1], q[0], q[1], got, want)
-			}
-		}
-	}
-}
