@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
@@ -65,7 +66,7 @@ type templateKey struct {
 
 type templateWatch struct {
 	informer cache.SharedIndexInformer
-	stop     chan struct{}
+	cancel   context.CancelFunc
 	// failedUntil: the watch failed (a role with get but not list and
 	// watch on the group, as draxr's chart granted before); templates of
 	// the resource are read by GET until then.
@@ -107,39 +108,24 @@ func (w *watched) template(gvr schema.GroupVersionResource, ns, name string) (u 
 	return got, isU
 }
 
-// watchTemplates starts the watch of key's templates; w.mu is held.
+// watchTemplates starts the watch of key's templates, until the provider
+// stops or the watch is refused; w.mu is held.
 func (w *watched) watchTemplates(key templateKey) *templateWatch {
-	tw := &templateWatch{stop: make(chan struct{})}
-	inf := dynamicinformer.NewFilteredDynamicInformer(w.dynamic, key.resource, key.namespace, 0, cache.Indexers{}, nil).Informer()
+	ctx, cancel := context.WithCancel(wait.ContextForChannel(w.stop))
+	tw := &templateWatch{cancel: cancel}
+	tw.informer = dynamicinformer.NewFilteredDynamicInformer(w.dynamic, key.resource, key.namespace, 0, cache.Indexers{}, nil).Informer()
 	// The reflector retries a refused list forever; a role without list
 	// and watch is a setting, not a blip: GET instead, and try later.
-	_ = inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
+	_ = tw.informer.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
 		if !apierrors.IsForbidden(err) && !apierrors.IsNotFound(err) && !apierrors.IsMethodNotSupported(err) {
 			return
 		}
+		cancel()
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		if cur := w.templates[key]; cur == tw && tw.informer != nil {
-			tw.informer = nil
-			tw.failedUntil = w.now().Add(notServedRecheck)
-			close(tw.stop)
-		}
+		tw.informer, tw.failedUntil = nil, w.now().Add(notServedRecheck)
 	})
-	tw.informer = inf
-	go func() {
-		select { // stopped with the provider, or when refused
-		case <-w.stop:
-		case <-tw.stop:
-			return
-		}
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		if tw.informer != nil {
-			tw.informer = nil
-			close(tw.stop)
-		}
-	}()
-	go inf.Run(tw.stop)
+	go tw.informer.RunWithContext(ctx)
 	return tw
 }
 
