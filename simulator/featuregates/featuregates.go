@@ -37,11 +37,11 @@ func Refused() map[string]string {
 		// GenericWorkload is served: simulator/scaleup plans a gang's pods
 		// all or nothing, and DRAWorkloadResourceClaims: a PodGroup's
 		// claims are made and reserved once for the group
-		// (simulator/placement). The rest of the Workload family is not
-		// modelled.
+		// (simulator/placement); TopologyAwareWorkloadScheduling: a gang
+		// with a topology key is planned in one domain
+		// (simulator/scaleup/topology.go). The rest of the Workload family
+		// is not modelled.
 		string(features.CompositePodGroup): "composite PodGroups (gangs of gangs) are not planned by draxr, only single PodGroups",
-		string(features.TopologyAwareWorkloadScheduling): "topology-aware placement of PodGroups (one rack, one zone) is not planned by draxr: " +
-			"it could plan a gang on nodes the scheduler would not use together",
 		string(features.PodGroupPreemptionPolicy): "PodGroup preemption is not simulated by draxr",
 		string(features.WorkloadWithJob): "Jobs that create their own Workload and PodGroup are expanded into pods by draxr without them, " +
 			"so their gangs would be planned pod by pod",

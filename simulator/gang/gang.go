@@ -9,9 +9,11 @@ package gang
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Gang is a PodGroup with a gang policy as the planner sees it.
@@ -26,8 +28,15 @@ type Gang struct {
 	Pods int
 	// Scheduled counts those bound to a node.
 	Scheduled int
+	// TopologyKey is the node label whose one value all the gang's pods
+	// must share (spec.schedulingConstraints.topology[0].key,
+	// TopologyAwareWorkloadScheduling); "" for none.
+	TopologyKey string
 	// scheduledOn counts the scheduled pods per node, for scale-down.
 	scheduledOn map[string]int
+	// invalid is why the group's topology cannot be planned ("" when it
+	// can): the scheduler rejects the group too.
+	invalid string
 }
 
 // String names the gang as messages do: "PodGroup ml/train".
@@ -36,6 +45,16 @@ func (g *Gang) String() string { return g.Kind + " " + g.Namespace + "/" + g.Nam
 // Need is how many more pods must be scheduled together before the gang
 // binds; 0 once the quorum is met (the rest bind one by one).
 func (g *Gang) Need() int { return max(g.MinCount-g.Scheduled, 0) }
+
+// ScheduledNodes are the nodes the gang's scheduled pods run on, sorted.
+func (g *Gang) ScheduledNodes() []string {
+	out := make([]string, 0, len(g.scheduledOn))
+	for n := range g.scheduledOn {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
 
 // ScheduledOutside counts the gang's scheduled pods on nodes other than
 // node and those gone.
@@ -64,6 +83,9 @@ const (
 	// GangIncomplete: fewer pods name the group than its minCount; the
 	// scheduler waits for the rest to be created.
 	GangIncomplete = "GangIncomplete"
+	// TopologyInvalid: the group's topology constraint is not one label
+	// key; no placement is generated for it.
+	TopologyInvalid = "TopologyInvalid"
 )
 
 // Index finds each pod's gang.
@@ -107,8 +129,10 @@ func NewIndex(src Sources, pods []*v1.Pod) *Index {
 			ix.plain[k] = true
 			continue
 		}
-		ix.groups[k] = &Gang{Namespace: pg.Namespace, Name: pg.Name, Kind: KindPodGroup,
+		g := &Gang{Namespace: pg.Namespace, Name: pg.Name, Kind: KindPodGroup,
 			MinCount: int(pg.Spec.SchedulingPolicy.Gang.MinCount), scheduledOn: map[string]int{}}
+		g.TopologyKey, g.invalid = topologyOf(pg)
+		ix.groups[k] = g
 	}
 	for _, name := range src.VolcanoSchedulers {
 		ix.volcanoSchedulers[name] = true
@@ -164,6 +188,9 @@ func (ix *Index) Of(pod *v1.Pod) (*Gang, *Problem) {
 			"spec.schedulingGroup.podGroupName names PodGroup %s/%s, which does not exist: the scheduler does not try the pod until it does",
 			pod.Namespace, k.name)}
 	}
+	if g.invalid != "" {
+		return g, &Problem{Code: TopologyInvalid, Message: g.invalid}
+	}
 	if g.Pods < g.MinCount {
 		field := "spec.schedulingPolicy.gang.minCount"
 		if g.Kind == KindVolcano {
@@ -174,6 +201,27 @@ func (ix *Index) Of(pod *v1.Pod) (*Gang, *Problem) {
 			g, field, g.MinCount, g.Pods, g.MinCount)}
 	}
 	return g, nil
+}
+
+// topologyOf is the group's topology key, or why it has none the
+// scheduler can use: more than one entry (the API allows one) or a key
+// that is not a label key.
+func topologyOf(pg *schedulingv1beta1.PodGroup) (key, invalid string) {
+	sc := pg.Spec.SchedulingConstraints
+	if sc == nil || len(sc.Topology) == 0 {
+		return "", ""
+	}
+	name := KindPodGroup + " " + pg.Namespace + "/" + pg.Name
+	if len(sc.Topology) > 1 {
+		return "", fmt.Sprintf("%s: spec.schedulingConstraints.topology has %d entries; at most one is allowed, so no placement is planned",
+			name, len(sc.Topology))
+	}
+	key = sc.Topology[0].Key
+	if errs := validation.IsQualifiedName(key); len(errs) > 0 {
+		return "", fmt.Sprintf("%s: spec.schedulingConstraints.topology[0].key %q is not a node label key: %s",
+			name, key, strings.Join(errs, "; "))
+	}
+	return key, ""
 }
 
 // OnNode lists the gangs with scheduled pods on node, sorted by name.

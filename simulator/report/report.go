@@ -126,7 +126,11 @@ func PlanTable(w io.Writer, out SimulateOutput) error {
 		for _, su := range p.ScaleUps {
 			gang := ""
 			if su.Gang != "" {
-				gang = " (gang " + su.Gang + ", asked all at once)"
+				where := ""
+				if su.Topology != nil {
+					where = " in " + su.Topology.String()
+				}
+				gang = " (gang " + su.Gang + where + ", asked all at once)"
 			}
 			fmt.Fprintf(tw, "%s\t+%d\t%d%s\n", su.NodeGroup, su.NewNodes, len(su.Pods), gang)
 		}

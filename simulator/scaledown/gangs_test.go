@@ -18,6 +18,7 @@ func TestRunningGangKeepsItsNodes(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		minCount    int32
+		topology    bool
 		wantRemoved int
 		wantKept    int
 	}{
@@ -25,6 +26,8 @@ func TestRunningGangKeepsItsNodes(t *testing.T) {
 		{name: "every pod needed", minCount: 12, wantRemoved: 0, wantKept: 6},
 		{name: "room for two nodes to go", minCount: 8, wantRemoved: 2, wantKept: 4},
 		{name: "no gang policy", minCount: 0, wantRemoved: 6},
+		// Moved pods could land in another rack: every node is kept.
+		{name: "topology gang with room to spare", minCount: 8, topology: true, wantRemoved: 0, wantKept: 6},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var pods []*v1.Pod
@@ -40,6 +43,12 @@ func TestRunningGangKeepsItsNodes(t *testing.T) {
 			if tc.minCount > 0 {
 				pg.Spec.SchedulingPolicy.Gang = &schedulingv1beta1.GangSchedulingPolicy{MinCount: tc.minCount}
 			}
+			want, wantText := GangBelowMinCount, "PodGroup "+pg.Namespace+"/train, a gang of minCount"
+			if tc.topology {
+				pg.Spec.SchedulingConstraints = &schedulingv1beta1.PodGroupSchedulingConstraints{
+					Topology: []schedulingv1beta1.TopologyConstraint{{Key: "example.com/rack"}}}
+				want, wantText = TopologyGangNode, "PodGroup "+pg.Namespace+"/train, which must run in one domain of example.com/rack"
+			}
 			gangs := gang.NewIndex(gang.Sources{PodGroups: []*schedulingv1beta1.PodGroup{pg}}, pods)
 			removals, rejections := Find(h, Options{UtilizationThreshold: 0.5, Gangs: gangs})
 			if len(removals) != tc.wantRemoved {
@@ -47,11 +56,11 @@ func TestRunningGangKeepsItsNodes(t *testing.T) {
 			}
 			kept := 0
 			for _, r := range rejections {
-				if r.Code != GangBelowMinCount {
+				if r.Code != want {
 					continue
 				}
 				kept++
-				if !strings.Contains(r.Reason, "PodGroup "+pg.Namespace+"/train, a gang of minCount") {
+				if !strings.Contains(r.Reason, wantText) {
 					t.Errorf("node %s: reason %q does not name the gang", r.Node, r.Reason)
 				}
 			}

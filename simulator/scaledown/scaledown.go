@@ -123,6 +123,10 @@ const (
 	// fewer than its minCount pods without it (draxr's code: CA does not
 	// know gangs).
 	GangBelowMinCount Code = "GangBelowMinCount"
+	// TopologyGangNode: the node runs pods of a gang that must stay in one
+	// topology domain; a moved pod could land in another, so the gang's
+	// nodes are kept while it runs.
+	TopologyGangNode Code = "TopologyGangNode"
 	// NotEvaluated: the search stopped early (EarlyStop) before this
 	// candidate; it is evaluated again next loop. draxr's code: CA leaves
 	// such nodes out of its status.
@@ -227,8 +231,8 @@ func Find(h *placement.Engine, opts Options) ([]Removal, []Rejection) {
 				continue
 			}
 		}
-		if why := gangBroken(opts.Gangs, gone, c.name); why != "" {
-			rejected = append(rejected, Rejection{Node: c.name, Code: GangBelowMinCount, Reason: why})
+		if code, why := gangBroken(opts.Gangs, gone, c.name); why != "" {
+			rejected = append(rejected, Rejection{Node: c.name, Code: code, Reason: why})
 			continue
 		}
 		moves, err := d.drain(c.name)
@@ -251,15 +255,19 @@ func Find(h *placement.Engine, opts Options) ([]Removal, []Rejection) {
 }
 
 // gangBroken says which gang removing node (with the nodes gone) leaves
-// below its minCount, or "".
-func gangBroken(gangs *gang.Index, gone map[string]bool, node string) string {
+// below its minCount or moves out of its topology domain, or "".
+func gangBroken(gangs *gang.Index, gone map[string]bool, node string) (Code, string) {
 	for _, g := range gangs.OnNode(node) {
+		if g.TopologyKey != "" {
+			return TopologyGangNode, fmt.Sprintf("runs pods of %s, which must run in one domain of %s: the nodes of a running topology gang are kept",
+				g, g.TopologyKey)
+		}
 		if left := g.ScheduledOutside(node, gone); left < g.MinCount {
-			return fmt.Sprintf("runs pods of %s, a gang of minCount %d: without the node %d of its %d scheduled pods are left, "+
+			return GangBelowMinCount, fmt.Sprintf("runs pods of %s, a gang of minCount %d: without the node %d of its %d scheduled pods are left, "+
 				"and the scheduler binds a gang's pods only all together", g, g.MinCount, left, g.Scheduled)
 		}
 	}
-	return ""
+	return "", ""
 }
 
 // reached says why the search stops before the next candidate, or "".

@@ -53,9 +53,71 @@ func (p *Planner) splitGangs(pending []*v1.Pod, plan *Plan) ([]*v1.Pod, []gangPo
 // (balanced with similar groups) in one atomic step. When that cannot be
 // done nothing is planned, not even on existing nodes, and every pending
 // pod of the gang gets one reason naming the gang, its minCount and what
-// was short. It returns the gang's pods left over once its quorum is
-// planned: they bind one by one, as other pods.
+// was short. A gang with a topology key is planned in one domain
+// (planTopologyGang). It returns the gang's pods left over once its
+// quorum is planned: they bind one by one, as other pods.
 func (p *Planner) planGang(ctx context.Context, st *state, gp gangPods, plan *Plan) ([]*v1.Pod, error) {
+	if gp.gang.TopologyKey != "" {
+		return p.planTopologyGang(ctx, st, gp, plan)
+	}
+	out, err := p.tryGang(ctx, st, gp)
+	if err != nil {
+		return nil, err
+	}
+	out.applyTo(plan, gp, nil)
+	return out.rest, nil
+}
+
+// gangOutcome is one attempt at a gang: where its pods go, or why they
+// cannot all go anywhere.
+type gangOutcome struct {
+	existing []Placement
+	// onExisting counts the pods existing nodes take.
+	onExisting int
+	// scaleUps are the atomic steps for the pods no existing node takes;
+	// nil when existing nodes take the quorum.
+	scaleUps []ScaleUp
+	rest     []*v1.Pod
+	// refused is set when nothing is planned: code and why (head names
+	// the gang; short is what was short), and each group's reason.
+	refused     bool
+	code        ReasonCode
+	head, short string
+	reasons     []GroupReason
+}
+
+func (o *gangOutcome) newNodes() (n int) {
+	for _, su := range o.scaleUps {
+		n += su.NewNodes
+	}
+	return n
+}
+
+// applyTo writes the outcome into the plan; topo names the domain of a
+// topology gang's steps (nil for none).
+func (o *gangOutcome) applyTo(plan *Plan, gp gangPods, topo *Topology) {
+	if o.refused {
+		refuseGang(gp, plan, o.code, o.head+o.short, o.reasons)
+		return
+	}
+	plan.ExistingNodes = append(plan.ExistingNodes, o.existing...)
+	for i := range o.scaleUps {
+		o.scaleUps[i].Atomic = true
+		o.scaleUps[i].Gang = gp.gang.String()
+		o.scaleUps[i].Topology = topo
+	}
+	if len(o.scaleUps) > 0 && len(plan.FirstLoop) == 0 {
+		plan.FirstLoop = o.scaleUps
+	}
+	for _, su := range o.scaleUps {
+		plan.addScaleUp(su, 0)
+	}
+}
+
+// tryGang plans the gang's pods on existing nodes and new nodes of the
+// planner's groups. Planned, the snapshot holds them; refused, the
+// snapshot and the planned counts are as before.
+func (p *Planner) tryGang(ctx context.Context, st *state, gp gangPods) (gangOutcome, error) {
 	snap := p.Engine.Snapshot()
 	need := gp.gang.Need()
 	snap.Fork()
@@ -64,21 +126,20 @@ func (p *Planner) planGang(ctx context.Context, st *state, gp gangPods, plan *Pl
 	rest, err := p.placeOnExisting(ctx, SortSchedulerQueue(gp.pods), trial, st.kinds)
 	if err != nil {
 		snap.Revert()
-		return nil, err
+		return gangOutcome{}, err
 	}
 	onExisting := len(gp.pods) - len(rest)
 	if onExisting >= need {
 		snap.Commit()
-		plan.ExistingNodes = append(plan.ExistingNodes, trial.ExistingNodes...)
-		return rest, nil
+		return gangOutcome{existing: trial.ExistingNodes, onExisting: onExisting, rest: rest}, nil
 	}
 	short := need - onExisting
 	head := fmt.Sprintf("%s is a gang of minCount %d with %d running: %d more pods must be scheduled together, %d fit existing nodes",
 		gp.gang, gp.gang.MinCount, gp.gang.Scheduled, need, onExisting)
 	if len(rest) < short {
 		snap.Revert()
-		p.refuseGang(gp, plan, GangIncomplete, fmt.Sprintf("%s, and only %d more are pending and old enough to plan for", head, len(rest)), nil)
-		return nil, nil
+		return gangOutcome{refused: true, code: GangIncomplete, head: head, onExisting: onExisting,
+			short: fmt.Sprintf(", and only %d more are pending and old enough to plan for", len(rest))}, nil
 	}
 	rest = SortLargestFirst(rest, st.kinds)
 	// All the gang's pods if new nodes take them, else only its quorum.
@@ -99,30 +160,19 @@ func (p *Planner) planGang(ctx context.Context, st *state, gp gangPods, plan *Pl
 		if err != nil {
 			snap.Revert()
 			st.planned = planned
-			return nil, err
+			return gangOutcome{}, err
 		}
 		if sus == nil {
 			continue
 		}
 		snap.Commit()
-		plan.ExistingNodes = append(plan.ExistingNodes, trial.ExistingNodes...)
-		for i := range sus {
-			sus[i].Atomic = true
-			sus[i].Gang = gp.gang.String()
-		}
-		if len(plan.FirstLoop) == 0 {
-			plan.FirstLoop = sus
-		}
-		for _, su := range sus {
-			plan.addScaleUp(su, 0)
-		}
-		return withoutRefs(rest, sus), nil
+		return gangOutcome{existing: trial.ExistingNodes, onExisting: onExisting, scaleUps: sus, rest: withoutRefs(rest, sus)}, nil
 	}
 	snap.Revert()
 	st.planned = planned
 	_, msg := reasonOf(reasons)
-	p.refuseGang(gp, plan, GangDoesNotFit, head+"; no scale-up takes them all: "+msg, reasons)
-	return nil, nil
+	return gangOutcome{refused: true, code: GangDoesNotFit, head: head, onExisting: onExisting,
+		short: "; no scale-up takes them all: " + msg, reasons: reasons}, nil
 }
 
 // acrossGroups plans pods on new nodes of several groups, one step after
@@ -150,7 +200,7 @@ func (p *Planner) acrossGroups(ctx context.Context, st *state, pods []*v1.Pod, n
 }
 
 // refuseGang gives every pending pod of the gang the same reason.
-func (p *Planner) refuseGang(gp gangPods, plan *Plan, code ReasonCode, msg string, reasons []GroupReason) {
+func refuseGang(gp gangPods, plan *Plan, code ReasonCode, msg string, reasons []GroupReason) {
 	for _, pod := range gp.pods {
 		plan.NoScaleUp = append(plan.NoScaleUp, NoScaleUp{Pod: RefOf(pod), Code: code, Reason: msg, NodeGroups: reasons})
 	}

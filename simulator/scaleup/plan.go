@@ -51,7 +51,19 @@ type ScaleUp struct {
 	// AtomicIncreaseSize), as for Gang, the gang they are for.
 	Atomic bool   `json:"atomic,omitempty"`
 	Gang   string `json:"gang,omitempty"`
+	// Topology is the one domain the gang's or request's new nodes are
+	// in (its topology key and the value chosen); nil for none.
+	Topology *Topology `json:"topology,omitempty"`
 }
+
+// Topology is a topology domain: a node label key and one of its values.
+type Topology struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// String is "key=value", as node selectors are written.
+func (t Topology) String() string { return t.Key + "=" + t.Value }
 
 // Placement is a pod and the node it goes to.
 type Placement struct {
@@ -130,6 +142,11 @@ type Planner struct {
 	// policy, GenericWorkload; Volcano's): each gang is planned all or
 	// nothing. Nil plans every pod on its own.
 	Gangs *gang.Index
+
+	// domainNodes are the existing nodes of the topology domain a gang is
+	// tried in (inDomain set): placeOnExisting looks at no other.
+	domainNodes []string
+	inDomain    bool
 
 	// exhaustiveScored makes the scored check schedule every pod against
 	// every new node (estimator.BinPacking.Scored), for tests that hold
@@ -288,6 +305,9 @@ func schedulerOf(pod *v1.Pod) string {
 // A kind of pod that fit nowhere is not tried again: nodes only fill up.
 func (p *Planner) placeOnExisting(ctx context.Context, pods []*v1.Pod, plan *Plan, kinds *estimator.Kinds) ([]*v1.Pod, error) {
 	nodes := p.Engine.Snapshot().NodeNames()
+	if p.inDomain {
+		nodes = p.domainNodes
+	}
 	if len(nodes) == 0 {
 		return pods, nil
 	}
@@ -485,7 +505,7 @@ func (plan *Plan) addScaleUp(add ScaleUp, maxPerScaleUp int) {
 		}
 	}
 	if su == nil || (maxPerScaleUp > 0 && su.NewNodes+add.NewNodes > maxPerScaleUp) {
-		plan.ScaleUps = append(plan.ScaleUps, ScaleUp{NodeGroup: add.NodeGroup, Atomic: add.Atomic, Gang: add.Gang})
+		plan.ScaleUps = append(plan.ScaleUps, ScaleUp{NodeGroup: add.NodeGroup, Atomic: add.Atomic, Gang: add.Gang, Topology: add.Topology})
 		su = &plan.ScaleUps[len(plan.ScaleUps)-1]
 	}
 	su.NewNodes += add.NewNodes

@@ -91,12 +91,20 @@ const (
 	// GangDoesNotFit: the pod's gang (a PodGroup with a gang policy)
 	// binds all its pods or none, and no scale-up takes all of them.
 	GangDoesNotFit ReasonCode = "GangDoesNotFit"
+	// TopologyDomainNotFound: the pod's gang (or request) must run in one
+	// domain of a topology key, and no domain can hold all of it: each
+	// domain's bound is in the reason.
+	TopologyDomainNotFound ReasonCode = "TopologyDomainNotFound"
 	// GangIncomplete: fewer of the gang's pods exist (or are pending long
 	// enough) than its minCount; the scheduler waits for the rest.
 	GangIncomplete ReasonCode = "GangIncomplete"
 	// PodGroupNotFound: the pod names a PodGroup that does not exist; the
 	// scheduler does not try it until it does.
 	PodGroupNotFound ReasonCode = "PodGroupNotFound"
+	// TopologyInvalid: the pod's PodGroup has more than one topology
+	// entry or a key that is not a label key; the scheduler generates no
+	// placement for it.
+	TopologyInvalid ReasonCode = "TopologyInvalid"
 	// WaitingForBindingConditions: the scheduler is binding the pod and
 	// waits for its devices' binding conditions (KEP-5007); it is pending
 	// again if they fail or time out.

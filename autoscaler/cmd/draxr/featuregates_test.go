@@ -204,7 +204,7 @@ func TestWorkloadGates(t *testing.T) {
 
 	input := writeFile(t, "gang.yaml", gangDump(2))
 	all := []string{"GenericWorkload=true", "DRAWorkloadResourceClaims=true"}
-	for _, gate := range []string{"CompositePodGroup", "TopologyAwareWorkloadScheduling",
+	for _, gate := range []string{"CompositePodGroup",
 		"PodGroupPreemptionPolicy", "WorkloadWithJob"} {
 		all = append(all, gate+"=true")
 		code, _, errOut := draxr(t, "simulate", "-f", input, "--feature-gates=GenericWorkload=true,"+gate+"=true")

@@ -1,0 +1,289 @@
+package scaleup
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+
+	"draxr.dev/draxr/simulator/expander"
+	"draxr.dev/draxr/simulator/nodegroup"
+)
+
+// domains are the values of one topology key (a node label) as the
+// scheduler's TopologyPlacementGenerator sees them, one placement per
+// value, and the node groups whose new nodes land in each.
+type domains struct {
+	key    string
+	values []string // sorted
+	// nodes are each value's existing nodes, in the snapshot's order;
+	// nodes without the label are in no domain and never count.
+	nodes map[string][]string
+	// groups are each value's groups: those whose template carries the
+	// label with that value and whose live nodes all agree.
+	groups map[string][]*nodegroup.NodeGroup
+	// unknown says, per group of no known domain, why.
+	unknown map[string]string
+}
+
+// domainsOf reads the domains of key from the snapshot's nodes and the
+// groups' templates. A group whose template lacks the label, or whose
+// live nodes are in another domain than its template says, has no known
+// domain: the value of its new nodes cannot be predicted.
+func (st *state) domainsOf(key string) *domains {
+	d := &domains{key: key, nodes: map[string][]string{}, groups: map[string][]*nodegroup.NodeGroup{}, unknown: map[string]string{}}
+	snap := st.p.Engine.Snapshot()
+	memberValues := map[string]map[string]bool{}
+	for _, name := range snap.NodeNames() {
+		node := snap.NodeInfo(name).Node()
+		value, ok := node.Labels[key]
+		if ok {
+			d.nodes[value] = append(d.nodes[value], name)
+		}
+		if g := nodegroup.Group(node); g != "" {
+			if memberValues[g] == nil {
+				memberValues[g] = map[string]bool{}
+			}
+			memberValues[g][value] = true
+		}
+	}
+	for _, g := range st.groups {
+		value, ok := g.Spec.Template.Labels[key]
+		if !ok {
+			d.unknown[g.Name] = fmt.Sprintf("node group %s: its template has no label %s, so the domain of its new nodes is unknown", g.Name, key)
+			continue
+		}
+		if others := otherValues(memberValues[g.Name], value); len(others) > 0 {
+			d.unknown[g.Name] = fmt.Sprintf("node group %s: its template says %s=%s but its nodes are in %s, so the domain of its new nodes is unknown",
+				g.Name, key, value, strings.Join(others, ", "))
+			continue
+		}
+		d.groups[value] = append(d.groups[value], g)
+	}
+	seen := map[string]bool{}
+	for v := range d.nodes {
+		seen[v] = true
+	}
+	for v := range d.groups {
+		seen[v] = true
+	}
+	for v := range seen {
+		d.values = append(d.values, v)
+	}
+	sort.Strings(d.values)
+	return d
+}
+
+// otherValues are the values in members other than value, written
+// key-less ("b", or "no label" for a node without it), sorted.
+func otherValues(members map[string]bool, value string) []string {
+	var out []string
+	for v := range members {
+		switch {
+		case v == value:
+		case v == "":
+			out = append(out, "nodes without the label")
+		default:
+			out = append(out, v)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// domainTrial is a gang's outcome in one domain.
+type domainTrial struct {
+	value string
+	pods  []*v1.Pod
+	out   gangOutcome
+}
+
+// planTopologyGang plans a gang whose PodGroup requires one domain of a
+// topology key, as the scheduler's placement algorithm does: one
+// placement per value of the key, all of the gang in it or none. Each
+// domain is tried with that domain's existing nodes first, then new
+// nodes of that domain's groups in one atomic step; the domain needing
+// the fewest new nodes is chosen (ties by the expander). A gang with pods
+// already scheduled has only their domain. If no domain can hold it,
+// nothing is planned and each pod says, per domain, what was short.
+func (p *Planner) planTopologyGang(ctx context.Context, st *state, gp gangPods, plan *Plan) ([]*v1.Pod, error) {
+	key := gp.gang.TopologyKey
+	d := st.domainsOf(key)
+	values, why := p.gangDomains(gp, d)
+	if why != "" {
+		refuseGang(gp, plan, TopologyDomainNotFound, why, nil)
+		return nil, nil
+	}
+	snap := p.Engine.Snapshot()
+	var trials []domainTrial
+	for _, v := range values {
+		pods := inDomain(gp.pods, key, v)
+		snap.Fork()
+		planned := maps.Clone(st.planned)
+		out, err := p.tryGangIn(ctx, st, gangPods{gang: gp.gang, pods: pods}, d, v)
+		snap.Revert()
+		st.planned = planned
+		if err != nil {
+			return nil, err
+		}
+		trials = append(trials, domainTrial{value: v, pods: pods, out: out})
+	}
+	best := p.bestDomain(trials)
+	if best == nil {
+		refuseGang(gp, plan, TopologyDomainNotFound, noDomainReason(gp, d, trials), nil)
+		return nil, nil
+	}
+	out, err := p.tryGangIn(ctx, st, gangPods{gang: gp.gang, pods: best.pods}, d, best.value)
+	if err != nil {
+		return nil, err
+	}
+	out.applyTo(plan, gp, &Topology{Key: key, Value: best.value})
+	return out.rest, nil
+}
+
+// gangDomains are the domains a gang may be placed in: every value, or,
+// once some of its pods run, theirs alone (the scheduler generates only
+// that placement). why is set when the running pods leave no domain.
+func (p *Planner) gangDomains(gp gangPods, d *domains) ([]string, string) {
+	running := gp.gang.ScheduledNodes()
+	if len(running) == 0 {
+		if len(d.values) == 0 {
+			return nil, fmt.Sprintf("%s must run in one domain of %s (spec.schedulingConstraints.topology[0].key), "+
+				"but no node and no node group template has the label%s", gp.gang, d.key, unknownGroups(d))
+		}
+		return d.values, ""
+	}
+	snap := p.Engine.Snapshot()
+	values := map[string]bool{}
+	for _, name := range running {
+		info := snap.NodeInfo(name)
+		if info == nil {
+			continue // gone: counts for no domain
+		}
+		v, ok := info.Node().Labels[d.key]
+		if !ok {
+			return nil, fmt.Sprintf("%s must run in one domain of %s, but its pod on node %s runs on a node without the label", gp.gang, d.key, name)
+		}
+		values[v] = true
+	}
+	if len(values) > 1 {
+		return nil, fmt.Sprintf("%s must run in one domain of %s, but its running pods are in more than one (%s)",
+			gp.gang, d.key, strings.Join(sortedKeys(values), ", "))
+	}
+	return sortedKeys(values), ""
+}
+
+// tryGangIn is tryGang in one domain: existing nodes of the domain only,
+// new nodes of the domain's groups only; pods carry the domain's label in
+// their node selector, so every placement is checked by the scheduler's
+// own NodeAffinity filter.
+func (p *Planner) tryGangIn(ctx context.Context, st *state, gp gangPods, d *domains, value string) (gangOutcome, error) {
+	groups := st.groups
+	st.groups = d.groups[value]
+	p.domainNodes, p.inDomain = d.nodes[value], true
+	defer func() {
+		st.groups = groups
+		p.domainNodes, p.inDomain = nil, false
+	}()
+	return p.tryGang(ctx, st, gp)
+}
+
+// bestDomain is the trial that plans the gang with the fewest new nodes;
+// among equals the expander chooses by their groups, and otherwise the
+// first value. nil when no domain holds the gang.
+func (p *Planner) bestDomain(trials []domainTrial) *domainTrial {
+	var fits []*domainTrial
+	for i := range trials {
+		t := &trials[i]
+		if t.out.refused {
+			continue
+		}
+		switch {
+		case len(fits) == 0 || t.out.newNodes() < fits[0].out.newNodes():
+			fits = []*domainTrial{t}
+		case t.out.newNodes() == fits[0].out.newNodes():
+			fits = append(fits, t)
+		}
+	}
+	if len(fits) <= 1 || fits[0].out.newNodes() == 0 {
+		if len(fits) == 0 {
+			return nil
+		}
+		return fits[0]
+	}
+	options := make([]expander.Option, 0, len(fits))
+	byGroup := map[string]*domainTrial{}
+	for _, t := range fits {
+		su := t.out.scaleUps[0]
+		if _, ok := byGroup[su.NodeGroup]; ok {
+			continue
+		}
+		byGroup[su.NodeGroup] = t
+		options = append(options, expander.Option{Group: su.NodeGroup, NewNodes: t.out.newNodes(), PodCount: len(su.Pods)})
+	}
+	if best := p.Expander.Best(options); best.Group != "" {
+		return byGroup[best.Group]
+	}
+	return fits[0]
+}
+
+// noDomainReason says why no domain holds the gang: per domain, what its
+// existing nodes take and what its groups lack; and the groups of no
+// known domain.
+func noDomainReason(gp gangPods, d *domains, trials []domainTrial) string {
+	parts := make([]string, 0, len(trials))
+	for _, t := range trials {
+		why := strings.TrimPrefix(t.out.short, "; no scale-up takes them all: ")
+		if len(d.groups[t.value]) == 0 {
+			why = "no node group makes nodes in it"
+		}
+		parts = append(parts, fmt.Sprintf("%s=%s: %d fit its %d existing nodes, %s", d.key, t.value, t.out.onExisting, len(d.nodes[t.value]), why))
+	}
+	return fmt.Sprintf("%s must run its %d pods in one domain of %s (spec.schedulingConstraints.topology[0].key), and no domain holds them: %s%s",
+		gp.gang, gp.gang.Need(), d.key, strings.Join(parts, "; "), unknownGroups(d))
+}
+
+// unknownGroups names the groups of no known domain, for a reason.
+func unknownGroups(d *domains) string {
+	if len(d.unknown) == 0 {
+		return ""
+	}
+	names := sortedKeys(d.unknown)
+	whys := make([]string, len(names))
+	for i, n := range names {
+		whys[i] = d.unknown[n]
+	}
+	return "; not grown for it: " + strings.Join(whys, "; ")
+}
+
+// inDomain copies pods with the domain's label added to their node
+// selector: the scheduler then places them only there.
+func inDomain(pods []*v1.Pod, key, value string) []*v1.Pod {
+	out := make([]*v1.Pod, len(pods))
+	for i, pod := range pods {
+		c := pod.DeepCopy()
+		if c.Spec.NodeSelector == nil {
+			c.Spec.NodeSelector = map[string]string{}
+		}
+		// A pod that selects a value of its own keeps it: it then fits no
+		// other domain.
+		if _, own := c.Spec.NodeSelector[key]; !own {
+			c.Spec.NodeSelector[key] = value
+		}
+		out[i] = c
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,186 @@
+package scaleup
+
+import (
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+
+	fx "draxr.dev/draxr/simulator/fixtures"
+	"draxr.dev/draxr/simulator/gang"
+	"draxr.dev/draxr/simulator/nodegroup"
+	"draxr.dev/draxr/simulator/snapshot"
+)
+
+const rackKey = "example.com/rack"
+
+// rackGroup is an 8-GPU group whose template is in rack value ("" for
+// a template without the label).
+func rackGroup(name, value string, maxSize int) *nodegroup.NodeGroup {
+	g := draGroup(name, 8, maxSize)
+	g.Spec.Template.Labels = map[string]string{"pool": "gpu"}
+	if value != "" {
+		g.Spec.Template.Labels[rackKey] = value
+	}
+	return g
+}
+
+// rackNode adds a live 8-GPU node of group in rack value with used GPUs
+// taken by running pods.
+func rackNode(t *testing.T, snap *snapshot.Snapshot, name, group, value string) {
+	t.Helper()
+	n := fx.Node(name, 64, 256, nil)
+	n.Labels = map[string]string{nodegroup.GroupLabel: group, rackKey: value, "pool": "gpu"}
+	if err := snap.AddNode(n); err != nil {
+		t.Fatal(err)
+	}
+	if err := snap.AddResourceSlice(fx.GPUSlice(name, 8)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func rackGang(name string, minCount int32) *schedulingv1beta1.PodGroup {
+	pg := gangGroup(name, minCount)
+	pg.Spec.SchedulingConstraints = &schedulingv1beta1.PodGroupSchedulingConstraints{
+		Topology: []schedulingv1beta1.TopologyConstraint{{Key: rackKey}}}
+	return pg
+}
+
+// A gang with a topology key gets all its nodes in one domain: the one
+// needing the fewest new nodes, its existing room first; a domain whose
+// group cannot grow enough is passed over even when its existing room
+// would take part of the gang; a group of no known domain never grows.
+func TestTopologyGangOneDomain(t *testing.T) {
+	gpu := fx.GPUs(fx.GPUResource, 1)
+	for _, tc := range []struct {
+		name      string
+		groups    []*nodegroup.NodeGroup
+		nodes     [][3]string // name, group, rack
+		pods      int
+		wantRack  string
+		wantNodes map[string]int // per group
+		wantOnOld int            // pods planned on existing nodes
+	}{
+		{name: "rack with room on an existing node needs one node fewer",
+			groups: []*nodegroup.NodeGroup{rackGroup("rack-a", "a", 4), rackGroup("rack-b", "b", 4)},
+			nodes:  [][3]string{{"a-0", "rack-a", "a"}}, pods: 16,
+			wantRack: "a", wantNodes: map[string]int{"rack-a": 1}, wantOnOld: 8},
+		{name: "a rack's existing room is not used when its group cannot grow",
+			groups: []*nodegroup.NodeGroup{rackGroup("rack-a", "a", 1), rackGroup("rack-b", "b", 4)},
+			nodes:  [][3]string{{"a-0", "rack-a", "a"}}, pods: 16,
+			wantRack: "b", wantNodes: map[string]int{"rack-b": 2}},
+		{name: "a group without the label is never grown",
+			groups: []*nodegroup.NodeGroup{rackGroup("any", "", 10), rackGroup("rack-c", "c", 3)}, pods: 24,
+			wantRack: "c", wantNodes: map[string]int{"rack-c": 3}},
+		{name: "an existing rack without a group fits the gang whole",
+			groups: []*nodegroup.NodeGroup{rackGroup("rack-b", "b", 4)},
+			nodes:  [][3]string{{"a-0", "", "a"}}, pods: 8,
+			wantRack: "", wantNodes: map[string]int{}, wantOnOld: 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := snapshot.New()
+			for _, n := range tc.nodes {
+				rackNode(t, snap, n[0], n[1], n[2])
+			}
+			p := newPlanner(t, snap, tc.groups...)
+			pods := inGroup("train", replicas("train", tc.pods, 500, gpu))
+			p.Gangs = gang.NewIndex(gang.Sources{PodGroups: []*schedulingv1beta1.PodGroup{rackGang("train", int32(tc.pods))}}, pods)
+			plan, err := p.Plan(pods)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(plan.NoScaleUp) != 0 {
+				t.Fatalf("refused: %+v", plan.NoScaleUp)
+			}
+			got := map[string]int{}
+			for _, su := range plan.ScaleUps {
+				got[su.NodeGroup] += su.NewNodes
+				if su.Topology == nil || su.Topology.Key != rackKey || su.Topology.Value != tc.wantRack || !su.Atomic {
+					t.Errorf("step %s +%d: topology %+v atomic %t, want %s=%s, atomic", su.NodeGroup, su.NewNodes, su.Topology, su.Atomic, rackKey, tc.wantRack)
+				}
+			}
+			if len(got) != len(tc.wantNodes) {
+				t.Fatalf("new nodes %v, want %v", got, tc.wantNodes)
+			}
+			for g, n := range tc.wantNodes {
+				if got[g] != n {
+					t.Fatalf("new nodes %v, want %v", got, tc.wantNodes)
+				}
+			}
+			if len(plan.ExistingNodes) != tc.wantOnOld {
+				t.Errorf("%d pods on existing nodes, want %d: %+v", len(plan.ExistingNodes), tc.wantOnOld, plan.ExistingNodes)
+			}
+		})
+	}
+}
+
+// No domain holds the gang: no node at all, and every pod says so with
+// the key and each domain's bound, and names the groups of no known
+// domain.
+func TestTopologyGangNoDomain(t *testing.T) {
+	snap := snapshot.New()
+	rackNode(t, snap, "a-0", "rack-a", "a")
+	// A node of rack-b that sits in rack c: rack-b's domain is unknown.
+	rackNode(t, snap, "b-0", "rack-b", "c")
+	p := newPlanner(t, snap, rackGroup("rack-a", "a", 2), rackGroup("rack-b", "b", 9), rackGroup("any", "", 9))
+	pods := inGroup("train", replicas("train", 24, 500, fx.GPUs(fx.GPUResource, 1)))
+	p.Gangs = gang.NewIndex(gang.Sources{PodGroups: []*schedulingv1beta1.PodGroup{rackGang("train", 24)}}, pods)
+	plan, err := p.Plan(pods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := newNodes(plan); n != 0 || len(plan.ExistingNodes) != 0 {
+		t.Fatalf("%d new nodes, %d on existing nodes; want none", n, len(plan.ExistingNodes))
+	}
+	if len(plan.NoScaleUp) != 24 {
+		t.Fatalf("%d pods refused, want 24", len(plan.NoScaleUp))
+	}
+	for _, n := range plan.NoScaleUp {
+		for _, want := range []string{
+			"PodGroup default/train must run its 24 pods in one domain of example.com/rack (spec.schedulingConstraints.topology[0].key), and no domain holds them",
+			"example.com/rack=a: 8 fit its 1 existing nodes, node group rack-a: all 16 pods need 2 new nodes; max size 2 leaves room for 1",
+			"example.com/rack=c: 8 fit its 1 existing nodes, no node group makes nodes in it",
+			"node group any: its template has no label example.com/rack",
+			"node group rack-b: its template says example.com/rack=b but its nodes are in c",
+		} {
+			if n.Code != TopologyDomainNotFound || !strings.Contains(n.Reason, want) {
+				t.Fatalf("pod %s: %s %q, want TopologyDomainNotFound with %q", n.Pod, n.Code, n.Reason, want)
+			}
+		}
+	}
+}
+
+// A gang with pods running already is planned in their domain only; one
+// whose key is not a label key gets no plan and says why.
+func TestTopologyGangRunningAndInvalid(t *testing.T) {
+	snap := snapshot.New()
+	rackNode(t, snap, "b-0", "rack-b", "b")
+	p := newPlanner(t, snap, rackGroup("rack-a", "a", 4), rackGroup("rack-b", "b", 4))
+	gpu := fx.GPUs(fx.GPUResource, 1)
+	all := inGroup("train", replicas("train", 24, 500, gpu))
+	for _, pod := range all[:8] {
+		pod.Spec.NodeName = "b-0"
+	}
+	bad := inGroup("bad", replicas("bad", 2, 500, gpu))
+	badGroup := rackGang("bad", 2)
+	badGroup.Spec.SchedulingConstraints.Topology[0].Key = "not a key!"
+	p.Gangs = gang.NewIndex(gang.Sources{PodGroups: []*schedulingv1beta1.PodGroup{rackGang("train", 24), badGroup}}, append(append([]*v1.Pod{}, all...), bad...))
+	plan, err := p.Plan(append(append([]*v1.Pod{}, all[8:]...), bad...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// b-0's 8 GPUs are free in the snapshot (the running pods are not in
+	// it): 8 more pods there, 8 on a new node of rack-b, none in rack a.
+	if len(plan.ScaleUps) != 1 || plan.ScaleUps[0].NodeGroup != "rack-b" || plan.ScaleUps[0].NewNodes != 1 || len(plan.ExistingNodes) != 8 {
+		t.Fatalf("scale-ups %+v, %d on existing nodes; want rack-b +1 beside the running pods and 8 on b-0", plan.ScaleUps, len(plan.ExistingNodes))
+	}
+	if len(plan.NoScaleUp) != 2 {
+		t.Fatalf("refused %+v, want bad's 2 pods", plan.NoScaleUp)
+	}
+	for _, n := range plan.NoScaleUp {
+		if n.Code != TopologyInvalid || !strings.Contains(n.Reason, `spec.schedulingConstraints.topology[0].key "not a key!" is not a node label key`) {
+			t.Errorf("pod %s: %s %q", n.Pod, n.Code, n.Reason)
+		}
+	}
+}
