@@ -41,7 +41,7 @@ func Refused() map[string]string {
 		// with a topology key is planned in one domain
 		// (simulator/scaleup/topology.go). The rest of the Workload family
 		// is not modelled.
-		string(features.CompositePodGroup): "composite PodGroups (gangs of gangs) are not planned by draxr, only single PodGroups",
+		string(features.CompositePodGroup):        "composite PodGroups (gangs of gangs) are not planned by draxr, only single PodGroups",
 		string(features.PodGroupPreemptionPolicy): "PodGroup preemption is not simulated by draxr",
 		string(features.WorkloadWithJob): "Jobs that create their own Workload and PodGroup are expanded into pods by draxr without them, " +
 			"so their gangs would be planned pod by pod",
