@@ -333,7 +333,12 @@ func (l *Loop) Record(ctx context.Context, d provreq.Decision) *prv1.Provisionin
 		l.p.backoff.remove(d.Request.UID)
 	}
 	l.p.mu.Unlock()
-	pr := l.write(ctx, d.Request, d.Condition)
+	// The condition and the domain's detail in one status write: Kueue
+	// reads the details only when Provisioned turns true.
+	out := d.Request.DeepCopy()
+	provreq.Apply(out, d, l.now)
+	l.Changed[provreq.Key(out)] = d.Condition
+	pr := l.save(ctx, out, fmt.Sprintf("write %s=%s (%s)", d.Condition.Type, d.Condition.Status, d.Condition.Reason))
 	for i := range l.Served {
 		if l.Served[i].UID == pr.UID {
 			l.Served[i] = pr

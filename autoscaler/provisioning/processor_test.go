@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"draxr.dev/draxr/simulator/provreq"
+	"draxr.dev/draxr/simulator/scaleup"
 )
 
 // laggingAPI is an API server whose writes the cache has not seen yet.
@@ -149,5 +150,25 @@ func TestBackoffCache(t *testing.T) {
 	b.grow("c", time.Minute, 5*time.Minute) // a is the oldest: forgotten
 	if got := b.get("a", time.Minute); got != time.Minute {
 		t.Errorf("a after the cache filled: %v, want the initial backoff", got)
+	}
+}
+
+// A request provisioned in one domain gets the domain in
+// provisioningClassDetails in the same status write as Provisioned=True:
+// Kueue reads details only on that transition.
+func TestDomainWrittenWithProvisioned(t *testing.T) {
+	now, _, api, p := laggingFixture(t)
+	ctx := context.Background()
+	l, err := p.Start(ctx, nil, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := l.Accept(ctx, l.ToDecide()[0])
+	writes := api.writes
+	l.Record(ctx, provreq.Decision{Request: pr, Topology: &scaleup.Topology{Key: "example.com/rack", Value: "b"},
+		Condition: provreq.Condition{Type: prv1.Provisioned, Status: metav1.ConditionTrue, Reason: provreq.ReasonCapacityIsProvisioned}})
+	stored := api.objects["default/train"]
+	if api.writes != writes+1 || !provreq.IsTrue(stored, prv1.Provisioned) || stored.Status.ProvisioningClassDetails["example.com/rack"] != "b" {
+		t.Fatalf("%d writes, stored status %+v; want one write with Provisioned=True and example.com/rack=b", api.writes-writes, stored.Status)
 	}
 }

@@ -40,6 +40,9 @@ type Decision struct {
 	NoScaleUp []scaleup.NoScaleUp
 	// Pods are the request's in-memory pods.
 	Pods []*v1.Pod
+	// Topology is the domain the request is placed in, for a request whose
+	// PodTemplates ask for one (Kueue's TAS annotations); nil otherwise.
+	Topology *scaleup.Topology
 }
 
 // Provisioned says whether the decision sets Provisioned=True.
@@ -57,12 +60,24 @@ func (e *Engine) Decide(ctx context.Context, pr *prv1.ProvisioningRequest) (Deci
 	if err == nil {
 		err = e.claimTemplatesExist(pr)
 	}
+	var topo topologyRequest
+	if err == nil {
+		topo, err = topologyOf(pr, pods)
+	}
 	if err != nil {
 		if _, ok := errors.AsType[*InvalidError](err); ok {
 			return failed(pr, ReasonFailedToCreatePods, err), nil
 		}
 		return Decision{}, err
 	}
+	if topo.key != "" {
+		return e.decideInDomain(ctx, pr, pods, topo)
+	}
+	return e.decideClass(ctx, pr, pods)
+}
+
+// decideClass decides pr's pods by its class.
+func (e *Engine) decideClass(ctx context.Context, pr *prv1.ProvisioningRequest, pods []*v1.Pod) (Decision, error) {
 	switch {
 	case IsCheckCapacity(pr):
 		return e.checkCapacity(ctx, pr, pods)
@@ -109,14 +124,7 @@ func (e *Engine) checkCapacity(ctx context.Context, pr *prv1.ProvisioningRequest
 		return d, nil
 	}
 	snap.Revert()
-	why := fmt.Sprintf("%d of %d pods do not fit the existing nodes; %s", len(plan.NoScaleUp), len(pods), firstReason(plan.NoScaleUp))
-	if NoRetry(pr) {
-		d.Condition = Condition{Type: prv1.Failed, Status: metav1.ConditionTrue, Reason: ReasonCapacityIsNotFound,
-			Message: "draxr could not find requested capacity (noRetry): " + why}
-	} else {
-		d.Condition = Condition{Type: prv1.Provisioned, Status: metav1.ConditionFalse, Reason: ReasonCapacityIsNotFound,
-			Message: "Capacity is not found, draxr will try to find it later: " + why}
-	}
+	d.Condition = notFound(pr, fmt.Sprintf("%d of %d pods do not fit the existing nodes; %s", len(plan.NoScaleUp), len(pods), firstReason(plan.NoScaleUp)))
 	return d, nil
 }
 
@@ -166,10 +174,11 @@ func ScaleUpFailed(d Decision, err error) Decision {
 	return d
 }
 
-// notFound is an atomic request's CapacityIsNotFound: retried with
-// backoff, as CA does; with parameters.noRetry "true" (which CA reads for
-// check-capacity only) it fails at once, so that Kueue releases the quota
-// and retries or rejects the workload instead of waiting.
+// notFound is a request's CapacityIsNotFound: retried with backoff, as CA
+// does; with parameters.noRetry "true" (which CA reads for
+// check-capacity only, draxr for both classes) it fails at once, so that
+// Kueue releases the quota and retries or rejects the workload instead of
+// waiting.
 func notFound(pr *prv1.ProvisioningRequest, why string) Condition {
 	if NoRetry(pr) {
 		return Condition{Type: prv1.Failed, Status: metav1.ConditionTrue, Reason: ReasonCapacityIsNotFound,
@@ -222,11 +231,17 @@ func (e *Engine) Book(ctx context.Context, prs []*prv1.ProvisioningRequest, cons
 			out = append(out, b)
 			continue
 		}
+		planner := e.existingOnly()
+		// A request placed in one domain holds that domain's room.
+		if t, ok := bookingDomain(pr, pods); ok {
+			planner = planner.ForDomain(planner.Domains(t.Key), t.Value)
+			pods = scaleup.InDomain(pods, t.Key, t.Value)
+		}
 		pods = unconsumed(pr, pods, consumers[Key(pr)], e.Templates)
 		for _, p := range pods {
 			p.Annotations[drainability.SafeToEvictAnnotation] = "true"
 		}
-		plan, err := e.existingOnly().PlanContext(ctx, pods)
+		plan, err := planner.PlanContext(ctx, pods)
 		if err != nil {
 			b.Err = err
 			out = append(out, b)

@@ -22,6 +22,9 @@ type Report struct {
 	ProvisioningClassName string          `json:"provisioningClassName"`
 	Condition             ReportCondition `json:"condition"`
 	ScaleUp               []ReportScaleUp `json:"scaleUp,omitempty"`
+	// ProvisioningClassDetails are the request's status details, the
+	// topology domain it is placed in among them.
+	ProvisioningClassDetails map[string]string `json:"provisioningClassDetails,omitempty"`
 }
 
 // ReportCondition is a condition without its times.
@@ -45,6 +48,12 @@ type ReportScaleUp struct {
 // BookingExpired, Provisioned, Accepted) and scale-ups.
 func ReportOf(pr *prv1.ProvisioningRequest, scaleUps []ReportScaleUp) Report {
 	r := Report{Namespace: pr.Namespace, Name: pr.Name, ProvisioningClassName: pr.Spec.ProvisioningClassName, ScaleUp: scaleUps}
+	for k, v := range pr.Status.ProvisioningClassDetails {
+		if r.ProvisioningClassDetails == nil {
+			r.ProvisioningClassDetails = map[string]string{}
+		}
+		r.ProvisioningClassDetails[k] = string(v)
+	}
 	for _, t := range []string{prv1.Failed, prv1.BookingExpired, prv1.Provisioned, prv1.Accepted} {
 		c := meta.FindStatusCondition(pr.Status.Conditions, t)
 		if c == nil || (t != prv1.Provisioned && c.Status != metav1.ConditionTrue) {
@@ -148,7 +157,7 @@ func (e *Engine) PlanAll(ctx context.Context, prs []*prv1.ProvisioningRequest, r
 		if err != nil {
 			return nil, err
 		}
-		Set(pr, d.Condition, now)
+		Apply(pr, d, now)
 		out = append(out, ReportOf(pr, ReportScaleUps(d.ScaleUps)))
 	}
 	return out, nil

@@ -12,12 +12,13 @@ import (
 
 	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/nodegroup"
+	"draxr.dev/draxr/simulator/snapshot"
 )
 
-// domains are the values of one topology key (a node label) as the
+// Domains are the values of one topology key (a node label) as the
 // scheduler's TopologyPlacementGenerator sees them, one placement per
 // value, and the node groups whose new nodes land in each.
-type domains struct {
+type Domains struct {
 	key    string
 	values []string // sorted
 	// nodes are each value's existing nodes, in the snapshot's order;
@@ -30,13 +31,38 @@ type domains struct {
 	unknown map[string]string
 }
 
-// domainsOf reads the domains of key from the snapshot's nodes and the
+// Domains reads the domains of key from the snapshot's nodes and the
+// planner's groups' templates (see findDomains).
+func (p *Planner) Domains(key string) *Domains {
+	return findDomains(p.Engine.Snapshot(), p.Groups, key)
+}
+
+// Values are the domains' label values, sorted.
+func (d *Domains) Values() []string { return d.values }
+
+// NewNodesPossible says whether some group makes nodes in the domain.
+func (d *Domains) NewNodesPossible(value string) bool { return len(d.groups[value]) > 0 }
+
+// ExistingNodes counts the domain's existing nodes.
+func (d *Domains) ExistingNodes(value string) int { return len(d.nodes[value]) }
+
+// ForDomain is the planner restricted to one domain: the domain's
+// existing nodes only and the groups whose new nodes land there only.
+// Pods planned with it should carry the domain in their node selector
+// (InDomain), so that the scheduler's own filter holds them there.
+func (p *Planner) ForDomain(d *Domains, value string) *Planner {
+	q := *p
+	q.Groups = d.groups[value]
+	q.domainNodes, q.inDomain = d.nodes[value], true
+	return &q
+}
+
+// findDomains reads the domains of key from the snapshot's nodes and the
 // groups' templates. A group whose template lacks the label, or whose
 // live nodes are in another domain than its template says, has no known
 // domain: the value of its new nodes cannot be predicted.
-func (st *state) domainsOf(key string) *domains {
-	d := &domains{key: key, nodes: map[string][]string{}, groups: map[string][]*nodegroup.NodeGroup{}, unknown: map[string]string{}}
-	snap := st.p.Engine.Snapshot()
+func findDomains(snap *snapshot.Snapshot, groups []*nodegroup.NodeGroup, key string) *Domains {
+	d := &Domains{key: key, nodes: map[string][]string{}, groups: map[string][]*nodegroup.NodeGroup{}, unknown: map[string]string{}}
 	memberValues := map[string]map[string]bool{}
 	for _, name := range snap.NodeNames() {
 		node := snap.NodeInfo(name).Node()
@@ -51,7 +77,7 @@ func (st *state) domainsOf(key string) *domains {
 			memberValues[g][value] = true
 		}
 	}
-	for _, g := range st.groups {
+	for _, g := range groups {
 		value, ok := g.Spec.Template.Labels[key]
 		if !ok {
 			d.unknown[g.Name] = fmt.Sprintf("node group %s: its template has no label %s, so the domain of its new nodes is unknown", g.Name, key)
@@ -112,7 +138,7 @@ type domainTrial struct {
 // nothing is planned and each pod says, per domain, what was short.
 func (p *Planner) planTopologyGang(ctx context.Context, st *state, gp gangPods, plan *Plan) ([]*v1.Pod, error) {
 	key := gp.gang.TopologyKey
-	d := st.domainsOf(key)
+	d := findDomains(p.Engine.Snapshot(), st.groups, key)
 	values, why := p.gangDomains(gp, d)
 	if why != "" {
 		refuseGang(gp, plan, TopologyDomainNotFound, why, nil)
@@ -121,7 +147,7 @@ func (p *Planner) planTopologyGang(ctx context.Context, st *state, gp gangPods, 
 	snap := p.Engine.Snapshot()
 	var trials []domainTrial
 	for _, v := range values {
-		pods := inDomain(gp.pods, key, v)
+		pods := InDomain(gp.pods, key, v)
 		snap.Fork()
 		planned := maps.Clone(st.planned)
 		out, err := p.tryGangIn(ctx, st, gangPods{gang: gp.gang, pods: pods}, d, v)
@@ -148,7 +174,7 @@ func (p *Planner) planTopologyGang(ctx context.Context, st *state, gp gangPods, 
 // gangDomains are the domains a gang may be placed in: every value, or,
 // once some of its pods run, theirs alone (the scheduler generates only
 // that placement). why is set when the running pods leave no domain.
-func (p *Planner) gangDomains(gp gangPods, d *domains) ([]string, string) {
+func (p *Planner) gangDomains(gp gangPods, d *Domains) ([]string, string) {
 	running := gp.gang.ScheduledNodes()
 	if len(running) == 0 {
 		if len(d.values) == 0 {
@@ -181,7 +207,7 @@ func (p *Planner) gangDomains(gp gangPods, d *domains) ([]string, string) {
 // new nodes of the domain's groups only; pods carry the domain's label in
 // their node selector, so every placement is checked by the scheduler's
 // own NodeAffinity filter.
-func (p *Planner) tryGangIn(ctx context.Context, st *state, gp gangPods, d *domains, value string) (gangOutcome, error) {
+func (p *Planner) tryGangIn(ctx context.Context, st *state, gp gangPods, d *Domains, value string) (gangOutcome, error) {
 	groups := st.groups
 	st.groups = d.groups[value]
 	p.domainNodes, p.inDomain = d.nodes[value], true
@@ -234,7 +260,7 @@ func (p *Planner) bestDomain(trials []domainTrial) *domainTrial {
 // noDomainReason says why no domain holds the gang: per domain, what its
 // existing nodes take and what its groups lack; and the groups of no
 // known domain.
-func noDomainReason(gp gangPods, d *domains, trials []domainTrial) string {
+func noDomainReason(gp gangPods, d *Domains, trials []domainTrial) string {
 	parts := make([]string, 0, len(trials))
 	for _, t := range trials {
 		why := strings.TrimPrefix(t.out.short, "; no scale-up takes them all: ")
@@ -247,8 +273,12 @@ func noDomainReason(gp gangPods, d *domains, trials []domainTrial) string {
 		gp.gang, gp.gang.Need(), d.key, strings.Join(parts, "; "), unknownGroups(d))
 }
 
+// UnknownGroups names the groups of no known domain and why, for a
+// reason ("" when there are none).
+func (d *Domains) UnknownGroups() string { return unknownGroups(d) }
+
 // unknownGroups names the groups of no known domain, for a reason.
-func unknownGroups(d *domains) string {
+func unknownGroups(d *Domains) string {
 	if len(d.unknown) == 0 {
 		return ""
 	}
@@ -260,9 +290,9 @@ func unknownGroups(d *domains) string {
 	return "; not grown for it: " + strings.Join(whys, "; ")
 }
 
-// inDomain copies pods with the domain's label added to their node
+// InDomain copies pods with the domain's label added to their node
 // selector: the scheduler then places them only there.
-func inDomain(pods []*v1.Pod, key, value string) []*v1.Pod {
+func InDomain(pods []*v1.Pod, key, value string) []*v1.Pod {
 	out := make([]*v1.Pod, len(pods))
 	for i, pod := range pods {
 		c := pod.DeepCopy()
