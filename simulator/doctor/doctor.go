@@ -105,6 +105,7 @@ func Check(objs *input.Objects) []Finding {
 	d.groupDevicesDiffer()
 	d.provisioningRequests()
 	d.kueueManagedResources()
+	d.topology()
 	d.nodeAllocatable()
 	d.daemonSetTemplates()
 	sort.SliceStable(d.findings, func(i, j int) bool {

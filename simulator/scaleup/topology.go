@@ -79,6 +79,11 @@ func findDomains(snap *snapshot.Snapshot, groups []*nodegroup.NodeGroup, key str
 	}
 	for _, g := range groups {
 		value, ok := g.Spec.Template.Labels[key]
+		if key == v1.LabelHostname {
+			// Each new node is a domain of its own, named only when made.
+			d.unknown[g.Name] = fmt.Sprintf("node group %s: %s is each new node's own name, so no domain of it can be grown", g.Name, key)
+			continue
+		}
 		if !ok {
 			d.unknown[g.Name] = fmt.Sprintf("node group %s: its template has no label %s, so the domain of its new nodes is unknown", g.Name, key)
 			continue
