@@ -131,3 +131,19 @@ func (c *Candidates) For(pod *v1.Pod, kind string, nodes []string) []string {
 	c.left[kind] = out
 	return out
 }
+
+// AddsNodeAffinity reports whether the profile's NodeAffinity plugin adds
+// node affinity of its own (addedAffinity): every pod then reads labels
+// the pods do not name.
+func (h *Engine) AddsNodeAffinity() bool {
+	for _, pc := range h.profile.PluginConfig {
+		if pc.Name != names.NodeAffinity {
+			continue
+		}
+		args, ok := pc.Args.(*config.NodeAffinityArgs)
+		if !ok || args.AddedAffinity != nil {
+			return true
+		}
+	}
+	return false
+}

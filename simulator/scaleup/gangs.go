@@ -84,6 +84,9 @@ type gangOutcome struct {
 	code        ReasonCode
 	head, short string
 	reasons     []GroupReason
+	// group is the one group an alike domain's outcome was planned with
+	// (alikeDomains), whose name its reason carries.
+	group string
 }
 
 func (o *gangOutcome) newNodes() (n int) {

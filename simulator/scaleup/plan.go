@@ -437,12 +437,17 @@ func (p *Planner) bestOptionFor(ctx context.Context, st *state, pods []*v1.Pod, 
 	// rank is, per group, how far down their claims' firstAvailable lists
 	// the pods had to go on its new nodes.
 	rank := map[string]int{}
+	read, blind := labelsRead(p, pods)
 	for _, g := range st.groups {
 		room := st.stepRoom(g)
 		if room <= 0 {
 			continue
 		}
 		key := fmt.Sprintf("%s/%d", st.signature[g.Name], room)
+		if blind {
+			// Labels no pod or DaemonSet reads do not change the answer.
+			key = fmt.Sprintf("%s/%d", st.signatureReading(g, read), room)
+		}
 		if a, ok := seen[key]; ok && !estimator.SelectsNodesByName(pods) {
 			st.copyVerdicts(a.group, g.Name)
 			rank[g.Name] = a.rank

@@ -57,6 +57,11 @@ type state struct {
 	stepCap map[string]int
 	// templates are the new nodes estimates made, shared by all of them.
 	templates *estimator.Templates
+	// fullNodes are, per pod shape (noRoomShape), the nodes found plainly
+	// full for it: a plan only adds pods, so they stay full.
+	fullNodes map[string]map[string]bool
+	// readingSignature memoizes signatureReading by group and labels kept.
+	readingSignature map[string]string
 }
 
 func newState(p *Planner, groups []*nodegroup.NodeGroup) *state {
@@ -73,6 +78,9 @@ func newState(p *Planner, groups []*nodegroup.NodeGroup) *state {
 		takenIndexes: map[string][]int{},
 		namedMembers: map[string]int{},
 		templates:    &estimator.Templates{},
+		fullNodes:    map[string]map[string]bool{},
+
+		readingSignature: map[string]string{},
 	}
 	snap := p.Engine.Snapshot()
 	if len(groups) == 0 {
@@ -230,6 +238,74 @@ func usesNoDevices(pod *v1.Pod) bool {
 
 // templateSignature hashes what a new node of the group is: its template
 // Node (labels, taints, capacity) and its ResourceSlices.
+// signatureReading is the group's template signature with only the
+// labels in read kept: groups alike but for labels the pods never read
+// (a rack, a zone, an instance-type label) give the same estimate.
+func (st *state) signatureReading(g *nodegroup.NodeGroup, read map[string]bool) string {
+	kept := map[string]string{}
+	for k, v := range g.Spec.Template.Labels {
+		if read[k] {
+			kept[k] = v
+		}
+	}
+	memo := fmt.Sprint(g.Name, kept)
+	if sig, ok := st.readingSignature[memo]; ok {
+		return sig
+	}
+	c := *g
+	c.Spec.Template.Labels = kept
+	sig := templateSignature(&c)
+	st.readingSignature[memo] = sig
+	return sig
+}
+
+// labelsRead are the node label keys the pods' and DaemonSets' node
+// selectors and affinities name. blind is false when a verdict may read
+// other labels too: inter-pod terms or topology spreading (topology keys
+// of any label), the profile's default spreading, or a pod selecting a
+// node by name, or the profile's added node affinity.
+func labelsRead(p *Planner, pods []*v1.Pod) (read map[string]bool, blind bool) {
+	if !estimator.LabelBlind(p.Engine, pods) || estimator.SelectsNodesByName(pods) || p.Engine.AddsNodeAffinity() {
+		return nil, false
+	}
+	read = map[string]bool{}
+	add := func(spec *v1.PodSpec) {
+		for k := range spec.NodeSelector {
+			read[k] = true
+		}
+		if a := spec.Affinity; a != nil && a.NodeAffinity != nil {
+			na := a.NodeAffinity
+			if r := na.RequiredDuringSchedulingIgnoredDuringExecution; r != nil {
+				for _, t := range r.NodeSelectorTerms {
+					addTerm(read, t)
+				}
+			}
+			for _, t := range na.PreferredDuringSchedulingIgnoredDuringExecution {
+				addTerm(read, t.Preference)
+			}
+		}
+	}
+	for _, pod := range pods {
+		if len(pod.Spec.TopologySpreadConstraints) > 0 {
+			return nil, false
+		}
+		add(&pod.Spec)
+	}
+	for _, ds := range p.DaemonSets {
+		add(&ds.Spec.Template.Spec)
+	}
+	return read, true
+}
+
+func addTerm(read map[string]bool, t v1.NodeSelectorTerm) {
+	for _, e := range t.MatchExpressions {
+		read[e.Key] = true
+	}
+	for _, e := range t.MatchFields {
+		read["field:"+e.Key] = true
+	}
+}
+
 func templateSignature(g *nodegroup.NodeGroup) string {
 	t := g.Spec.Template
 	b, _ := json.Marshal([]any{t.Labels, t.Annotations, t.Spec.Taints, t.Status.Capacity, t.Status.Allocatable, g.Spec.ResourceSlices})

@@ -8,10 +8,14 @@ import (
 	"sort"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
 
+	"draxr.dev/draxr/simulator/estimator"
 	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/nodegroup"
+	"draxr.dev/draxr/simulator/placement"
 	"draxr.dev/draxr/simulator/snapshot"
 )
 
@@ -129,8 +133,9 @@ func otherValues(members map[string]bool, value string) []string {
 // domainTrial is a gang's outcome in one domain.
 type domainTrial struct {
 	value string
-	pods  []*v1.Pod
-	out   gangOutcome
+	// pods are the gang's pods held to the domain (nil until planned).
+	pods []*v1.Pod
+	out  gangOutcome
 }
 
 // planTopologyGang plans a gang whose PodGroup requires one domain of a
@@ -151,7 +156,13 @@ func (p *Planner) planTopologyGang(ctx context.Context, st *state, gp gangPods, 
 	}
 	snap := p.Engine.Snapshot()
 	var trials []domainTrial
+	alike := newAlikeDomains(p, st, gp, key)
 	for _, v := range values {
+		like := alike.key(st, d, v)
+		if out, ok := alike.known[like]; ok && !p.Engine.VerifiesShortcuts() {
+			trials = append(trials, domainTrial{value: v, out: out.renamed(d.groups[v][0].Name)})
+			continue
+		}
 		pods := InDomain(gp.pods, key, v)
 		snap.Fork()
 		planned := maps.Clone(st.planned)
@@ -161,12 +172,18 @@ func (p *Planner) planTopologyGang(ctx context.Context, st *state, gp gangPods, 
 		if err != nil {
 			return nil, err
 		}
+		if like != "" {
+			alike.learn(like, out, d.groups[v][0].Name)
+		}
 		trials = append(trials, domainTrial{value: v, pods: pods, out: out})
 	}
 	best := p.bestDomain(trials)
 	if best == nil {
 		refuseGang(gp, plan, TopologyDomainNotFound, noDomainReason(gp, d, trials), nil)
 		return nil, nil
+	}
+	if best.pods == nil {
+		best.pods = InDomain(gp.pods, key, best.value)
 	}
 	out, err := p.tryGangIn(ctx, st, gangPods{gang: gp.gang, pods: best.pods}, d, best.value)
 	if err != nil {
@@ -321,4 +338,191 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// alikeDomains remembers, for one gang, how many new nodes a domain of
+// each kind gives it, so that of 50 racks alike only the first is planned
+// in full (docs/shortcuts.md, "Alike domains"). Two domains are alike when
+// each has one group, the groups' templates are equal but for the
+// topology label, their room is equal, and the domain's existing nodes
+// are plainly full for every pod of the gang (NoRoom): then only the
+// group decides, and it decides alike. Only planned outcomes are
+// remembered: a refusal's reason names its own group, so it is planned
+// in full. Under the verify switch every domain is planned in full and
+// held to what was remembered.
+type alikeDomains struct {
+	eligible bool
+	// full are, per shape of the gang's pods (what NoRoom reads of them),
+	// its plain "no room" test and the nodes known full for the shape.
+	full []fullTest
+	known map[string]gangOutcome
+}
+
+type fullTest struct {
+	test  func(node string) bool
+	known map[string]bool
+}
+
+func newAlikeDomains(p *Planner, st *state, gp gangPods, key string) *alikeDomains {
+	a := &alikeDomains{known: map[string]gangOutcome{}}
+	a.eligible = estimator.LabelBlind(p.Engine, gp.pods) && !estimator.SelectsNodesByName(gp.pods) &&
+		!mentionsKey(gp.pods, key) && !daemonSetsSelect(p.DaemonSets, key) && allSlicesNodeLocal(p.Engine.Snapshot())
+	seen := map[string]bool{}
+	for _, pod := range gp.pods {
+		shape := noRoomShape(pod)
+		if seen[shape] || !a.eligible {
+			continue
+		}
+		seen[shape] = true
+		test := p.Engine.NoRoom(pod)
+		a.eligible = test != nil
+		if st.fullNodes[shape] == nil {
+			st.fullNodes[shape] = map[string]bool{}
+		}
+		a.full = append(a.full, fullTest{test: test, known: st.fullNodes[shape]})
+	}
+	return a
+}
+
+// key is the domain's kind, "" when the shortcut does not apply to it.
+func (a *alikeDomains) key(st *state, d *Domains, value string) string {
+	groups := d.groups[value]
+	if !a.eligible || len(groups) != 1 {
+		return ""
+	}
+	for _, full := range a.full {
+		for _, n := range d.nodes[value] {
+			if full.known[n] {
+				continue
+			}
+			if !full.test(n) {
+				return ""
+			}
+			// A plan only adds pods to a node: full stays full.
+			full.known[n] = true
+		}
+	}
+	g := groups[0]
+	return fmt.Sprintf("%s/%d/%d", templateSignatureWithout(g, d.key), st.stepRoom(g), st.room(g))
+}
+
+// learn remembers an outcome under like, planned in domain value with
+// group; under the verify switch it holds a remembered one to the full
+// path's.
+func (a *alikeDomains) learn(like string, out gangOutcome, group string) {
+	if like == "" {
+		return
+	}
+	if known, ok := a.known[like]; ok {
+		if got := known.renamed(group); got.refused != out.refused || got.newNodes() != out.newNodes() || got.short != out.short {
+			placement.ShortcutDiffers("alike domains", "group %s: refused %t, %d new nodes, %q in full; refused %t, %d, %q as remembered",
+				group, out.refused, out.newNodes(), out.short, got.refused, got.newNodes(), got.short)
+		}
+		return
+	}
+	out.group = group
+	if !out.refused {
+		// Only the count and the pods' number are read of a remembered
+		// plan (bestDomain); the chosen domain is planned in full.
+		out = gangOutcome{group: group, onExisting: out.onExisting,
+			scaleUps: []ScaleUp{{NodeGroup: group, NewNodes: out.newNodes(), Pods: make([]PodRef, len(out.scaleUps[0].Pods))}}}
+	}
+	a.known[like] = out
+}
+
+// renamed is a remembered outcome as group's: a plan's group, and a
+// refusal's reason, which names the group it was planned with.
+func (o gangOutcome) renamed(group string) gangOutcome {
+	from, to := "node group "+o.group+":", "node group "+group+":"
+	o.short = strings.ReplaceAll(o.short, from, to)
+	if len(o.reasons) > 0 {
+		reasons := make([]GroupReason, len(o.reasons))
+		for i, r := range o.reasons {
+			r.Message = strings.ReplaceAll(r.Message, from, to)
+			if r.NodeGroup == o.group {
+				r.NodeGroup = group
+			}
+			reasons[i] = r
+		}
+		o.reasons = reasons
+	}
+	if len(o.scaleUps) == 1 {
+		o.scaleUps = []ScaleUp{{NodeGroup: group, NewNodes: o.scaleUps[0].NewNodes, Pods: o.scaleUps[0].Pods}}
+	}
+	o.group = group
+	return o
+}
+
+// mentionsKey says whether a pod selects nodes by key itself.
+func mentionsKey(pods []*v1.Pod, key string) bool {
+	for _, pod := range pods {
+		if _, ok := pod.Spec.NodeSelector[key]; ok {
+			return true
+		}
+		if len(pod.Spec.TopologySpreadConstraints) > 0 {
+			return true
+		}
+		if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && strings.Contains(a.NodeAffinity.String(), key) {
+			return true
+		}
+	}
+	return false
+}
+
+// daemonSetsSelect says whether a DaemonSet's pods select nodes by key:
+// new nodes of alike groups would then run different DaemonSet pods.
+func daemonSetsSelect(dss []*appsv1.DaemonSet, key string) bool {
+	for _, ds := range dss {
+		spec := ds.Spec.Template.Spec
+		if _, ok := spec.NodeSelector[key]; ok {
+			return true
+		}
+		if a := spec.Affinity; a != nil && a.NodeAffinity != nil && strings.Contains(a.NodeAffinity.String(), key) {
+			return true
+		}
+	}
+	return false
+}
+
+// allSlicesNodeLocal: no pool spans nodes (a rack's shared pool would make
+// its domain unlike the others).
+func allSlicesNodeLocal(snap *snapshot.Snapshot) bool {
+	for _, s := range snap.AllResourceSlices() {
+		if s.Spec.NodeName == nil || *s.Spec.NodeName == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// templateSignatureWithout is the group's template signature with the
+// label key taken out.
+func templateSignatureWithout(g *nodegroup.NodeGroup, key string) string {
+	c := *g
+	c.Spec.Template.Labels = maps.Clone(g.Spec.Template.Labels)
+	delete(c.Spec.Template.Labels, key)
+	return templateSignature(&c)
+}
+
+// noRoomShape is what placement's NoRoom reads of a pod: its requests
+// and the claims it names; pods of one shape are plainly full on the same
+// nodes.
+func noRoomShape(pod *v1.Pod) string {
+	req := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{SkipPodLevelResources: true})
+	var b strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(req)) {
+		q := req[name]
+		fmt.Fprintf(&b, "%s=%s,", name, q.String())
+	}
+	for _, c := range pod.Spec.ResourceClaims {
+		fmt.Fprintf(&b, "|%s:%v:%v", c.Name, ptrString(c.ResourceClaimName), ptrString(c.ResourceClaimTemplateName))
+	}
+	return b.String()
+}
+
+func ptrString(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
