@@ -143,6 +143,9 @@ type Planner struct {
 	// nothing. Nil plans every pod on its own.
 	Gangs *gang.Index
 
+	// noAlikeDomains plans a topology gang in every domain in full: tests
+	// compare with the alike-domains shortcut.
+	noAlikeDomains bool
 	// domainNodes are the existing nodes of the topology domain a gang is
 	// tried in (inDomain set): placeOnExisting looks at no other.
 	domainNodes []string

@@ -62,6 +62,10 @@ type state struct {
 	fullNodes map[string]map[string]bool
 	// readingSignature memoizes signatureReading by group and labels kept.
 	readingSignature map[string]string
+	// alikeOutcomes are, per gang shape, the outcomes remembered per kind
+	// of domain (alikeDomains); nodeLocal memoizes slicesNodeLocal.
+	alikeOutcomes map[string]map[string]gangOutcome
+	nodeLocal     *bool
 }
 
 func newState(p *Planner, groups []*nodegroup.NodeGroup) *state {
@@ -81,6 +85,7 @@ func newState(p *Planner, groups []*nodegroup.NodeGroup) *state {
 		fullNodes:    map[string]map[string]bool{},
 
 		readingSignature: map[string]string{},
+		alikeOutcomes:    map[string]map[string]gangOutcome{},
 	}
 	snap := p.Engine.Snapshot()
 	if len(groups) == 0 {

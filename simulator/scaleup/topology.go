@@ -2,7 +2,9 @@ package scaleup
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"slices"
 	"sort"
@@ -354,7 +356,7 @@ type alikeDomains struct {
 	eligible bool
 	// full are, per shape of the gang's pods (what NoRoom reads of them),
 	// its plain "no room" test and the nodes known full for the shape.
-	full []fullTest
+	full  []fullTest
 	known map[string]gangOutcome
 }
 
@@ -364,9 +366,19 @@ type fullTest struct {
 }
 
 func newAlikeDomains(p *Planner, st *state, gp gangPods, key string) *alikeDomains {
-	a := &alikeDomains{known: map[string]gangOutcome{}}
-	a.eligible = estimator.LabelBlind(p.Engine, gp.pods) && !estimator.SelectsNodesByName(gp.pods) &&
-		!mentionsKey(gp.pods, key) && !daemonSetsSelect(p.DaemonSets, key) && allSlicesNodeLocal(p.Engine.Snapshot())
+	a := &alikeDomains{}
+	a.eligible = !p.noAlikeDomains && estimator.LabelBlind(p.Engine, gp.pods) && !estimator.SelectsNodesByName(gp.pods) &&
+		!mentionsKey(gp.pods, key) && !daemonSetsSelect(p.DaemonSets, key) && st.slicesNodeLocal()
+	if !a.eligible {
+		return a
+	}
+	// Gangs alike in what the scheduler reads of their pods (not their
+	// names, owners or group) get alike outcomes in alike domains.
+	shape := gangShape(gp)
+	if st.alikeOutcomes[shape] == nil {
+		st.alikeOutcomes[shape] = map[string]gangOutcome{}
+	}
+	a.known = st.alikeOutcomes[shape]
 	seen := map[string]bool{}
 	for _, pod := range gp.pods {
 		shape := noRoomShape(pod)
@@ -403,7 +415,9 @@ func (a *alikeDomains) key(st *state, d *Domains, value string) string {
 		}
 	}
 	g := groups[0]
-	return fmt.Sprintf("%s/%d/%d", templateSignatureWithout(g, d.key), st.stepRoom(g), st.room(g))
+	// Reasons name the max size and the nodes there are: alike only if equal.
+	return fmt.Sprintf("%s/%d/%d/%d/%d", templateSignatureWithout(g, d.key), st.stepRoom(g), st.room(g),
+		g.Spec.MaxSize, st.current[g.Name]+st.planned[g.Name])
 }
 
 // learn remembers an outcome under like, planned in domain value with
@@ -525,4 +539,29 @@ func ptrString(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// gangShape is what the scheduler reads of a gang's pods in a domain
+// where no pod reads labels: their specs but for the group they name, and
+// the quorum still needed.
+func gangShape(gp gangPods) string {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d/%d;", gp.gang.Need(), len(gp.pods))
+	for _, pod := range gp.pods {
+		spec := pod.Spec
+		spec.SchedulingGroup = nil
+		b, _ := json.Marshal(&spec)
+		_, _ = h.Write(b)
+	}
+	return fmt.Sprintf("%x", h.Sum64())
+}
+
+// slicesNodeLocal memoizes allSlicesNodeLocal for the plan: a plan adds
+// only new nodes' own slices, so the answer does not change.
+func (st *state) slicesNodeLocal() bool {
+	if st.nodeLocal == nil {
+		local := allSlicesNodeLocal(st.p.Engine.Snapshot())
+		st.nodeLocal = &local
+	}
+	return *st.nodeLocal
 }

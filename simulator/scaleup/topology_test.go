@@ -1,6 +1,8 @@
 package scaleup
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -182,5 +184,43 @@ func TestTopologyGangRunningAndInvalid(t *testing.T) {
 		if n.Code != TopologyInvalid || !strings.Contains(n.Reason, `spec.schedulingConstraints.topology[0].key "not a key!" is not a node label key`) {
 			t.Errorf("pod %s: %s %q", n.Pod, n.Code, n.Reason)
 		}
+	}
+}
+
+// Alike domains are planned once per gang shape; the plan is the one
+// planning every domain in full gives: same steps, racks, placements and
+// reasons, with racks alike, racks full, a rack of another size and a
+// rack with room on an existing node.
+func TestAlikeDomainsAreTheFullPath(t *testing.T) {
+	plan := func(noShortcut bool) *Plan {
+		snap := snapshot.New()
+		rackNode(t, snap, "r3-0", "rack-3", "r3")
+		groups := []*nodegroup.NodeGroup{rackGroup("rack-0", "r0", 2), rackGroup("rack-1", "r1", 2), rackGroup("rack-2", "r2", 6),
+			rackGroup("rack-3", "r3", 2), rackGroup("rack-4", "r4", 2)}
+		groups[2].Spec.Template.Status.Capacity[v1.ResourceCPU] = fx.Count(32)
+		p := newPlanner(t, snap, groups...)
+		p.noAlikeDomains = noShortcut
+		var pods []*v1.Pod
+		var pgs []*schedulingv1beta1.PodGroup
+		for i, n := range []int{16, 16, 8, 16, 24, 16, 16, 40} {
+			name := fmt.Sprintf("g%d", i)
+			pods = append(pods, inGroup(name, replicas(name, n, 500, fx.GPUs(fx.GPUResource, 1)))...)
+			pgs = append(pgs, rackGang(name, int32(n)))
+		}
+		p.Gangs = gang.NewIndex(gang.Sources{PodGroups: pgs}, pods)
+		out, err := p.Plan(pods)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	fast, full := plan(false), plan(true)
+	a, _ := json.Marshal(fast)
+	b, _ := json.Marshal(full)
+	if string(a) != string(b) {
+		t.Fatalf("with alike domains:\n%s\nin full:\n%s", a, b)
+	}
+	if len(fast.ScaleUps) == 0 || len(fast.NoScaleUp) == 0 {
+		t.Fatalf("want both steps and refusals to compare; got %d and %d", len(fast.ScaleUps), len(fast.NoScaleUp))
 	}
 }
