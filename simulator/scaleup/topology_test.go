@@ -224,3 +224,47 @@ func TestAlikeDomainsAreTheFullPath(t *testing.T) {
 		t.Fatalf("want both steps and refusals to compare; got %d and %d", len(fast.ScaleUps), len(fast.NoScaleUp))
 	}
 }
+
+// Groups alike but for a label share one estimate only when no pod reads
+// the label: pods that select zone b, or spread over zones, get zone b's
+// or both zones' nodes, not what zone a's estimate said.
+func TestGroupsAlikeButForUnreadLabels(t *testing.T) {
+	zone := func(name, z string) *nodegroup.NodeGroup {
+		g := draGroup(name, 8, 4)
+		g.Spec.Template.Labels = map[string]string{v1.LabelTopologyZone: z}
+		return g
+	}
+	for _, tc := range []struct {
+		name string
+		set  func(*v1.Pod)
+		want map[string]int
+	}{
+		{name: "no pod reads the zone: one estimate, the first group", set: func(*v1.Pod) {}, want: map[string]int{"zone-a": 2}},
+		{name: "pods select zone b", set: func(p *v1.Pod) { p.Spec.NodeSelector = map[string]string{v1.LabelTopologyZone: "b"} },
+			want: map[string]int{"zone-b": 2}},
+		// A preference is read too; among groups the expander chooses, as in CA.
+		{name: "pods prefer zone b", set: func(p *v1.Pod) {
+			p.Spec.Affinity = &v1.Affinity{NodeAffinity: &v1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []v1.PreferredSchedulingTerm{{
+				Weight: 1, Preference: v1.NodeSelectorTerm{MatchExpressions: []v1.NodeSelectorRequirement{{Key: v1.LabelTopologyZone, Operator: v1.NodeSelectorOpIn, Values: []string{"b"}}}}}}}}
+		}, want: map[string]int{"zone-a": 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPlanner(t, snapshot.New(), zone("zone-a", "a"), zone("zone-b", "b"))
+			pods := replicas("web", 16, 500, fx.GPUs(fx.GPUResource, 1))
+			for _, pod := range pods {
+				tc.set(pod)
+			}
+			plan, err := p.Plan(pods)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]int{}
+			for _, su := range plan.ScaleUps {
+				got[su.NodeGroup] += su.NewNodes
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) || len(plan.NoScaleUp) != 0 {
+				t.Errorf("new nodes %v, refused %d; want %v", got, len(plan.NoScaleUp), tc.want)
+			}
+		})
+	}
+}
