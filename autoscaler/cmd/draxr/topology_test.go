@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"draxr.dev/draxr/simulator/provreq"
 	"draxr.dev/draxr/simulator/report"
 )
 
@@ -103,5 +104,45 @@ func TestTopologyGangPlan(t *testing.T) {
 				t.Fatalf("pod %s: %s %q, want TopologyDomainNotFound with %q", n.Pod, n.Code, n.Reason, want)
 			}
 		}
+	}
+}
+
+// A Kueue TAS request (its PodTemplate requires one rack) is decided in
+// one rack alike by draxr simulate and by the loop: the same condition,
+// the same scale-up and provisioningClassDetails naming the rack.
+func TestTopologyRequestSimulateIsTheLoop(t *testing.T) {
+	var b strings.Builder
+	for _, doc := range []string{gpuClassDoc, rackGroupDoc("rack-a", "a", 1), rackGroupDoc("rack-b", "b", 4)} {
+		b.WriteString(doc + "---\n")
+	}
+	b.WriteString(`apiVersion: v1
+kind: PodTemplate
+metadata: {name: workers, namespace: ml}
+template:
+  metadata: {annotations: {kueue.x-k8s.io/podset-required-topology: example.com/rack}}
+  spec:
+    containers: [{name: c, image: busybox, resources: {limits: {example.com/gpu: "1"}}}]
+---
+apiVersion: autoscaling.x-k8s.io/v1
+kind: ProvisioningRequest
+metadata: {name: train, namespace: ml}
+spec:
+  provisioningClassName: best-effort-atomic-scale-up.autoscaling.x-k8s.io
+  podSets: [{podTemplateRef: {name: workers}, count: 16}]
+`)
+	path := writeFile(t, "tas.yaml", b.String())
+	plan := simulatePlan(t, "-f", path)
+	if len(plan.ProvisioningRequests) != 1 {
+		t.Fatalf("requests %+v, want train", plan.ProvisioningRequests)
+	}
+	cli := plan.ProvisioningRequests[0]
+	if cli.Condition.Reason != provreq.ReasonCapacityIsProvisioned || cli.ProvisioningClassDetails["example.com/rack"] != "b" ||
+		len(cli.ScaleUp) != 1 || cli.ScaleUp[0].NodeGroup != "rack-b" || cli.ScaleUp[0].NewNodes != 2 {
+		t.Fatalf("simulate: %+v, want CapacityIsProvisioned, rack-b +2, details example.com/rack=b", cli)
+	}
+	loop := loopRequests(t, path)["train"]
+	if loop.Condition != cli.Condition || fmt.Sprint(stripAtomic(loop.ScaleUp)) != fmt.Sprint(cli.ScaleUp) ||
+		fmt.Sprint(loop.ProvisioningClassDetails) != fmt.Sprint(cli.ProvisioningClassDetails) {
+		t.Errorf("simulate  %+v\nthe loop  %+v", cli, loop)
 	}
 }
