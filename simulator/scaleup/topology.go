@@ -232,14 +232,11 @@ func (p *Planner) gangDomains(gp gangPods, d *Domains) ([]string, string) {
 // their node selector, so every placement is checked by the scheduler's
 // own NodeAffinity filter.
 func (p *Planner) tryGangIn(ctx context.Context, st *state, gp gangPods, d *Domains, value string) (gangOutcome, error) {
+	q := p.ForDomain(d, value)
 	groups := st.groups
-	st.groups = d.groups[value]
-	p.domainNodes, p.inDomain = d.nodes[value], true
-	defer func() {
-		st.groups = groups
-		p.domainNodes, p.inDomain = nil, false
-	}()
-	return p.tryGang(ctx, st, gp)
+	st.groups = q.Groups
+	defer func() { st.groups = groups }()
+	return q.tryGang(ctx, st, gp)
 }
 
 // bestDomain is the trial that plans the gang with the fewest new nodes;
