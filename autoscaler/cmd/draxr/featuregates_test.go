@@ -137,8 +137,14 @@ metadata: {name: train, namespace: ml}
 spec:
 `)
 	fmt.Fprintf(&b, "  schedulingPolicy: {gang: {minCount: %d}}\n", n)
+	writeTrainPods(&b, n)
+	return b.String()
+}
+
+// writeTrainPods writes n one-GPU pods train-<i> of PodGroup ml/train.
+func writeTrainPods(b *strings.Builder, n int) {
 	for i := range n {
-		fmt.Fprintf(&b, `---
+		fmt.Fprintf(b, `---
 apiVersion: v1
 kind: Pod
 metadata: {name: train-%d, namespace: ml}
@@ -147,7 +153,6 @@ spec:
   containers: [{name: c, image: busybox, resources: {limits: {example.com/gpu: "1"}}}]
 `, i)
 	}
-	return b.String()
 }
 
 // With GenericWorkload on a gang is planned all or nothing: 16 pods get 2

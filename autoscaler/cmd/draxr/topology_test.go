@@ -46,16 +46,7 @@ spec:
   schedulingPolicy: {gang: {minCount: %d}}
   schedulingConstraints: {topology: [{key: example.com/rack}]}
 `, n)
-	for i := range n {
-		fmt.Fprintf(&b, `---
-apiVersion: v1
-kind: Pod
-metadata: {name: train-%d, namespace: ml}
-spec:
-  schedulingGroup: {podGroupName: train}
-  containers: [{name: c, image: busybox, resources: {limits: {example.com/gpu: "1"}}}]
-`, i)
-	}
+	writeTrainPods(&b, n)
 	return b.String()
 }
 
