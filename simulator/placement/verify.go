@@ -2,18 +2,22 @@ package placement
 
 import (
 	"fmt"
-	"os"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
 )
 
 // VerifyShortcutsEnv names the environment variable that, set to any
-// value, makes every exact shortcut of the placement engine also take the
-// full scheduler path and stop the process on any difference
-// (docs/shortcuts.md). The golden and fidelity suites set it; a binary
-// run with it pays the full path, so only tests should.
+// value in a build with -tags draxrverify (make test's), makes every exact
+// shortcut of the placement engine also take the full scheduler path and
+// stop the process on any difference (docs/shortcuts.md). The golden and
+// fidelity suites set it. A build without the tag, every shipped binary,
+// never reads it: a production process must not panic on its environment.
 const VerifyShortcutsEnv = "DRAXR_VERIFY_SHORTCUTS"
+
+// VerifyShortcutsBuilt reports whether this build honours
+// VerifyShortcutsEnv (it was built with -tags draxrverify).
+const VerifyShortcutsBuilt = verifyBuilt
 
 // VerifiesShortcuts reports whether the shortcuts are held to the full
 // path (VerifyShortcutsEnv), for callers with shortcuts of their own.
@@ -21,11 +25,12 @@ func (h *Engine) VerifiesShortcuts() bool { return h.verify }
 
 // ShortcutDiffers stops the process: a shortcut gave another answer than
 // the full path, so a plan could be wrong. A panic, not an error: it
-// only happens under VerifyShortcutsEnv, in tests, where it must not be
-// mistaken for a pod's reason.
+// only happens under VerifyShortcutsEnv, in test builds, where it must not
+// be mistaken for a pod's reason. The message leaves the variable unnamed
+// so that shipped binaries hold no trace of it (test/cli checks).
 func ShortcutDiffers(shortcut, format string, args ...any) {
-	panic(fmt.Sprintf("draxr: the %s shortcut differs from the scheduler's full path (%s is set): %s",
-		shortcut, VerifyShortcutsEnv, fmt.Sprintf(format, args...)))
+	panic(fmt.Sprintf("draxr: the %s shortcut differs from the scheduler's full path (shortcuts verified): %s",
+		shortcut, fmt.Sprintf(format, args...)))
 }
 
 // VerifyRejects holds a shortcut that ruled the pod out of a node to the
@@ -79,5 +84,3 @@ func (h *Engine) devicesOf(pod *v1.Pod) []string {
 	slices.Sort(out)
 	return out
 }
-
-func verifyEnabled() bool { return os.Getenv(VerifyShortcutsEnv) != "" }
