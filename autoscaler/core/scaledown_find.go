@@ -29,18 +29,25 @@ import (
 // makes of it: removable now (unneeded or unready for long enough, never
 // below a group's min), unneeded but waiting, or kept and why. It changes
 // nothing in the cluster.
-func (a *Autoscaler) findScaleDown(ctx context.Context, st *clusterstate.State) (*scaleDownFindings, error) {
-	start := a.cfg.Now()
+func (l *loop) findScaleDown(ctx context.Context) (*scaleDownFindings, error) {
+	start := l.cfg.Now()
 	findStart := time.Now()
-	h, err := a.sharedSimulation(ctx, st)
+	h, err := l.sharedSimulation(ctx)
 	if err != nil {
 		metrics.RegisterError(metrics.ErrorInternal)
 		return nil, err
 	}
 	h.Snapshot().Fork()
 	defer h.Snapshot().Revert()
-	a.placePendingPods(h, st)
-	a.placeBufferPods(ctx, h, st)
+	l.placePendingPods(h, l.st)
+	l.placeBufferPods(ctx, h)
+	return l.findRemovable(ctx, l.st, h, start, findStart)
+}
+
+// findRemovable is findScaleDown's search on h, the loop's simulation
+// with the pending pods and buffers' room in it; start is the loop's
+// clock, findStart the wall clock the search's timeout runs from.
+func (a *Autoscaler) findRemovable(ctx context.Context, st *clusterstate.State, h *placement.Engine, start, findStart time.Time) (*scaleDownFindings, error) {
 	pdbs, err := a.pdbs()
 	if err != nil {
 		return nil, err
@@ -305,7 +312,9 @@ func (a *Autoscaler) ExplainScaleDown(ctx context.Context) ([]scaledown.NodeVerd
 	if err != nil {
 		return nil, err
 	}
-	f, err := a.findScaleDown(ctx, st)
+	// A loop of its own, with no requests or buffers read: nothing is
+	// served, nothing written.
+	f, err := a.newLoop(st).findScaleDown(ctx)
 	if err != nil {
 		return nil, err
 	}
