@@ -348,18 +348,7 @@ func (l *loop) scaleUpOnce(ctx context.Context, groups []*nodegroup.NodeGroup, e
 	var missing []error
 	if len(plan.ScaleUps) == 0 {
 		res.NoScaleUp = plan.NoScaleUp
-		notConsidered := excludedText(excluded)
-		for _, n := range plan.NoScaleUp {
-			pod, err := pods.get(n.Pod)
-			if err != nil {
-				missing = append(missing, err)
-				continue
-			}
-			if bufferEvents.notTriggered(pod, n.Reason) {
-				continue
-			}
-			l.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, EventNotTriggerScaleUp, "pod didn't trigger scale-up: %s%s", n.Reason, notConsidered)
-		}
+		missing = l.notTriggered(plan.NoScaleUp, pods, bufferEvents, excludedText(excluded))
 		return true, errors.Join(missing...)
 	}
 	step := plan.FirstLoop // this loop's scale-up only: later loops' nodes wait for them
@@ -386,21 +375,33 @@ func (l *loop) scaleUpOnce(ctx context.Context, groups []*nodegroup.NodeGroup, e
 	groupsText := strings.Join(texts, " ")
 	helped := r.helped
 	res.NoScaleUp = plan.NoScaleUp
-	for _, n := range plan.NoScaleUp {
-		if pod, err := pods.get(n.Pod); err == nil {
-			if !bufferEvents.notTriggered(pod, n.Reason) {
-				l.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, EventNotTriggerScaleUp, "pod didn't trigger scale-up: %s", n.Reason)
-			}
-		} else {
-			missing = append(missing, err)
-		}
-	}
+	missing = append(missing, l.notTriggered(plan.NoScaleUp, pods, bufferEvents, "")...)
 	for _, pod := range helped {
 		if !bufferEvents.triggered(pod, groupsText) {
 			l.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, EventTriggeredScaleUp, "pod triggered scale-up: [%s]", groupsText)
 		}
 	}
 	return true, errors.Join(missing...)
+}
+
+// notTriggered sends each pod the plan gives no node CA's
+// NotTriggerScaleUp event with its reason and notConsidered (the groups
+// left out, or ""); a buffer's pods count toward the buffer's one event.
+// The plan's references to pods not among pods are returned as errors.
+func (l *loop) notTriggered(noScaleUp []scaleup.NoScaleUp, pods podIndex, bufferEvents *bufferEvents, notConsidered string) []error {
+	var missing []error
+	for _, n := range noScaleUp {
+		pod, err := pods.get(n.Pod)
+		if err != nil {
+			missing = append(missing, err)
+			continue
+		}
+		if bufferEvents.notTriggered(pod, n.Reason) {
+			continue
+		}
+		l.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, EventNotTriggerScaleUp, "pod didn't trigger scale-up: %s%s", n.Reason, notConsidered)
+	}
+	return missing
 }
 
 // recordScaleUp records one group's executed scale-up: cluster state,
