@@ -37,6 +37,19 @@ gpu   0    4    1        +1   deviceclass.resource.kubernetes.io/gpu.example.com
                               example.com/gpu: 8 (DRA, DeviceClass gpu.example.com)
 `
 
+// nothingPending is a plan's sections after its groups when no pod is
+// pending.
+const nothingPending = `
+SCALE-UP
+none
+
+PLACEMENTS
+POD  NODE  DEVICES
+
+NO SCALE-UP
+every pending pod is placed
+`
+
 // A plan reads as sections a person scans: the groups and what a new
 // node offers, the scale-ups, each pod's node and devices, and why every
 // other pod gets nothing; the sections for requests, buffers, scale-down,
@@ -50,16 +63,7 @@ func TestPlanTable(t *testing.T) {
 		{name: "nothing pending", out: SimulateOutput{Plan: &scaleup.Plan{Groups: groups()[:1]}}, want: `NODE GROUPS
 NAME  MIN  MAX  CURRENT  NEW  A NEW NODE OFFERS
 cpu   1    10   1        +0   no extended resources
-
-SCALE-UP
-none
-
-PLACEMENTS
-POD  NODE  DEVICES
-
-NO SCALE-UP
-every pending pod is placed
-`},
+` + nothingPending},
 		{name: "a scale-up, a gang, placements and a pod left out", out: SimulateOutput{Plan: &scaleup.Plan{Groups: groups(),
 			ScaleUps: []scaleup.ScaleUp{
 				{NodeGroup: "gpu", NewNodes: 1, Pods: []scaleup.PodRef{pod("b")},
@@ -101,16 +105,7 @@ ml/giant  needs 9 example.com/gpu
 			Warnings:     []string{"3 ResourceSlices carry nodeAllocatableResources"}},
 			want: `NODE GROUPS
 NAME  MIN  MAX  CURRENT  NEW  A NEW NODE OFFERS
-
-SCALE-UP
-none
-
-PLACEMENTS
-POD  NODE  DEVICES
-
-NO SCALE-UP
-every pending pod is placed
-
+` + nothingPending + `
 PROVISIONING REQUESTS
 REQUEST   CLASS                                             CONDITION                               SCALE-UP  MESSAGE
 ml/train  best-effort-atomic-scale-up.autoscaling.x-k8s.io  Provisioned=True CapacityIsProvisioned  gpu +2    16 pods on new nodes

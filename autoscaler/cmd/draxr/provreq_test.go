@@ -73,18 +73,24 @@ spec:
 		if consume != "" {
 			annotations = "{autoscaling.x-k8s.io/consume-provisioning-request: " + consume + "}"
 		}
-		fmt.Fprintf(&b, `---
+		b.WriteString(pendingGPUPod(fmt.Sprintf("pod-%d", i), annotations))
+	}
+	return b.String()
+}
+
+// pendingGPUPod is a "---" document of an unschedulable pod in ml asking
+// one example.com/gpu, with annotations (YAML flow map).
+func pendingGPUPod(name, annotations string) string {
+	return fmt.Sprintf(`---
 apiVersion: v1
 kind: Pod
-metadata: {name: pod-%d, namespace: ml, annotations: %s}
+metadata: {name: %s, namespace: ml, annotations: %s}
 spec:
   containers: [{name: c, image: busybox, resources: {limits: {example.com/gpu: "1"}}}]
 status:
   phase: Pending
   conditions: [{type: PodScheduled, status: "False", reason: Unschedulable}]
-`, i, annotations)
-	}
-	return b.String()
+`, name, annotations)
 }
 
 // What draxr simulate says of each ProvisioningRequest is what
@@ -227,17 +233,7 @@ func TestSimulateConsumersWithoutTheirRequestDriveNoScaleUp(t *testing.T) {
 		if i == 8 {
 			annotation = provreq.DeprecatedConsumeAnnotation
 		}
-		fmt.Fprintf(&b, `
----
-apiVersion: v1
-kind: Pod
-metadata: {name: pod-%d, namespace: ml, annotations: {%s: train}}
-spec:
-  containers: [{name: c, image: busybox, resources: {limits: {example.com/gpu: "1"}}}]
-status:
-  phase: Pending
-  conditions: [{type: PodScheduled, status: "False", reason: Unschedulable}]
-`, i, annotation)
+		b.WriteString("\n" + pendingGPUPod(fmt.Sprintf("pod-%d", i), "{"+annotation+": train}"))
 	}
 	plan := simulatePlan(t, "-f", writeFile(t, "dump.yaml", b.String()))
 	if len(plan.ScaleUps) != 0 || len(plan.ExistingNodes) != 0 {
