@@ -270,8 +270,8 @@ func waitingForBinding(st *clusterstate.State) []scaleup.NoScaleUp {
 }
 
 // planner is the loop's planner over h for groups.
-func (a *Autoscaler) planner(h *placement.Engine, st *clusterstate.State, groups []*nodegroup.NodeGroup) *scaleup.Planner {
-	return scaleup.NewPlanner(h, scaleup.Config{Groups: groups, Expander: a.cfg.Expander, MaxNodesTotal: a.cfg.MaxNodesTotal,
+func (a *Autoscaler) planner(sim *placement.Engine, st *clusterstate.State, groups []*nodegroup.NodeGroup) *scaleup.Planner {
+	return scaleup.NewPlanner(sim, scaleup.Config{Groups: groups, Expander: a.cfg.Expander, MaxNodesTotal: a.cfg.MaxNodesTotal,
 		DaemonSets: st.Objects.DaemonSets, Limits: a.cfg.Limits, Pods: a.cfg.Pods, Gangs: st.Gangs})
 }
 
@@ -314,14 +314,14 @@ func (l *loop) scaleUp(ctx context.Context) error {
 func (l *loop) scaleUpOnce(ctx context.Context, groups []*nodegroup.NodeGroup, excluded map[string]string) (bool, error) {
 	st, res := l.st, l.res
 	start := time.Now()
-	h, err := l.sharedSimulation(ctx)
+	sim, err := l.sharedSimulation(ctx)
 	if err != nil {
 		metrics.RegisterError(metrics.ErrorInternal)
 		return true, err
 	}
-	h.Snapshot().Fork()
-	defer h.Snapshot().Revert()
-	p := l.planner(h, st, groups)
+	sim.Snapshot().Fork()
+	defer sim.Snapshot().Revert()
+	p := l.planner(sim, st, groups)
 	// A plan of many thousands of pods stops when the process is told to
 	// (SIGTERM ends ctx): nothing is asked of the cloud after that.
 	pending := oldEnough(ctx, st.Unschedulable, l.cfg.NewPodScaleUpDelay, l.cfg.Now())

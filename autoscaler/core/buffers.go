@@ -43,11 +43,11 @@ func (l *loop) placeBuffersOnce(ctx context.Context) error {
 	if l.bufferPods() == 0 || len(st.Unschedulable) > 0 || len(st.BindingNodeUnknown) > 0 {
 		return nil
 	}
-	h, err := l.sharedSimulation(ctx)
+	sim, err := l.sharedSimulation(ctx)
 	if err != nil {
 		return err
 	}
-	p := l.planner(h, st, nil)
+	p := l.planner(sim, st, nil)
 	p.FirstFit = true
 	plan, err := p.PlanContext(ctx, l.buffers.Pods)
 	if err != nil {
@@ -82,11 +82,11 @@ func (l *loop) pendingBufferPods() []*v1.Pod {
 // pods go where they fit, first fit, after the pending pods (which take
 // free room first), so a node holding a buffer's room is in use. They are
 // safe to evict: a node whose buffer pods fit elsewhere may go.
-func (l *loop) placeBufferPods(ctx context.Context, h *placement.Engine) {
+func (l *loop) placeBufferPods(ctx context.Context, sim *placement.Engine) {
 	if l.bufferPods() == 0 || l.bufferRoom.inBase {
 		return
 	}
-	p := l.planner(h, l.st, nil)
+	p := l.planner(sim, l.st, nil)
 	p.FirstFit = true
 	if _, err := p.PlanContext(ctx, l.buffers.Pods); err != nil {
 		klog.FromContext(ctx).Error(err, "Placing CapacityBuffers' pods for scale-down")

@@ -185,14 +185,14 @@ func (l *loop) simulation(ctx context.Context, failed func(error)) (*placement.E
 	if err != nil {
 		return nil, err
 	}
-	h, err := placement.New(ctx, snap, l.cfg.Profile)
+	sim, err := placement.New(ctx, snap, l.cfg.Profile)
 	if err != nil {
 		return nil, err
 	}
 	if l.requests != nil {
-		l.bookRequests(ctx, h, failed)
+		l.bookRequests(ctx, sim, failed)
 	}
-	return h, nil
+	return sim, nil
 }
 
 // sharedSimulation is the loop's simulation for scale-up and scale-down:
@@ -201,11 +201,11 @@ func (l *loop) simulation(ctx context.Context, failed func(error)) (*placement.E
 // its booking errors are the loop's own.
 func (l *loop) sharedSimulation(ctx context.Context) (*placement.Engine, error) {
 	if l.shared == nil {
-		h, err := l.simulation(ctx, l.fail)
+		sim, err := l.simulation(ctx, l.fail)
 		if err != nil {
 			return nil, err
 		}
-		l.shared = h
+		l.shared = sim
 	}
 	return l.shared, nil
 }

@@ -72,12 +72,12 @@ func (l *loop) dropConsumers() {
 // bookRequests places the pods of provisioned requests (less what real
 // pods consume) in h's snapshot. A request whose pods cannot be built
 // fails (FailedToBookCapacity); any other booking error goes to failed.
-func (l *loop) bookRequests(ctx context.Context, h *placement.Engine, failed func(error)) {
+func (l *loop) bookRequests(ctx context.Context, sim *placement.Engine, failed func(error)) {
 	booked := l.requests.Booked()
 	if len(booked) == 0 {
 		return
 	}
-	engine := provreq.Engine{Planner: l.planner(h, l.st, nil), Templates: l.cfg.ProvisioningRequests.Templates}
+	engine := provreq.Engine{Planner: l.planner(sim, l.st, nil), Templates: l.cfg.ProvisioningRequests.Templates}
 	for _, b := range engine.Book(ctx, booked, l.requests.Consumers) {
 		if b.Err == nil {
 			klog.FromContext(ctx).V(4).Info("Booked ProvisioningRequest capacity", "request", provreq.Key(b.Request),
@@ -99,12 +99,12 @@ func (l *loop) bookRequests(ctx context.Context, h *placement.Engine, failed fun
 func (l *loop) decideRequests(ctx context.Context, todo []*prv1.ProvisioningRequest) error {
 	reqs, st := l.requests, l.st
 	// Inside the requests' step its errors are the requests' own.
-	h, err := l.simulation(ctx, func(err error) { reqs.Errors = append(reqs.Errors, err) })
+	sim, err := l.simulation(ctx, func(err error) { reqs.Errors = append(reqs.Errors, err) })
 	if err != nil {
 		metrics.RegisterError(metrics.ErrorInternal)
 		return err
 	}
-	engine := provreq.Engine{Planner: l.planner(h, st, st.ScaleUpEligible()), Templates: l.cfg.ProvisioningRequests.Templates}
+	engine := provreq.Engine{Planner: l.planner(sim, st, st.ScaleUpEligible()), Templates: l.cfg.ProvisioningRequests.Templates}
 	start := time.Now()
 	var errs []error
 	for i, pr := range todo {

@@ -34,22 +34,22 @@ import (
 func (l *loop) findScaleDown(ctx context.Context) (*scaleDownFindings, error) {
 	start := l.cfg.Now()
 	findStart := time.Now()
-	h, err := l.sharedSimulation(ctx)
+	sim, err := l.sharedSimulation(ctx)
 	if err != nil {
 		metrics.RegisterError(metrics.ErrorInternal)
 		return nil, err
 	}
-	h.Snapshot().Fork()
-	defer h.Snapshot().Revert()
-	l.placePendingPods(h, l.st)
-	l.placeBufferPods(ctx, h)
-	return l.findRemovable(ctx, l.st, h, start, findStart)
+	sim.Snapshot().Fork()
+	defer sim.Snapshot().Revert()
+	l.placePendingPods(sim, l.st)
+	l.placeBufferPods(ctx, sim)
+	return l.findRemovable(ctx, l.st, sim, start, findStart)
 }
 
 // findRemovable is findScaleDown's search on h, the loop's simulation
 // with the pending pods and buffers' room in it; start is the loop's
 // clock, findStart the wall clock the search's timeout runs from.
-func (a *Autoscaler) findRemovable(ctx context.Context, st *clusterstate.State, h *placement.Engine, start, findStart time.Time) (*scaleDownFindings, error) {
+func (a *Autoscaler) findRemovable(ctx context.Context, st *clusterstate.State, sim *placement.Engine, start, findStart time.Time) (*scaleDownFindings, error) {
 	pdbs, err := a.pdbs()
 	if err != nil {
 		return nil, err
@@ -69,7 +69,7 @@ func (a *Autoscaler) findRemovable(ctx context.Context, st *clusterstate.State, 
 			groupRoom[g] = n + st.Upcoming[g] - ng.MinSize()
 		}
 	}
-	removals, rejections := scaledown.Find(h, scaledown.Options{
+	removals, rejections := scaledown.Find(sim, scaledown.Options{
 		UtilizationThreshold: a.cfg.ScaleDown.UtilizationThreshold,
 		// Each group's own threshold; the GPU one for nodes with devices.
 		ThresholdFor: func(n *v1.Node, devices bool) float64 {
@@ -194,7 +194,7 @@ func bindingRejections(st *clusterstate.State, deleting func(string) bool) []sca
 // it, as CA's filter-out-schedulable does before scale-down: a node that
 // has just come up for them is about to run them, not unneeded, however
 // long the scheduler takes to bind them.
-func (a *Autoscaler) placePendingPods(h *placement.Engine, st *clusterstate.State) {
+func (a *Autoscaler) placePendingPods(sim *placement.Engine, st *clusterstate.State) {
 	pending := st.Unschedulable
 	if len(st.BindingNodeUnknown) > 0 {
 		pending = append(slices.Clip(st.Unschedulable), st.BindingNodeUnknown...)
@@ -203,16 +203,16 @@ func (a *Autoscaler) placePendingPods(h *placement.Engine, st *clusterstate.Stat
 		return
 	}
 	var ready []string
-	for _, name := range h.Snapshot().NodeNames() {
+	for _, name := range sim.Snapshot().NodeNames() {
 		if st.Ready[name] && !a.sd.isDeleting(name) {
 			ready = append(ready, name)
 		}
 	}
 	// Nodes only fill up here: a kind of pod that fits nowhere is not
 	// tried again, so thousands of pods no node can take cost one try.
-	kinds := newPendingKinds(h.Snapshot(), pending)
+	kinds := newPendingKinds(sim.Snapshot(), pending)
 	fitsNowhere := map[string]bool{}
-	room := h.NewCandidates()
+	room := sim.NewCandidates()
 	for _, pod := range pending {
 		kind := kinds.of(pod)
 		if fitsNowhere[kind] {
@@ -224,7 +224,7 @@ func (a *Autoscaler) placePendingPods(h *placement.Engine, st *clusterstate.Stat
 			fitsNowhere[kind] = true
 			continue
 		}
-		if _, _, ferr := h.PlaceOnAnyNode(pod, candidates); ferr != nil {
+		if _, _, ferr := sim.PlaceOnAnyNode(pod, candidates); ferr != nil {
 			fitsNowhere[kind] = true // it stays pending
 		}
 	}

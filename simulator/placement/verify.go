@@ -21,7 +21,7 @@ const VerifyShortcutsBuilt = verifyBuilt
 
 // VerifiesShortcuts reports whether the shortcuts are held to the full
 // path (VerifyShortcutsEnv), for callers with shortcuts of their own.
-func (h *Engine) VerifiesShortcuts() bool { return h.verify }
+func (eng *Engine) VerifiesShortcuts() bool { return eng.verify }
 
 // ShortcutDiffers stops the process: a shortcut gave another answer than
 // the full path, so a plan could be wrong. A panic, not an error: it
@@ -35,8 +35,8 @@ func ShortcutDiffers(shortcut, format string, args ...any) {
 
 // VerifyRejects holds a shortcut that ruled the pod out of a node to the
 // full path: PreFilter and Filter must reject it there too.
-func (h *Engine) VerifyRejects(shortcut string, pod *v1.Pod, nodeName string) {
-	if h.CheckPredicates(pod, nodeName) == nil {
+func (eng *Engine) VerifyRejects(shortcut string, pod *v1.Pod, nodeName string) {
+	if eng.CheckPredicates(pod, nodeName) == nil {
 		ShortcutDiffers(shortcut, "it ruled pod %s out of node %s, which the scheduler's plugins accept", podKey(pod), nodeName)
 	}
 }
@@ -44,36 +44,36 @@ func (h *Engine) VerifyRejects(shortcut string, pod *v1.Pod, nodeName string) {
 // verifyReplicate holds Replicate to the full path: where the copy
 // succeeds, placing the pods one by one on dstNode must fit every pod and
 // give each the devices the copy gives it. Both run on forks, undone.
-func (h *Engine) verifyReplicate(srcNode string, srcPods []*v1.Pod, dstNode string, pods []*v1.Pod) {
+func (eng *Engine) verifyReplicate(srcNode string, srcPods []*v1.Pod, dstNode string, pods []*v1.Pod) {
 	copied := make([][]string, len(pods))
-	h.snap.Fork()
-	err := h.replicateAll(srcNode, srcPods, dstNode, pods)
+	eng.snap.Fork()
+	err := eng.replicateAll(srcNode, srcPods, dstNode, pods)
 	for i := range pods {
-		if placed, _, ok := h.snap.Pod(pods[i].UID); ok && err == nil {
-			copied[i] = h.devicesOf(placed)
+		if placed, _, ok := eng.snap.Pod(pods[i].UID); ok && err == nil {
+			copied[i] = eng.devicesOf(placed)
 		}
 	}
-	h.snap.Revert()
+	eng.snap.Revert()
 	if err != nil {
 		return // the copy refuses: nothing is placed, nothing to compare
 	}
-	h.snap.Fork()
-	defer h.snap.Revert()
+	eng.snap.Fork()
+	defer eng.snap.Revert()
 	for i, pod := range pods {
-		placed, ferr := h.Place(pod, dstNode)
+		placed, ferr := eng.Place(pod, dstNode)
 		if ferr != nil {
 			ShortcutDiffers("Replicate", "pod %s was copied onto node %s, which the scheduler's plugins reject: %s", podKey(pod), dstNode, ferr.Error())
 		}
-		if got := h.devicesOf(placed); !slices.Equal(got, copied[i]) {
+		if got := eng.devicesOf(placed); !slices.Equal(got, copied[i]) {
 			ShortcutDiffers("Replicate", "pod %s was copied onto node %s with devices %v, the scheduler's plugins give it %v", podKey(pod), dstNode, copied[i], got)
 		}
 	}
 }
 
 // devicesOf lists the devices a placed pod's claims hold, sorted.
-func (h *Engine) devicesOf(pod *v1.Pod) []string {
+func (eng *Engine) devicesOf(pod *v1.Pod) []string {
 	var out []string
-	for _, c := range h.ClaimsOf(pod) {
+	for _, c := range eng.ClaimsOf(pod) {
 		if c.Status.Allocation == nil {
 			continue
 		}
