@@ -3,6 +3,9 @@
 GO ?= go
 BIN := bin
 PKGS := ./...
+# Test builds honour DRAXR_VERIFY_SHORTCUTS (docs/shortcuts.md); shipped
+# binaries, built without the tag, never read it.
+TEST_TAGS := -tags draxrverify
 BENCH_COUNT ?= 6
 BENCH_PKGS ?= ./simulator/... ./autoscaler/...
 
@@ -67,7 +70,7 @@ example: build
 # The end-to-end tests need the control-plane binaries; building them here
 # keeps a cold build out of go test's per-package timeout.
 test: controlplane kueue
-	$(GO) test -count=1 -timeout 30m $(PKGS)
+	$(GO) test $(TEST_TAGS) -count=1 -timeout 30m $(PKGS)
 
 # The Cluster API suite alone (real CAPI controllers in process; make test
 # runs it too); its last line is the suite's summary.
@@ -81,7 +84,7 @@ e2e-clusterapi: controlplane
 # planned, then replayed on a control plane with draxr-scheduler; one line
 # per scenario.
 fidelity: controlplane
-	$(GO) test ./test/e2e/ -run TestFidelityOracle -count=1 -v -timeout 15m
+	$(GO) test $(TEST_TAGS) ./test/e2e/ -run TestFidelityOracle -count=1 -v -timeout 15m
 
 # The 600-pod bulk scale-up end to end alone (make test runs it too); it
 # logs the seconds from the first pending pod to the last bound one.
@@ -142,10 +145,10 @@ bench-live: controlplane
 # Every test that needs no control plane: the end-to-end and other
 # control-plane tests skip themselves under -short.
 test-unit:
-	$(GO) test -short -count=1 -timeout 10m $(PKGS)
+	$(GO) test $(TEST_TAGS) -short -count=1 -timeout 10m $(PKGS)
 
 test-race:
-	$(GO) test -short -race -count=1 -timeout 20m $(PKGS)
+	$(GO) test $(TEST_TAGS) -short -race -count=1 -timeout 20m $(PKGS)
 
 # golangci-lint v2, installed once per version into .cache/bin.
 GOLANGCI_LINT_VERSION = v2.15.0
@@ -157,6 +160,7 @@ lint: gofmt-check golangci-lint
 # so that a Kubernetes bump cannot leave them broken unseen.
 vet-tagged:
 	$(GO) vet -tags benchlive,schedulerperf ./test/benchlive/ ./test/schedulerperf/
+	$(GO) vet $(TEST_TAGS) ./simulator/placement/
 
 golangci-lint: $(GOLANGCI_LINT)
 	$(GOLANGCI_LINT) run $(PKGS)

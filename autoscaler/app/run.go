@@ -296,8 +296,7 @@ func newBuffers(o *options, cfg *rest.Config, client kubernetes.Interface, facto
 	if !o.bufferController && !o.bufferInjection {
 		return nil, nil, nil
 	}
-	jsonCfg := rest.CopyConfig(cfg)
-	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = "application/json", "application/json"
+	jsonCfg := view.JSONOnly(cfg)
 	dyn, err := dynamic.NewForConfig(jsonCfg)
 	if err != nil {
 		return nil, nil, err
@@ -307,8 +306,7 @@ func newBuffers(o *options, cfg *rest.Config, client kubernetes.Interface, facto
 		return nil, nil, err
 	}
 	gvr := capacitybuffer.GroupVersionResource()
-	resources, err := disco.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
-	if err != nil || !servesResource(resources, gvr.Resource) {
+	if err := view.CheckServed(disco, gvr); err != nil {
 		return nil, nil, fmt.Errorf("--capacity-buffer-*-enabled: the API server does not serve %s.%s (%v); "+
 			"install the CRD (charts/draxr/crds/)", gvr.Resource, gvr.GroupVersion(), err)
 	}
@@ -332,8 +330,7 @@ func watchVolcano(ctx context.Context, o *options, cfg *rest.Config, cluster *vi
 	if !slices.Contains(o.pods.BypassedSchedulerNames, gang.VolcanoScheduler) {
 		return nil, nil
 	}
-	jsonCfg := rest.CopyConfig(cfg)
-	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = "application/json", "application/json"
+	jsonCfg := view.JSONOnly(cfg)
 	disco, err := discovery.NewDiscoveryClientForConfig(jsonCfg)
 	if err != nil {
 		return nil, err
@@ -398,17 +395,12 @@ func newProvisioningRequests(ctx context.Context, o *options, cfg *rest.Config, 
 	if !o.enableProvisioningRequests {
 		return nil, nil, nil
 	}
-	// A CRD is served in JSON only (the clientset's default may be
-	// protobuf, from --kube-api-content-type).
-	jsonCfg := rest.CopyConfig(cfg)
-	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = "application/json", "application/json"
-	client, err := prclient.NewForConfig(jsonCfg)
+	client, err := prclient.NewForConfig(view.JSONOnly(cfg))
 	if err != nil {
 		return nil, nil, err
 	}
 	gv := prv1.SchemeGroupVersion.String()
-	resources, err := client.Discovery().ServerResourcesForGroupVersion(gv)
-	if err != nil || !servesResource(resources, "provisioningrequests") {
+	if err := view.CheckServed(client.Discovery(), prv1.SchemeGroupVersion.WithResource("provisioningrequests")); err != nil {
 		return nil, nil, fmt.Errorf("--enable-provisioning-requests: the API server does not serve provisioningrequests.%s (%v); "+
 			"install the CRD (the chart's provisioningRequests.installCRD, or charts/draxr/crds/)", gv, err)
 	}
@@ -422,18 +414,6 @@ func newProvisioningRequests(ctx context.Context, o *options, cfg *rest.Config, 
 	}
 	klog.FromContext(ctx).Info("Serving ProvisioningRequests", "batch", pcfg.BatchProcessing, "processorInstance", pcfg.ProcessorInstance)
 	return provisioning.New(pcfg), prFactory, nil
-}
-
-func servesResource(list *metav1.APIResourceList, name string) bool {
-	if list == nil {
-		return false
-	}
-	for _, r := range list.APIResources {
-		if r.Name == name {
-			return true
-		}
-	}
-	return false
 }
 
 // The local provider's own API rate: many kubelets' worth.

@@ -163,16 +163,12 @@ func Run(ctx context.Context, cfg Config, objs *input.Objects, now time.Time) (*
 	l := &Loop{Buffers: map[string]*cb.CapacityBuffer{}}
 	var all []*cb.CapacityBuffer
 	for _, o := range list {
-		u, ok := o.(*unstructured.Unstructured)
-		if !ok {
+		b, ok, err := cb.FromLister(o)
+		if err != nil {
+			l.Errors = append(l.Errors, err)
 			continue
 		}
-		b := &cb.CapacityBuffer{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, b); err != nil {
-			l.Errors = append(l.Errors, fmt.Errorf("CapacityBuffer %s/%s: %w", u.GetNamespace(), u.GetName(), err))
-			continue
-		}
-		if b.Strategy() == cb.ActiveCapacity {
+		if ok && b.Strategy() == cb.ActiveCapacity {
 			all = append(all, b)
 		}
 	}

@@ -125,7 +125,11 @@ type ScaleDownConfig struct {
 	ScaleDownActuation
 }
 
-// Autoscaler runs loops.
+// Autoscaler runs loops. It keeps the configuration and what deliberately
+// carries over from one loop to the next (since when nodes are unneeded,
+// the scale-down state, backoff in the cluster state, condition times,
+// pod infos); everything one loop computes belongs to its loop value
+// (loop.go) and is dropped with it.
 type Autoscaler struct {
 	cfg           Config
 	unneededSince map[string]time.Time
@@ -144,19 +148,6 @@ type Autoscaler struct {
 	// podInfos carries the running pods' computed requests from one
 	// loop's snapshot to the next.
 	podInfos *snapshot.PodInfos
-	// requests is this loop's view of the ProvisioningRequests (nil when
-	// they are not served): every simulation books their capacity.
-	requests *provisioning.Loop
-	// buffers is this loop's CapacityBuffers and their pods (nil when not
-	// served).
-	buffers *buffers.Loop
-	// shared is this loop's simulation for scale-up and scale-down, built
-	// once (after the requests are decided); each step forks it and
-	// reverts what it changed.
-	shared *placement.Engine
-	// bufferRoom is where this loop's buffer pods stand in the shared
-	// simulation (placeBuffersOnce).
-	bufferRoom bufferRoom
 }
 
 // New returns an autoscaler.
@@ -242,6 +233,8 @@ type LoopResult struct {
 	WouldCall []string
 	// ProvisioningRequests are the requests decided this loop.
 	ProvisioningRequests []provreq.Report
+	// BufferPods counts the CapacityBuffers' pods this loop kept room for.
+	BufferPods int
 }
 
 // readClusterState reads the loop's state; with act, the cluster state's
@@ -257,125 +250,6 @@ func (a *Autoscaler) readClusterState(ctx context.Context, act bool) (*clusterst
 		ApplyClusterActions(ctx, a.clusterState, as.Actions, a.cfg.Now())
 	}
 	return a.clusterState.State(as)
-}
-
-// RunOnce runs one loop. Errors from the provider are reported and
-// returned; the caller keeps looping.
-func (a *Autoscaler) RunOnce(ctx context.Context) (*LoopResult, error) {
-	start := time.Now()
-	metrics.UpdateLastTime(metrics.FunctionMain, a.cfg.Now())
-	defer metrics.UpdateDurationFromStart(metrics.FunctionMain, start)
-	logger := klog.FromContext(ctx)
-
-	refreshStart := time.Now()
-	err := a.cfg.Provider.Refresh(ctx)
-	metrics.UpdateDurationFromStart(metrics.FunctionRefresh, refreshStart)
-	if err != nil {
-		metrics.RegisterError(metrics.ErrorCloudProvider)
-		return nil, err
-	}
-	updateStart := time.Now()
-	st, err := a.readClusterState(ctx, true)
-	metrics.UpdateDurationFromStart(metrics.FunctionUpdateState, updateStart)
-	if err != nil {
-		metrics.RegisterError(metrics.ErrorAPICall)
-		return nil, err
-	}
-	metrics.UpdateLastTime(metrics.FunctionAutoscaling, a.cfg.Now())
-	for _, err := range st.Errors {
-		// One node or group: reported, the loop goes on for the others.
-		metrics.RegisterError(metrics.ErrorCloudProvider)
-		logger.Error(err, "Cluster state")
-	}
-	a.recordStateMetrics(st)
-	if err := a.scaleDownHousekeeping(ctx, st); err != nil {
-		logger.Error(err, "Removing stale scale-down taints")
-	}
-	res := &LoopResult{Unschedulable: len(st.Unschedulable), Upcoming: st.Upcoming, GivenUp: st.GivenUp, Healthy: st.Healthy}
-	a.reportGroupErrors(ctx, res)
-	if !st.Healthy {
-		a.clusterUnhealthy(st)
-	}
-
-	var runErr error
-	a.shared, a.bufferRoom = nil, bufferRoom{}
-	defer func() { a.shared, a.bufferRoom = nil, bufferRoom{} }()
-	if a.cfg.ProvisioningRequests != nil {
-		runErr = a.serveRequests(ctx, st, res)
-	}
-	a.buffers = nil
-	if a.cfg.Buffers != nil {
-		l, err := buffers.Run(ctx, *a.cfg.Buffers, st.Objects, a.cfg.Now())
-		if err != nil {
-			runErr = errors.Join(runErr, err)
-		} else {
-			a.buffers = l
-			runErr = errors.Join(append([]error{runErr}, l.Errors...)...)
-		}
-	}
-	if len(st.Unschedulable) > 0 || a.bufferPods() > 0 {
-		// Buffer pods that fit stay, for scale-up and scale-down alike.
-		if err := a.placeBuffersOnce(ctx, st); err != nil {
-			runErr = errors.Join(runErr, err)
-		}
-	}
-	if (len(st.Unschedulable) > 0 || len(a.pendingBufferPods()) > 0) && res.ScaleUp == nil {
-		metrics.UpdateLastTime(metrics.FunctionScaleUp, a.cfg.Now())
-		scaleUpStart := time.Now()
-		runErr = errors.Join(runErr, a.scaleUp(ctx, st, res))
-		metrics.UpdateDurationFromStart(metrics.FunctionScaleUp, scaleUpStart)
-	}
-	res.NoScaleUp = append(res.NoScaleUp, waitingForBinding(st)...)
-	metrics.UpdateScaleDownInCooldown(a.scaleDownInCooldown())
-	// Scale-down goes on while a group fails to scale up, but not while
-	// the cluster is unhealthy.
-	if st.Healthy && res.ScaleUp == nil && a.cfg.ScaleDown.Enabled && a.cfg.Now().Sub(a.lastScaleUp) >= a.cfg.ScaleDown.DelayAfterAdd {
-		metrics.UpdateLastTime(metrics.FunctionScaleDown, a.cfg.Now())
-		scaleDownStart := time.Now()
-		runErr = errors.Join(runErr, a.scaleDown(ctx, st, res))
-		metrics.UpdateDurationFromStart(metrics.FunctionScaleDown, scaleDownStart)
-	}
-	if a.dryRun != nil {
-		res.DryRun = true
-		for _, c := range a.dryRun.Calls() {
-			res.WouldCall = append(res.WouldCall, c.String())
-		}
-	}
-	a.recordLoopMetrics(res)
-	a.writeStatus(ctx, st, res, runErr)
-	logger.V(2).Info("Loop done", "unschedulable", res.Unschedulable, "upcoming", res.Upcoming,
-		"scaleUp", res.ScaleUp != nil, "unneeded", len(res.Unneeded), "removed", res.Removed, "err", runErr)
-	return res, runErr
-}
-
-// simulation builds a fresh snapshot and placement engine for this loop's state.
-func (a *Autoscaler) simulation(ctx context.Context, st *clusterstate.State) (*placement.Engine, error) {
-	snap, err := st.Objects.Snapshot(a.podInfos)
-	if err != nil {
-		return nil, err
-	}
-	h, err := placement.New(ctx, snap, a.cfg.Profile)
-	if err != nil {
-		return nil, err
-	}
-	if a.requests != nil {
-		a.bookRequests(ctx, h, st)
-	}
-	return h, nil
-}
-
-// sharedSimulation is the loop's simulation for scale-up and scale-down:
-// built once, a snapshot of tens of thousands of pods is not built twice.
-// Callers fork it and revert.
-func (a *Autoscaler) sharedSimulation(ctx context.Context, st *clusterstate.State) (*placement.Engine, error) {
-	if a.shared == nil {
-		h, err := a.simulation(ctx, st)
-		if err != nil {
-			return nil, err
-		}
-		a.shared = h
-	}
-	return a.shared, nil
 }
 
 // waitingForBinding says of each pod the scheduler is binding whose
@@ -396,8 +270,8 @@ func waitingForBinding(st *clusterstate.State) []scaleup.NoScaleUp {
 }
 
 // planner is the loop's planner over h for groups.
-func (a *Autoscaler) planner(h *placement.Engine, st *clusterstate.State, groups []*nodegroup.NodeGroup) *scaleup.Planner {
-	return scaleup.NewPlanner(h, scaleup.Config{Groups: groups, Expander: a.cfg.Expander, MaxNodesTotal: a.cfg.MaxNodesTotal,
+func (a *Autoscaler) planner(sim *placement.Engine, st *clusterstate.State, groups []*nodegroup.NodeGroup) *scaleup.Planner {
+	return scaleup.NewPlanner(sim, scaleup.Config{Groups: groups, Expander: a.cfg.Expander, MaxNodesTotal: a.cfg.MaxNodesTotal,
 		DaemonSets: st.Objects.DaemonSets, Limits: a.cfg.Limits, Pods: a.cfg.Pods, Gangs: st.Gangs})
 }
 
@@ -413,7 +287,8 @@ func (a *Autoscaler) clusterUnhealthy(st *clusterstate.State) {
 // step, as one loop of the Cluster Autoscaler would. Groups backed off or
 // unhealthy are left out of the plan; a group whose IncreaseSize fails is
 // backed off and the plan is made again without it, in this same loop.
-func (a *Autoscaler) scaleUp(ctx context.Context, st *clusterstate.State, res *LoopResult) error {
+func (l *loop) scaleUp(ctx context.Context) error {
+	st, res := l.st, l.res
 	groups := st.ScaleUpEligible()
 	excluded := map[string]string{}
 	for g, why := range st.NotForScaleUp {
@@ -421,7 +296,7 @@ func (a *Autoscaler) scaleUp(ctx context.Context, st *clusterstate.State, res *L
 	}
 	var errs []error
 	for {
-		done, err := a.scaleUpOnce(ctx, st, groups, excluded, res)
+		done, err := l.scaleUpOnce(ctx, groups, excluded)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -436,23 +311,23 @@ func (a *Autoscaler) scaleUp(ctx context.Context, st *clusterstate.State, res *L
 // scaleUpOnce plans with groups and asks the chosen group for nodes. It
 // returns done=false when that group's IncreaseSize failed (recorded in
 // res.FailedScaleUps and excluded), so the caller plans again.
-func (a *Autoscaler) scaleUpOnce(ctx context.Context, st *clusterstate.State, groups []*nodegroup.NodeGroup,
-	excluded map[string]string, res *LoopResult) (bool, error) {
+func (l *loop) scaleUpOnce(ctx context.Context, groups []*nodegroup.NodeGroup, excluded map[string]string) (bool, error) {
+	st, res := l.st, l.res
 	start := time.Now()
-	h, err := a.sharedSimulation(ctx, st)
+	sim, err := l.sharedSimulation(ctx)
 	if err != nil {
 		metrics.RegisterError(metrics.ErrorInternal)
 		return true, err
 	}
-	h.Snapshot().Fork()
-	defer h.Snapshot().Revert()
-	p := a.planner(h, st, groups)
+	sim.Snapshot().Fork()
+	defer sim.Snapshot().Revert()
+	p := l.planner(sim, st, groups)
 	// A plan of many thousands of pods stops when the process is told to
 	// (SIGTERM ends ctx): nothing is asked of the cloud after that.
-	pending := oldEnough(ctx, st.Unschedulable, a.cfg.NewPodScaleUpDelay, a.cfg.Now())
+	pending := oldEnough(ctx, st.Unschedulable, l.cfg.NewPodScaleUpDelay, l.cfg.Now())
 	// After every real pod (they were created now): real pods take free
 	// room first, a buffer's pods the rest, or new nodes.
-	pending = append(pending, a.pendingBufferPods()...)
+	pending = append(pending, l.pendingBufferPods()...)
 	plan, err := p.PlanContext(ctx, pending)
 	metrics.UpdateDurationFromStart(metrics.FunctionEstimate, start)
 	if err != nil {
@@ -461,11 +336,11 @@ func (a *Autoscaler) scaleUpOnce(ctx context.Context, st *clusterstate.State, gr
 		}
 		return true, err
 	}
-	a.maxNodesTotalReached(plan.NoScaleUp)
+	l.maxNodesTotalReached(plan.NoScaleUp)
 	pods := podsByUID(st.Unschedulable)
-	bufferEvents := newBufferEvents(a)
-	if a.buffers != nil {
-		for _, p := range a.buffers.Pods {
+	bufferEvents := newBufferEvents(l)
+	if l.buffers != nil {
+		for _, p := range l.buffers.Pods {
 			pods[p.UID] = p
 		}
 	}
@@ -473,25 +348,14 @@ func (a *Autoscaler) scaleUpOnce(ctx context.Context, st *clusterstate.State, gr
 	var missing []error
 	if len(plan.ScaleUps) == 0 {
 		res.NoScaleUp = plan.NoScaleUp
-		notConsidered := excludedText(excluded)
-		for _, n := range plan.NoScaleUp {
-			pod, err := pods.get(n.Pod)
-			if err != nil {
-				missing = append(missing, err)
-				continue
-			}
-			if bufferEvents.notTriggered(pod, n.Reason) {
-				continue
-			}
-			a.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, EventNotTriggerScaleUp, "pod didn't trigger scale-up: %s%s", n.Reason, notConsidered)
-		}
+		missing = l.notTriggered(plan.NoScaleUp, pods, bufferEvents, excludedText(excluded))
 		return true, errors.Join(missing...)
 	}
 	step := plan.FirstLoop // this loop's scale-up only: later loops' nodes wait for them
 	if len(step) == 0 {
 		step = plan.ScaleUps[:1]
 	}
-	r := a.executeStep(ctx, st, step, pods, res, false)
+	r := l.executeStep(ctx, st, step, pods, res, false)
 	if r.err != nil {
 		missing = append(missing, r.err)
 	}
@@ -511,21 +375,33 @@ func (a *Autoscaler) scaleUpOnce(ctx context.Context, st *clusterstate.State, gr
 	groupsText := strings.Join(texts, " ")
 	helped := r.helped
 	res.NoScaleUp = plan.NoScaleUp
-	for _, n := range plan.NoScaleUp {
-		if pod, err := pods.get(n.Pod); err == nil {
-			if !bufferEvents.notTriggered(pod, n.Reason) {
-				a.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, EventNotTriggerScaleUp, "pod didn't trigger scale-up: %s", n.Reason)
-			}
-		} else {
-			missing = append(missing, err)
-		}
-	}
+	missing = append(missing, l.notTriggered(plan.NoScaleUp, pods, bufferEvents, "")...)
 	for _, pod := range helped {
 		if !bufferEvents.triggered(pod, groupsText) {
-			a.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, EventTriggeredScaleUp, "pod triggered scale-up: [%s]", groupsText)
+			l.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, EventTriggeredScaleUp, "pod triggered scale-up: [%s]", groupsText)
 		}
 	}
 	return true, errors.Join(missing...)
+}
+
+// notTriggered sends each pod the plan gives no node CA's
+// NotTriggerScaleUp event with its reason and notConsidered (the groups
+// left out, or ""); a buffer's pods count toward the buffer's one event.
+// The plan's references to pods not among pods are returned as errors.
+func (l *loop) notTriggered(noScaleUp []scaleup.NoScaleUp, pods podIndex, bufferEvents *bufferEvents, notConsidered string) []error {
+	var missing []error
+	for _, n := range noScaleUp {
+		pod, err := pods.get(n.Pod)
+		if err != nil {
+			missing = append(missing, err)
+			continue
+		}
+		if bufferEvents.notTriggered(pod, n.Reason) {
+			continue
+		}
+		l.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, EventNotTriggerScaleUp, "pod didn't trigger scale-up: %s%s", n.Reason, notConsidered)
+	}
+	return missing
 }
 
 // recordScaleUp records one group's executed scale-up: cluster state,

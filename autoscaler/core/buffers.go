@@ -9,17 +9,16 @@ import (
 	"k8s.io/klog/v2"
 
 	"draxr.dev/draxr/autoscaler/buffers"
-	"draxr.dev/draxr/autoscaler/clusterstate"
 	cb "draxr.dev/draxr/simulator/capacitybuffer"
 	"draxr.dev/draxr/simulator/placement"
 )
 
 // bufferPods counts this loop's buffer pods.
-func (a *Autoscaler) bufferPods() int {
-	if a.buffers == nil {
+func (l *loop) bufferPods() int {
+	if l.buffers == nil {
 		return 0
 	}
-	return len(a.buffers.Pods)
+	return len(l.buffers.Pods)
 }
 
 // bufferRoom says whether this loop's buffer pods that fit are placed in
@@ -35,21 +34,22 @@ type bufferRoom struct {
 // scale-down would each place them alike after the pending pods (none),
 // so they are placed once, and only those that do not fit are planned
 // for. With real pods pending each step places them after those.
-func (a *Autoscaler) placeBuffersOnce(ctx context.Context, st *clusterstate.State) error {
-	if a.bufferRoom.decided {
+func (l *loop) placeBuffersOnce(ctx context.Context) error {
+	if l.bufferRoom.decided {
 		return nil
 	}
-	a.bufferRoom.decided = true
-	if a.bufferPods() == 0 || len(st.Unschedulable) > 0 || len(st.BindingNodeUnknown) > 0 {
+	l.bufferRoom.decided = true
+	st := l.st
+	if l.bufferPods() == 0 || len(st.Unschedulable) > 0 || len(st.BindingNodeUnknown) > 0 {
 		return nil
 	}
-	h, err := a.sharedSimulation(ctx, st)
+	sim, err := l.sharedSimulation(ctx)
 	if err != nil {
 		return err
 	}
-	p := a.planner(h, st, nil)
+	p := l.planner(sim, st, nil)
 	p.FirstFit = true
-	plan, err := p.PlanContext(ctx, a.buffers.Pods)
+	plan, err := p.PlanContext(ctx, l.buffers.Pods)
 	if err != nil {
 		return err
 	}
@@ -57,38 +57,38 @@ func (a *Autoscaler) placeBuffersOnce(ctx context.Context, st *clusterstate.Stat
 	for _, n := range plan.NoScaleUp {
 		left[n.Pod.String()] = true
 	}
-	for _, pod := range a.buffers.Pods {
+	for _, pod := range l.buffers.Pods {
 		if left[pod.Namespace+"/"+pod.Name] {
-			a.bufferRoom.unplaced = append(a.bufferRoom.unplaced, pod)
+			l.bufferRoom.unplaced = append(l.bufferRoom.unplaced, pod)
 		}
 	}
-	a.bufferRoom.inBase = true
+	l.bufferRoom.inBase = true
 	return nil
 }
 
 // pendingBufferPods are the buffer pods scale-up plans for: those not
 // placed in the shared simulation.
-func (a *Autoscaler) pendingBufferPods() []*v1.Pod {
-	if a.bufferRoom.inBase {
-		return a.bufferRoom.unplaced
+func (l *loop) pendingBufferPods() []*v1.Pod {
+	if l.bufferRoom.inBase {
+		return l.bufferRoom.unplaced
 	}
-	if a.buffers == nil {
+	if l.buffers == nil {
 		return nil
 	}
-	return a.buffers.Pods
+	return l.buffers.Pods
 }
 
 // placeBufferPods keeps the buffers' room in a scale-down simulation: their
 // pods go where they fit, first fit, after the pending pods (which take
 // free room first), so a node holding a buffer's room is in use. They are
 // safe to evict: a node whose buffer pods fit elsewhere may go.
-func (a *Autoscaler) placeBufferPods(ctx context.Context, h *placement.Engine, st *clusterstate.State) {
-	if a.bufferPods() == 0 || a.bufferRoom.inBase {
+func (l *loop) placeBufferPods(ctx context.Context, sim *placement.Engine) {
+	if l.bufferPods() == 0 || l.bufferRoom.inBase {
 		return
 	}
-	p := a.planner(h, st, nil)
+	p := l.planner(sim, l.st, nil)
 	p.FirstFit = true
-	if _, err := p.PlanContext(ctx, a.buffers.Pods); err != nil {
+	if _, err := p.PlanContext(ctx, l.buffers.Pods); err != nil {
 		klog.FromContext(ctx).Error(err, "Placing CapacityBuffers' pods for scale-down")
 	}
 }
@@ -97,13 +97,13 @@ func (a *Autoscaler) placeBufferPods(ctx context.Context, h *placement.Engine, s
 // a buffer gets one event, its pods none (CA's TriggeredScaleUp and
 // NotTriggerScaleUp on the buffer).
 type bufferEvents struct {
-	a         *Autoscaler
+	l         *loop
 	triggers  map[string]map[string]int // buffer -> groups text -> pods
 	notTriggs map[string]map[string]int // buffer -> reason -> pods
 }
 
-func newBufferEvents(a *Autoscaler) *bufferEvents {
-	return &bufferEvents{a: a, triggers: map[string]map[string]int{}, notTriggs: map[string]map[string]int{}}
+func newBufferEvents(l *loop) *bufferEvents {
+	return &bufferEvents{l: l, triggers: map[string]map[string]int{}, notTriggs: map[string]map[string]int{}}
 }
 
 func (e *bufferEvents) key(pod *v1.Pod) (string, bool) {
@@ -142,25 +142,25 @@ func add(m map[string]map[string]int, k, v string) {
 
 // emit sends each buffer its event.
 func (e *bufferEvents) emit() {
-	if e.a.buffers == nil || e.a.cfg.Recorder == nil {
+	if e.l.buffers == nil || e.l.cfg.Recorder == nil {
 		return
 	}
 	for k, byGroups := range e.triggers {
-		b := e.a.buffers.Buffers[k]
+		b := e.l.buffers.Buffers[k]
 		if b == nil {
 			continue
 		}
 		n, texts := summary(byGroups)
-		e.a.cfg.Recorder.Eventf(buffers.Ref(b), v1.EventTypeNormal, EventTriggeredScaleUp,
+		e.l.cfg.Recorder.Eventf(buffers.Ref(b), v1.EventTypeNormal, EventTriggeredScaleUp,
 			"capacity buffer %d fake pods triggered scale-up: [%s]", n, texts)
 	}
 	for k, reasons := range e.notTriggs {
-		b := e.a.buffers.Buffers[k]
+		b := e.l.buffers.Buffers[k]
 		if b == nil {
 			continue
 		}
 		n, texts := summary(reasons)
-		e.a.cfg.Recorder.Eventf(buffers.Ref(b), v1.EventTypeNormal, EventNotTriggerScaleUp,
+		e.l.cfg.Recorder.Eventf(buffers.Ref(b), v1.EventTypeNormal, EventNotTriggerScaleUp,
 			"capacity buffer %d fake pods didn't trigger scale-up: %s", n, texts)
 	}
 }

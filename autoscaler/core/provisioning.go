@@ -12,9 +12,7 @@ import (
 	prv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
 	"k8s.io/klog/v2"
 
-	"draxr.dev/draxr/autoscaler/clusterstate"
 	"draxr.dev/draxr/autoscaler/metrics"
-	"draxr.dev/draxr/autoscaler/provisioning"
 	"draxr.dev/draxr/simulator/placement"
 	"draxr.dev/draxr/simulator/provreq"
 )
@@ -26,30 +24,34 @@ const maxConsumerEvents = 50
 // requests to decide on a simulation that books the capacity of the
 // provisioned ones; an atomic scale-up is executed here (and is then the
 // loop's scale-up). Pods that consume a request never drive a regular
-// scale-up: they are dropped from st.Unschedulable.
-func (a *Autoscaler) serveRequests(ctx context.Context, st *clusterstate.State, res *LoopResult) error {
-	a.requests = nil
-	l, err := a.cfg.ProvisioningRequests.Start(ctx, st.Objects.RunningPods, a.cfg.Now())
+// scale-up: they are dropped from the loop's unschedulable pods.
+func (l *loop) serveRequests(ctx context.Context) {
+	if l.cfg.ProvisioningRequests == nil {
+		return
+	}
+	reqs, err := l.cfg.ProvisioningRequests.Start(ctx, l.st.Objects.RunningPods, l.cfg.Now())
 	if err != nil {
 		metrics.RegisterError(metrics.ErrorAPICall)
-		return err
+		l.fail(err)
+		return
 	}
-	a.requests = l
-	a.dropConsumers(st)
-	todo := l.ToDecide()
+	l.requests = reqs
+	l.dropConsumers()
+	todo := reqs.ToDecide()
 	if len(todo) > 0 {
-		if err := a.decideRequests(ctx, st, l, todo, res); err != nil {
-			l.Errors = append(l.Errors, err)
+		if err := l.decideRequests(ctx, todo); err != nil {
+			reqs.Errors = append(reqs.Errors, err)
 		}
 	}
-	l.Log(ctx)
-	metrics.UpdateProvisioningRequests(requestCounts(l.Served))
-	return l.Err()
+	reqs.Log(ctx)
+	metrics.UpdateProvisioningRequests(requestCounts(reqs.Served))
+	l.fail(reqs.Err())
 }
 
 // dropConsumers takes pods that consume a ProvisioningRequest out of the
 // regular scale-up, with an event on each (at most maxConsumerEvents).
-func (a *Autoscaler) dropConsumers(st *clusterstate.State) {
+func (l *loop) dropConsumers() {
+	st := l.st
 	kept := st.Unschedulable[:0:0]
 	events := 0
 	for _, pod := range st.Unschedulable {
@@ -58,9 +60,9 @@ func (a *Autoscaler) dropConsumers(st *clusterstate.State) {
 			kept = append(kept, pod)
 			continue
 		}
-		if events < maxConsumerEvents && a.cfg.Recorder != nil {
+		if events < maxConsumerEvents && l.cfg.Recorder != nil {
 			events++
-			a.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, EventNotTriggerScaleUp,
+			l.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, EventNotTriggerScaleUp,
 				"Unschedulable pod didn't trigger scale-up, because it's consuming ProvisioningRequest %s/%s", pod.Namespace, name)
 		}
 	}
@@ -69,46 +71,47 @@ func (a *Autoscaler) dropConsumers(st *clusterstate.State) {
 
 // bookRequests places the pods of provisioned requests (less what real
 // pods consume) in h's snapshot. A request whose pods cannot be built
-// fails (FailedToBookCapacity).
-func (a *Autoscaler) bookRequests(ctx context.Context, h *placement.Engine, st *clusterstate.State) {
-	booked := a.requests.Booked()
+// fails (FailedToBookCapacity); any other booking error goes to failed.
+func (l *loop) bookRequests(ctx context.Context, sim *placement.Engine, failed func(error)) {
+	booked := l.requests.Booked()
 	if len(booked) == 0 {
 		return
 	}
-	engine := provreq.Engine{Planner: a.planner(h, st, nil), Templates: a.cfg.ProvisioningRequests.Templates}
-	for _, b := range engine.Book(ctx, booked, a.requests.Consumers) {
+	engine := provreq.Engine{Planner: l.planner(sim, l.st, nil), Templates: l.cfg.ProvisioningRequests.Templates}
+	for _, b := range engine.Book(ctx, booked, l.requests.Consumers) {
 		if b.Err == nil {
 			klog.FromContext(ctx).V(4).Info("Booked ProvisioningRequest capacity", "request", provreq.Key(b.Request),
 				"booked", b.Booked, "unplaced", b.Unplaced, "consumed", b.Consumed)
 			continue
 		}
 		if _, bad := errors.AsType[*provreq.InvalidError](b.Err); bad {
-			a.requests.Record(ctx, provreq.Decision{Request: b.Request, Condition: provreq.Condition{Type: prv1.Failed,
+			l.requests.Record(ctx, provreq.Decision{Request: b.Request, Condition: provreq.Condition{Type: prv1.Failed,
 				Status: metav1.ConditionTrue, Reason: provreq.ReasonFailedToBookCapacity, Message: "Couldn't create pods: " + b.Err.Error()}})
 			continue
 		}
-		a.requests.Errors = append(a.requests.Errors, fmt.Errorf("book ProvisioningRequest %s: %w", provreq.Key(b.Request), b.Err))
+		failed(fmt.Errorf("book ProvisioningRequest %s: %w", provreq.Key(b.Request), b.Err))
 	}
 }
 
 // decideRequests decides todo in order, on one simulation: a request
 // found or provisioned keeps its pods in it, so the next one in a batch
 // cannot take the same room.
-func (a *Autoscaler) decideRequests(ctx context.Context, st *clusterstate.State, l *provisioning.Loop, todo []*prv1.ProvisioningRequest,
-	res *LoopResult) error {
-	h, err := a.simulation(ctx, st)
+func (l *loop) decideRequests(ctx context.Context, todo []*prv1.ProvisioningRequest) error {
+	reqs, st := l.requests, l.st
+	// Inside the requests' step its errors are the requests' own.
+	sim, err := l.simulation(ctx, func(err error) { reqs.Errors = append(reqs.Errors, err) })
 	if err != nil {
 		metrics.RegisterError(metrics.ErrorInternal)
 		return err
 	}
-	engine := provreq.Engine{Planner: a.planner(h, st, st.ScaleUpEligible()), Templates: a.cfg.ProvisioningRequests.Templates}
+	engine := provreq.Engine{Planner: l.planner(sim, st, st.ScaleUpEligible()), Templates: l.cfg.ProvisioningRequests.Templates}
 	start := time.Now()
 	var errs []error
 	for i, pr := range todo {
-		if i > 0 && time.Since(start) > l.Timebox() {
+		if i > 0 && time.Since(start) > reqs.Timebox() {
 			break // the rest wait for the next loop, as in CA
 		}
-		if pr = l.Accept(ctx, pr); pr == nil {
+		if pr = reqs.Accept(ctx, pr); pr == nil {
 			continue
 		}
 		d, err := engine.Decide(ctx, pr)
@@ -123,10 +126,10 @@ func (a *Autoscaler) decideRequests(ctx context.Context, st *clusterstate.State,
 		}
 		var sus []provreq.ReportScaleUp
 		if len(d.ScaleUps) > 0 {
-			d, sus = a.scaleUpAtomically(ctx, st, d, res)
+			d, sus = l.scaleUpAtomically(ctx, d)
 		}
-		pr = l.Record(ctx, d)
-		res.ProvisioningRequests = append(res.ProvisioningRequests, provreq.ReportOf(pr, sus))
+		pr = reqs.Record(ctx, d)
+		l.res.ProvisioningRequests = append(l.res.ProvisioningRequests, provreq.ReportOf(pr, sus))
 		if len(d.ScaleUps) > 0 {
 			break // one scale-up a loop
 		}
@@ -137,8 +140,8 @@ func (a *Autoscaler) decideRequests(ctx context.Context, st *clusterstate.State,
 // scaleUpAtomically asks the decision's groups for their nodes, all or
 // nothing where the provider can promise it. A refusal backs the group
 // off, and the request is retried (CapacityIsNotFound).
-func (a *Autoscaler) scaleUpAtomically(ctx context.Context, st *clusterstate.State, d provreq.Decision, res *LoopResult) (provreq.Decision, []provreq.ReportScaleUp) {
-	r := a.executeStep(ctx, st, d.ScaleUps, nil, res, true)
+func (l *loop) scaleUpAtomically(ctx context.Context, d provreq.Decision) (provreq.Decision, []provreq.ReportScaleUp) {
+	r := l.executeStep(ctx, l.st, d.ScaleUps, nil, l.res, true)
 	done := make([]provreq.ReportScaleUp, len(r.done))
 	texts := make([]string, len(r.done))
 	for i, g := range r.done {
@@ -154,8 +157,8 @@ func (a *Autoscaler) scaleUpAtomically(ctx context.Context, st *clusterstate.Sta
 		}
 		return provreq.ScaleUpFailed(d, err), done
 	}
-	if a.cfg.Recorder != nil {
-		a.cfg.Recorder.Eventf(requestRef(d.Request), v1.EventTypeNormal, EventTriggeredScaleUp,
+	if l.cfg.Recorder != nil {
+		l.cfg.Recorder.Eventf(requestRef(d.Request), v1.EventTypeNormal, EventTriggeredScaleUp,
 			"ProvisioningRequest triggered scale-up: [%s]", strings.Join(texts, ", "))
 	}
 	return d, done

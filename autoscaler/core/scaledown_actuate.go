@@ -186,14 +186,19 @@ func (a *Autoscaler) scaleDownHousekeeping(ctx context.Context, st *clusterstate
 	return errors.Join(errs...)
 }
 
-// scaleDown acts on what findScaleDown found: taints the unneeded nodes
-// as candidates and removes those due, within the cooldowns and the
-// parallelism limits.
-func (a *Autoscaler) scaleDown(ctx context.Context, st *clusterstate.State, res *LoopResult) error {
-	f, err := a.findScaleDown(ctx, st)
+// scaleDown is the loop's scale-down: what findScaleDown finds, acted on.
+func (l *loop) scaleDown(ctx context.Context) error {
+	f, err := l.findScaleDown(ctx)
 	if err != nil {
 		return err
 	}
+	return l.actuateScaleDown(ctx, l.st, l.res, f)
+}
+
+// actuateScaleDown acts on what findScaleDown found: taints the unneeded
+// nodes as candidates and removes those due, within the cooldowns and the
+// parallelism limits.
+func (a *Autoscaler) actuateScaleDown(ctx context.Context, st *clusterstate.State, res *LoopResult, f *scaleDownFindings) error {
 	res.Unneeded = append(res.Unneeded, f.unneeded...)
 	res.ScaleDown = f.verdicts
 	opts, due, unneeded, now := f.opts, f.due, f.unneededSet, f.now

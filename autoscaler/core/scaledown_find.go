@@ -13,6 +13,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 
 	"draxr.dev/draxr/autoscaler/clusterstate"
@@ -22,6 +23,7 @@ import (
 	"draxr.dev/draxr/simulator/estimator"
 	"draxr.dev/draxr/simulator/placement"
 	"draxr.dev/draxr/simulator/scaledown"
+	"draxr.dev/draxr/simulator/snapshot"
 )
 
 // findScaleDown finds nodes whose pods may and can move elsewhere,
@@ -29,18 +31,25 @@ import (
 // makes of it: removable now (unneeded or unready for long enough, never
 // below a group's min), unneeded but waiting, or kept and why. It changes
 // nothing in the cluster.
-func (a *Autoscaler) findScaleDown(ctx context.Context, st *clusterstate.State) (*scaleDownFindings, error) {
-	start := a.cfg.Now()
+func (l *loop) findScaleDown(ctx context.Context) (*scaleDownFindings, error) {
+	start := l.cfg.Now()
 	findStart := time.Now()
-	h, err := a.sharedSimulation(ctx, st)
+	sim, err := l.sharedSimulation(ctx)
 	if err != nil {
 		metrics.RegisterError(metrics.ErrorInternal)
 		return nil, err
 	}
-	h.Snapshot().Fork()
-	defer h.Snapshot().Revert()
-	a.placePendingPods(h, st)
-	a.placeBufferPods(ctx, h, st)
+	sim.Snapshot().Fork()
+	defer sim.Snapshot().Revert()
+	l.placePendingPods(sim, l.st)
+	l.placeBufferPods(ctx, sim)
+	return l.findRemovable(ctx, l.st, sim, start, findStart)
+}
+
+// findRemovable is findScaleDown's search on h, the loop's simulation
+// with the pending pods and buffers' room in it; start is the loop's
+// clock, findStart the wall clock the search's timeout runs from.
+func (a *Autoscaler) findRemovable(ctx context.Context, st *clusterstate.State, sim *placement.Engine, start, findStart time.Time) (*scaleDownFindings, error) {
 	pdbs, err := a.pdbs()
 	if err != nil {
 		return nil, err
@@ -60,7 +69,7 @@ func (a *Autoscaler) findScaleDown(ctx context.Context, st *clusterstate.State) 
 			groupRoom[g] = n + st.Upcoming[g] - ng.MinSize()
 		}
 	}
-	removals, rejections := scaledown.Find(h, scaledown.Options{
+	removals, rejections := scaledown.Find(sim, scaledown.Options{
 		UtilizationThreshold: a.cfg.ScaleDown.UtilizationThreshold,
 		// Each group's own threshold; the GPU one for nodes with devices.
 		ThresholdFor: func(n *v1.Node, devices bool) float64 {
@@ -185,7 +194,7 @@ func bindingRejections(st *clusterstate.State, deleting func(string) bool) []sca
 // it, as CA's filter-out-schedulable does before scale-down: a node that
 // has just come up for them is about to run them, not unneeded, however
 // long the scheduler takes to bind them.
-func (a *Autoscaler) placePendingPods(h *placement.Engine, st *clusterstate.State) {
+func (a *Autoscaler) placePendingPods(sim *placement.Engine, st *clusterstate.State) {
 	pending := st.Unschedulable
 	if len(st.BindingNodeUnknown) > 0 {
 		pending = append(slices.Clip(st.Unschedulable), st.BindingNodeUnknown...)
@@ -194,18 +203,18 @@ func (a *Autoscaler) placePendingPods(h *placement.Engine, st *clusterstate.Stat
 		return
 	}
 	var ready []string
-	for _, name := range h.Snapshot().NodeNames() {
+	for _, name := range sim.Snapshot().NodeNames() {
 		if st.Ready[name] && !a.sd.isDeleting(name) {
 			ready = append(ready, name)
 		}
 	}
 	// Nodes only fill up here: a kind of pod that fits nowhere is not
 	// tried again, so thousands of pods no node can take cost one try.
-	kinds := estimator.NewKinds(h.Snapshot(), pending)
+	kinds := newPendingKinds(sim.Snapshot(), pending)
 	fitsNowhere := map[string]bool{}
-	room := h.NewCandidates()
+	room := sim.NewCandidates()
 	for _, pod := range pending {
-		kind := kinds.Of(pod)
+		kind := kinds.of(pod)
 		if fitsNowhere[kind] {
 			continue
 		}
@@ -215,10 +224,53 @@ func (a *Autoscaler) placePendingPods(h *placement.Engine, st *clusterstate.Stat
 			fitsNowhere[kind] = true
 			continue
 		}
-		if _, _, ferr := h.PlaceOnAnyNode(pod, candidates); ferr != nil {
+		if _, _, ferr := sim.PlaceOnAnyNode(pod, candidates); ferr != nil {
 			fitsNowhere[kind] = true // it stays pending
 		}
 	}
+}
+
+// pendingKinds key the pods placePendingPods gives up on together. Pods of
+// one scale-up kind (estimator.Kinds) ask alike: the same claims or
+// claims asking the same, the same volume claims, host ports and terms.
+// Their labels may still differ (a StatefulSet's pod-name, bare pods of
+// one spec), and labels decide a fit where a pod with required
+// anti-affinity may run or the pod's own inter-pod terms or spreading
+// count itself: there the labels are part of the kind.
+type pendingKinds struct {
+	kinds *estimator.Kinds
+	// antiAffinity: a running or pending pod has required anti-affinity.
+	antiAffinity bool
+}
+
+func newPendingKinds(snap *snapshot.Snapshot, pending []*v1.Pod) pendingKinds {
+	k := pendingKinds{kinds: estimator.NewKinds(snap, pending)}
+	if withAnti, err := snap.NodeInfos().HavePodsWithRequiredAntiAffinityList(); err != nil || len(withAnti) > 0 {
+		k.antiAffinity = true
+	}
+	for _, pod := range pending {
+		if a := pod.Spec.Affinity; a != nil && a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
+			k.antiAffinity = true
+		}
+	}
+	return k
+}
+
+func (k pendingKinds) of(pod *v1.Pod) string {
+	kind := k.kinds.Of(pod)
+	if k.antiAffinity || readsOwnLabels(pod) {
+		kind += "|" + labels.Set(pod.Labels).String()
+	}
+	return kind
+}
+
+// readsOwnLabels: the pod's inter-pod terms or spread constraints may
+// match the pod itself, so its labels decide where it fits.
+func readsOwnLabels(pod *v1.Pod) bool {
+	if a := pod.Spec.Affinity; a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil) {
+		return true
+	}
+	return len(pod.Spec.TopologySpreadConstraints) > 0
 }
 
 // earlyStop is CA's bound on one search for removable nodes. A loop
@@ -305,7 +357,9 @@ func (a *Autoscaler) ExplainScaleDown(ctx context.Context) ([]scaledown.NodeVerd
 	if err != nil {
 		return nil, err
 	}
-	f, err := a.findScaleDown(ctx, st)
+	// A loop of its own, with no requests or buffers read: nothing is
+	// served, nothing written.
+	f, err := a.newLoop(st).findScaleDown(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"draxr.dev/draxr/autoscaler/clusterstate"
+	"draxr.dev/draxr/autoscaler/provisioning"
 	"draxr.dev/draxr/simulator/provreq"
 )
 
@@ -232,15 +233,15 @@ func (c conditionTimes) transition(key, status string, now time.Time) metav1.Tim
 }
 
 // writeStatus records the loop's outcome in the status ConfigMap.
-func (a *Autoscaler) writeStatus(ctx context.Context, st *clusterstate.State, res *LoopResult, loopErr error) {
-	if a.cfg.StatusName == "" {
+func (l *loop) writeStatus(ctx context.Context, loopErr error) {
+	if l.cfg.StatusName == "" {
 		return
 	}
-	now := a.cfg.Now()
-	status := a.caStatus(st, res, now)
-	draxr := a.draxrStatus(st, res, loopErr, now)
-	if err := a.putStatus(ctx, status, draxr, now); err != nil {
-		klog.FromContext(ctx).Error(err, "Writing status ConfigMap", "configmap", klog.KRef(a.cfg.StatusNamespace, a.cfg.StatusName))
+	now := l.cfg.Now()
+	status := l.caStatus(l.st, l.res, now)
+	draxr := l.draxrStatus(l.st, l.res, l.requests, loopErr, now)
+	if err := l.putStatus(ctx, status, draxr, now); err != nil {
+		klog.FromContext(ctx).Error(err, "Writing status ConfigMap", "configmap", klog.KRef(l.cfg.StatusNamespace, l.cfg.StatusName))
 	}
 }
 
@@ -365,7 +366,7 @@ func nodeCount(r clusterstate.Readiness, beingDeleted int) NodeCount {
 	}
 }
 
-func (a *Autoscaler) draxrStatus(st *clusterstate.State, res *LoopResult, loopErr error, now time.Time) *DraxrStatus {
+func (a *Autoscaler) draxrStatus(st *clusterstate.State, res *LoopResult, requests *provisioning.Loop, loopErr error, now time.Time) *DraxrStatus {
 	d := &DraxrStatus{Time: now.Format(LastUpdatedFormat), UnschedulablePods: res.Unschedulable, RemovedNodes: res.Removed,
 		DryRun: res.DryRun, WouldCall: res.WouldCall}
 	if loopErr != nil {
@@ -377,12 +378,12 @@ func (a *Autoscaler) draxrStatus(st *clusterstate.State, res *LoopResult, loopEr
 	for _, n := range res.NoScaleUp {
 		d.NoScaleUp = append(d.NoScaleUp, DraxrNoScaleUp{Pod: n.Pod.String(), Code: string(n.Code), Reason: n.Reason})
 	}
-	if a.requests != nil {
+	if requests != nil {
 		decided := map[string]provreq.Report{}
 		for _, r := range res.ProvisioningRequests {
 			decided[r.Namespace+"/"+r.Name] = r
 		}
-		for _, pr := range a.requests.Served {
+		for _, pr := range requests.Served {
 			if len(d.ProvisioningRequests) == maxStatusRequests {
 				break
 			}

@@ -8,8 +8,11 @@
 package capacitybuffer
 
 import (
+	"fmt"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -113,6 +116,20 @@ func (b *CapacityBuffer) DeepCopy() *CapacityBuffer {
 		out.Status.Conditions = append(out.Status.Conditions, *c.DeepCopy())
 	}
 	return &out
+}
+
+// FromLister decodes an object a dynamic informer's lister holds; ok is
+// false for anything not unstructured. The error names the buffer.
+func FromLister(o runtime.Object) (b *CapacityBuffer, ok bool, err error) {
+	u, ok := o.(*unstructured.Unstructured)
+	if !ok {
+		return nil, false, nil
+	}
+	b = &CapacityBuffer{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, b); err != nil {
+		return nil, true, fmt.Errorf("CapacityBuffer %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+	}
+	return b, true, nil
 }
 
 func copyPtr[T any](p *T) *T {

@@ -423,11 +423,11 @@ func (b *BinPacking) labelBlind(pods []*v1.Pod) bool { return LabelBlind(b.Engin
 // labels: no pod placed in h's snapshot or among pods has inter-pod
 // (anti-)affinity, and the profile adds no hard default spread
 // constraints.
-func LabelBlind(h *placement.Engine, pods []*v1.Pod) bool {
-	if h.SpreadsByDefault() {
+func LabelBlind(sim *placement.Engine, pods []*v1.Pod) bool {
+	if sim.SpreadsByDefault() {
 		return false
 	}
-	lister := h.Snapshot().NodeInfos()
+	lister := sim.Snapshot().NodeInfos()
 	if withAffinity, err := lister.HavePodsWithAffinityList(); err != nil || len(withAffinity) > 0 {
 		return false
 	}
@@ -488,7 +488,7 @@ func (f *fillMemo) placed(node, kind string) {
 	f.onNode[node][kind]++
 }
 
-func (f *fillMemo) full(h *placement.Engine, node, kind string) {
+func (f *fillMemo) full(sim *placement.Engine, node, kind string) {
 	kinds := f.onNode[node]
 	if len(kinds) != 1 || kinds[kind] == 0 {
 		return
@@ -496,14 +496,14 @@ func (f *fillMemo) full(h *placement.Engine, node, kind string) {
 	if _, known := f.perNode[kind]; known || f.noReplicate[kind] {
 		return
 	}
-	snap := h.Snapshot()
+	snap := sim.Snapshot()
 	m := filled{n: kinds[kind], node: node}
 	for _, p := range snap.NodeInfo(node).Pods {
 		// Every fresh node gets its own DaemonSet pods first.
 		if daemonsets.IsDaemonSetPod(p.GetPod()) {
 			continue
 		}
-		if !h.OnOwnPools(p.GetPod(), node) {
+		if !sim.OnOwnPools(p.GetPod(), node) {
 			// Devices of a shared pool: the next node fills differently.
 			f.noReplicate[kind] = true
 			return

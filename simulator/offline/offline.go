@@ -67,14 +67,26 @@ func planRequests(ctx context.Context, p *scaleup.Planner, objs *input.Objects, 
 	return reports, nil
 }
 
-func withoutConsumers(pods []*v1.Pod) []*v1.Pod {
+// ConsumesProvisioningRequest: the pod consumes a ProvisioningRequest,
+// whose capacity it waits for; it drives no scale-up of its own.
+const ConsumesProvisioningRequest scaleup.ReasonCode = "ConsumesProvisioningRequest"
+
+// withoutConsumers takes the pods that consume a ProvisioningRequest out
+// of the plan, as the loop does whenever it serves requests (CA's
+// filter), whether or not the request is there; each gets a reason.
+func withoutConsumers(pods []*v1.Pod) ([]*v1.Pod, []scaleup.NoScaleUp) {
 	out := make([]*v1.Pod, 0, len(pods))
+	var dropped []scaleup.NoScaleUp
 	for _, pod := range pods {
-		if provreq.ConsumedRequest(pod) == "" {
+		name := provreq.ConsumedRequest(pod)
+		if name == "" {
 			out = append(out, pod)
+			continue
 		}
+		dropped = append(dropped, scaleup.NoScaleUp{Pod: scaleup.RefOf(pod), Code: ConsumesProvisioningRequest,
+			Reason: fmt.Sprintf("consuming ProvisioningRequest %s/%s: it waits for the request's capacity, not a scale-up of its own", pod.Namespace, name)})
 	}
-	return out
+	return out, dropped
 }
 
 // nodeAllocatableWarning says once per plan that devices carrying
@@ -240,23 +252,23 @@ func Simulate(ctx context.Context, objs *input.Objects, opts Options) (*Result, 
 	p := scaleup.NewPlanner(h, scaleup.Config{Groups: objs.NodeGroups, Expander: exp, MaxNodesTotal: opts.MaxNodesTotal,
 		DaemonSets: objs.DaemonSets, Limits: opts.Limits, Pods: opts.Pods, Gangs: objs.Gangs(bypassed, nil)})
 	matcher := p.Matcher
-	pending := objs.PendingPods
 	var requests []provreq.Report
 	if len(objs.ProvisioningRequests) > 0 {
 		// As the loop: requests first (timers, bookings, decisions, an
-		// atomic request's new nodes), then the other pending pods, of
-		// which those that consume a request drive no scale-up.
+		// atomic request's new nodes), then the other pending pods.
 		if requests, err = planRequests(ctx, p, objs, opts); err != nil {
 			return nil, err
 		}
-		pending = withoutConsumers(pending)
 	}
+	// Pods that consume a request drive no scale-up, request or none.
+	pending, consumers := withoutConsumers(objs.PendingPods)
 	bufferPods, buffers := serveBuffers(objs, opts)
 	pending = append(pending, bufferPods...)
 	plan, err := p.PlanContext(ctx, pending)
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
+	plan.NoScaleUp = append(plan.NoScaleUp, consumers...)
 	plan.NoScaleUp = append(plan.NoScaleUp, waitingForBinding(objs, opts.Profile)...)
 	res := &Result{Plan: plan, Snapshot: snap, Engine: h, ProvisioningRequests: requests, Warnings: nodeAllocatableWarning(objs),
 		CapacityBuffers: placeBuffers(plan, buffers, bufferPods)}

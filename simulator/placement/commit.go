@@ -21,7 +21,7 @@ const specialClaimName = "<extended-resources>"
 // Reserve gets its allocation; every claim of the pod is reserved for it;
 // the extended-resource claim is persisted as a pod-owned claim and the pod
 // status records its request mappings; the pod is bound to the node.
-func (h *Engine) commit(pod *v1.Pod, nodeName string) (*v1.Pod, error) {
+func (eng *Engine) commit(pod *v1.Pod, nodeName string) (*v1.Pod, error) {
 	// A shallow copy is enough: only top-level fields change, and pods are
 	// never modified in place once handed to the placement engine.
 	copied := *pod
@@ -29,12 +29,12 @@ func (h *Engine) commit(pod *v1.Pod, nodeName string) (*v1.Pod, error) {
 	placed.Spec.NodeName = nodeName
 	placed.Status.ExtendedResourceClaimStatus = nil
 
-	pending := h.snap.PendingAllocations()
+	pending := eng.snap.PendingAllocations()
 	for _, allocated := range pending {
 		if allocated.Name != specialClaimName {
 			continue
 		}
-		claim := h.extendedResourceClaim(placed, allocated)
+		claim := eng.extendedResourceClaim(placed, allocated)
 		mappings, err := requestMappings(placed, claim)
 		if err != nil {
 			return nil, err
@@ -43,7 +43,7 @@ func (h *Engine) commit(pod *v1.Pod, nodeName string) (*v1.Pod, error) {
 			ResourceClaimName: claim.Name,
 			RequestMappings:   mappings,
 		}
-		h.snap.SetResourceClaim(claim)
+		eng.snap.SetResourceClaim(claim)
 	}
 
 	for i := range placed.Spec.ResourceClaims {
@@ -54,7 +54,7 @@ func (h *Engine) commit(pod *v1.Pod, nodeName string) (*v1.Pod, error) {
 		if name == nil {
 			continue // the template produced no claim; nothing to reserve
 		}
-		stored := h.snap.ResourceClaim(placed.Namespace, *name)
+		stored := eng.snap.ResourceClaim(placed.Namespace, *name)
 		if stored == nil {
 			return nil, fmt.Errorf("pod %s: ResourceClaim %s/%s not found", podKey(placed), placed.Namespace, *name)
 		}
@@ -63,12 +63,12 @@ func (h *Engine) commit(pod *v1.Pod, nodeName string) (*v1.Pod, error) {
 			claim.Status.Allocation = allocated.Status.Allocation
 			claim.Finalizers = allocated.Finalizers
 		}
-		h.reserve(claim, placed, &placed.Spec.ResourceClaims[i])
-		h.snap.SetResourceClaim(claim)
+		eng.reserve(claim, placed, &placed.Spec.ResourceClaims[i])
+		eng.snap.SetResourceClaim(claim)
 	}
-	add := h.snap.AddPod
-	if h.like != "" {
-		add = func(pod *v1.Pod) error { return h.snap.AddPodLike(pod, h.like) }
+	add := eng.snap.AddPod
+	if eng.like != "" {
+		add = func(pod *v1.Pod) error { return eng.snap.AddPodLike(pod, eng.like) }
 	}
 	if err := add(placed); err != nil {
 		return nil, err
@@ -79,8 +79,8 @@ func (h *Engine) commit(pod *v1.Pod, nodeName string) (*v1.Pod, error) {
 // reserve reserves the claim as the scheduler's PreBind does: for the
 // pod's PodGroup when the claim is the group's (DRAWorkloadResourceClaims),
 // else for the pod.
-func (h *Engine) reserve(claim *resourceapi.ResourceClaim, pod *v1.Pod, pc *v1.PodResourceClaim) {
-	if group := h.groupOf(pod); group != nil && boundToGroup(pod, group, pc) {
+func (eng *Engine) reserve(claim *resourceapi.ResourceClaim, pod *v1.Pod, pc *v1.PodResourceClaim) {
+	if group := eng.groupOf(pod); group != nil && boundToGroup(pod, group, pc) {
 		if !resourceclaim.IsReservedForPod(pod, claim, true) {
 			claim.Status.ReservedFor = append(claim.Status.ReservedFor, resourceapi.ResourceClaimConsumerReference{
 				APIGroup: schedulingapi.GroupName, Resource: "podgroups", Name: group.Name, UID: group.UID,
@@ -105,9 +105,9 @@ func reserveFor(claim *resourceapi.ResourceClaim, pod *v1.Pod) {
 // derived from the pod UID, owned by the pod, allocated and reserved for
 // it. The plugin hands over a copy in Reserve and keeps no reference to
 // it, so it is finished in place.
-func (h *Engine) extendedResourceClaim(pod *v1.Pod, allocated *resourceapi.ResourceClaim) *resourceapi.ResourceClaim {
+func (eng *Engine) extendedResourceClaim(pod *v1.Pod, allocated *resourceapi.ResourceClaim) *resourceapi.ResourceClaim {
 	claim := allocated
-	claim.Name = h.freeClaimName(pod, pod.Name+"-extended-resources-", string(pod.UID))
+	claim.Name = eng.freeClaimName(pod, pod.Name+"-extended-resources-", string(pod.UID))
 	claim.GenerateName = ""
 	claim.UID = types.UID("draxr-xr-" + string(pod.UID))
 	if !slices.Contains(claim.Finalizers, resourceapi.Finalizer) {
@@ -123,16 +123,16 @@ func (h *Engine) extendedResourceClaim(pod *v1.Pod, allocated *resourceapi.Resou
 // is a hash): then it draws again, as generateName never hands out a taken
 // name. Without this the new claim would replace the other pod's claim and
 // free its devices.
-func (h *Engine) freeClaimName(pod *v1.Pod, prefix, seed string) string {
-	return h.freeClaimNameOf(pod.Namespace, pod.UID, prefix, seed)
+func (eng *Engine) freeClaimName(pod *v1.Pod, prefix, seed string) string {
+	return eng.freeClaimNameOf(pod.Namespace, pod.UID, prefix, seed)
 }
 
 // freeClaimNameOf is freeClaimName for a claim owned by the object with
 // UID owner in namespace.
-func (h *Engine) freeClaimNameOf(namespace string, owner types.UID, prefix, seed string) string {
+func (eng *Engine) freeClaimNameOf(namespace string, owner types.UID, prefix, seed string) string {
 	name := generatedName(prefix, seed)
 	for i := 1; ; i++ {
-		if c := h.snap.ResourceClaim(namespace, name); c == nil || controlledBy(c, owner) {
+		if c := eng.snap.ResourceClaim(namespace, name); c == nil || controlledBy(c, owner) {
 			return name
 		}
 		name = generatedName(prefix, seed+"#"+strconv.Itoa(i))

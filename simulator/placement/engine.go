@@ -90,15 +90,15 @@ func New(ctx context.Context, snap *snapshot.Snapshot, profile *config.KubeSched
 }
 
 // context is what the plugins run with: the pass's logger, no deadline.
-func (h *Engine) context() context.Context {
-	return klog.NewContext(context.Background(), h.logger)
+func (eng *Engine) context() context.Context {
+	return klog.NewContext(context.Background(), eng.logger)
 }
 
 // SchedulerName is the name of the profile the placement engine runs.
-func (h *Engine) SchedulerName() string { return h.schedulerName }
+func (eng *Engine) SchedulerName() string { return eng.schedulerName }
 
 // Snapshot is the state this engine reads and writes.
-func (h *Engine) Snapshot() *snapshot.Snapshot { return h.snap }
+func (eng *Engine) Snapshot() *snapshot.Snapshot { return eng.snap }
 
 // cycle is one scheduling attempt of one pod: PreFilter ran once, Filter
 // can run on several nodes.
@@ -108,42 +108,42 @@ type cycle struct {
 	filter *fwk.PreFilterResult
 }
 
-func (h *Engine) preFilter(pod *v1.Pod, candidates []string) (*cycle, *FitError) {
-	pod, err := h.ensureTemplateClaims(pod)
+func (eng *Engine) preFilter(pod *v1.Pod, candidates []string) (*cycle, *FitError) {
+	pod, err := eng.ensureTemplateClaims(pod)
 	if err != nil {
 		return nil, &FitError{Pod: podKey(pod), PreFilter: []Reason{{Message: err.Error()}}}
 	}
 	state := framework.NewCycleState()
-	h.snap.SetCycleScope(pod.UID, candidates)
-	defer h.snap.ClearCycleScope()
-	res, st, _ := h.fw.RunPreFilterPlugins(h.context(), state, pod)
+	eng.snap.SetCycleScope(pod.UID, candidates)
+	defer eng.snap.ClearCycleScope()
+	res, st, _ := eng.fw.RunPreFilterPlugins(eng.context(), state, pod)
 	if !st.IsSuccess() {
 		return nil, &FitError{Pod: podKey(pod), PreFilter: reasonsFromStatus(st)}
 	}
 	return &cycle{pod: pod, state: state, filter: res}, nil
 }
 
-func (h *Engine) filter(c *cycle, nodeName string) []Reason {
-	ni := h.snap.NodeInfo(nodeName)
+func (eng *Engine) filter(c *cycle, nodeName string) []Reason {
+	ni := eng.snap.NodeInfo(nodeName)
 	if ni == nil {
 		return []Reason{{Message: fmt.Sprintf("node %s does not exist", nodeName)}}
 	}
 	if c.filter != nil && !c.filter.AllNodes() && !c.filter.NodeNames.Has(nodeName) {
 		return []Reason{{Message: "node is excluded by PreFilter result"}}
 	}
-	return reasonsFromStatus(h.fw.RunFilterPlugins(h.context(), c.state, c.pod, ni))
+	return reasonsFromStatus(eng.fw.RunFilterPlugins(eng.context(), c.state, c.pod, ni))
 }
 
 // CheckPredicates runs PreFilter and Filter for a pod on a node and changes
 // nothing. It returns nil when the pod fits.
-func (h *Engine) CheckPredicates(pod *v1.Pod, nodeName string) *FitError {
-	h.snap.Fork() // template claims generated for the check are not kept
-	defer h.snap.Revert()
-	c, ferr := h.preFilter(pod, []string{nodeName})
+func (eng *Engine) CheckPredicates(pod *v1.Pod, nodeName string) *FitError {
+	eng.snap.Fork() // template claims generated for the check are not kept
+	defer eng.snap.Revert()
+	c, ferr := eng.preFilter(pod, []string{nodeName})
 	if ferr != nil {
 		return ferr
 	}
-	if rs := h.filter(c, nodeName); len(rs) > 0 {
+	if rs := eng.filter(c, nodeName); len(rs) > 0 {
 		return &FitError{Pod: podKey(pod), PerNode: map[string][]Reason{nodeName: rs}}
 	}
 	return nil
@@ -151,24 +151,24 @@ func (h *Engine) CheckPredicates(pod *v1.Pod, nodeName string) *FitError {
 
 // Place schedules the pod onto nodeName if it fits there and returns the
 // placed pod as it is now stored in the snapshot.
-func (h *Engine) Place(pod *v1.Pod, nodeName string) (*v1.Pod, *FitError) {
-	_, placed, err := h.PlaceOnAnyNode(pod, []string{nodeName})
+func (eng *Engine) Place(pod *v1.Pod, nodeName string) (*v1.Pod, *FitError) {
+	_, placed, err := eng.PlaceOnAnyNode(pod, []string{nodeName})
 	return placed, err
 }
 
 // PlaceOnAnyNode tries the candidate nodes in order and places the pod on
 // the first that fits. It returns the node, the placed pod, or why none fit.
-func (h *Engine) PlaceOnAnyNode(pod *v1.Pod, candidates []string) (string, *v1.Pod, *FitError) {
-	c, fitErr := h.begin(pod, candidates)
+func (eng *Engine) PlaceOnAnyNode(pod *v1.Pod, candidates []string) (string, *v1.Pod, *FitError) {
+	c, fitErr := eng.begin(pod, candidates)
 	if c == nil {
 		return "", nil, fitErr
 	}
 	for _, nodeName := range candidates {
-		if rs := h.filter(c, nodeName); len(rs) > 0 {
+		if rs := eng.filter(c, nodeName); len(rs) > 0 {
 			fitErr.PerNode[nodeName] = rs
 			continue
 		}
-		placed, rs := h.reserveAndCommit(c, nodeName)
+		placed, rs := eng.reserveAndCommit(c, nodeName)
 		if len(rs) > 0 {
 			fitErr.PerNode[nodeName] = rs
 			continue
@@ -182,20 +182,20 @@ func (h *Engine) PlaceOnAnyNode(pod *v1.Pod, candidates []string) (string, *v1.P
 // like (same namespace, requests and inter-pod terms): its scheduler pod
 // info is copied when committed instead of computed again, which is most
 // of committing a pod.
-func (h *Engine) PlaceOnAnyNodeLike(pod *v1.Pod, candidates []string, like types.UID) (string, *v1.Pod, *FitError) {
-	h.like = like
-	defer func() { h.like = "" }()
-	return h.PlaceOnAnyNode(pod, candidates)
+func (eng *Engine) PlaceOnAnyNodeLike(pod *v1.Pod, candidates []string, like types.UID) (string, *v1.Pod, *FitError) {
+	eng.like = like
+	defer func() { eng.like = "" }()
+	return eng.PlaceOnAnyNode(pod, candidates)
 }
 
 // begin starts placing a pod: it refuses a placed pod and runs PreFilter.
 // It returns the cycle and an empty FitError for per-node reasons, or no
 // cycle and the error.
-func (h *Engine) begin(pod *v1.Pod, candidates []string) (*cycle, *FitError) {
-	if ferr := h.alreadyPlaced(pod); ferr != nil {
+func (eng *Engine) begin(pod *v1.Pod, candidates []string) (*cycle, *FitError) {
+	if ferr := eng.alreadyPlaced(pod); ferr != nil {
 		return nil, ferr
 	}
-	c, ferr := h.preFilter(pod, candidates)
+	c, ferr := eng.preFilter(pod, candidates)
 	if ferr != nil {
 		return nil, ferr
 	}
@@ -206,26 +206,26 @@ func (h *Engine) begin(pod *v1.Pod, candidates []string) (*cycle, *FitError) {
 // after Reserve, and the DynamicResources plugin's Unreserve of a claim
 // reserved for the pod patches it through the API client the placement engine does
 // not have (nil: it panics).
-func (h *Engine) alreadyPlaced(pod *v1.Pod) *FitError {
-	if _, node, ok := h.snap.Pod(pod.UID); ok {
+func (eng *Engine) alreadyPlaced(pod *v1.Pod) *FitError {
+	if _, node, ok := eng.snap.Pod(pod.UID); ok {
 		return &FitError{Pod: podKey(pod), PreFilter: []Reason{{
 			Message: fmt.Sprintf("pod with uid %q is already placed on node %s; remove it first", pod.UID, node)}}}
 	}
 	return nil
 }
 
-func (h *Engine) reserveAndCommit(c *cycle, nodeName string) (*v1.Pod, []Reason) {
-	if ferr := h.alreadyPlaced(c.pod); ferr != nil {
+func (eng *Engine) reserveAndCommit(c *cycle, nodeName string) (*v1.Pod, []Reason) {
+	if ferr := eng.alreadyPlaced(c.pod); ferr != nil {
 		return nil, ferr.PreFilter
 	}
-	defer h.snap.ClearPendingAllocations()
-	if st := h.fw.RunReservePluginsReserve(h.context(), c.state, c.pod, nodeName); !st.IsSuccess() {
-		h.fw.RunReservePluginsUnreserve(h.context(), c.state, c.pod, nodeName)
+	defer eng.snap.ClearPendingAllocations()
+	if st := eng.fw.RunReservePluginsReserve(eng.context(), c.state, c.pod, nodeName); !st.IsSuccess() {
+		eng.fw.RunReservePluginsUnreserve(eng.context(), c.state, c.pod, nodeName)
 		return nil, reasonsFromStatus(st)
 	}
-	placed, err := h.commit(c.pod, nodeName)
+	placed, err := eng.commit(c.pod, nodeName)
 	if err != nil {
-		h.fw.RunReservePluginsUnreserve(h.context(), c.state, c.pod, nodeName)
+		eng.fw.RunReservePluginsUnreserve(eng.context(), c.state, c.pod, nodeName)
 		return nil, []Reason{{Message: err.Error()}}
 	}
 	return placed, nil

@@ -20,16 +20,16 @@ import (
 // It returns nil when the test would not be exact: the profile does not
 // filter with NodeResourcesFit, or the pod has pod-level resources (whose
 // use depends on a feature gate the plugin reads).
-func (h *Engine) NoRoom(pod *v1.Pod) func(nodeName string) bool {
-	if pod.Spec.Resources != nil || !h.filtersOnResources() {
+func (eng *Engine) NoRoom(pod *v1.Pod) func(nodeName string) bool {
+	if pod.Spec.Resources != nil || !eng.filtersOnResources() {
 		return nil
 	}
 	// The plugin's own computation for a pod not yet scheduled.
 	req := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{SkipPodLevelResources: true})
 	milliCPU, memory, storage := req.Cpu().MilliValue(), req.Memory().Value(), req.StorageEphemeral().Value()
-	noDevice := h.noFreeDevice(pod, extendedRequests(req))
+	noDevice := eng.noFreeDevice(pod, extendedRequests(req))
 	return func(nodeName string) bool {
-		ni := h.snap.NodeInfo(nodeName)
+		ni := eng.snap.NodeInfo(nodeName)
 		if ni == nil {
 			return false
 		}
@@ -39,8 +39,8 @@ func (h *Engine) NoRoom(pod *v1.Pod) func(nodeName string) bool {
 			memory > 0 && memory > alloc.Memory-used.Memory ||
 			storage > 0 && storage > alloc.EphemeralStorage-used.EphemeralStorage ||
 			noDevice != nil && noDevice(nodeName)
-		if full && h.verify {
-			h.VerifyRejects("NoRoom", pod, nodeName)
+		if full && eng.verify {
+			eng.VerifyRejects("NoRoom", pod, nodeName)
 		}
 		return full
 	}
@@ -48,18 +48,18 @@ func (h *Engine) NoRoom(pod *v1.Pod) func(nodeName string) bool {
 
 // filtersOnResources reports whether NodeResourcesFit (under its upstream
 // or draxr name) is one of the profile's Filter plugins.
-func (h *Engine) filtersOnResources() bool {
-	return h.filtersWith(names.NodeResourcesFit, &h.resourceFilter)
+func (eng *Engine) filtersOnResources() bool {
+	return eng.filtersWith(names.NodeResourcesFit, &eng.resourceFilter)
 }
 
 // filtersWith reports, once for the placement engine (cached in *memo), whether
 // the plugin (under its upstream or draxr name) is one of the profile's
 // Filter plugins.
-func (h *Engine) filtersWith(plugin string, memo **bool) bool {
+func (eng *Engine) filtersWith(plugin string, memo **bool) bool {
 	if *memo == nil {
 		on := false
 		alias := aliases.Names()[plugin]
-		for _, p := range h.fw.ListPlugins().Filter.Enabled {
+		for _, p := range eng.fw.ListPlugins().Filter.Enabled {
 			if p.Name == plugin || p.Name == alias {
 				on = true
 			}
@@ -74,15 +74,15 @@ func (h *Engine) filtersWith(plugin string, memo **bool) bool {
 // DoNotSchedule constraint): such constraints select pods by their owner's
 // labels, so pods alike but for their owner can get different verdicts.
 // kube-scheduler's System defaults are ScheduleAnyway: they only score.
-func (h *Engine) SpreadsByDefault() bool {
+func (eng *Engine) SpreadsByDefault() bool {
 	enabled := false
-	for _, p := range h.fw.ListPlugins().Filter.Enabled {
+	for _, p := range eng.fw.ListPlugins().Filter.Enabled {
 		enabled = enabled || p.Name == names.PodTopologySpread
 	}
 	if !enabled {
 		return false
 	}
-	for _, pc := range h.profile.PluginConfig {
+	for _, pc := range eng.profile.PluginConfig {
 		if pc.Name != names.PodTopologySpread {
 			continue
 		}
@@ -108,19 +108,19 @@ func (h *Engine) SpreadsByDefault() bool {
 // looks only at the nodes left, not at the whole fleet. Use it for one
 // run of placements with no removals in between.
 type Candidates struct {
-	h    *Engine
+	eng  *Engine
 	left map[string][]string
 }
 
 // NewCandidates starts a run of placements.
-func (h *Engine) NewCandidates() *Candidates {
-	return &Candidates{h: h, left: map[string][]string{}}
+func (eng *Engine) NewCandidates() *Candidates {
+	return &Candidates{eng: eng, left: map[string][]string{}}
 }
 
 // For returns the nodes of nodes (the same list every call) NoRoom leaves
 // for pod, of the given kind; nodes itself when NoRoom cannot tell.
 func (c *Candidates) For(pod *v1.Pod, kind string, nodes []string) []string {
-	full := c.h.NoRoom(pod)
+	full := c.eng.NoRoom(pod)
 	if full == nil {
 		return nodes
 	}

@@ -24,16 +24,16 @@ import (
 // (admin access, allocation mode All).
 // A node has a device left as Snapshot.HasFreeDevice says: only plainly
 // full nodes are left out.
-func (h *Engine) noFreeDevice(pod *v1.Pod, extended []v1.ResourceName) func(nodeName string) bool {
-	if !h.filtersOnDevices() || len(h.snap.SlicesForNode("")) > 0 {
+func (eng *Engine) noFreeDevice(pod *v1.Pod, extended []v1.ResourceName) func(nodeName string) bool {
+	if !eng.filtersOnDevices() || len(eng.snap.SlicesForNode("")) > 0 {
 		return nil
 	}
-	claimsNeed, ok := h.claimsNeedADevice(pod)
+	claimsNeed, ok := eng.claimsNeedADevice(pod)
 	if !ok || !claimsNeed && len(extended) == 0 {
 		return nil
 	}
 	return func(nodeName string) bool {
-		ni := h.snap.NodeInfo(nodeName)
+		ni := eng.snap.NodeInfo(nodeName)
 		if ni == nil {
 			return false
 		}
@@ -42,7 +42,7 @@ func (h *Engine) noFreeDevice(pod *v1.Pod, extended []v1.ResourceName) func(node
 			// plugin's): NodeResourcesFit judges them.
 			return false
 		}
-		return !h.snap.HasFreeDevice(nodeName)
+		return !eng.snap.HasFreeDevice(nodeName)
 	}
 }
 
@@ -75,14 +75,14 @@ func extendedRequests(requests v1.ResourceList) []v1.ResourceName {
 // at least one device it does not have; ok is false when the pod's claims
 // cannot be judged so (one is allocated or reserved already, missing, or
 // asks with admin access or allocation mode All).
-func (h *Engine) claimsNeedADevice(pod *v1.Pod) (need, ok bool) {
+func (eng *Engine) claimsNeedADevice(pod *v1.Pod) (need, ok bool) {
 	for i := range pod.Spec.ResourceClaims {
 		rc := &pod.Spec.ResourceClaims[i]
 		var spec *resourceapi.ResourceClaimSpec
 		name, _, err := resourceclaim.Name(pod, rc)
 		switch {
 		case err == nil && name != nil:
-			claim := h.snap.ResourceClaim(pod.Namespace, *name)
+			claim := eng.snap.ResourceClaim(pod.Namespace, *name)
 			if claim == nil || claim.Status.Allocation != nil || len(claim.Status.ReservedFor) > 0 {
 				return false, false
 			}
@@ -90,7 +90,7 @@ func (h *Engine) claimsNeedADevice(pod *v1.Pod) (need, ok bool) {
 		case err == nil:
 			continue // no claim for this entry: the pod does without it
 		case rc.ResourceClaimTemplateName != nil:
-			t := h.snap.ResourceClaimTemplate(pod.Namespace, *rc.ResourceClaimTemplateName)
+			t := eng.snap.ResourceClaimTemplate(pod.Namespace, *rc.ResourceClaimTemplateName)
 			if t == nil {
 				return false, false
 			}
@@ -110,6 +110,6 @@ func (h *Engine) claimsNeedADevice(pod *v1.Pod) (need, ok bool) {
 
 // filtersOnDevices reports whether DynamicResources (under its upstream
 // or draxr name) is one of the profile's Filter plugins.
-func (h *Engine) filtersOnDevices() bool {
-	return h.filtersWith(names.DynamicResources, &h.deviceFilter)
+func (eng *Engine) filtersOnDevices() bool {
+	return eng.filtersWith(names.DynamicResources, &eng.deviceFilter)
 }

@@ -16,20 +16,20 @@ import (
 // claim is deleted, claims it owns are deallocated, and shared claims drop
 // their reservation for it (and their allocation once nobody holds them).
 // It returns the pod as pending, ready to be placed again.
-func (h *Engine) Remove(uid types.UID) (*v1.Pod, error) {
-	pod, _, ok := h.snap.Pod(uid)
+func (eng *Engine) Remove(uid types.UID) (*v1.Pod, error) {
+	pod, _, ok := eng.snap.Pod(uid)
 	if !ok {
 		return nil, fmt.Errorf("pod with uid %q is not placed", uid)
 	}
-	if xr := h.findExtendedResourceClaim(pod); xr != nil {
-		h.snap.DeleteResourceClaim(xr.Namespace, xr.Name)
+	if xr := eng.findExtendedResourceClaim(pod); xr != nil {
+		eng.snap.DeleteResourceClaim(xr.Namespace, xr.Name)
 	}
 	for i := range pod.Spec.ResourceClaims {
 		name, _, err := resourceclaim.Name(pod, &pod.Spec.ResourceClaims[i])
 		if err != nil || name == nil {
 			continue
 		}
-		stored := h.snap.ResourceClaim(pod.Namespace, *name)
+		stored := eng.snap.ResourceClaim(pod.Namespace, *name)
 		if stored == nil {
 			continue
 		}
@@ -39,9 +39,9 @@ func (h *Engine) Remove(uid types.UID) (*v1.Pod, error) {
 			claim.Status.Allocation = nil
 			claim.Status.ReservedFor = nil
 		}
-		h.snap.SetResourceClaim(claim)
+		eng.snap.SetResourceClaim(claim)
 	}
-	if err := h.snap.RemovePod(uid); err != nil {
+	if err := eng.snap.RemovePod(uid); err != nil {
 		return nil, err
 	}
 	// A shallow copy, as commit makes: only top-level fields change, and
@@ -64,13 +64,13 @@ func statusCopy(claim *resourceapi.ResourceClaim) *resourceapi.ResourceClaim {
 
 // findExtendedResourceClaim finds a pod's extended-resource claim by its
 // status, or by the annotation and controller reference as the scheduler does.
-func (h *Engine) findExtendedResourceClaim(pod *v1.Pod) *resourceapi.ResourceClaim {
+func (eng *Engine) findExtendedResourceClaim(pod *v1.Pod) *resourceapi.ResourceClaim {
 	if st := pod.Status.ExtendedResourceClaimStatus; st != nil {
-		if c := h.snap.ResourceClaim(pod.Namespace, st.ResourceClaimName); c != nil {
+		if c := eng.snap.ResourceClaim(pod.Namespace, st.ResourceClaimName); c != nil {
 			return c
 		}
 	}
-	if c := h.snap.ExtendedResourceClaimOf(pod.UID); c != nil && c.Namespace == pod.Namespace {
+	if c := eng.snap.ExtendedResourceClaimOf(pod.UID); c != nil && c.Namespace == pod.Namespace {
 		return c
 	}
 	return nil
@@ -97,9 +97,9 @@ func withoutConsumer(refs []resourceapi.ResourceClaimConsumerReference, uid type
 
 // ClaimsOf returns the claims a pod holds: its extended-resource claim and
 // the claims in spec.resourceClaims that exist.
-func (h *Engine) ClaimsOf(pod *v1.Pod) []*resourceapi.ResourceClaim {
+func (eng *Engine) ClaimsOf(pod *v1.Pod) []*resourceapi.ResourceClaim {
 	var out []*resourceapi.ResourceClaim
-	if xr := h.findExtendedResourceClaim(pod); xr != nil {
+	if xr := eng.findExtendedResourceClaim(pod); xr != nil {
 		out = append(out, xr)
 	}
 	for i := range pod.Spec.ResourceClaims {
@@ -107,7 +107,7 @@ func (h *Engine) ClaimsOf(pod *v1.Pod) []*resourceapi.ResourceClaim {
 		if err != nil || name == nil {
 			continue
 		}
-		if c := h.snap.ResourceClaim(pod.Namespace, *name); c != nil {
+		if c := eng.snap.ResourceClaim(pod.Namespace, *name); c != nil {
 			out = append(out, c)
 		}
 	}
@@ -118,8 +118,8 @@ func (h *Engine) ClaimsOf(pod *v1.Pod) []*resourceapi.ResourceClaim {
 // own pool: only then is its placement the same on any fresh node of the
 // group, since a shared pool (all nodes, a node selector) drains from every
 // node.
-func (h *Engine) OnOwnPools(pod *v1.Pod, node string) bool {
-	for _, c := range h.ClaimsOf(pod) {
+func (eng *Engine) OnOwnPools(pod *v1.Pod, node string) bool {
+	for _, c := range eng.ClaimsOf(pod) {
 		if a := c.Status.Allocation; a != nil {
 			for _, r := range a.Devices.Results {
 				if r.Pool != node {

@@ -23,28 +23,28 @@ import (
 // empty and identical to what srcNode was, that pods[i] is equivalent to
 // srcPods[i], and that no pod has inter-pod constraints or shared claims.
 // On error nothing is placed.
-func (h *Engine) Replicate(srcNode string, srcPods []*v1.Pod, dstNode string, pods []*v1.Pod) error {
+func (eng *Engine) Replicate(srcNode string, srcPods []*v1.Pod, dstNode string, pods []*v1.Pod) error {
 	if len(srcPods) != len(pods) {
 		return fmt.Errorf("replicate: %d source pods for %d pods", len(srcPods), len(pods))
 	}
-	if h.verify {
-		h.verifyReplicate(srcNode, srcPods, dstNode, pods)
+	if eng.verify {
+		eng.verifyReplicate(srcNode, srcPods, dstNode, pods)
 	}
-	h.snap.Fork()
-	if err := h.replicateAll(srcNode, srcPods, dstNode, pods); err != nil {
-		h.snap.Revert()
+	eng.snap.Fork()
+	if err := eng.replicateAll(srcNode, srcPods, dstNode, pods); err != nil {
+		eng.snap.Revert()
 		return err
 	}
-	h.snap.Commit()
+	eng.snap.Commit()
 	return nil
 }
 
-func (h *Engine) replicateAll(srcNode string, srcPods []*v1.Pod, dstNode string, pods []*v1.Pod) error {
+func (eng *Engine) replicateAll(srcNode string, srcPods []*v1.Pod, dstNode string, pods []*v1.Pod) error {
 	// One array for the node's placed pods: a scale-up of thousands of
 	// pods copies every one of them.
 	placed := make([]v1.Pod, len(pods))
 	for i, src := range srcPods {
-		if err := h.replicateOne(srcNode, src, dstNode, pods[i], &placed[i]); err != nil {
+		if err := eng.replicateOne(srcNode, src, dstNode, pods[i], &placed[i]); err != nil {
 			return err
 		}
 	}
@@ -52,8 +52,8 @@ func (h *Engine) replicateAll(srcNode string, srcPods []*v1.Pod, dstNode string,
 }
 
 // replicateOne places a copy of pod, written to placed, as src was placed.
-func (h *Engine) replicateOne(srcNode string, src *v1.Pod, dstNode string, pod, placed *v1.Pod) error {
-	pod, err := h.ensureTemplateClaims(pod)
+func (eng *Engine) replicateOne(srcNode string, src *v1.Pod, dstNode string, pod, placed *v1.Pod) error {
+	pod, err := eng.ensureTemplateClaims(pod)
 	if err != nil {
 		return err
 	}
@@ -61,7 +61,7 @@ func (h *Engine) replicateOne(srcNode string, src *v1.Pod, dstNode string, pod, 
 	placed.Spec.NodeName = dstNode
 	placed.Status.ExtendedResourceClaimStatus = nil
 
-	if xr := h.snap.ExtendedResourceClaimOf(src.UID); xr != nil {
+	if xr := eng.snap.ExtendedResourceClaimOf(src.UID); xr != nil {
 		alloc, err := moveAllocation(xr.Status.Allocation, srcNode, dstNode, [2]string{string(placed.UID), "extended"})
 		if err != nil {
 			return err
@@ -81,12 +81,12 @@ func (h *Engine) replicateOne(srcNode string, src *v1.Pod, dstNode string, pod, 
 		claim.OwnerReferences = []metav1.OwnerReference{{
 			APIVersion: "v1", Kind: "Pod", Name: placed.Name, UID: placed.UID, Controller: ptr.To(true),
 		}}
-		claim = h.extendedResourceClaim(placed, claim)
+		claim = eng.extendedResourceClaim(placed, claim)
 		placed.Status.ExtendedResourceClaimStatus = &v1.PodExtendedResourceClaimStatus{
 			ResourceClaimName: claim.Name,
 			RequestMappings:   src.Status.ExtendedResourceClaimStatus.RequestMappings,
 		}
-		h.snap.SetResourceClaim(claim)
+		eng.snap.SetResourceClaim(claim)
 	}
 	for i := range placed.Spec.ResourceClaims {
 		srcName, _, err1 := resourceclaim.Name(src, &src.Spec.ResourceClaims[i])
@@ -94,7 +94,7 @@ func (h *Engine) replicateOne(srcNode string, src *v1.Pod, dstNode string, pod, 
 		if err1 != nil || err2 != nil || srcName == nil || name == nil {
 			return fmt.Errorf("replicate pod %s: claim %d has no name", podKey(placed), i)
 		}
-		srcClaim, stored := h.snap.ResourceClaim(src.Namespace, *srcName), h.snap.ResourceClaim(placed.Namespace, *name)
+		srcClaim, stored := eng.snap.ResourceClaim(src.Namespace, *srcName), eng.snap.ResourceClaim(placed.Namespace, *name)
 		// A named claim is the pod's own by the caller's word; one that is
 		// allocated or reserved already is plainly not.
 		named := placed.Spec.ResourceClaims[i].ResourceClaimName != nil && stored != nil &&
@@ -110,9 +110,9 @@ func (h *Engine) replicateOne(srcNode string, src *v1.Pod, dstNode string, pod, 
 		claim.Status.Allocation = alloc
 		claim.Finalizers = srcClaim.Finalizers
 		reserveFor(claim, placed)
-		h.snap.SetResourceClaim(claim)
+		eng.snap.SetResourceClaim(claim)
 	}
-	return h.snap.AddPodLike(placed, src.UID)
+	return eng.snap.AddPodLike(placed, src.UID)
 }
 
 // Replicable reports whether a pod's placement depends only on its own

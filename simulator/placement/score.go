@@ -11,23 +11,23 @@ import (
 // equal scores, this picks the first in candidate order, so results are
 // reproducible. It evaluates every candidate (kube-scheduler may stop at
 // percentageOfNodesToScore in clusters over 100 nodes).
-func (h *Engine) PlaceBest(pod *v1.Pod, candidates []string) (string, *v1.Pod, *FitError) {
-	c, fitErr := h.begin(pod, candidates)
+func (eng *Engine) PlaceBest(pod *v1.Pod, candidates []string) (string, *v1.Pod, *FitError) {
+	c, fitErr := eng.begin(pod, candidates)
 	if c == nil {
 		return "", nil, fitErr
 	}
 	var feasible []fwk.NodeInfo
 	for _, name := range candidates {
-		if rs := h.filter(c, name); len(rs) > 0 {
+		if rs := eng.filter(c, name); len(rs) > 0 {
 			fitErr.PerNode[name] = rs
 			continue
 		}
-		feasible = append(feasible, h.snap.NodeInfo(name))
+		feasible = append(feasible, eng.snap.NodeInfo(name))
 	}
 	for len(feasible) > 0 {
-		best := h.best(c, feasible)
+		best := eng.best(c, feasible)
 		name := feasible[best].Node().Name
-		placed, rs := h.reserveAndCommit(c, name)
+		placed, rs := eng.reserveAndCommit(c, name)
 		if len(rs) == 0 {
 			return name, placed, nil
 		}
@@ -38,16 +38,16 @@ func (h *Engine) PlaceBest(pod *v1.Pod, candidates []string) (string, *v1.Pod, *
 }
 
 // best returns the index of the highest-scoring node, the first on ties.
-func (h *Engine) best(c *cycle, nodes []fwk.NodeInfo) int {
-	if len(nodes) == 1 || !h.fw.HasScorePlugins() {
+func (eng *Engine) best(c *cycle, nodes []fwk.NodeInfo) int {
+	if len(nodes) == 1 || !eng.fw.HasScorePlugins() {
 		return 0
 	}
-	h.snap.SetCycleScope(c.pod.UID, nil)
-	defer h.snap.ClearCycleScope()
-	if st := h.fw.RunPreScorePlugins(h.context(), c.state, c.pod, nodes); !st.IsSuccess() {
+	eng.snap.SetCycleScope(c.pod.UID, nil)
+	defer eng.snap.ClearCycleScope()
+	if st := eng.fw.RunPreScorePlugins(eng.context(), c.state, c.pod, nodes); !st.IsSuccess() {
 		return 0
 	}
-	scores, st := h.fw.RunScorePlugins(h.context(), c.state, c.pod, nodes)
+	scores, st := eng.fw.RunScorePlugins(eng.context(), c.state, c.pod, nodes)
 	if !st.IsSuccess() {
 		return 0
 	}

@@ -18,15 +18,15 @@ import (
 // pods the same way, so Replicate may copy one's placements onto the
 // other. ok is false when the node is not empty, has slices that are not
 // its own pool, or is unknown.
-func (h *Engine) EmptyNodeSignature(name string) (sig uint64, ok bool) {
-	ni := h.snap.NodeInfo(name)
+func (eng *Engine) EmptyNodeSignature(name string) (sig uint64, ok bool) {
+	ni := eng.snap.NodeInfo(name)
 	if ni == nil || len(ni.Pods) > 0 || ni.Node() == nil {
 		return 0, false
 	}
 	node := ni.Node()
-	usage := h.snap.DeviceUsage()
+	usage := eng.snap.DeviceUsage()
 	var slices []string
-	for _, s := range h.snap.SlicesForNode(name) {
+	for _, s := range eng.snap.SlicesForNode(name) {
 		if s.Spec.Pool.Name != name {
 			return 0, false
 		}

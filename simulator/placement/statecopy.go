@@ -36,7 +36,7 @@ import (
 // allocation holds only devices of the node's own pool, whole. The
 // caller keys pods by kind (estimator.Kinds), as Replicate's callers do.
 type StateCopies struct {
-	h *Engine
+	eng *Engine
 	// class is each node's shape class (nil: none).
 	class   map[string]*nodeClass
 	classes []*nodeClass
@@ -85,8 +85,8 @@ func copyFilter(plugin string) bool {
 
 // NewStateCopies returns the copier for the snapshot as it is, or nil when
 // copies could not be exact (see StateCopies).
-func (h *Engine) NewStateCopies() *StateCopies {
-	plugins := h.fw.ListPlugins()
+func (eng *Engine) NewStateCopies() *StateCopies {
+	plugins := eng.fw.ListPlugins()
 	for _, set := range [][]string{pluginNames(plugins.Filter.Enabled), pluginNames(plugins.PreFilter.Enabled), pluginNames(plugins.Reserve.Enabled)} {
 		for _, p := range set {
 			if !copyFilter(p) {
@@ -94,17 +94,17 @@ func (h *Engine) NewStateCopies() *StateCopies {
 			}
 		}
 	}
-	if h.SpreadsByDefault() || len(h.snap.SlicesForNode("")) > 0 {
+	if eng.SpreadsByDefault() || len(eng.snap.SlicesForNode("")) > 0 {
 		return nil
 	}
-	lister := h.snap.NodeInfos()
+	lister := eng.snap.NodeInfos()
 	if l, err := lister.HavePodsWithAffinityList(); err != nil || len(l) > 0 {
 		return nil
 	}
 	if l, err := lister.HavePodsWithRequiredAntiAffinityList(); err != nil || len(l) > 0 {
 		return nil
 	}
-	return &StateCopies{h: h, class: map[string]*nodeClass{}, ids: map[string][]structured.DeviceID{},
+	return &StateCopies{eng: eng, class: map[string]*nodeClass{}, ids: map[string][]structured.DeviceID{},
 		memo: map[string]map[string]*placedCopy{}}
 }
 
@@ -154,7 +154,7 @@ func Eligible(pod *v1.Pod, ownNamed bool) bool {
 
 // Key says the node's state, "" when it has none a copy could use.
 func (c *StateCopies) Key(node string) string {
-	ni := c.h.snap.NodeInfo(node)
+	ni := c.eng.snap.NodeInfo(node)
 	if ni == nil || ni.Node() == nil {
 		return ""
 	}
@@ -162,7 +162,7 @@ func (c *StateCopies) Key(node string) string {
 	if cl == nil {
 		return ""
 	}
-	usage := c.h.snap.DeviceUsage()
+	usage := c.eng.snap.DeviceUsage()
 	b := strconv.AppendInt(c.buf[:0], int64(cl.id), 10)
 	r := ni.Requested
 	for _, n := range []int64{int64(len(ni.Pods)), r.MilliCPU, r.Memory, r.EphemeralStorage} {
@@ -200,7 +200,7 @@ func (c *StateCopies) classOf(node string) *nodeClass {
 	}
 	c.class[node] = nil
 	var ids []structured.DeviceID
-	for _, s := range c.h.snap.SlicesForNode(node) {
+	for _, s := range c.eng.snap.SlicesForNode(node) {
 		if s.Spec.Pool.Name != node || ptr.Deref(s.Spec.NodeName, "") != node {
 			return nil
 		}
@@ -228,7 +228,7 @@ func (c *StateCopies) classOf(node string) *nodeClass {
 // sameShape compares what Filter plugins read of two nodes, each one's
 // name taken out, and returns the label keys whose value is the name.
 func (c *StateCopies) sameShape(a, b string) ([]string, bool) {
-	na, nb := c.h.snap.NodeInfo(a).Node(), c.h.snap.NodeInfo(b).Node()
+	na, nb := c.eng.snap.NodeInfo(a).Node(), c.eng.snap.NodeInfo(b).Node()
 	if len(na.Labels) != len(nb.Labels) || na.Spec.Unschedulable != nb.Spec.Unschedulable ||
 		!slices.Equal(na.Status.DeclaredFeatures, nb.Status.DeclaredFeatures) ||
 		!sameQuantities(na.Status.Allocatable, nb.Status.Allocatable) ||
@@ -248,7 +248,7 @@ func (c *StateCopies) sameShape(a, b string) ([]string, bool) {
 		}
 	}
 	slices.Sort(keys)
-	sa, sb := c.h.snap.SlicesForNode(a), c.h.snap.SlicesForNode(b)
+	sa, sb := c.eng.snap.SlicesForNode(a), c.eng.snap.SlicesForNode(b)
 	if len(sa) != len(sb) {
 		return nil, false
 	}
@@ -362,22 +362,22 @@ func (c *StateCopies) Place(pod *v1.Pod, kind, key, node string) *v1.Pod {
 	}
 	var want []string
 	fits := false
-	if c.h.verify {
-		want, fits = c.h.verifyStateCopy(pod, node)
+	if c.eng.verify {
+		want, fits = c.eng.verifyStateCopy(pod, node)
 	}
-	c.h.snap.Fork()
-	placed := c.h.placeCopy(pod, src, node)
+	c.eng.snap.Fork()
+	placed := c.eng.placeCopy(pod, src, node)
 	if placed == nil {
-		c.h.snap.Revert()
+		c.eng.snap.Revert()
 		return nil // the full path runs instead
 	}
-	c.h.snap.Commit()
+	c.eng.snap.Commit()
 	c.copied++
-	if c.h.verify {
+	if c.eng.verify {
 		if !fits {
 			ShortcutDiffers("state copy", "pod %s was copied onto node %s, which the scheduler's plugins reject", podKey(pod), node)
 		}
-		if got := c.h.devicesOf(placed); !slices.Equal(got, want) {
+		if got := c.eng.devicesOf(placed); !slices.Equal(got, want) {
 			ShortcutDiffers("state copy", "pod %s was copied onto node %s with devices %v, the scheduler's plugins give it %v", podKey(pod), node, got, want)
 		}
 	}
@@ -396,7 +396,7 @@ func (c *StateCopies) Learn(pod *v1.Pod, kind, key, node string) {
 		if err != nil || name == nil {
 			return
 		}
-		claim := c.h.snap.ResourceClaim(pod.Namespace, *name)
+		claim := c.eng.snap.ResourceClaim(pod.Namespace, *name)
 		if claim == nil || claim.Status.Allocation == nil {
 			return
 		}
@@ -407,7 +407,7 @@ func (c *StateCopies) Learn(pod *v1.Pod, kind, key, node string) {
 		}
 		src.allocs = append(src.allocs, claim.Status.Allocation)
 	}
-	if c.h.findExtendedResourceClaim(pod) != nil {
+	if c.eng.findExtendedResourceClaim(pod) != nil {
 		return
 	}
 	if c.memo[kind] == nil {
@@ -419,7 +419,7 @@ func (c *StateCopies) Learn(pod *v1.Pod, kind, key, node string) {
 // placeCopy writes what committing the pod on node would: each claim,
 // fresh, gets the source's allocation moved to the node, the finalizer
 // the DynamicResources plugin's Reserve adds, and the pod's reservation.
-func (h *Engine) placeCopy(pod *v1.Pod, src *placedCopy, node string) *v1.Pod {
+func (eng *Engine) placeCopy(pod *v1.Pod, src *placedCopy, node string) *v1.Pod {
 	copied := *pod
 	placed := &copied
 	placed.Spec.NodeName = node
@@ -429,7 +429,7 @@ func (h *Engine) placeCopy(pod *v1.Pod, src *placedCopy, node string) *v1.Pod {
 		if err != nil || name == nil {
 			return nil
 		}
-		stored := h.snap.ResourceClaim(placed.Namespace, *name)
+		stored := eng.snap.ResourceClaim(placed.Namespace, *name)
 		if stored == nil || stored.Status.Allocation != nil || len(stored.Status.ReservedFor) > 0 || stored.DeletionTimestamp != nil {
 			return nil
 		}
@@ -443,9 +443,9 @@ func (h *Engine) placeCopy(pod *v1.Pod, src *placedCopy, node string) *v1.Pod {
 			claim.Finalizers = append(slices.Clip(claim.Finalizers), resourceapi.Finalizer)
 		}
 		reserveFor(claim, placed)
-		h.snap.SetResourceClaim(claim)
+		eng.snap.SetResourceClaim(claim)
 	}
-	if err := h.snap.AddPod(placed); err != nil {
+	if err := eng.snap.AddPod(placed); err != nil {
 		return nil
 	}
 	return placed
@@ -453,14 +453,14 @@ func (h *Engine) placeCopy(pod *v1.Pod, src *placedCopy, node string) *v1.Pod {
 
 // verifyStateCopy places the pod on node through the scheduler's plugins
 // on a fork, undone, and returns its devices and whether it fits.
-func (h *Engine) verifyStateCopy(pod *v1.Pod, node string) ([]string, bool) {
-	h.snap.Fork()
-	defer h.snap.Revert()
-	placed, ferr := h.Place(pod, node)
+func (eng *Engine) verifyStateCopy(pod *v1.Pod, node string) ([]string, bool) {
+	eng.snap.Fork()
+	defer eng.snap.Revert()
+	placed, ferr := eng.Place(pod, node)
 	if ferr != nil {
 		return nil, false
 	}
-	return h.devicesOf(placed), true
+	return eng.devicesOf(placed), true
 }
 
 func pluginNames(ps []config.Plugin) []string {

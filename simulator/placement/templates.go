@@ -24,8 +24,8 @@ const podClaimNameAnnotation = "resource.kubernetes.io/pod-claim-name"
 // name is derived from the pod UID, so repeated calls find the same claim.
 // A claim the pod's PodGroup holds (DRAWorkloadResourceClaims) is the
 // group's: one for all its pods, owned by the group (see GroupClaims).
-func (h *Engine) ensureTemplateClaims(pod *v1.Pod) (*v1.Pod, error) {
-	return h.templateClaims(pod, false)
+func (eng *Engine) ensureTemplateClaims(pod *v1.Pod) (*v1.Pod, error) {
+	return eng.templateClaims(pod, false)
 }
 
 // GroupClaims does for pending pods what the resourceclaim controller does
@@ -38,7 +38,7 @@ func (h *Engine) ensureTemplateClaims(pod *v1.Pod) (*v1.Pod, error) {
 // not a claim per pod. Without the gate pods are returned as they are. A
 // pod whose group claim cannot be made (template missing) is left as it
 // is: placing it says why.
-func (h *Engine) GroupClaims(pods []*v1.Pod) []*v1.Pod {
+func (eng *Engine) GroupClaims(pods []*v1.Pod) []*v1.Pod {
 	if !groupClaimsEnabled() {
 		return pods
 	}
@@ -47,7 +47,7 @@ func (h *Engine) GroupClaims(pods []*v1.Pod) []*v1.Pod {
 		if pod.Spec.SchedulingGroup == nil || len(pod.Spec.ResourceClaims) == 0 {
 			continue
 		}
-		withClaims, err := h.templateClaims(pod, true)
+		withClaims, err := eng.templateClaims(pod, true)
 		if err != nil || withClaims == pod {
 			continue
 		}
@@ -69,18 +69,18 @@ func groupClaimsEnabled() bool {
 // groupOf is the pod's PodGroup when its claims may be the group's
 // (DRAWorkloadResourceClaims on); nil otherwise. The pod's fields are
 // read before the gate: most pods placed have no group.
-func (h *Engine) groupOf(pod *v1.Pod) *schedulingapi.PodGroup {
+func (eng *Engine) groupOf(pod *v1.Pod) *schedulingapi.PodGroup {
 	if pod.Spec.SchedulingGroup == nil || pod.Spec.SchedulingGroup.PodGroupName == nil || !groupClaimsEnabled() {
 		return nil
 	}
-	return h.snap.PodGroup(pod.Namespace, *pod.Spec.SchedulingGroup.PodGroupName)
+	return eng.snap.PodGroup(pod.Namespace, *pod.Spec.SchedulingGroup.PodGroupName)
 }
 
 // templateClaims is ensureTemplateClaims; onlyGroup leaves the pod's own
 // claims alone.
-func (h *Engine) templateClaims(pod *v1.Pod, onlyGroup bool) (*v1.Pod, error) {
+func (eng *Engine) templateClaims(pod *v1.Pod, onlyGroup bool) (*v1.Pod, error) {
 	var out *v1.Pod
-	group := h.groupOf(pod)
+	group := eng.groupOf(pod)
 	for i, pc := range pod.Spec.ResourceClaims {
 		if pc.ResourceClaimTemplateName == nil || hasClaimStatus(pod, pc.Name) {
 			continue
@@ -88,21 +88,21 @@ func (h *Engine) templateClaims(pod *v1.Pod, onlyGroup bool) (*v1.Pod, error) {
 		var name string
 		if group != nil && boundToGroup(pod, group, &pc) {
 			var err error
-			if name, err = h.groupClaim(group, pc.Name, *pc.ResourceClaimTemplateName); err != nil {
+			if name, err = eng.groupClaim(group, pc.Name, *pc.ResourceClaimTemplateName); err != nil {
 				return pod, fmt.Errorf("pod %s: spec.resourceClaims[%d]: %w", podKey(pod), i, err)
 			}
 		} else {
 			if onlyGroup {
 				continue
 			}
-			tmpl := h.snap.ResourceClaimTemplate(pod.Namespace, *pc.ResourceClaimTemplateName)
+			tmpl := eng.snap.ResourceClaimTemplate(pod.Namespace, *pc.ResourceClaimTemplateName)
 			if tmpl == nil {
 				return pod, fmt.Errorf("pod %s: spec.resourceClaims[%d].resourceClaimTemplateName: ResourceClaimTemplate %s/%s not found",
 					podKey(pod), i, pod.Namespace, *pc.ResourceClaimTemplateName)
 			}
-			name = h.freeClaimName(pod, pod.Name+"-"+pc.Name+"-", string(pod.UID)+"/"+pc.Name)
-			if h.snap.ResourceClaim(pod.Namespace, name) == nil {
-				h.snap.SetResourceClaim(claimFromTemplate(pod.Namespace, pc.Name, name, ownerOf(pod), tmpl))
+			name = eng.freeClaimName(pod, pod.Name+"-"+pc.Name+"-", string(pod.UID)+"/"+pc.Name)
+			if eng.snap.ResourceClaim(pod.Namespace, name) == nil {
+				eng.snap.SetResourceClaim(claimFromTemplate(pod.Namespace, pc.Name, name, ownerOf(pod), tmpl))
 			}
 		}
 		if out == nil {
@@ -126,21 +126,21 @@ func boundToGroup(pod *v1.Pod, group *schedulingapi.PodGroup, pc *v1.PodResource
 
 // groupClaim returns the name of the group's claim podClaim, making it from
 // the template when the group has none yet.
-func (h *Engine) groupClaim(group *schedulingapi.PodGroup, podClaim, template string) (string, error) {
+func (eng *Engine) groupClaim(group *schedulingapi.PodGroup, podClaim, template string) (string, error) {
 	for _, s := range group.Status.ResourceClaimStatuses {
-		if s.Name == podClaim && s.ResourceClaimName != nil && h.snap.ResourceClaim(group.Namespace, *s.ResourceClaimName) != nil {
+		if s.Name == podClaim && s.ResourceClaimName != nil && eng.snap.ResourceClaim(group.Namespace, *s.ResourceClaimName) != nil {
 			return *s.ResourceClaimName, nil
 		}
 	}
-	tmpl := h.snap.ResourceClaimTemplate(group.Namespace, template)
+	tmpl := eng.snap.ResourceClaimTemplate(group.Namespace, template)
 	if tmpl == nil {
 		return "", fmt.Errorf("PodGroup %s/%s spec.resourceClaims %s: ResourceClaimTemplate %s/%s not found",
 			group.Namespace, group.Name, podClaim, group.Namespace, template)
 	}
-	name := h.freeClaimNameOf(group.Namespace, group.UID, group.Name+"-"+podClaim+"-", "podgroup/"+string(group.UID)+"/"+podClaim)
-	if h.snap.ResourceClaim(group.Namespace, name) == nil {
+	name := eng.freeClaimNameOf(group.Namespace, group.UID, group.Name+"-"+podClaim+"-", "podgroup/"+string(group.UID)+"/"+podClaim)
+	if eng.snap.ResourceClaim(group.Namespace, name) == nil {
 		owner := metav1.OwnerReference{APIVersion: schedulingapi.SchemeGroupVersion.String(), Kind: "PodGroup", Name: group.Name, UID: group.UID}
-		h.snap.SetResourceClaim(claimFromTemplate(group.Namespace, podClaim, name, owner, tmpl))
+		eng.snap.SetResourceClaim(claimFromTemplate(group.Namespace, podClaim, name, owner, tmpl))
 	}
 	return name, nil
 }

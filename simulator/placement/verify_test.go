@@ -53,8 +53,28 @@ func TestVerifyShortcutsCatchesACopyTheSchedulerRejects(t *testing.T) {
 		t.Fatalf("without %s: err %v, stopped %q; want the copy made unchecked", VerifyShortcutsEnv, err, stopped)
 	}
 	t.Setenv(VerifyShortcutsEnv, "1")
-	stopped, _ := replicateOntoTainted()
+	stopped, err := replicateOntoTainted()
+	if !VerifyShortcutsBuilt {
+		// A production build: the variable changes nothing.
+		if err != nil || stopped != "" {
+			t.Errorf("built without draxrverify, with %s: err %v, stopped %q; want the copy made unchecked", VerifyShortcutsEnv, err, stopped)
+		}
+		return
+	}
 	if !strings.Contains(stopped, "the Replicate shortcut differs from the scheduler's full path") || !strings.Contains(stopped, "default/r0") {
 		t.Errorf("with %s: stopped %q, want the Replicate difference for default/r0", VerifyShortcutsEnv, stopped)
+	}
+}
+
+// A build without -tags draxrverify, as every shipped binary is, never
+// honours the variable: an engine made with it set verifies nothing.
+func TestProductionBuildIgnoresVerifyShortcutsEnv(t *testing.T) {
+	t.Setenv(VerifyShortcutsEnv, "1")
+	h, err := New(context.Background(), snapshot.New(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h.VerifiesShortcuts(); got != VerifyShortcutsBuilt {
+		t.Errorf("with %s set, VerifiesShortcuts() = %v in a build where draxrverify is %v", VerifyShortcutsEnv, got, VerifyShortcutsBuilt)
 	}
 }

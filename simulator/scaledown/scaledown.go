@@ -156,8 +156,8 @@ type Rejection struct {
 // were chosen (least utilised first), and why the others cannot. It
 // mutates the placement engine's snapshot: the chosen nodes' pods are moved and the
 // nodes deleted. Run it on a fork to keep the snapshot.
-func Find(h *placement.Engine, opts Options) ([]Removal, []Rejection) {
-	snap := h.Snapshot()
+func Find(sim *placement.Engine, opts Options) ([]Removal, []Rejection) {
+	snap := sim.Snapshot()
 	type candidate struct {
 		name string
 		util float64
@@ -174,7 +174,7 @@ func Find(h *placement.Engine, opts Options) ([]Removal, []Rejection) {
 			rejected = append(rejected, Rejection{Node: name, Code: Code(b.Reason), Reason: b.String(), Blocked: b})
 			continue
 		}
-		u, devices := UtilizationOf(h, name, opts.Ignore)
+		u, devices := UtilizationOf(sim, name, opts.Ignore)
 		threshold := opts.UtilizationThreshold
 		if opts.ThresholdFor != nil {
 			threshold = opts.ThresholdFor(node, devices)
@@ -193,7 +193,7 @@ func Find(h *placement.Engine, opts Options) ([]Removal, []Rejection) {
 		return cands[i].util < cands[j].util
 	})
 
-	spare, amounts := minimums(h, opts)
+	spare, amounts := minimums(sim, opts)
 	groupRoom := maps.Clone(opts.GroupRoom)
 	gone := map[string]bool{}
 	if opts.Gangs != nil && opts.Uncounted != nil {
@@ -207,7 +207,7 @@ func Find(h *placement.Engine, opts Options) ([]Removal, []Rejection) {
 	for i, c := range cands {
 		names[i] = c.name
 	}
-	d := newDrainer(h, opts, targetOrder(snap.NodeNames(), names))
+	d := newDrainer(sim, opts, targetOrder(snap.NodeNames(), names))
 	var out []Removal
 	for i, c := range cands {
 		if why := opts.Stop.reached(len(out)); why != "" {
@@ -291,7 +291,7 @@ func (s EarlyStop) reached(found int) string {
 // zone its anti-affinity kept a kind off: see relaxes) drops what was
 // learned.
 type drainer struct {
-	h    *placement.Engine
+	sim  *placement.Engine
 	snap *snapshot.Snapshot
 	opts Options
 	// order is the snapshot's nodes at the start, in the order targets
@@ -359,12 +359,12 @@ func targetOrder(nodes, cands []string) []string {
 	return order
 }
 
-func newDrainer(h *placement.Engine, opts Options, order []string) *drainer {
+func newDrainer(sim *placement.Engine, opts Options, order []string) *drainer {
 	newCopies := opts.stateCopies
 	if newCopies == nil {
 		newCopies = (*placement.Engine).NewStateCopies
 	}
-	snap := h.Snapshot()
+	snap := sim.Snapshot()
 	var pods []*v1.Pod
 	for _, name := range order {
 		for _, pi := range snap.NodeInfo(name).Pods {
@@ -383,10 +383,10 @@ func newDrainer(h *placement.Engine, opts Options, order []string) *drainer {
 	for i, name := range order {
 		pos[name], receive[i] = i, -1
 	}
-	return &drainer{h: h, snap: snap, opts: opts, order: order, pos: pos, gone: make([]bool, len(order)), receive: receive,
+	return &drainer{sim: sim, snap: snap, opts: opts, order: order, pos: pos, gone: make([]bool, len(order)), receive: receive,
 		kinds: estimator.NewKinds(snap, pods), kindOf: make(map[types.UID]podKind, len(pods)), full: map[string]*rejecting{}, shared: shared,
-		spreadsByDefault: h.SpreadsByDefault(),
-		copies:           newCopies(h)}
+		spreadsByDefault: sim.SpreadsByDefault(),
+		copies:           newCopies(sim)}
 }
 
 // mayReceive says whether the i-th node may take pods.
@@ -441,7 +441,7 @@ func (d *drainer) drain(nodeName string) (map[string]string, error) {
 	// (independent), each leaves just before it is placed, so that a
 	// drain failing at its first pod removes one pod, not all.
 	oneByOne := d.independent(uids)
-	if oneByOne && d.h.VerifiesShortcuts() {
+	if oneByOne && d.sim.VerifiesShortcuts() {
 		d.verifyOneByOne(nodeName, uids, self)
 	}
 	// Targets found rejecting a kind count for the rest of this drain,
@@ -518,7 +518,7 @@ func (d *drainer) move(uids []types.UID, self int, oneByOne bool, learned map[st
 		if d.relaxes(pod, expendable) {
 			clear(d.full)
 		}
-		pending, err := d.h.Remove(uid)
+		pending, err := d.sim.Remove(uid)
 		if err != nil {
 			return nil, err
 		}
@@ -564,7 +564,7 @@ func (d *drainer) relaxes(pod *v1.Pod, expendable bool) bool {
 	if d.shared == nil {
 		return false
 	}
-	for _, c := range d.h.ClaimsOf(pod) {
+	for _, c := range d.sim.ClaimsOf(pod) {
 		if a := c.Status.Allocation; a != nil {
 			for _, r := range a.Devices.Results {
 				if d.shared[r.Driver+"/"+r.Pool] {
@@ -648,7 +648,7 @@ func (d *drainer) independent(uids []types.UID) bool {
 // place it on, as the first to accept it.
 func (d *drainer) place(pod *v1.Pod, pk podKind, self int, known *rejecting, seen map[int]bool) (string, *placement.FitError) {
 	i := 0
-	verify := d.h.VerifiesShortcuts()
+	verify := d.sim.VerifiesShortcuts()
 	if known != nil && !verify {
 		i = known.from
 	}
@@ -663,7 +663,7 @@ func (d *drainer) place(pod *v1.Pod, pk podKind, self int, known *rejecting, see
 			}
 			if known != nil && (known.nodes[i] || seen[i]) {
 				if verify {
-					d.h.VerifyRejects("drain's rejecting targets", pod, d.order[i])
+					d.sim.VerifyRejects("drain's rejecting targets", pod, d.order[i])
 				}
 				continue
 			}
@@ -675,7 +675,7 @@ func (d *drainer) place(pod *v1.Pod, pk podKind, self int, known *rejecting, see
 				return cands[0], nil
 			}
 		}
-		to, placed, ferr := d.h.PlaceOnAnyNode(pod, cands)
+		to, placed, ferr := d.sim.PlaceOnAnyNode(pod, cands)
 		if ferr == nil && key != "" && to == cands[0] {
 			d.copies.Learn(placed, pk.kind, key, to)
 		}
@@ -714,11 +714,11 @@ func readsLabels(pod *v1.Pod) bool {
 // minimums returns, when a minimum is set, how much of each limited
 // resource the cluster may lose, and a function counting a node (to be
 // called before the node is removed from the snapshot).
-func minimums(h *placement.Engine, opts Options) (limits.Amounts, func(name string) limits.Amounts) {
+func minimums(sim *placement.Engine, opts Options) (limits.Amounts, func(name string) limits.Amounts) {
 	if !opts.Limits.HasMin() {
 		return nil, nil
 	}
-	snap := h.Snapshot()
+	snap := sim.Snapshot()
 	matcher := opts.Matcher
 	if matcher == nil {
 		matcher = dynres.NewMatcher()
@@ -767,8 +767,8 @@ func leavesWithNode(pod *v1.Pod) bool {
 // its devices would read eight H100s all taken whole as 8 of the 160
 // devices NVIDIA's DynamicMIG publishes, 5%, and drain a full node. The
 // node's utilization is the highest of these.
-func UtilizationOf(h *placement.Engine, nodeName string, ignore UtilizationIgnores) (float64, bool) {
-	snap := h.Snapshot()
+func UtilizationOf(sim *placement.Engine, nodeName string, ignore UtilizationIgnores) (float64, bool) {
+	snap := sim.Snapshot()
 	var devices int
 	var used, util float64
 	measured := false

@@ -3,9 +3,7 @@ package view
 import (
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	prv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
 	prclient "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/client/clientset/versioned"
 	prinformers "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/client/informers/externalversions"
@@ -22,42 +20,40 @@ import (
 
 // addBatch adds the batch kinds the View reads (ProvisioningRequests,
 // CapacityBuffers, the PodTemplates they name, ResourceQuotas), sorted.
-func (l View) addBatch(objs *input.Objects) error {
+func (v View) addBatch(objs *input.Objects) error {
 	all := labels.Everything()
 	var err error
-	if l.ProvisioningRequests != nil {
-		if objs.ProvisioningRequests, err = l.ProvisioningRequests.List(all); err != nil {
+	if v.ProvisioningRequests != nil {
+		if objs.ProvisioningRequests, err = v.ProvisioningRequests.List(all); err != nil {
 			return fmt.Errorf("list provisioningrequests: %w", err)
 		}
 		sortByKey(objs.ProvisioningRequests)
 	}
-	if l.PodTemplates != nil {
-		if objs.PodTemplates, err = l.PodTemplates.List(all); err != nil {
+	if v.PodTemplates != nil {
+		if objs.PodTemplates, err = v.PodTemplates.List(all); err != nil {
 			return fmt.Errorf("list podtemplates: %w", err)
 		}
 		sortByKey(objs.PodTemplates)
 	}
-	if l.ResourceQuotas != nil {
-		if objs.ResourceQuotas, err = l.ResourceQuotas.List(all); err != nil {
+	if v.ResourceQuotas != nil {
+		if objs.ResourceQuotas, err = v.ResourceQuotas.List(all); err != nil {
 			return fmt.Errorf("list resourcequotas: %w", err)
 		}
 		sortByKey(objs.ResourceQuotas)
 	}
-	if l.CapacityBuffers != nil {
-		list, err := l.CapacityBuffers.List(all)
+	if v.CapacityBuffers != nil {
+		list, err := v.CapacityBuffers.List(all)
 		if err != nil {
 			return fmt.Errorf("list capacitybuffers: %w", err)
 		}
 		for _, o := range list {
-			u, ok := o.(*unstructured.Unstructured)
-			if !ok {
-				continue
+			b, ok, err := capacitybuffer.FromLister(o)
+			if err != nil {
+				return err
 			}
-			b := &capacitybuffer.CapacityBuffer{}
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, b); err != nil {
-				return fmt.Errorf("CapacityBuffer %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+			if ok {
+				objs.CapacityBuffers = append(objs.CapacityBuffers, b)
 			}
-			objs.CapacityBuffers = append(objs.CapacityBuffers, b)
 		}
 		sortByKey(objs.CapacityBuffers)
 	}
@@ -69,35 +65,34 @@ func (l View) addBatch(objs *input.Objects) error {
 // ProvisioningRequests and CapacityBuffers (JSON only, as CRDs are
 // served). It returns what starts them and waits for their caches, and
 // their informers (to watch for changes).
-func (l View) batchInformers(cfg *rest.Config, disco discovery.DiscoveryInterface, f informers.SharedInformerFactory) (
+func (v View) batchInformers(cfg *rest.Config, disco discovery.DiscoveryInterface, f informers.SharedInformerFactory) (
 	View, []startable, map[string]cache.SharedIndexInformer, error) {
 	volcano := Serves(disco, VolcanoPodGroupsResource())
 	requests := Serves(disco, prv1.SchemeGroupVersion.WithResource("provisioningrequests"))
 	buffers := Serves(disco, capacitybuffer.GroupVersionResource())
 	watched := map[string]cache.SharedIndexInformer{}
 	if !volcano && !requests && !buffers {
-		return l, nil, watched, nil
+		return v, nil, watched, nil
 	}
-	jsonCfg := rest.CopyConfig(cfg)
-	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = "application/json", "application/json"
+	jsonCfg := JSONOnly(cfg)
 	var started []startable
 	if volcano || buffers {
 		dyn, err := dynamic.NewForConfig(jsonCfg)
 		if err != nil {
-			return l, nil, nil, err
+			return v, nil, nil, err
 		}
 		df := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
 		if volcano {
-			l = l.WithVolcanoPodGroups(df)
+			v = v.WithVolcanoPodGroups(df)
 			watched["podgroups.scheduling.volcano.sh"] = df.ForResource(VolcanoPodGroupsResource()).Informer()
 		}
 		if buffers {
 			// Not WithCapacityBuffers: a plan reads buffers, their
 			// templates and quotas as input.Objects holds them, not the
 			// workloads a running loop resolves scalableRefs with.
-			l.CapacityBuffers = df.ForResource(capacitybuffer.GroupVersionResource()).Lister()
-			l.PodTemplates = f.Core().V1().PodTemplates().Lister()
-			l.ResourceQuotas = f.Core().V1().ResourceQuotas().Lister()
+			v.CapacityBuffers = df.ForResource(capacitybuffer.GroupVersionResource()).Lister()
+			v.PodTemplates = f.Core().V1().PodTemplates().Lister()
+			v.ResourceQuotas = f.Core().V1().ResourceQuotas().Lister()
 			watched["capacitybuffers"] = df.ForResource(capacitybuffer.GroupVersionResource()).Informer()
 			watched["resourcequotas"] = f.Core().V1().ResourceQuotas().Informer()
 		}
@@ -106,17 +101,17 @@ func (l View) batchInformers(cfg *rest.Config, disco discovery.DiscoveryInterfac
 	if requests {
 		prc, err := prclient.NewForConfig(jsonCfg)
 		if err != nil {
-			return l, nil, nil, err
+			return v, nil, nil, err
 		}
 		pf := prinformers.NewSharedInformerFactory(prc, 0)
-		l = l.WithProvisioningRequests(pf, f)
+		v = v.WithProvisioningRequests(pf, f)
 		watched["provisioningrequests"] = pf.Autoscaling().V1().ProvisioningRequests().Informer()
 		started = append(started, startable{pf.Start, func(stop <-chan struct{}) bool { return allSynced(pf.WaitForCacheSync(stop)) }})
 	}
-	if l.PodTemplates != nil {
+	if v.PodTemplates != nil {
 		watched["podtemplates"] = f.Core().V1().PodTemplates().Informer()
 	}
-	return l, started, watched, nil
+	return v, started, watched, nil
 }
 
 // startable is an informer factory other than client-go's.

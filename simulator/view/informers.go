@@ -88,17 +88,17 @@ type View struct {
 // GenericWorkload gate is on (the scheduler then binds gangs all or
 // none), after checking that the API server serves PodGroups: an informer
 // on an API that is not served never syncs.
-func (l View) WithPodGroups(f informers.SharedInformerFactory, disco discovery.DiscoveryInterface) (View, error) {
+func (v View) WithPodGroups(f informers.SharedInformerFactory, disco discovery.DiscoveryInterface) (View, error) {
 	if !utilfeature.DefaultFeatureGate.Enabled(features.GenericWorkload) {
-		return l, nil
+		return v, nil
 	}
 	gvr := schedulingv1beta1.SchemeGroupVersion.WithResource("podgroups")
 	if !Serves(disco, gvr) {
-		return l, fmt.Errorf("GenericWorkload=true: the API server does not serve %s.%s; "+
+		return v, fmt.Errorf("GenericWorkload=true: the API server does not serve %s.%s; "+
 			"turn the gate on in the API server too (--feature-gates and --runtime-config=%s=true)", gvr.Resource, gvr.GroupVersion(), gvr.GroupVersion())
 	}
-	l.PodGroups = f.Scheduling().V1beta1().PodGroups().Lister()
-	return l, nil
+	v.PodGroups = f.Scheduling().V1beta1().PodGroups().Lister()
+	return v, nil
 }
 
 // VolcanoPodGroupsResource is the resource of Volcano's PodGroups.
@@ -108,9 +108,28 @@ func VolcanoPodGroupsResource() schema.GroupVersionResource {
 
 // Serves reports whether the API server serves gvr.
 func Serves(disco discovery.DiscoveryInterface, gvr schema.GroupVersionResource) bool {
+	return CheckServed(disco, gvr) == nil
+}
+
+// CheckServed is nil when the API server serves gvr, else why not: the
+// discovery error, or the group version lists no such resource.
+func CheckServed(disco discovery.DiscoveryInterface, gvr schema.GroupVersionResource) error {
 	resources, err := disco.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
-	return err == nil && resources != nil &&
-		slices.ContainsFunc(resources.APIResources, func(r metav1.APIResource) bool { return r.Name == gvr.Resource })
+	if err != nil {
+		return err
+	}
+	if resources == nil || !slices.ContainsFunc(resources.APIResources, func(r metav1.APIResource) bool { return r.Name == gvr.Resource }) {
+		return fmt.Errorf("%s lists no %s", gvr.GroupVersion(), gvr.Resource)
+	}
+	return nil
+}
+
+// JSONOnly is cfg for APIs served in JSON only, as CRDs are: the
+// clientset's content type may be protobuf (--kube-api-content-type).
+func JSONOnly(cfg *rest.Config) *rest.Config {
+	out := rest.CopyConfig(cfg)
+	out.ContentType, out.AcceptContentTypes = "application/json", "application/json"
+	return out
 }
 
 // FromInformers registers the informers of the kinds every reader needs
@@ -130,32 +149,32 @@ func FromInformers(f informers.SharedInformerFactory) View {
 
 // WithVolcanoPodGroups registers the informer of Volcano's PodGroups with
 // a dynamic factory (the caller checks that the API is served).
-func (l View) WithVolcanoPodGroups(dyn dynamicinformer.DynamicSharedInformerFactory) View {
-	l.VolcanoPodGroups = dyn.ForResource(VolcanoPodGroupsResource()).Lister()
-	return l
+func (v View) WithVolcanoPodGroups(dyn dynamicinformer.DynamicSharedInformerFactory) View {
+	v.VolcanoPodGroups = dyn.ForResource(VolcanoPodGroupsResource()).Lister()
+	return v
 }
 
 // WithProvisioningRequests registers the informers of CA's
 // ProvisioningRequests and of the PodTemplates they name (the caller
 // checks that the API is served).
-func (l View) WithProvisioningRequests(pr prinformers.SharedInformerFactory, f informers.SharedInformerFactory) View {
-	l.ProvisioningRequests = pr.Autoscaling().V1().ProvisioningRequests().Lister()
-	l.PodTemplates = f.Core().V1().PodTemplates().Lister()
-	return l
+func (v View) WithProvisioningRequests(pr prinformers.SharedInformerFactory, f informers.SharedInformerFactory) View {
+	v.ProvisioningRequests = pr.Autoscaling().V1().ProvisioningRequests().Lister()
+	v.PodTemplates = f.Core().V1().PodTemplates().Lister()
+	return v
 }
 
 // WithCapacityBuffers registers the informers of CapacityBuffers (with a
 // dynamic factory: CA's types are not in a clientset), of what their
 // scalableRef and podTemplateRef name, and of ResourceQuotas (the caller
 // checks that the API is served).
-func (l View) WithCapacityBuffers(dyn dynamicinformer.DynamicSharedInformerFactory, f informers.SharedInformerFactory) View {
-	l.CapacityBuffers = dyn.ForResource(capacitybuffer.GroupVersionResource()).Lister()
-	l.PodTemplates = f.Core().V1().PodTemplates().Lister()
+func (v View) WithCapacityBuffers(dyn dynamicinformer.DynamicSharedInformerFactory, f informers.SharedInformerFactory) View {
+	v.CapacityBuffers = dyn.ForResource(capacitybuffer.GroupVersionResource()).Lister()
+	v.PodTemplates = f.Core().V1().PodTemplates().Lister()
 	apps := f.Apps().V1()
-	l.Deployments, l.ReplicaSets, l.StatefulSets = apps.Deployments().Lister(), apps.ReplicaSets().Lister(), apps.StatefulSets().Lister()
-	l.Jobs = f.Batch().V1().Jobs().Lister()
-	l.ResourceQuotas = f.Core().V1().ResourceQuotas().Lister()
-	return l
+	v.Deployments, v.ReplicaSets, v.StatefulSets = apps.Deployments().Lister(), apps.ReplicaSets().Lister(), apps.StatefulSets().Lister()
+	v.Jobs = f.Batch().V1().Jobs().Lister()
+	v.ResourceQuotas = f.Core().V1().ResourceQuotas().Lister()
+	return v
 }
 
 // Objects builds from the caches what input.LoadPaths builds from a dump of
@@ -165,14 +184,14 @@ func (l View) WithCapacityBuffers(dyn dynamicinformer.DynamicSharedInformerFacto
 // dump: a bound one still holds its node's resources in the scheduler's
 // cache until it is gone. Lists are sorted by namespace and name so that
 // the plan does not depend on cache order.
-func (l View) Objects() (*input.Objects, error) {
+func (v View) Objects() (*input.Objects, error) {
 	all := labels.Everything()
 	objs := &input.Objects{}
 	var err error
-	if objs.Nodes, err = l.Nodes.List(all); err != nil {
+	if objs.Nodes, err = v.Nodes.List(all); err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
-	pods, err := l.Pods.List(all)
+	pods, err := v.Pods.List(all)
 	if err != nil {
 		return nil, fmt.Errorf("list pods: %w", err)
 	}
@@ -187,30 +206,30 @@ func (l View) Objects() (*input.Objects, error) {
 			objs.PendingPods = append(objs.PendingPods, p)
 		}
 	}
-	if objs.ResourceSlices, err = l.Slices.List(all); err != nil {
+	if objs.ResourceSlices, err = v.Slices.List(all); err != nil {
 		return nil, fmt.Errorf("list resourceslices: %w", err)
 	}
-	if objs.DeviceClasses, err = l.Classes.List(all); err != nil {
+	if objs.DeviceClasses, err = v.Classes.List(all); err != nil {
 		return nil, fmt.Errorf("list deviceclasses: %w", err)
 	}
-	if objs.ResourceClaims, err = l.Claims.List(all); err != nil {
+	if objs.ResourceClaims, err = v.Claims.List(all); err != nil {
 		return nil, fmt.Errorf("list resourceclaims: %w", err)
 	}
-	if objs.ResourceClaimTemplates, err = l.Templates.List(all); err != nil {
+	if objs.ResourceClaimTemplates, err = v.Templates.List(all); err != nil {
 		return nil, fmt.Errorf("list resourceclaimtemplates: %w", err)
 	}
-	if objs.DeviceTaintRules, err = l.TaintRules.List(all); err != nil {
+	if objs.DeviceTaintRules, err = v.TaintRules.List(all); err != nil {
 		return nil, fmt.Errorf("list devicetaintrules: %w", err)
 	}
-	if l.DaemonSets != nil {
-		if objs.DaemonSets, err = l.DaemonSets.List(all); err != nil {
+	if v.DaemonSets != nil {
+		if objs.DaemonSets, err = v.DaemonSets.List(all); err != nil {
 			return nil, fmt.Errorf("list daemonsets: %w", err)
 		}
 	}
-	if err := l.AddGangs(objs); err != nil {
+	if err := v.AddGangs(objs); err != nil {
 		return nil, err
 	}
-	if err := l.addBatch(objs); err != nil {
+	if err := v.addBatch(objs); err != nil {
 		return nil, err
 	}
 	sortByKey(objs.Nodes)
@@ -228,18 +247,18 @@ func (l View) Objects() (*input.Objects, error) {
 
 // AddGangs adds the PodGroups and Volcano's PodGroups the listers hold,
 // sorted.
-func (l View) AddGangs(objs *input.Objects) error {
+func (v View) AddGangs(objs *input.Objects) error {
 	all := labels.Everything()
-	if l.PodGroups != nil {
-		groups, err := l.PodGroups.List(all)
+	if v.PodGroups != nil {
+		groups, err := v.PodGroups.List(all)
 		if err != nil {
 			return fmt.Errorf("list podgroups: %w", err)
 		}
 		objs.PodGroups = groups
 		sortByKey(objs.PodGroups)
 	}
-	if l.VolcanoPodGroups != nil {
-		groups, err := l.VolcanoPodGroups.List(all)
+	if v.VolcanoPodGroups != nil {
+		groups, err := v.VolcanoPodGroups.List(all)
 		if err != nil {
 			return fmt.Errorf("list %s: %w", VolcanoPodGroupsResource().GroupResource(), err)
 		}
@@ -295,7 +314,7 @@ func Read(ctx context.Context, c kubernetes.Interface, cfg *rest.Config) (*input
 func Watch(ctx context.Context, c kubernetes.Interface, cfg *rest.Config, syncTimeout, quiet time.Duration, fn func(*input.Objects) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	f := NewInformerFactory(c)
-	l, err := FromInformers(f).WithPodGroups(f, c.Discovery())
+	cluster, err := FromInformers(f).WithPodGroups(f, c.Discovery())
 	if err != nil {
 		cancel()
 		return err
@@ -303,7 +322,7 @@ func Watch(ctx context.Context, c kubernetes.Interface, cfg *rest.Config, syncTi
 	var others []startable
 	batch := map[string]cache.SharedIndexInformer{}
 	if cfg != nil {
-		if l, others, batch, err = l.batchInformers(cfg, c.Discovery(), f); err != nil {
+		if cluster, others, batch, err = cluster.batchInformers(cfg, c.Discovery(), f); err != nil {
 			cancel()
 			return err
 		}
@@ -379,7 +398,7 @@ func Watch(ctx context.Context, c kubernetes.Interface, cfg *rest.Config, syncTi
 		case <-changed:
 		default:
 		}
-		objs, err := l.Objects()
+		objs, err := cluster.Objects()
 		if err != nil {
 			return err
 		}

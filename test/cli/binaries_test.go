@@ -6,6 +6,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	basever "k8s.io/component-base/version"
+
+	"draxr.dev/draxr/simulator/placement"
 )
 
 // commands lists the main packages under the folders binaries live in,
@@ -77,6 +80,14 @@ func TestEveryBinary(t *testing.T) {
 				!strings.Contains(out, basever.DefaultKubeBinaryVersion) {
 				t.Errorf("--version: exit %d, stdout %q, stderr %q; want exit 0, the name %s, %q and %s",
 					code, out, errOut, name, want, basever.DefaultKubeBinaryVersion)
+			}
+			// A shipped binary is built without -tags draxrverify: it holds
+			// no trace of the test switch, so it cannot read it and panic
+			// on a shortcut's difference (docs/shortcuts.md).
+			if data, err := os.ReadFile(bin); err != nil {
+				t.Fatal(err)
+			} else if bytes.Contains(data, []byte(placement.VerifyShortcutsEnv)) {
+				t.Errorf("%s holds %s: a production build must not read it", name, placement.VerifyShortcutsEnv)
 			}
 			// A flag that lost its dashes must not be ignored.
 			code, _, errOut = run(t, bin, "max-pods=20")

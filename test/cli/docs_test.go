@@ -129,7 +129,7 @@ func TestDocsCommandsParse(t *testing.T) {
 		flags[key] = flagsOf(t, filepath.Join(dir, bin), args...)
 		return flags[key]
 	}
-	valid := map[string]bool{"simulate": true, "capacity": true, "doctor": true, "completion": true, "help": true}
+	valid := map[string]bool{"simulate": true, "capacity": true, "doctor": true, "dump": true, "completion": true, "help": true}
 	commands := docCommands(t)
 	checked := map[string]int{}
 	for _, c := range commands {

@@ -85,6 +85,17 @@ spec:
 	if fromCluster != fromFiles {
 		t.Errorf("simulate --kubeconfig and simulate -f on a dump differ:\n--- cluster\n%s\n--- dump\n%s", fromCluster, fromFiles)
 	}
+	// draxr dump's own dump plans as the cluster does.
+	code, dumped, errOut := runDraxr(t, draxrBin, "dump", "--kubeconfig", cp.AdminKubeconfig)
+	if code != 0 {
+		t.Fatalf("dump --kubeconfig: exit %d; stderr: %s", code, errOut)
+	}
+	ownDump := filepath.Join(dir, "dumped.yaml")
+	writeTestFile(t, ownDump, dumped)
+	if code, fromOwnDump, errOut := runDraxr(t, draxrBin, "simulate", "-f", ownDump, "-f", groups, "-o", "json"); code != 0 || fromOwnDump != fromCluster {
+		t.Errorf("simulate -f on draxr dump's output: exit %d, stderr %s; differs from simulate --kubeconfig:\n--- cluster\n%s\n--- draxr dump\n%s",
+			code, errOut, fromCluster, fromOwnDump)
+	}
 	code, capFromFiles, errOut := runDraxr(t, draxrBin, "capacity", "-f", dump, "-f", groups)
 	if code != 0 {
 		t.Fatalf("capacity -f: exit %d; stderr: %s", code, errOut)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -21,6 +22,7 @@ import (
 	"draxr.dev/draxr/cloudprovider/clusterapi"
 	"draxr.dev/draxr/simulator/input"
 	"draxr.dev/draxr/simulator/nodegroup/capi"
+	"draxr.dev/draxr/simulator/view"
 )
 
 // providerFlags say where node groups come from, with draxr-autoscaler's
@@ -148,14 +150,9 @@ func hasScalable(objs *input.Objects) bool {
 // v1beta2 or, before Cluster API 1.11, v1beta1.
 func servesClusterAPI(d discovery.DiscoveryInterface) bool {
 	for _, version := range capi.Versions() {
-		res, err := d.ServerResourcesForGroupVersion(capi.Group + "/" + version)
-		if err != nil {
-			continue
-		}
-		for _, r := range res.APIResources {
-			if strings.EqualFold(r.Kind, capi.MachineDeployment) {
-				return true
-			}
+		gvr := schema.GroupVersionResource{Group: capi.Group, Version: version, Resource: strings.ToLower(capi.MachineDeployment) + "s"}
+		if view.Serves(d, gvr) {
+			return true
 		}
 	}
 	return false

@@ -59,6 +59,8 @@ func TestHelpExamples(t *testing.T) {
 					if _, after, ok := strings.Cut(line, "| "); ok {
 						line = after
 					}
+					// A redirect is the shell's: "draxr dump > cluster.yaml".
+					line, _, _ = strings.Cut(line, " > ")
 					args, ok := strings.CutPrefix(line, name+" ")
 					if !ok {
 						continue // kubectl get, writing the dump

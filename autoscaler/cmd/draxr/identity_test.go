@@ -256,21 +256,14 @@ func simulatePlan(t *testing.T, args ...string) report.SimulateOutput {
 // apiObjects are the objects read that an API server would hold, for the
 // tests' in-memory one.
 func apiObjects(objs *input.Objects) []runtime.Object {
-	out := appendObjects(nil, objs.Nodes)
-	out = appendObjects(out, objs.RunningPods)
-	out = appendObjects(out, objs.PendingPods)
-	out = appendObjects(out, objs.ResourceSlices)
-	out = appendObjects(out, objs.DeviceClasses)
-	out = appendObjects(out, objs.ResourceClaims)
-	out = appendObjects(out, objs.ResourceClaimTemplates)
-	out = appendObjects(out, objs.DeviceTaintRules)
-	out = appendObjects(out, objs.DaemonSets)
-	return appendObjects(out, objs.ConfigMaps)
-}
-
-func appendObjects[T runtime.Object](out []runtime.Object, list []T) []runtime.Object {
-	for _, o := range list {
-		out = append(out, o)
-	}
-	return out
+	out := appendAll(nil, objs.Nodes)
+	out = appendAll(out, objs.RunningPods)
+	out = appendAll(out, objs.PendingPods)
+	out = appendAll(out, objs.ResourceSlices)
+	out = appendAll(out, objs.DeviceClasses)
+	out = appendAll(out, objs.ResourceClaims)
+	out = appendAll(out, objs.ResourceClaimTemplates)
+	out = appendAll(out, objs.DeviceTaintRules)
+	out = appendAll(out, objs.DaemonSets)
+	return appendAll(out, objs.ConfigMaps)
 }

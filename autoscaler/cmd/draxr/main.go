@@ -136,7 +136,7 @@ func newRootCommand(asPlugin bool) *cobra.Command {
 draxr simulate
 
 # Plan a cluster dump for the NodeGroups that may grow
-kubectl get nodes,pods,resourceslices,deviceclasses,resourceclaims,resourceclaimtemplates -A -o yaml > cluster.yaml
+draxr dump --context prod > cluster.yaml
 draxr simulate -f cluster.yaml -f nodegroups.yaml
 
 # Count free devices per DeviceClass in a kubeconfig context's cluster
@@ -166,7 +166,7 @@ draxr doctor -f cluster.yaml`),
 	}
 	g.add(root.PersistentFlags())
 	g.addCompletions(root)
-	root.AddCommand(newSimulateCommand(g), newCapacityCommand(g), newDoctorCommand(g))
+	root.AddCommand(newSimulateCommand(g), newCapacityCommand(g), newDoctorCommand(g), newDumpCommand(g))
 	return root
 }
 

@@ -73,18 +73,24 @@ spec:
 		if consume != "" {
 			annotations = "{autoscaling.x-k8s.io/consume-provisioning-request: " + consume + "}"
 		}
-		fmt.Fprintf(&b, `---
+		b.WriteString(pendingGPUPod(fmt.Sprintf("pod-%d", i), annotations))
+	}
+	return b.String()
+}
+
+// pendingGPUPod is a "---" document of an unschedulable pod in ml asking
+// one example.com/gpu, with annotations (YAML flow map).
+func pendingGPUPod(name, annotations string) string {
+	return fmt.Sprintf(`---
 apiVersion: v1
 kind: Pod
-metadata: {name: pod-%d, namespace: ml, annotations: %s}
+metadata: {name: %s, namespace: ml, annotations: %s}
 spec:
   containers: [{name: c, image: busybox, resources: {limits: {example.com/gpu: "1"}}}]
 status:
   phase: Pending
   conditions: [{type: PodScheduled, status: "False", reason: Unschedulable}]
-`, i, annotations)
-	}
-	return b.String()
+`, name, annotations)
 }
 
 // What draxr simulate says of each ProvisioningRequest is what
@@ -213,4 +219,32 @@ func (indexerReader) UpdateStatus(context.Context, *prv1.ProvisioningRequest) (*
 
 func (indexerReader) Delete(context.Context, string, string) error {
 	panic("a dry run deletes nothing")
+}
+
+// Pods that consume a ProvisioningRequest wait for its capacity whether
+// or not the dump holds the request, as the loop (and CA's filter) drops
+// them: no placement, no scale-up, a reason each in NO SCALE-UP, by
+// either annotation.
+func TestSimulateConsumersWithoutTheirRequestDriveNoScaleUp(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(strings.SplitN(localDump(0), "\n---\napiVersion: v1\nkind: Pod\n", 2)[0])
+	for i := range 9 {
+		annotation := provreq.ConsumeAnnotation
+		if i == 8 {
+			annotation = provreq.DeprecatedConsumeAnnotation
+		}
+		b.WriteString("\n" + pendingGPUPod(fmt.Sprintf("pod-%d", i), "{"+annotation+": train}"))
+	}
+	plan := simulatePlan(t, "-f", writeFile(t, "dump.yaml", b.String()))
+	if len(plan.ScaleUps) != 0 || len(plan.ExistingNodes) != 0 {
+		t.Errorf("scale-ups %+v, on existing nodes %+v; want none: every pod waits for ProvisioningRequest ml/train", plan.ScaleUps, plan.ExistingNodes)
+	}
+	if len(plan.NoScaleUp) != 9 {
+		t.Fatalf("NO SCALE-UP %+v, want the 9 consumers", plan.NoScaleUp)
+	}
+	for _, n := range plan.NoScaleUp {
+		if n.Code != "ConsumesProvisioningRequest" || !strings.Contains(n.Reason, "consuming ProvisioningRequest ml/train") {
+			t.Errorf("%s: %s %q, want ConsumesProvisioningRequest naming ml/train", n.Pod, n.Code, n.Reason)
+		}
+	}
 }
