@@ -103,7 +103,9 @@ func TestSpecChanges(t *testing.T) {
 		{"a buffer created", KindCapacityBuffer, UnstructuredSpec,
 			func(h cache.ResourceEventHandler) { h.OnAdd(buffer(2, nil), false) }, 1},
 		{"a buffer's status written", KindCapacityBuffer, UnstructuredSpec,
-			func(h cache.ResourceEventHandler) { h.OnUpdate(buffer(2, nil), buffer(2, map[string]any{"replicas": int64(2)})) }, 0},
+			func(h cache.ResourceEventHandler) {
+				h.OnUpdate(buffer(2, nil), buffer(2, map[string]any{"replicas": int64(2)}))
+			}, 0},
 		{"a buffer resized", KindCapacityBuffer, UnstructuredSpec,
 			func(h cache.ResourceEventHandler) { h.OnUpdate(buffer(2, nil), buffer(5, nil)) }, 1},
 	}
