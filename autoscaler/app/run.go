@@ -130,11 +130,12 @@ func (o *options) check(compat *compatFlags, fs *pflag.FlagSet) ([]string, error
 	if err != nil {
 		return nil, err
 	}
+	o.loopDefaults(fs)
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
 	o.dryRunDefaults(fs)
-	return warnings, nil
+	return append(warnings, o.loopWarnings(fs)...), nil
 }
 
 // addAllFlags registers every flag draxr-autoscaler implements on fs,
