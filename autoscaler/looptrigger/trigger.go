@@ -9,7 +9,8 @@
 //     event, whichever is first;
 //   - right after a productive loop (one that scaled up, removed nodes or
 //     decided a ProvisioningRequest), as CA's LoopTrigger does, since what
-//     that loop changed may let the next one do more.
+//     that loop changed may let the next one do more; while a batch of
+//     events is open, when it closes instead.
 //
 // Two loop starts are never closer than MinGap, except when the scan
 // interval itself is shorter, and the scan interval still bounds the time
@@ -121,7 +122,10 @@ func (t *Trigger) next() (time.Time, Reason) {
 		return due, reason
 	}
 	earliest := t.lastStart.Add(MinGap)
-	if t.productive && earliest.Before(due) {
+	// A productive loop is followed at once, unless events are still
+	// coming: then the batch closes first, or a burst of pods the
+	// scheduler marks over several seconds would get a scale-up a second.
+	if t.productive && t.firstEvent.IsZero() && earliest.Before(due) {
 		return earliest, Productive
 	}
 	if !t.firstEvent.IsZero() {

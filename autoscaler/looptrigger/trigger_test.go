@@ -134,6 +134,13 @@ func TestLoopStarts(t *testing.T) {
 		{name: "a productive loop: the next starts a second after it started, then back to the scan interval",
 			tl:   timeline{cfg: defaults, loopTime: 300 * ms, productive: []int{0, 1}, end: 15 * time.Second},
 			want: []loopStart{{0, First}, {time.Second, Productive}, {2 * time.Second, Productive}, {12 * time.Second, ScanInterval}}},
+		{name: "a productive loop while a burst goes on: the next loop when the batch closes",
+			// A first pod at 0.5s gets its loop at 1.5s, which scales up;
+			// 1,000 more pods come from 1.7s over 5s: one loop for them,
+			// 1s after the last, not one a second while they come.
+			tl: timeline{cfg: defaults, events: append([]time.Duration{500 * ms}, every(1700*ms, 5*ms, 1000)...), loopTime: 100 * ms,
+				productive: []int{1, 2}, end: 9 * time.Second},
+			want: []loopStart{{0, First}, {1500 * ms, Events}, {7695 * ms, Events}, {8695 * ms, Productive}}},
 		{name: "an event during a loop is seen after it",
 			tl:   timeline{cfg: defaults, events: []time.Duration{time.Second}, loopTime: 2 * time.Second, end: 5 * time.Second},
 			want: []loopStart{{0, First}, {2 * time.Second, Events}}},
