@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -29,7 +30,8 @@ import (
 // group's new node (IncreaseSize creates it) is measured; each round
 // waits for its pod to be bound. Then, frequent loops on, 1,000 one-GPU
 // pods are created over 5 s and the scale-ups (ScaledUpGroup events)
-// counted.
+// counted. BENCH_LIVE_REACTION_COMPARE=0 leaves out the run without
+// frequent loops.
 func BenchmarkLiveReaction(b *testing.B) {
 	nodes := envInt(b, "BENCH_LIVE_NODES", 5000)
 	rounds := envInt(b, "BENCH_LIVE_REACTION_ROUNDS", 20)
@@ -116,6 +118,9 @@ func reaction(b *testing.B, nodes, rounds int) {
 		name  string
 		flags []string
 	}{{"frequent-loops", nil}, {"scan-interval-only", []string{"--frequent-loops-enabled=false"}}} {
+		if mode.flags != nil && envInt(b, "BENCH_LIVE_REACTION_COMPARE", 1) == 0 {
+			break
+		}
 		as, addr, err := e.cluster.StartAutoscaler(ctx, "draxr-autoscaler-"+mode.name, append([]string{"--scale-down-enabled=false"}, mode.flags...)...)
 		if err != nil {
 			b.Fatal(err)
@@ -166,8 +171,29 @@ func reaction(b *testing.B, nodes, rounds int) {
 			}
 			created := time.Since(first)
 			e.waitCount("burst bound", bound+burst, 20*time.Minute, w.bound.Load)
-			fmt.Printf("bench-live reaction burst pods=%d created-in=%.1fs scale-ups=%d all-bound=%.1fs\n",
-				burst, created.Seconds(), scaledUpEvents(b, e)-scaleUps0, time.Since(first).Seconds())
+			// How the scheduler's marks spread: a pause longer than the
+			// idle window (1s) closes a batch, and so does its maximum.
+			var marks []time.Time
+			mu.Lock()
+			for name, at := range unschedulable {
+				if strings.HasPrefix(name, "burst-") {
+					marks = append(marks, at)
+				}
+			}
+			mu.Unlock()
+			slices.SortFunc(marks, time.Time.Compare)
+			pauses := 0
+			for i := 1; i < len(marks); i++ {
+				if marks[i].Sub(marks[i-1]) > time.Second {
+					pauses++
+				}
+			}
+			spread := time.Duration(0)
+			if len(marks) > 0 {
+				spread = marks[len(marks)-1].Sub(marks[0])
+			}
+			fmt.Printf("bench-live reaction burst pods=%d created-in=%.1fs marked-unschedulable=%d over %.1fs with %d pauses over 1s scale-ups=%d all-bound=%.1fs\n",
+				burst, created.Seconds(), len(marks), spread.Seconds(), pauses, scaledUpEvents(b, e)-scaleUps0, time.Since(first).Seconds())
 		}
 		as.Stop(10 * time.Second)
 	}
