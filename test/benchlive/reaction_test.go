@@ -5,6 +5,7 @@ package benchlive
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -118,7 +119,7 @@ func reaction(b *testing.B, nodes, rounds int) {
 		name  string
 		flags []string
 	}{{"frequent-loops", nil}, {"scan-interval-only", []string{"--frequent-loops-enabled=false"}}} {
-		if mode.flags != nil && envInt(b, "BENCH_LIVE_REACTION_COMPARE", 1) == 0 {
+		if mode.flags != nil && os.Getenv("BENCH_LIVE_REACTION_COMPARE") == "0" {
 			break
 		}
 		as, addr, err := e.cluster.StartAutoscaler(ctx, "draxr-autoscaler-"+mode.name, append([]string{"--scale-down-enabled=false"}, mode.flags...)...)
