@@ -75,7 +75,6 @@ func compatTable() []compatEntry {
 		{"node-delete-delay-after-taint", warn, "", "draxr deletes a node once its evicted pods are gone"},
 		{"force-ds", reject, "false", "draxr does not block a scale-up for DaemonSet pods that would not fit"},
 		{"dynamic-node-delete-delay-after-taint-enabled", warn, "", "draxr deletes a node once its evicted pods are gone"},
-		{"frequent-loops-enabled", warn, "", "draxr runs a loop every --scan-interval"},
 		{"async-node-groups", reject, "false", nap},
 		{"enable-proactive-scaleup", reject, "false", "draxr scales up for pods that exist, not for pods a controller is about to create"},
 		{"salvo-scale-up", reject, "false", "draxr executes one scale-up per loop"},

@@ -55,6 +55,7 @@ type options struct {
 	failureOptions
 	scaleDownSafety
 	limitOptions // options_limits.go
+	loopOptions  // options_loop.go: frequent loops and event batching
 	// ProvisioningRequests (options_provreq.go).
 	provReqOptions
 
@@ -204,6 +205,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	o.failureOptions.addFlags(fs)
 	o.scaleDownSafety.addFlags(fs)
 	o.limitOptions.addFlags(fs)
+	o.loopOptions.addFlags(fs)
 	o.provReqOptions.addFlags(fs)
 	o.addClusterAPIFlags(fs)
 	o.caOptions.addFlags(fs, &o.schedulerConfig)
@@ -298,6 +300,9 @@ func (o *options) validate() error {
 		return err
 	}
 	if err := o.limitOptions.validate(); err != nil {
+		return err
+	}
+	if err := o.loopOptions.validate(o.scanInterval); err != nil {
 		return err
 	}
 	if err := o.provReqOptions.validate(); err != nil {

@@ -32,6 +32,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -39,10 +40,12 @@ import (
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"draxr.dev/draxr/autoscaler/buffers"
 	"draxr.dev/draxr/autoscaler/core"
 	"draxr.dev/draxr/autoscaler/health"
+	"draxr.dev/draxr/autoscaler/looptrigger"
 	"draxr.dev/draxr/autoscaler/provisioning"
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/cloudprovider/clusterapi"
@@ -130,11 +133,12 @@ func (o *options) check(compat *compatFlags, fs *pflag.FlagSet) ([]string, error
 	if err != nil {
 		return nil, err
 	}
+	o.loopDefaults(fs)
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
 	o.dryRunDefaults(fs)
-	return warnings, nil
+	return append(warnings, o.loopWarnings(fs)...), nil
 }
 
 // addAllFlags registers every flag draxr-autoscaler implements on fs,
@@ -222,6 +226,15 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 		Buffers:              bufferConfig,
 	})
 
+	// The handlers are registered before the informers start (in the
+	// loop, once leading).
+	trigger := looptrigger.New(o.trigger(), clock.RealClock{})
+	if o.frequentLoops {
+		if err := watchLoopEvents(trigger, factory, requestFactory, bufferFactory, cluster.PodGroups != nil); err != nil {
+			return err
+		}
+	}
+
 	check := health.New(o.maxInactivity, o.maxFailingTime, o.maxStartupTime, nil)
 	// Listen before anything else: a port in use is a start-up error, not
 	// a process running without its health check.
@@ -266,27 +279,72 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 				return
 			}
 		}
-		ticker := time.NewTicker(o.scanInterval)
-		defer ticker.Stop()
-		for {
-			check.LoopStarted()
-			if _, err := a.RunOnce(ctx); err != nil {
-				logger.Error(err, "Autoscaler loop failed; retrying next loop")
-			} else {
-				check.LoopSucceeded()
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-ticker.C:
-			}
-		}
+		runLoops(ctx, trigger, check, a.RunOnce)
 	}
 	if !o.leaderElect {
 		loop(ctx)
 		return nil
 	}
 	return leaderElect(ctx, client, o, loop)
+}
+
+// loopHealth is what the health check hears of loops.
+type loopHealth interface {
+	LoopStarted()
+	LoopSucceeded()
+}
+
+// runLoops runs a loop whenever the trigger says (every --scan-interval,
+// and with --frequent-loops-enabled after events and productive loops)
+// until ctx ends.
+func runLoops(ctx context.Context, trigger *looptrigger.Trigger, check loopHealth, runOnce func(context.Context) (*core.LoopResult, error)) {
+	logger := klog.FromContext(ctx)
+	for {
+		if _, ok := trigger.Wait(ctx); !ok {
+			return
+		}
+		check.LoopStarted()
+		res, err := runOnce(ctx)
+		if err != nil {
+			logger.Error(err, "Autoscaler loop failed; retrying next loop")
+		} else {
+			check.LoopSucceeded()
+		}
+		trigger.LoopDone(res.Productive())
+	}
+}
+
+// watchLoopEvents registers the handlers whose events start loops: pods
+// the scheduler finds unschedulable, ProvisioningRequests and
+// CapacityBuffers created or given a new spec (where those steps are on),
+// and gangs whose last pod arrived (where PodGroups are read).
+func watchLoopEvents(trigger *looptrigger.Trigger, factory informers.SharedInformerFactory, requests prinformers.SharedInformerFactory,
+	buffers dynamicinformer.DynamicSharedInformerFactory, podGroups bool) error {
+	pods := factory.Core().V1().Pods().Informer()
+	type registration struct {
+		informer cache.SharedIndexInformer
+		handler  cache.ResourceEventHandler
+	}
+	regs := []registration{{pods, looptrigger.UnschedulablePods(trigger)}}
+	if requests != nil {
+		regs = append(regs, registration{requests.Autoscaling().V1().ProvisioningRequests().Informer(),
+			looptrigger.SpecChanges(trigger, looptrigger.KindProvisioningRequest, looptrigger.ProvisioningRequestSpec)})
+	}
+	if buffers != nil {
+		regs = append(regs, registration{buffers.ForResource(capacitybuffer.GroupVersionResource()).Informer(),
+			looptrigger.SpecChanges(trigger, looptrigger.KindCapacityBuffer, looptrigger.UnstructuredSpec)})
+	}
+	if podGroups {
+		gangs := looptrigger.NewGangs(trigger)
+		regs = append(regs, registration{pods, gangs.Pods()},
+			registration{factory.Scheduling().V1beta1().PodGroups().Informer(), gangs.PodGroups()})
+	}
+	for _, r := range regs {
+		if _, err := r.informer.AddEventHandler(r.handler); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // newBuffers is the CapacityBuffer step's configuration and informer

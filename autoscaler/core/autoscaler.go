@@ -237,6 +237,15 @@ type LoopResult struct {
 	BufferPods int
 }
 
+// Productive is true when the loop scaled up, removed nodes or decided a
+// ProvisioningRequest: with frequent loops the next one starts at once, as
+// in CA, since what this one changed may let it do more. A dry run is
+// never productive: it changed nothing, so the next loop would only decide
+// the same again.
+func (r *LoopResult) Productive() bool {
+	return r != nil && !r.DryRun && (r.ScaleUp != nil || len(r.ScaleUps) > 0 || len(r.Removed) > 0 || len(r.ProvisioningRequests) > 0)
+}
+
 // readClusterState reads the loop's state; with act, the cluster state's
 // recommendations (delete what did not come up, give back a timed-out
 // scale-up, back off) are applied first, so the state counts their

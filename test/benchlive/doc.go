@@ -1,7 +1,8 @@
 // Package benchlive measures draxr-autoscaler at fleet size on a real
 // control plane, with draxr-scheduler binding the pods and the kwok
 // controller (test/kwok) playing every kubelet: a scale-up from zero, a
-// steady loop with nothing to do, and a scale-down with drains. Each
+// steady loop with nothing to do, a scale-down with drains, and how soon
+// a pending pod gets its node with and without frequent loops. Each
 // benchmark prints one summary line ("bench-live ..."). The benchmarks are
 // built only with the benchlive build tag and run from `make bench-live`
 // (BENCH_LIVE_NODES and BENCH_LIVE_SCALEDOWN_NODES make them smaller):
