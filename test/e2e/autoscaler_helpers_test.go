@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,6 +34,10 @@ type groupSpec struct {
 	annotations   map[string]string // on the NodeGroup
 	draDevices    int               // devices published by the group's DRA driver
 	pluginDevices int64             // devices in allocatable (device plugin)
+	// labels go on the template, so on every node the group makes (the
+	// local provider's Node objects and test nodes copy them): a domain
+	// label such as example.com/rack puts the group in that domain.
+	labels map[string]string
 }
 
 // nodeGroups writes NodeGroup objects whose nodes carry the env's label,
@@ -68,6 +73,7 @@ func (e *env) nodeGroupObjects(groups ...groupSpec) []nodegroup.NodeGroup {
 		}
 		tmpl.Name, tmpl.UID = "", ""
 		tmpl.Labels = map[string]string{"e2e-test": e.name}
+		maps.Copy(tmpl.Labels, g.labels)
 		tmpl.Status.Conditions = nil
 		ng := nodegroup.NodeGroup{TypeMeta: metav1.TypeMeta{APIVersion: nodegroup.APIVersion, Kind: nodegroup.Kind},
 			ObjectMeta: metav1.ObjectMeta{Name: g.name, Annotations: g.annotations},
