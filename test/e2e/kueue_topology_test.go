@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +22,7 @@ import (
 
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/provreq"
+	"draxr.dev/draxr/simulator/report"
 	"draxr.dev/draxr/test/kueue"
 )
 
@@ -182,11 +185,12 @@ func (e *env) workloadOf(job string) (*unstructured.Unstructured, error) {
 // The real Kueue's Topology-Aware Scheduling with draxr: rack a has an
 // empty 8-GPU node and cannot grow, rack b can grow. A 16-GPU Job
 // required in one rack gets its 2 new nodes in rack b (not 1 in a and 1
-// in b, as a topology-blind autoscaler does), the request names rack b in
-// provisioningClassDetails, Kueue's second pass places the workload there
-// and all 16 pods bind on rack b. Then a 16-GPU Job that fits the racks
+// in b, as a topology-blind autoscaler does; draxr simulate plans the
+// same), the request names rack b in provisioningClassDetails, Kueue's
+// second pass places the workload there and all 16 pods bind on rack b. Then a 16-GPU Job that fits the racks
 // together but no rack alone gets no node, its request fails
-// (CapacityIsNotFound naming each rack) and Kueue retries it.
+// (CapacityIsNotFound naming each rack) and Kueue retries it. Last, what
+// goes wrong without the podSetUpdates mapping.
 func TestKueueTopology(t *testing.T) {
 	e := newProvReqEnv(t, "kueuetas", 4*time.Minute)
 	p, err := kueue.Start(e.ctx, cp, root)
@@ -207,15 +211,38 @@ func TestKueueTopology(t *testing.T) {
 	}
 	rackA := groupSpec{name: "kueuetas-a", min: 0, max: 1, pluginDevices: 8, labels: map[string]string{rackKey: "a"}}
 	e.existingGroupNode(rackA)
-	e.autoscaler(e.nodeGroups(rackA,
-		groupSpec{name: "kueuetas-b", min: 0, max: 3, pluginDevices: 8, labels: map[string]string{rackKey: "b"}}),
-		"--enable-provisioning-requests", "--scale-down-enabled=false",
-		"--provisioning-request-initial-backoff-time=1s", "--provisioning-request-max-backoff-time=2s")
+	groups := e.nodeGroups(rackA,
+		groupSpec{name: "kueuetas-b", min: 0, max: 3, pluginDevices: 8, labels: map[string]string{rackKey: "b"}})
+	args := []string{"--enable-provisioning-requests", "--scale-down-enabled=false",
+		"--provisioning-request-initial-backoff-time=1s", "--provisioning-request-max-backoff-time=2s"}
+	first := e.autoscaler(groups, args...)
 	// Rack a's node is Ready (Kueue counts only Ready nodes) before the job.
 	e.eventually(time.Minute, "rack a's node Ready", func() error { return e.nodesReady(false, "kueuetas-a-0") })
 
+	// Offline is live: with the loop stopped, draxr simulate decides the
+	// job's request as the loop then does.
+	first.Stop(10 * time.Second)
 	e.rackJob("train", "rack", 16)
 	pr := e.requestOf("train", 1)
+	code, out, errOut := runDraxr(t, filepath.Join(bins, "draxr"), "simulate", "--kubeconfig", cp.AdminKubeconfig,
+		"--node-group-config", groups, "-n", e.ns, "-o", "json")
+	if code != 0 {
+		t.Fatalf("draxr simulate --kubeconfig: exit %d: %s", code, errOut)
+	}
+	var plan report.SimulateOutput
+	if err := json.Unmarshal([]byte(out), &plan); err != nil {
+		t.Fatal(err)
+	}
+	var planned []string
+	for _, r := range plan.ProvisioningRequests {
+		if r.Name == pr {
+			planned = append(planned, fmt.Sprintf("%s=%s %s %v %v", r.Condition.Type, r.Condition.Status, r.Condition.Reason, r.ScaleUp, r.ProvisioningClassDetails))
+		}
+	}
+	if want := fmt.Sprintf("Provisioned=True CapacityIsProvisioned [{kueuetas-b 2 false}] map[%s:b]", rackKey); len(planned) != 1 || planned[0] != want {
+		t.Errorf("draxr simulate plans %s as %q, want %q", pr, planned, want)
+	}
+	e.autoscaler(groups, args...)
 	c := e.waitCondition(pr, prv1.Provisioned, metav1.ConditionTrue, provreq.ReasonCapacityIsProvisioned, time.Minute)
 	got, err := e.pr.AutoscalingV1().ProvisioningRequests(e.ns).Get(e.ctx, pr, metav1.GetOptions{})
 	if err != nil {
