@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"draxr.dev/draxr/autoscaler/core"
+	"draxr.dev/draxr/cloudprovider/apinodes"
+	"draxr.dev/draxr/cloudprovider/local"
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/test/auditlog"
@@ -33,6 +36,10 @@ type groupSpec struct {
 	annotations   map[string]string // on the NodeGroup
 	draDevices    int               // devices published by the group's DRA driver
 	pluginDevices int64             // devices in allocatable (device plugin)
+	// labels go on the template, so on every node the group makes (the
+	// local provider's Node objects and test nodes copy them): a domain
+	// label such as example.com/rack puts the group in that domain.
+	labels map[string]string
 }
 
 // nodeGroups writes NodeGroup objects whose nodes carry the env's label,
@@ -68,6 +75,7 @@ func (e *env) nodeGroupObjects(groups ...groupSpec) []nodegroup.NodeGroup {
 		}
 		tmpl.Name, tmpl.UID = "", ""
 		tmpl.Labels = map[string]string{"e2e-test": e.name}
+		maps.Copy(tmpl.Labels, g.labels)
 		tmpl.Status.Conditions = nil
 		ng := nodegroup.NodeGroup{TypeMeta: metav1.TypeMeta{APIVersion: nodegroup.APIVersion, Kind: nodegroup.Kind},
 			ObjectMeta: metav1.ObjectMeta{Name: g.name, Annotations: g.annotations},
@@ -317,4 +325,55 @@ func (e *env) status() (core.ClusterAutoscalerStatus, core.DraxrStatus, error) {
 		return s, d, fmt.Errorf("draxr key: %w\n%s", err, cm.Data[core.DraxrStatusKey])
 	}
 	return s, d, nil
+}
+
+// existingGroupNode adds node <group>-0 as the local provider creates one,
+// not yet Ready: the provider adopts it by its group label, turns it Ready
+// and publishes its slices. draxr grows no group to its min size without
+// pending pods (as CA by default), so a test that needs a group's node up
+// before its pods makes it here.
+func (e *env) existingGroupNode(g groupSpec) {
+	e.t.Helper()
+	ng := e.nodeGroupObjects(g)[0]
+	node, _ := ng.NewNode(g.name + "-0")
+	node.Spec.ProviderID = local.ProviderIDPrefix + g.name + "/" + node.Name
+	status := node.Status
+	status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionFalse, Reason: "Provisioning", LastTransitionTime: metav1.Now()}}
+	created, err := apinodes.CreateNode(e.ctx, cp.Client, g.name, node)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	created.Status = status
+	if _, err := cp.Client.CoreV1().Nodes().UpdateStatus(e.ctx, created, metav1.UpdateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// nodesReady says why the named nodes are not all Ready yet and, with
+// slices, their DRA driver's slices published; nil once they are.
+func (e *env) nodesReady(slices bool, names ...string) error {
+	for _, name := range names {
+		n, err := cp.Client.CoreV1().Nodes().Get(e.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		ready := false
+		for _, c := range n.Status.Conditions {
+			ready = ready || c.Type == v1.NodeReady && c.Status == v1.ConditionTrue
+		}
+		if !ready {
+			return fmt.Errorf("node %s not Ready", name)
+		}
+		if !slices {
+			continue
+		}
+		list, err := cp.Client.ResourceV1().ResourceSlices().List(e.ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + name})
+		if err != nil {
+			return err
+		}
+		if len(list.Items) == 0 {
+			return fmt.Errorf("node %s has no ResourceSlice yet", name)
+		}
+	}
+	return nil
 }

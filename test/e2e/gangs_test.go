@@ -17,6 +17,7 @@ import (
 
 	"draxr.dev/draxr/simulator/gang"
 	"draxr.dev/draxr/simulator/report"
+	"draxr.dev/draxr/simulator/scaleup"
 	"draxr.dev/draxr/simulator/view"
 )
 
@@ -181,4 +182,142 @@ func (e *env) volcanoGang(name string, n int) {
 		p.Spec.SchedulerName = gang.VolcanoScheduler
 		p.Annotations = map[string]string{gang.VolcanoGroupAnnotation: name}
 	})
+}
+
+// topologyGang is gang with the PodGroup required in one domain of key
+// (spec.schedulingConstraints.topology, TopologyAwareWorkloadScheduling).
+func (e *env) topologyGang(schedulerName, name string, n int, key string) {
+	e.t.Helper()
+	pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
+		Spec: schedulingv1beta1.PodGroupSpec{
+			SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{
+				Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: int32(n)}},
+			SchedulingConstraints: &schedulingv1beta1.PodGroupSchedulingConstraints{
+				Topology: []schedulingv1beta1.TopologyConstraint{{Key: key}}}}}
+	created, err := cp.Client.SchedulingV1beta1().PodGroups(e.ns).Create(e.ctx, pg, metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	// An API server without the gate drops the field: the test would
+	// prove nothing.
+	if c := created.Spec.SchedulingConstraints; c == nil || len(c.Topology) != 1 || c.Topology[0].Key != key {
+		e.t.Fatalf("the API server dropped schedulingConstraints: %+v", c)
+	}
+	e.gangPods(name, n, func(p *v1.Pod) {
+		p.Spec.SchedulerName = schedulerName
+		p.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: ptr.To(name)}
+	})
+}
+
+// A 1.37 rack gang live, with the scheduler's own TopologyPlacementGenerator
+// (TopologyAwareWorkloadScheduling on in the API server, the scheduler and
+// draxr-autoscaler). Racks c and d have one 8-GPU node each and cannot
+// grow: 16 GPUs free, but in two racks. The scheduler leaves a gang of 16
+// one-GPU pods required in one rack pending on them, and draxr adds no
+// node there and says why (the loop and draxr simulate alike). With rack
+// e's group, draxr simulate plans 2 nodes in rack e, the loop makes them,
+// and the gang binds there.
+func TestTopologyGangsLive(t *testing.T) {
+	e := newEnvWithin(t, "topogang", 3*time.Minute)
+	e.deleteOnCleanup(schedulingv1beta1.SchemeGroupVersion.WithResource("podgroups"))
+	e.class("topogang-gpu", e.driver, e.resource)
+	const gates = "--feature-gates=GenericWorkload=true,TopologyAwareWorkloadScheduling=true"
+	opts := schedulerOptions("topogang")
+	opts.Args = []string{gates}
+	stop, err := cp.StartScheduler(e.ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	rack := func(name, value string, min, max int) groupSpec {
+		return groupSpec{name: name, min: min, max: max, draDevices: 8, labels: map[string]string{rackKey: value}}
+	}
+	split := e.nodeGroups(rack("topogang-c", "c", 1, 1), rack("topogang-d", "d", 1, 1))
+	e.existingGroupNode(rack("topogang-c", "c", 1, 1))
+	e.existingGroupNode(rack("topogang-d", "d", 1, 1))
+	first := e.autoscaler(split, gates, "--bypassed-scheduler-names=topogang")
+	e.eventually(time.Minute, "racks c and d's nodes Ready with their devices", func() error {
+		return e.nodesReady(true, "topogang-c-0", "topogang-d-0")
+	})
+
+	e.topologyGang("topogang", "train", 16, rackKey)
+	e.eventually(time.Minute, "the scheduler finds no rack for the gang and draxr says why", func() error {
+		evs, err := cp.Client.CoreV1().Events(e.ns).List(e.ctx, metav1.ListOptions{FieldSelector: "reason=NotTriggerScaleUp"})
+		if err != nil {
+			return err
+		}
+		pods := map[string]bool{}
+		for _, ev := range evs.Items {
+			if strings.HasPrefix(ev.InvolvedObject.Name, "train-") && strings.Contains(ev.Message, "one domain of "+rackKey) &&
+				strings.Contains(ev.Message, rackKey+"=c: 8 fit its 1 existing nodes") && strings.Contains(ev.Message, rackKey+"=d: 8 fit its 1 existing nodes") {
+				pods[ev.InvolvedObject.Name] = true
+			}
+		}
+		if len(pods) != 16 {
+			return fmt.Errorf("%d of 16 pods have the event", len(pods))
+		}
+		return nil
+	})
+	// The scheduler tried one placement per rack and none holds 16.
+	if pod := e.waitUnschedulable("train-0"); !strings.Contains(conditions(pod), "placements are available") {
+		t.Errorf("train-0: %s; want the scheduler's placement refusal", conditions(pod))
+	}
+	e.consistently(5*time.Second, "the gang stays pending on two racks, no node added", func() error {
+		if n := len(e.podsPerNode()); n != 0 {
+			return fmt.Errorf("pods bound on %d nodes", n)
+		}
+		if r := e.racks(); r["c"] != 1 || r["d"] != 1 || len(r) != 2 {
+			return fmt.Errorf("nodes per rack %v", r)
+		}
+		return nil
+	})
+
+	// Offline is live: draxr simulate refuses the gang as the loop did,
+	// and with rack e's group plans its nodes there.
+	simulate := func(groups string) report.SimulateOutput {
+		t.Helper()
+		code, out, errOut := runDraxr(t, filepath.Join(bins, "draxr"), "simulate", "--kubeconfig", cp.AdminKubeconfig,
+			"--node-group-config", groups, "-n", e.ns, "-o", "json", gates, "--bypassed-scheduler-names=topogang")
+		if code != 0 {
+			t.Fatalf("draxr simulate --kubeconfig: exit %d: %s", code, errOut)
+		}
+		var plan report.SimulateOutput
+		if err := json.Unmarshal([]byte(out), &plan); err != nil {
+			t.Fatal(err)
+		}
+		return plan
+	}
+	plan := simulate(split)
+	refused := 0
+	for _, n := range plan.NoScaleUp {
+		if strings.HasPrefix(n.Pod.Name, "train-") && n.Code == "TopologyDomainNotFound" && strings.Contains(n.Reason, rackKey+"=c: 8 fit its 1 existing nodes") {
+			refused++
+		}
+	}
+	if refused != 16 || len(plan.ScaleUps) != 0 {
+		t.Errorf("draxr simulate refuses %d of 16 pods and plans %+v; want all refused (TopologyDomainNotFound), no scale-up, as the loop", refused, plan.ScaleUps)
+	}
+	withE := e.nodeGroups(rack("topogang-c", "c", 1, 1), rack("topogang-d", "d", 1, 1), rack("topogang-e", "e", 0, 2))
+	plan = simulate(withE)
+	if len(plan.ScaleUps) != 1 || plan.ScaleUps[0].NodeGroup != "topogang-e" || plan.ScaleUps[0].NewNodes != 2 ||
+		plan.ScaleUps[0].Topology == nil || *plan.ScaleUps[0].Topology != (scaleup.Topology{Key: rackKey, Value: "e"}) {
+		t.Fatalf("draxr simulate with rack e plans %+v, want topogang-e +2 in %s=e", plan.ScaleUps, rackKey)
+	}
+
+	// The loop with rack e's group does what simulate said. The gang's
+	// pods have failed for a while, so the scheduler retries them after
+	// its longest backoff (10s): a scale-down delay after the scale-up
+	// (CA's default is 10 minutes) keeps the new, still empty nodes
+	// until then.
+	first.Stop(10 * time.Second)
+	e.autoscaler(withE, gates, "--bypassed-scheduler-names=topogang", "--scale-down-delay-after-add=1m")
+	perNode := e.waitPodsBound(16, 90*time.Second)
+	if r := e.racks(); r["c"] != 1 || r["d"] != 1 || r["e"] != 2 {
+		t.Errorf("nodes per rack %v, want c:1 d:1 e:2", r)
+	}
+	for node, n := range perNode {
+		if !strings.HasPrefix(node, "topogang-e-") || n != 8 {
+			t.Errorf("%d pods on %s; want 8 on each of rack e's 2 nodes (pods per node %v)", n, node, perNode)
+		}
+	}
 }

@@ -54,12 +54,13 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	// The Workload API (beta, off by default) is served for the gang
-	// tests; only schedulers and autoscalers started with GenericWorkload
-	// act on it.
+	// tests, with PodGroups' topology constraints (alpha) for the rack
+	// gang; only schedulers and autoscalers started with the gates act on
+	// them (the default scheduler below has none).
 	// The autoscaler's requests (only) are audited: a steady loop must
 	// send no LIST of what it watches (auditlog).
 	cp, err = controlplane.Start(ctx, controlplane.Options{BinDir: binDir, APIServerArgs: []string{
-		"--feature-gates=GenericWorkload=true", "--runtime-config=scheduling.k8s.io/v1beta1=true"},
+		"--feature-gates=GenericWorkload=true,TopologyAwareWorkloadScheduling=true", "--runtime-config=scheduling.k8s.io/v1beta1=true"},
 		AuditUsers: []string{auditlog.AutoscalerUser}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: start control plane:", err)
