@@ -22,8 +22,9 @@ VERSION_LDFLAGS = -X $(VERSION_PKG).gitVersion=$(K8S_VERSION) \
 
 all: build
 
+# The shipped binaries, as the images hold them (IMAGE_CMDS below).
 build:
-	$(GO) build -o $(BIN)/draxr ./autoscaler/cmd/draxr
+	$(GO) build -o $(BIN)/ $(IMAGE_CMDS)
 
 # OCI images of the shipped binaries, built offline: static binaries
 # (CGO_ENABLED=0) packed with no base image by test/cmd/draxr-image into
