@@ -28,14 +28,8 @@ func startKueue(dir, root string, mappings []string) error {
 		}
 		opts.DeviceClassMappings = append(opts.DeviceClassMappings, kueue.DeviceClassMapping{Name: name, DeviceClassNames: strings.Split(classes, ",")})
 	}
-	recs, err := readRecords(dir)
-	if err != nil {
+	if err := notRunning(dir, "kueue"); err != nil {
 		return err
-	}
-	for _, r := range recs {
-		if r.name == "kueue" {
-			return fmt.Errorf("kueue already runs in %s (pid %d)", dir, r.pid)
-		}
 	}
 	cp, err := controlplane.Attach(dir)
 	if err != nil {
@@ -63,14 +57,8 @@ func startKueue(dir, root string, mappings []string) error {
 // (draxr-autoscaler-testnodes), its nodes are test kubelets in a folder
 // of their own, stopped by down after the autoscaler.
 func startAutoscaler(dir, groups, binary string, extra []string) error {
-	recs, err := readRecords(dir)
-	if err != nil {
+	if err := notRunning(dir, "draxr-autoscaler"); err != nil {
 		return err
-	}
-	for _, r := range recs {
-		if r.name == "draxr-autoscaler" {
-			return fmt.Errorf("an autoscaler already runs in %s (pid %d)", dir, r.pid)
-		}
 	}
 	if _, err := os.Stat(groups); err != nil {
 		return fmt.Errorf("node groups: %w", err)
@@ -134,5 +122,20 @@ func startAutoscaler(dir, groups, binary string, extra []string) error {
 		fmt.Printf("its nodes are test kubelets (they run pods): roots and PID files in %s\n", nodeDir)
 	}
 	fmt.Println("  args:", strings.Join(args, " "))
+	return nil
+}
+
+// notRunning fails unless the cluster in dir is up and has no process
+// recorded as name: one of each runs.
+func notRunning(dir, name string) error {
+	recs, err := readRecords(dir)
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		if r.name == name {
+			return fmt.Errorf("%s already runs in %s (pid %d)", name, dir, r.pid)
+		}
+	}
 	return nil
 }

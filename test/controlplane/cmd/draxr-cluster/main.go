@@ -250,15 +250,8 @@ func down(dir string) error {
 // stopLaunched stops the test nodes whose PID files are in nodeDir (an
 // autoscaler's --local-test-node-dir) and removes the folder.
 func stopLaunched(nodeDir string) {
-	files, _ := filepath.Glob(filepath.Join(nodeDir, "*.pid"))
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
-			stopGroup(record{name: strings.TrimSuffix(filepath.Base(f), ".pid"), pid: pid})
-		}
+	for name, pid := range launch.PIDs(nodeDir) {
+		stopGroup(record{name: name, pid: pid})
 	}
 	_ = os.RemoveAll(nodeDir)
 }
