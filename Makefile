@@ -9,7 +9,7 @@ TEST_TAGS := -tags draxrverify
 BENCH_COUNT ?= 6
 BENCH_PKGS ?= ./simulator/... ./autoscaler/...
 
-.PHONY: kueue print-kueue-bin vet-tagged bench-live all build test test-unit test-race lint golangci-lint gofmt-check mocks mocks-check bench fmt vet example controlplane print-controlplane-dir cluster-up cluster-nodes cluster-down e2e-clusterapi fidelity e2e-bulk soak scheduler-perf images images-check manifests chart protos
+.PHONY: kueue print-kueue-bin vet-tagged bench-live all build test test-unit test-race lint golangci-lint gofmt-check mocks mocks-check bench fmt vet example controlplane print-controlplane-dir cluster-up cluster-nodes cluster-kueue cluster-autoscaler cluster-down e2e-clusterapi fidelity e2e-bulk soak scheduler-perf images images-check manifests chart protos
 
 # Control-plane binaries for end-to-end tests, built from the go.mod
 # versions into an ignored cache folder; rebuilt only when versions change.
@@ -25,8 +25,9 @@ VERSION_LDFLAGS = -X $(VERSION_PKG).gitVersion=$(K8S_VERSION) \
 
 all: build
 
+# The shipped binaries, as the images hold them (IMAGE_CMDS below).
 build:
-	$(GO) build -o $(BIN)/draxr ./autoscaler/cmd/draxr
+	$(GO) build -o $(BIN)/ $(IMAGE_CMDS)
 
 # OCI images of the shipped binaries, built offline: static binaries
 # (CGO_ENABLED=0) packed with no base image by test/cmd/draxr-image into
@@ -232,6 +233,36 @@ DRIVER ?= gpu.example.com
 cluster-nodes:
 	$(GO) build -o $(BIN)/ ./test/controlplane/cmd/draxr-cluster ./kubelet/cmd/draxr-test-node
 	$(BIN)/draxr-cluster nodes $(CLUSTER_DIR) $(NODES) $(DEVICES) $(DRIVER) $(abspath $(BIN))/draxr-test-node
+
+# Kueue v0.17.0's manager on that cluster, as the end-to-end tests run it
+# (test/kueue): the ProvisioningRequest CRD, Kueue's CRDs from its module,
+# one process on 127.0.0.1 without webhook configurations, stopped by
+# make cluster-down. DEVICE_CLASS_MAPPINGS (NAME=CLASS[,CLASS] ...) turns
+# on Kueue's DRA quota: claim-template pods charged as NAME.
+DEVICE_CLASS_MAPPINGS ?=
+cluster-kueue: kueue
+	$(GO) build -o $(BIN)/ ./test/controlplane/cmd/draxr-cluster
+	$(BIN)/draxr-cluster kueue $(CLUSTER_DIR) $(CURDIR) $(DEVICE_CLASS_MAPPINGS)
+
+# An autoscaler on that cluster for the NodeGroups file GROUPS, with the
+# admin kubeconfig and draxr-scheduler's configuration, ARGS added
+# (e.g. --enable-provisioning-requests), stopped by make cluster-down.
+# TEST_NODES=true: draxr-autoscaler-testnodes, whose nodes are test
+# kubelets that run pods; false: the shipped draxr-autoscaler, whose
+# local provider makes Node objects that pods bind to but never run on.
+GROUPS ?=
+ARGS ?=
+TEST_NODES ?= true
+cluster-autoscaler:
+	@test -n "$(GROUPS)" || { echo "make cluster-autoscaler GROUPS=nodegroups.yaml [ARGS=...]"; exit 1; }
+ifeq ($(TEST_NODES),true)
+	$(GO) build -o $(BIN)/ ./test/controlplane/cmd/draxr-cluster ./test/cmd/draxr-autoscaler-testnodes ./kubelet/cmd/draxr-test-node
+	$(BIN)/draxr-cluster autoscaler $(CLUSTER_DIR) $(abspath $(GROUPS)) $(abspath $(BIN))/draxr-autoscaler-testnodes \
+		--local-test-node-binary=$(abspath $(BIN))/draxr-test-node $(ARGS)
+else
+	$(GO) build -o $(BIN)/ ./test/controlplane/cmd/draxr-cluster ./autoscaler/cmd/draxr-autoscaler
+	$(BIN)/draxr-cluster autoscaler $(CLUSTER_DIR) $(abspath $(GROUPS)) $(abspath $(BIN))/draxr-autoscaler $(ARGS)
+endif
 
 cluster-down:
 	$(GO) build -o $(BIN)/ ./test/controlplane/cmd/draxr-cluster

@@ -379,3 +379,20 @@ func WriteKubeconfig(path, server string, ca []byte, token string) error {
 	cfg.CurrentContext = "e2e"
 	return clientcmd.WriteToFile(*cfg, path)
 }
+
+// Attach returns the control plane a detached Start left running in dir
+// (make cluster-up), for commands that add to it later: processes it
+// starts are detached too, and Stop stops none of the earlier ones.
+func Attach(dir string) (*ControlPlane, error) {
+	kubeconfig := filepath.Join(dir, "admin.kubeconfig")
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("no control plane in %s: %w", dir, err)
+	}
+	cfg.QPS, cfg.Burst = 200, 400
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &ControlPlane{Dir: dir, AdminKubeconfig: kubeconfig, AdminConfig: cfg, Client: client, URL: cfg.Host, detached: true}, nil
+}

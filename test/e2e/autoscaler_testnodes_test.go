@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -19,6 +17,7 @@ import (
 	"draxr.dev/draxr/kubelet/testnode/recordingcri"
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/nodegroup"
+	"draxr.dev/draxr/test/launch"
 )
 
 // The autoscaler starts real test nodes: each registers itself, its DRA
@@ -105,16 +104,9 @@ func TestAutoscalerStartsKubeletNodes(t *testing.T) {
 
 // killTestNodes stops, by PID, test nodes the autoscaler left running.
 func killTestNodes(t *testing.T, dir string) {
-	pids, _ := filepath.Glob(filepath.Join(dir, "*.pid"))
-	for _, f := range pids {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
-			t.Logf("stopped leftover test node %s (pid %d)", filepath.Base(f), pid)
-		}
+	for name, pid := range launch.PIDs(dir) {
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		t.Logf("stopped leftover test node %s (pid %d)", name, pid)
 	}
 	_ = os.RemoveAll(dir)
 }

@@ -62,13 +62,49 @@ func moduleDir(root string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-// Start installs Kueue's CRDs and runs its manager; it is stopped with
+// Options are what a run of the manager may add to the configuration.
+type Options struct {
+	// DeviceClassMappings charge claim-template pods' devices to quota
+	// under a resource name (Kueue's resources.deviceClassMappings, read
+	// only with its DynamicResourceAllocation gate, which they turn on).
+	DeviceClassMappings []DeviceClassMapping
+}
+
+// DeviceClassMapping is one entry of Kueue's resources.deviceClassMappings.
+type DeviceClassMapping struct {
+	Name             string   // the resource name a ClusterQueue's quota names
+	DeviceClassNames []string // DeviceClasses whose devices count as Name
+}
+
+// config is the manager's configuration: health, metrics and webhook
+// ports, the certificate folder, and opts.
+func (o Options) config(health, metrics, webhook int, certs string) []byte {
+	c := fmt.Appendf(nil, configTemplate, health, metrics, webhook, certs)
+	if len(o.DeviceClassMappings) == 0 {
+		return c
+	}
+	c = append(c, "  DynamicResourceAllocation: true\nresources:\n  deviceClassMappings:\n"...)
+	for _, m := range o.DeviceClassMappings {
+		c = fmt.Appendf(c, "  - name: %q\n    deviceClassNames:\n", m.Name)
+		for _, n := range m.DeviceClassNames {
+			c = fmt.Appendf(c, "    - %q\n", n)
+		}
+	}
+	return c
+}
+
+// Start is StartWith with no options: what the end-to-end tests run.
+func Start(ctx context.Context, cp *controlplane.ControlPlane, root string) (*proc.Process, error) {
+	return StartWith(ctx, cp, root, Options{})
+}
+
+// StartWith installs Kueue's CRDs and runs its manager; it is stopped with
 // the control plane (cp.Stop) or by the caller. Kueue insists on a
 // metrics certificate at a fixed path (/etc/kueue/metrics/certs) when its
 // own certificate management is off: the manager runs in a mount
 // namespace of its own where /etc is overlaid with that certificate, so
 // the host's /etc is never written. That needs root, as CI has.
-func Start(ctx context.Context, cp *controlplane.ControlPlane, root string) (*proc.Process, error) {
+func StartWith(ctx context.Context, cp *controlplane.ControlPlane, root string, opts Options) (*proc.Process, error) {
 	if os.Geteuid() != 0 {
 		return nil, ErrNotRoot
 	}
@@ -113,7 +149,7 @@ func Start(ctx context.Context, cp *controlplane.ControlPlane, root string) (*pr
 		}
 	}
 	config := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(config, fmt.Appendf(nil, configTemplate, ports[0], ports[1], ports[2], certs), 0o600); err != nil {
+	if err := os.WriteFile(config, opts.config(ports[0], ports[1], ports[2], certs), 0o600); err != nil {
 		return nil, err
 	}
 	unshare, err := exec.LookPath("unshare")
@@ -148,7 +184,8 @@ func Start(ctx context.Context, cp *controlplane.ControlPlane, root string) (*pr
 // ErrNotRoot: Kueue's manager needs a mount namespace, and so root.
 var ErrNotRoot = errors.New("running Kueue's manager needs root (a mount namespace for its fixed certificate path)")
 
-// configTemplate: health, metrics and webhook ports, certificate folder.
+// configTemplate: health, metrics and webhook ports, certificate folder;
+// featureGates last, so that Options.config can add to them.
 const configTemplate = `apiVersion: config.kueue.x-k8s.io/v1beta2
 kind: Configuration
 namespace: kueue-system

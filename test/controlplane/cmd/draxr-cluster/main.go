@@ -1,6 +1,7 @@
 // Command draxr-cluster starts (up) and stops (down) the e2e control plane
-// with draxr-scheduler for people, and adds test nodes to it (nodes):
-// make cluster-up, make cluster-nodes, make cluster-down.
+// with draxr-scheduler for people, and adds to it test nodes (nodes),
+// Kueue's manager (kueue) and an autoscaler (autoscaler): make cluster-up,
+// cluster-nodes, cluster-kueue, cluster-autoscaler, cluster-down.
 package main
 
 import (
@@ -27,6 +28,8 @@ import (
 const usage = `usage:
   draxr-cluster up STATE_DIR CONTROLPLANE_BIN_DIR DRAXR_SCHEDULER
   draxr-cluster nodes STATE_DIR COUNT DEVICES DRIVER TEST_NODE_BINARY
+  draxr-cluster kueue STATE_DIR REPO_ROOT [NAME=DEVICECLASS[,DEVICECLASS...]...]
+  draxr-cluster autoscaler STATE_DIR NODE_GROUPS AUTOSCALER_BINARY [FLAG...]
   draxr-cluster down STATE_DIR`
 
 func main() {
@@ -58,6 +61,10 @@ func run(args []string) error {
 			return fmt.Errorf("DEVICES %q: want a number", args[3])
 		}
 		return nodes(dir, count, devices, args[4], args[5])
+	case cmd == "kueue" && len(args) >= 3:
+		return startKueue(dir, args[2], args[3:])
+	case cmd == "autoscaler" && len(args) >= 4:
+		return startAutoscaler(dir, args[2], args[3], args[4:])
 	case cmd == "down" && len(args) >= 2:
 		return down(dir)
 	}
@@ -232,8 +239,21 @@ func down(dir string) error {
 	slices.Reverse(recs)
 	for _, r := range recs {
 		stopGroup(r)
+		// The machines an autoscaler made outlive it, as machines do.
+		if nodes, err := os.ReadFile(filepath.Join(dir, r.name+".nodes")); err == nil {
+			stopLaunched(strings.TrimSpace(string(nodes)))
+		}
 	}
 	return os.RemoveAll(dir)
+}
+
+// stopLaunched stops the test nodes whose PID files are in nodeDir (an
+// autoscaler's --local-test-node-dir) and removes the folder.
+func stopLaunched(nodeDir string) {
+	for name, pid := range launch.PIDs(nodeDir) {
+		stopGroup(record{name: name, pid: pid})
+	}
+	_ = os.RemoveAll(nodeDir)
 }
 
 func stopGroup(r record) {
