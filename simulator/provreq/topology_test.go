@@ -25,9 +25,8 @@ const rack = "example.com/rack"
 // gpu-<rack> of such nodes up to max (a group of no rack when the rack is
 // ""), and a DRA class for example.com/gpu.
 type rackSpec struct {
-	rack         string
-	nodes, max   int
-	templateRack string // the group template's label; rack when ""
+	rack       string
+	nodes, max int
 }
 
 func rackCluster(t *testing.T, racks ...rackSpec) (*scaleup.Planner, *snapshot.Snapshot) {

@@ -116,13 +116,13 @@ func findDomains(snap *snapshot.Snapshot, groups []*nodegroup.NodeGroup, key str
 }
 
 // otherValues are the values in members other than value, written
-// key-less ("b", or "no label" for a node without it), sorted.
+// key-less ("b", or "nodes without the label"), sorted.
 func otherValues(members map[string]bool, value string) []string {
 	var out []string
 	for v := range members {
-		switch {
-		case v == value:
-		case v == "":
+		switch v {
+		case value:
+		case "":
 			out = append(out, "nodes without the label")
 		default:
 			out = append(out, v)
