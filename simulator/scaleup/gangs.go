@@ -32,8 +32,12 @@ func (p *Planner) splitGangs(pending []*v1.Pod, plan *Plan) ([]*v1.Pod, []gangPo
 		switch {
 		case problem != nil:
 			plan.NoScaleUp = append(plan.NoScaleUp, NoScaleUp{Pod: RefOf(pod), Code: ReasonCode(problem.Code), Reason: problem.Message})
-		case g == nil || g.Need() == 0:
+		case g == nil:
 			singles = append(singles, pod)
+		case g.Need() == 0:
+			// Past its quorum a topology gang's pods still go only to its
+			// running pods' domain.
+			singles = append(singles, p.inRunningDomain(g, pod))
 		default:
 			i, ok := byGang[g]
 			if !ok {

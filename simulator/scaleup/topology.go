@@ -16,6 +16,7 @@ import (
 
 	"draxr.dev/draxr/simulator/estimator"
 	"draxr.dev/draxr/simulator/expander"
+	"draxr.dev/draxr/simulator/gang"
 	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/placement"
 	"draxr.dev/draxr/simulator/snapshot"
@@ -193,6 +194,32 @@ func (p *Planner) planTopologyGang(ctx context.Context, st *state, gp gangPods, 
 	}
 	out.applyTo(plan, gp, &Topology{Key: key, Value: best.value})
 	return out.rest, nil
+}
+
+// inRunningDomain is pod held to the one domain its topology gang's
+// running pods are in (as the scheduler places it), or pod as it is when
+// the gang has no key or its pods are in no single known domain.
+func (p *Planner) inRunningDomain(g *gang.Gang, pod *v1.Pod) *v1.Pod {
+	if g.TopologyKey == "" {
+		return pod
+	}
+	snap := p.Engine.Snapshot()
+	value := ""
+	for _, name := range g.ScheduledNodes() {
+		info := snap.NodeInfo(name)
+		if info == nil {
+			continue
+		}
+		v, ok := info.Node().Labels[g.TopologyKey]
+		if !ok || value != "" && v != value {
+			return pod
+		}
+		value = v
+	}
+	if value == "" {
+		return pod
+	}
+	return InDomain([]*v1.Pod{pod}, g.TopologyKey, value)[0]
 }
 
 // gangDomains are the domains a gang may be placed in: every value, or,

@@ -268,3 +268,31 @@ func TestGroupsAlikeButForUnreadLabels(t *testing.T) {
 		})
 	}
 }
+
+// Past its quorum a topology gang's pending pods bind one by one, but only
+// in its running pods' rack: the new node is rack b's, though rack a has
+// room.
+func TestTopologyGangPastQuorumStaysInItsDomain(t *testing.T) {
+	snap := snapshot.New()
+	rackNode(t, snap, "a-0", "rack-a", "a")
+	rackNode(t, snap, "b-0", "rack-b", "b")
+	p := newPlanner(t, snap, rackGroup("rack-a", "a", 4), rackGroup("rack-b", "b", 4))
+	all := inGroup("train", replicas("train", 20, 500, fx.GPUs(fx.GPUResource, 1)))
+	for _, pod := range all[:8] {
+		pod.Spec.NodeName = "b-0"
+	}
+	p.Gangs = gang.NewIndex(gang.Sources{PodGroups: []*schedulingv1beta1.PodGroup{rackGang("train", 8)}}, all)
+	// b-0's GPUs are free in the snapshot: fill them, as the running pods do.
+	for _, pod := range replicas("busy", 8, 100, fx.GPUs(fx.GPUResource, 1)) {
+		if _, ferr := p.Engine.Place(pod, "b-0"); ferr != nil {
+			t.Fatal(ferr)
+		}
+	}
+	plan, err := p.Plan(all[8:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.ExistingNodes) != 0 || len(plan.ScaleUps) != 1 || plan.ScaleUps[0].NodeGroup != "rack-b" || plan.ScaleUps[0].NewNodes != 2 {
+		t.Fatalf("on existing %+v, scale-ups %+v; want 12 pods on 2 new rack-b nodes, none on a-0", plan.ExistingNodes, plan.ScaleUps)
+	}
+}
