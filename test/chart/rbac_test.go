@@ -51,6 +51,10 @@ func autoscalerUses() []use {
 		// and externalgrpc providers list nodes.
 		{"workload", "cluster", "", "nodes", "list", apinodes, "c.CoreV1().Nodes().List(ctx"},
 		{"workload", "cluster", "", "pods", "list watch", informers, "f.Core().V1().Pods().Lister()"},
+		// The loop trigger's handlers on the same informers (no grant of
+		// their own, but every call is listed).
+		{"workload", "cluster", "", "pods", "list watch", run, "factory.Core().V1().Pods().Informer()"},
+		{"workload", "cluster", "scheduling.k8s.io", "podgroups", "list watch", run, "factory.Scheduling().V1beta1().PodGroups().Informer()"},
 		{"workload", "cluster", "", "pods", "get", drain, ".CoreV1().Pods(p.Namespace).Get(ctx, p.Name"},
 		{"workload", "cluster", "", "pods/eviction", "create", drain, ".PolicyV1().Evictions(p.Namespace).Evict(ctx, ev)"},
 		// client-go's event recorder creates events and patches repeats.
@@ -104,6 +108,7 @@ func autoscalerUses() []use {
 		// informer, a discovery check at start-up, status writes and the
 		// deletion of finished requests; PodTemplates from the informer.
 		{"provreq", "cluster", "autoscaling.x-k8s.io", "provisioningrequests", "list watch", informers, "pr.Autoscaling().V1().ProvisioningRequests().Lister()"},
+		{"provreq", "cluster", "autoscaling.x-k8s.io", "provisioningrequests", "list watch", run, "requests.Autoscaling().V1().ProvisioningRequests().Informer()"},
 		{"provreq", "cluster", "autoscaling.x-k8s.io", "provisioningrequests", "get", provReq, "Get(ctx, name, metav1.GetOptions{})"},
 		{"provreq", "cluster", "autoscaling.x-k8s.io", "provisioningrequests/status", "update", provReq, "w.c.AutoscalingV1().ProvisioningRequests(pr.Namespace).UpdateStatus(ctx"},
 		{"provreq", "cluster", "autoscaling.x-k8s.io", "provisioningrequests", "delete", provReq, "w.c.AutoscalingV1().ProvisioningRequests(namespace).Delete(ctx"},
