@@ -26,30 +26,40 @@ import (
 // ProvisioningRequestConfig, an AdmissionCheck, a ClusterQueue and a
 // LocalQueue in the env's namespace, named <prefix>-<queue>.
 func kueueObjects(e *env, prefix string) []*unstructured.Unstructured {
-	var docs []string
-	docs = append(docs, fmt.Sprintf(`apiVersion: kueue.x-k8s.io/v1beta2
+	docs := []string{fmt.Sprintf(`apiVersion: kueue.x-k8s.io/v1beta2
 kind: ResourceFlavor
-metadata: {name: %s-flavor}`, prefix))
+metadata: {name: %s-flavor}`, prefix)}
 	for _, q := range []struct{ name, class, params string }{
 		// The atomic queue fails a request no group can take at once
 		// (noRetry), so Kueue retries it and then rejects the workload.
 		{"atomic", provreq.BestEffortAtomic, `parameters: {noRetry: "true"}`},
 		{"check", provreq.CheckCapacity, ""},
 	} {
-		docs = append(docs, fmt.Sprintf(`apiVersion: kueue.x-k8s.io/v1beta2
+		docs = append(docs, queueDocs(e, prefix, q.name, prefix+"-flavor", q.class, q.params)...)
+	}
+	return unstructuredDocs(e, docs)
+}
+
+// queueDocs are one Kueue queue asking draxr through ProvisioningRequests:
+// a ProvisioningRequestConfig of class (spec lines extra added, Kueue
+// retrying once after 1 s), its AdmissionCheck, a ClusterQueue of flavor
+// with room for the env's resource, and a LocalQueue in the env's
+// namespace, named <prefix>-<queue> (the LocalQueue <queue>).
+func queueDocs(e *env, prefix, queue, flavor, class, extra string) []string {
+	return []string{fmt.Sprintf(`apiVersion: kueue.x-k8s.io/v1beta2
 kind: ProvisioningRequestConfig
 metadata: {name: %[1]s-%[2]s}
 spec:
   provisioningClassName: %[3]s
-  %[4]s
-  retryStrategy: {backoffLimitCount: 1, backoffBaseSeconds: 1, backoffMaxSeconds: 2}`, prefix, q.name, q.class, q.params),
-			fmt.Sprintf(`apiVersion: kueue.x-k8s.io/v1beta2
+  retryStrategy: {backoffLimitCount: 1, backoffBaseSeconds: 1, backoffMaxSeconds: 2}
+  %[4]s`, prefix, queue, class, extra),
+		fmt.Sprintf(`apiVersion: kueue.x-k8s.io/v1beta2
 kind: AdmissionCheck
 metadata: {name: %[1]s-%[2]s}
 spec:
   controllerName: kueue.x-k8s.io/provisioning-request
-  parameters: {apiGroup: kueue.x-k8s.io, kind: ProvisioningRequestConfig, name: %[1]s-%[2]s}`, prefix, q.name),
-			fmt.Sprintf(`apiVersion: kueue.x-k8s.io/v1beta2
+  parameters: {apiGroup: kueue.x-k8s.io, kind: ProvisioningRequestConfig, name: %[1]s-%[2]s}`, prefix, queue),
+		fmt.Sprintf(`apiVersion: kueue.x-k8s.io/v1beta2
 kind: ClusterQueue
 metadata: {name: %[1]s-%[2]s}
 spec:
@@ -57,18 +67,21 @@ spec:
   resourceGroups:
   - coveredResources: [cpu, memory, %[3]q]
     flavors:
-    - name: %[1]s-flavor
+    - name: %[4]s
       resources:
       - {name: cpu, nominalQuota: "1000"}
       - {name: memory, nominalQuota: 1000Gi}
       - {name: %[3]q, nominalQuota: "1000"}
   admissionChecksStrategy:
-    admissionChecks: [{name: %[1]s-%[2]s}]`, prefix, q.name, e.resource),
-			fmt.Sprintf(`apiVersion: kueue.x-k8s.io/v1beta2
+    admissionChecks: [{name: %[1]s-%[2]s}]`, prefix, queue, e.resource, flavor),
+		fmt.Sprintf(`apiVersion: kueue.x-k8s.io/v1beta2
 kind: LocalQueue
 metadata: {name: %[2]s, namespace: %[3]s}
-spec: {clusterQueue: %[1]s-%[2]s}`, prefix, q.name, e.ns))
-	}
+spec: {clusterQueue: %[1]s-%[2]s}`, prefix, queue, e.ns)}
+}
+
+// unstructuredDocs decodes YAML documents.
+func unstructuredDocs(e *env, docs []string) []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
 	for _, d := range docs {
 		u := &unstructured.Unstructured{}

@@ -18,7 +18,6 @@ import (
 	prv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/provreq"
@@ -62,49 +61,10 @@ spec:
 	} {
 		// noRetry: a request no rack can take fails at once, and Kueue
 		// retries it (one more attempt) instead of draxr waiting.
-		docs = append(docs, fmt.Sprintf(`apiVersion: kueue.x-k8s.io/v1beta2
-kind: ProvisioningRequestConfig
-metadata: {name: %[1]s-%[2]s}
-spec:
-  provisioningClassName: %[3]s
-  parameters: {noRetry: "true"}
-  retryStrategy: {backoffLimitCount: 1, backoffBaseSeconds: 1, backoffMaxSeconds: 2}
-  %[4]s`, prefix, q.name, provreq.BestEffortAtomic, q.updates),
-			fmt.Sprintf(`apiVersion: kueue.x-k8s.io/v1beta2
-kind: AdmissionCheck
-metadata: {name: %[1]s-%[2]s}
-spec:
-  controllerName: kueue.x-k8s.io/provisioning-request
-  parameters: {apiGroup: kueue.x-k8s.io, kind: ProvisioningRequestConfig, name: %[1]s-%[2]s}`, prefix, q.name),
-			fmt.Sprintf(`apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: %[1]s-%[2]s}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu, memory, %[3]q]
-    flavors:
-    - name: %[1]s-racks
-      resources:
-      - {name: cpu, nominalQuota: "1000"}
-      - {name: memory, nominalQuota: 1000Gi}
-      - {name: %[3]q, nominalQuota: "1000"}
-  admissionChecksStrategy:
-    admissionChecks: [{name: %[1]s-%[2]s}]`, prefix, q.name, e.resource),
-			fmt.Sprintf(`apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: %[2]s, namespace: %[3]s}
-spec: {clusterQueue: %[1]s-%[2]s}`, prefix, q.name, e.ns))
+		docs = append(docs, queueDocs(e, prefix, q.name, prefix+"-racks", provreq.BestEffortAtomic,
+			"parameters: {noRetry: \"true\"}\n  "+q.updates)...)
 	}
-	var out []*unstructured.Unstructured
-	for _, d := range docs {
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal([]byte(d), &u.Object); err != nil {
-			e.t.Fatalf("%v\n%s", err, d)
-		}
-		out = append(out, u)
-	}
-	return out
+	return unstructuredDocs(e, docs)
 }
 
 // rackJob creates a suspended Job of n pods in Kueue's queue, each asking
