@@ -195,13 +195,21 @@ func (v View) Objects() (*input.Objects, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list pods: %w", err)
 	}
+	listed := make(map[string]bool, len(objs.Nodes))
+	for _, n := range objs.Nodes {
+		listed[n.Name] = true
+	}
 	for _, p := range pods {
 		// Pods being bound are placed on their nodes below, once the
 		// claims are read (PlaceBindingPods).
 		switch input.SimulateFiling(input.ClassifyPod(p, nil)) {
 		case input.Dropped:
 		case input.OnItsNode:
-			objs.RunningPods = append(objs.RunningPods, p)
+			// A pod left on a node that is gone runs nowhere (PodGC
+			// deletes it), as the loop's cluster state reads it.
+			if listed[p.Spec.NodeName] {
+				objs.RunningPods = append(objs.RunningPods, p)
+			}
 		default:
 			objs.PendingPods = append(objs.PendingPods, p)
 		}

@@ -34,6 +34,8 @@ func TestRead(t *testing.T) {
 		pod("done", "n1", v1.PodSucceeded, false),
 		pod("failed", "", v1.PodFailed, false),
 		pod("terminating", "n1", v1.PodRunning, true),
+		// Left on a node that is gone: it runs nowhere, as the loop reads it.
+		pod("orphan", "gone", v1.PodRunning, false),
 		&resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu"}},
 		&resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "s"}},
 		&resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "c"}},
