@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -141,10 +142,23 @@ func (st *State) addPods(l view.View, bypassed []string, wait input.BindingWait)
 	slices.SortFunc(pods, func(a, b *v1.Pod) int {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
-	for _, p := range pods {
-		class := input.ClassifyPod(p, inBinding)
-		if class == input.PodUnprocessed && unprocessedBypassed(p, bypassed) {
-			class = input.PodUnschedulable // no scheduler of its will try it
+	classes := make([]input.PodClass, len(pods))
+	for i, p := range pods {
+		classes[i] = input.ClassifyPod(p, inBinding)
+		if classes[i] == input.PodUnprocessed && unprocessedBypassed(p, bypassed) {
+			classes[i] = input.PodUnschedulable // no scheduler of its will try it
+		}
+	}
+	givenUp := givenUpControllers(pods, classes)
+	for i, p := range pods {
+		class := classes[i]
+		if class == input.PodUnprocessed && !input.Tried(p) && givenUp[controllerAndScheduler(p)] {
+			// The scheduler gave up on a sibling and has not reached this
+			// one yet: a burst (a 1,000-pod Job) gets one scale-up, not one
+			// a batch of marks. It is planned like the sibling: on free
+			// room first, new nodes only for what does not fit there.
+			class = input.PodUnschedulable
+			st.SchedulerUnprocessed++
 		}
 		switch input.LoopFiling(class) {
 		case input.OnItsNode:
@@ -274,10 +288,44 @@ func MetricLabels(g *nodegroup.NodeGroup) metrics.GroupLabels {
 
 // unprocessedBypassed reports a pod of a bypassed scheduler that no
 // scheduler has tried yet (no PodScheduled condition).
-func unprocessedBypassed(p *v1.Pod, bypassed []string) bool {
-	name := p.Spec.SchedulerName
-	if name == "" {
-		name = v1.DefaultSchedulerName
+// siblingKey is a controller (by UID) and the scheduler of its pods.
+type siblingKey struct {
+	controller types.UID
+	scheduler  string
+}
+
+// controllerAndScheduler is the pod's siblingKey; the zero key for a pod
+// no controller owns.
+func controllerAndScheduler(p *v1.Pod) siblingKey {
+	ref := metav1.GetControllerOfNoCopy(p)
+	if ref == nil {
+		return siblingKey{}
 	}
-	return slices.Contains(bypassed, name) && !input.Tried(p)
+	return siblingKey{controller: ref.UID, scheduler: schedulerName(p)}
+}
+
+// givenUpControllers are the controllers (with their pods' scheduler)
+// one of whose pods the scheduler gave up on.
+func givenUpControllers(pods []*v1.Pod, classes []input.PodClass) map[siblingKey]bool {
+	out := map[siblingKey]bool{}
+	for i, p := range pods {
+		if classes[i] != input.PodUnschedulable {
+			continue
+		}
+		if key := controllerAndScheduler(p); key != (siblingKey{}) {
+			out[key] = true
+		}
+	}
+	return out
+}
+
+func schedulerName(p *v1.Pod) string {
+	if p.Spec.SchedulerName == "" {
+		return v1.DefaultSchedulerName
+	}
+	return p.Spec.SchedulerName
+}
+
+func unprocessedBypassed(p *v1.Pod, bypassed []string) bool {
+	return slices.Contains(bypassed, schedulerName(p)) && !input.Tried(p)
 }

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -272,6 +273,42 @@ func TestBypassedSchedulersPodsCountUntried(t *testing.T) {
 		if got := strings.Join(names, " "); got != tc.want {
 			t.Errorf("bypassed %v: unschedulable = %q, want %q", tc.bypassed, got, tc.want)
 		}
+	}
+}
+
+// A burst: the scheduler gave up on one pod of a Job and has not reached
+// the others yet. They are planned with it (one scale-up for the burst);
+// untried pods of another controller, of the same controller under
+// another scheduler, or of no controller still wait for the scheduler.
+func TestUntriedSiblingsOfGivenUpPodsArePlanned(t *testing.T) {
+	owned := func(p *v1.Pod, uid string) *v1.Pod {
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "job-" + uid,
+			UID: types.UID(uid), Controller: ptr.To(true)}}
+		return p
+	}
+	other := owned(pending("train-other-scheduler", false, false), "train")
+	other.Spec.SchedulerName = "volcano"
+	tried := owned(pending("train-tried", false, false), "train")
+	tried.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: "SchedulerError"}}
+	notController := owned(pending("serve-not-controller", false, false), "train")
+	notController.OwnerReferences[0].Controller = nil
+	l := syncedListers(t, owned(pending("train-0", true, false), "train"), owned(pending("train-1", false, false), "train"),
+		owned(pending("train-2", false, false), "train"), owned(pending("serve-0", false, false), "serve"),
+		pending("bare", false, false), other, tried, notController)
+	st, err := readState(NewRegistry(RegistryConfig{}), l, fakeProvider{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range st.Unschedulable {
+		names = append(names, p.Name)
+	}
+	if got, want := strings.Join(names, " "), "train-0 train-1 train-2"; got != want {
+		t.Errorf("planned %q, want %q", got, want)
+	}
+	// CA's scheduler_unprocessed: the scheduler has still not tried them.
+	if st.SchedulerUnprocessed != 6 {
+		t.Errorf("%d pods not tried yet, want 6", st.SchedulerUnprocessed)
 	}
 }
 

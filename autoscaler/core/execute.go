@@ -7,6 +7,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	"draxr.dev/draxr/autoscaler/clusterstate"
 	"draxr.dev/draxr/autoscaler/metrics"
@@ -84,6 +85,10 @@ func (a *Autoscaler) executeStep(ctx context.Context, st *clusterstate.State, st
 				helped = append(helped, pod)
 			}
 		}
+		// CA logs each executed scale-up too; a person (and the live
+		// benchmark) counts IncreaseSize calls by this line.
+		klog.FromContext(ctx).Info("Scale-up: setting group size", "nodeGroup", su.NodeGroup, "from", from,
+			"to", from+su.NewNodes, "max", group.MaxSize())
 		a.recordScaleUp(su, from, group.MaxSize(), helped, st, res)
 		r.done = append(r.done, scaledUp{su: su, from: from, maxSize: group.MaxSize(), promised: promised})
 		r.helped = append(r.helped, helped...)

@@ -112,7 +112,8 @@ func scaleUp(b *testing.B, nodes int, claims bool) {
 }
 
 // BenchmarkLiveSteady: BENCH_LIVE_NODES (5,000) nodes running 10 pods
-// each, every node 94% used: a loop has nothing to do.
+// each, every node 94% used: a loop has nothing to do. Measured with CA's
+// default --frequent-loops-enabled=true and then with it false.
 func BenchmarkLiveSteady(b *testing.B) {
 	nodes := envInt(b, "BENCH_LIVE_NODES", 5000)
 	for range b.N {
@@ -148,21 +149,26 @@ func steady(b *testing.B, nodes int) {
 		b.Fatal(err)
 	}
 	e.waitCount("pods Running", int64(len(pods)), time.Duration(len(pods))*20*time.Millisecond+5*time.Minute, w.running.Load)
-	as, addr, err := e.cluster.StartAutoscaler(ctx, "draxr-autoscaler-bench", "--profiling")
-	if err != nil {
-		b.Fatal(err)
+	// CA's defaults (frequent loops on), then the 10 s scan alone: on a
+	// quiet cluster no event starts a loop, so the two should cost alike.
+	for _, mode := range []struct{ name, flag string }{{"frequent-loops", "--frequent-loops-enabled=true"}, {"scan-interval-only", "--frequent-loops-enabled=false"}} {
+		as, addr, err := e.cluster.StartAutoscaler(ctx, "draxr-autoscaler-steady-"+mode.name, "--profiling", mode.flag)
+		if err != nil {
+			b.Fatal(err)
+		}
+		// The first loops fill caches and write the status; then measure.
+		e.waitLoops(addr, 0, 3, 10*time.Minute)
+		offset := e.auditSize()
+		count0, sec0 := loops(b, addr)
+		cpu0, _ := usage(as.PID())
+		count1, sec1 := e.waitLoops(addr, count0, measured, 10*time.Minute)
+		byResource := e.auditCounts(offset).ByResource
+		cpu1, rss := usage(as.PID())
+		n := count1 - count0
+		fmt.Printf("bench-live steady mode=%s nodes=%d pods=%d loops=%.0f loop-wall=%.3fs requests/loop %s autoscaler-cpu-per-loop-interval=%.3fs peak-rss=%.0fMiB\n",
+			mode.name, nodes, len(pods), n, (sec1-sec0)/n, auditlog.PerLoop(byResource, n), (cpu1-cpu0).Seconds()/n, rss)
+		as.Stop(10 * time.Second)
 	}
-	// The first loops fill caches and write the status; then measure.
-	e.waitLoops(addr, 0, 3, 10*time.Minute)
-	offset := e.auditSize()
-	count0, sec0 := loops(b, addr)
-	cpu0, _ := usage(as.PID())
-	count1, sec1 := e.waitLoops(addr, count0, measured, 10*time.Minute)
-	byResource := e.auditCounts(offset).ByResource
-	cpu1, rss := usage(as.PID())
-	n := count1 - count0
-	fmt.Printf("bench-live steady nodes=%d pods=%d loops=%.0f loop-wall=%.3fs requests/loop %s autoscaler-cpu-per-loop-interval=%.3fs peak-rss=%.0fMiB\n",
-		nodes, len(pods), n, (sec1-sec0)/n, auditlog.PerLoop(byResource, n), (cpu1-cpu0).Seconds()/n, rss)
 }
 
 // BenchmarkLiveScaleDown: BENCH_LIVE_SCALEDOWN_NODES (2,000) DRA nodes,

@@ -3,9 +3,11 @@
 package benchlive
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -13,13 +15,18 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	prv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
+	prclient "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/client/clientset/versioned"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
-	"draxr.dev/draxr/autoscaler/core"
 	fx "draxr.dev/draxr/simulator/fixtures"
+	"draxr.dev/draxr/test/chart"
+	testkwok "draxr.dev/draxr/test/kwok"
+	"draxr.dev/draxr/test/proc"
 )
 
 // BenchmarkLiveReaction: how soon a pending pod gets its node, on a fleet
@@ -30,9 +37,12 @@ import (
 // the scheduler's Unschedulable condition (as a watch sees it) to the
 // group's new node (IncreaseSize creates it) is measured; each round
 // waits for its pod to be bound. Then, frequent loops on, 1,000 one-GPU
-// pods are created over 5 s and the scale-ups (ScaledUpGroup events)
-// counted. BENCH_LIVE_REACTION_COMPARE=0 leaves out the run without
-// frequent loops.
+// pods are created over 5 s and the scale-ups (the autoscaler's
+// "Scale-up: setting group size" log lines, one an IncreaseSize) counted;
+// and BENCH_LIVE_REACTION_ROUNDS/2 best-effort-atomic
+// ProvisioningRequests, one new node each, are timed from creation to
+// Provisioned=True. BENCH_LIVE_REACTION_COMPARE=0 leaves out the run
+// without frequent loops.
 func BenchmarkLiveReaction(b *testing.B) {
 	nodes := envInt(b, "BENCH_LIVE_NODES", 5000)
 	rounds := envInt(b, "BENCH_LIVE_REACTION_ROUNDS", 20)
@@ -48,8 +58,9 @@ func reaction(b *testing.B, nodes, rounds int) {
 	e := start(b, ctx, nodes)
 	// One group: the fleet's nodes are its members (their CPUs nearly
 	// taken), the new nodes are for the GPU pods.
-	g := group{name: "gpu", maxSize: nodes + 2*rounds + burst/gpusPerNode + 10, cpu: 32, devices: gpusPerNode}
+	g := group{name: "gpu", maxSize: nodes + 3*rounds + burst/gpusPerNode + 10, cpu: 32, devices: gpusPerNode}
 	e.configure(g)
+	prs := e.provisioningRequests()
 	w := e.watch("gpu")
 	names := e.addNodes(g, nodes)
 	e.waitCount("nodes Ready", int64(nodes), time.Duration(nodes)*20*time.Millisecond+5*time.Minute, w.ready.Load)
@@ -122,7 +133,7 @@ func reaction(b *testing.B, nodes, rounds int) {
 		if mode.flags != nil && os.Getenv("BENCH_LIVE_REACTION_COMPARE") == "0" {
 			break
 		}
-		as, addr, err := e.cluster.StartAutoscaler(ctx, "draxr-autoscaler-"+mode.name, append([]string{"--scale-down-enabled=false"}, mode.flags...)...)
+		as, addr, err := e.cluster.StartAutoscaler(ctx, "draxr-autoscaler-"+mode.name, append([]string{"--scale-down-enabled=false", "--enable-provisioning-requests"}, mode.flags...)...)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -152,7 +163,8 @@ func reaction(b *testing.B, nodes, rounds int) {
 		fmt.Printf("bench-live reaction mode=%s nodes=%d running-pods=%d rounds=%d unschedulable->new-node %s created->new-node %s\n",
 			mode.name, nodes, len(running), rounds, quantiles(waits), quantiles(fromCreate))
 		if mode.flags == nil {
-			scaleUps0 := scaledUpEvents(b, e)
+			requestRounds(b, e, prs, gpuPod("x", gpusPerNode, 4), max(rounds/2, 1))
+			scaleUps0 := scaleUps(b, as)
 			bound := w.bound.Load()
 			var batch []string
 			first := time.Now()
@@ -194,26 +206,75 @@ func reaction(b *testing.B, nodes, rounds int) {
 				spread = marks[len(marks)-1].Sub(marks[0])
 			}
 			fmt.Printf("bench-live reaction burst pods=%d created-in=%.1fs marked-unschedulable=%d over %.1fs with %d pauses over 1s scale-ups=%d all-bound=%.1fs\n",
-				burst, created.Seconds(), len(marks), spread.Seconds(), pauses, scaledUpEvents(b, e)-scaleUps0, time.Since(first).Seconds())
+				burst, created.Seconds(), len(marks), spread.Seconds(), pauses, scaleUps(b, as)-scaleUps0, time.Since(first).Seconds())
 		}
 		as.Stop(10 * time.Second)
 	}
 }
 
-// scaledUpEvents counts the autoscaler's ScaledUpGroup events so far: one
-// an IncreaseSize.
-func scaledUpEvents(b *testing.B, e *bench) int {
-	list, err := e.cluster.CP.Client.CoreV1().Events("kube-system").List(e.ctx, metav1.ListOptions{})
+// scaleUps counts the IncreaseSize calls the autoscaler has logged.
+func scaleUps(b *testing.B, as *proc.Process) int {
+	data, err := os.ReadFile(as.LogPath)
 	if err != nil {
 		b.Fatal(err)
 	}
-	n := 0
-	for _, ev := range list.Items {
-		if ev.Reason == core.EventScaledUpGroup {
-			n += int(max(ev.Count, 1))
-		}
+	return bytes.Count(data, []byte("Scale-up: setting group size"))
+}
+
+// provisioningRequests installs CA's ProvisioningRequest CRD and grants
+// the autoscaler the chart's rules for --enable-provisioning-requests.
+func (e *bench) provisioningRequests() prclient.Interface {
+	e.b.Helper()
+	cp := e.cluster.CP
+	if err := cp.InstallCRDFiles(e.ctx, filepath.Join(e.cluster.Root, "charts/draxr/crds/autoscaling.x-k8s.io_provisioningrequests.yaml")); err != nil {
+		e.b.Fatal(err)
 	}
-	return n
+	if err := chart.GrantBatch(e.ctx, cp.Client, e.cluster.Root, "enable-provisioning-requests", "draxr-autoscaler-bench-batch", 3); err != nil {
+		e.b.Fatal(err)
+	}
+	c, err := prclient.NewForConfig(cp.AdminConfig)
+	if err != nil {
+		e.b.Fatal(err)
+	}
+	return c
+}
+
+// requestRounds creates n best-effort-atomic ProvisioningRequests for one
+// pod like pod each, one at a time, and reports the time from each
+// creation to its Provisioned=True. Each is kept, booking its new node,
+// so that the next needs a new node too.
+func requestRounds(b *testing.B, e *bench, prs prclient.Interface, pod *v1.Pod, n int) {
+	b.Helper()
+	pt := &v1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Name: "react-request", Namespace: namespace}, Template: v1.PodTemplateSpec{Spec: pod.Spec}}
+	if _, err := e.cluster.CP.Client.CoreV1().PodTemplates(namespace).Create(e.ctx, pt, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	var took []time.Duration
+	for i := range n {
+		name := fmt.Sprintf("react-request-%02d", i)
+		pr := &prv1.ProvisioningRequest{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+			Spec: prv1.ProvisioningRequestSpec{ProvisioningClassName: prv1.ProvisioningClassBestEffortAtomicScaleUp,
+				PodSets: []prv1.PodSet{{PodTemplateRef: prv1.Reference{Name: pt.Name}, Count: 1}}}}
+		created := time.Now()
+		if _, err := prs.AutoscalingV1().ProvisioningRequests(namespace).Create(e.ctx, pr, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		if err := testkwok.WaitFor(e.ctx, 2*time.Minute, 20*time.Millisecond, name+" Provisioned", func() error {
+			got, err := prs.AutoscalingV1().ProvisioningRequests(namespace).Get(e.ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if !meta.IsStatusConditionTrue(got.Status.Conditions, prv1.Provisioned) {
+				return fmt.Errorf("conditions %+v", got.Status.Conditions)
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+		took = append(took, time.Since(created))
+	}
+	fmt.Printf("bench-live reaction provisioning-requests=%d class=%s created->Provisioned %s\n",
+		n, prv1.ProvisioningClassBestEffortAtomicScaleUp, quantiles(took))
 }
 
 // quantiles are the median, 99th percentile and extremes of ds.

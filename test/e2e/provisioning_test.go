@@ -4,17 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	prv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
 	prclient "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/client/clientset/versioned"
 	"k8s.io/utils/ptr"
@@ -59,37 +55,7 @@ func (e *env) grantProvisioningRequests() {
 // autoscaling.x-k8s.io and PodTemplates for the flag (want of them).
 func (e *env) grantBatch(flag string, want int) {
 	e.t.Helper()
-	docs, err := chart.Render(chart.Dir(root), "draxr", "kube-system", map[string]any{"autoscaler": map[string]any{
-		"extraArgs": map[string]any{flag: true}}})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	d := chart.Find(docs, "ClusterRole", "draxr-autoscaler")
-	if d == nil {
-		e.t.Fatal("the chart renders no ClusterRole draxr-autoscaler")
-	}
-	var role rbacv1.ClusterRole
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(d.Object.Object, &role); err != nil {
-		e.t.Fatal(err)
-	}
-	name := "draxr-autoscaler-batch-" + e.name
-	out := rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	for _, r := range role.Rules {
-		if strings.Join(r.APIGroups, ",") == prv1.GroupName || slices.Contains(r.Resources, "podtemplates") ||
-			slices.Contains(r.Resources, "deployments") || slices.Contains(r.Resources, "jobs") || slices.Contains(r.Resources, "resourcequotas") {
-			out.Rules = append(out.Rules, r)
-		}
-	}
-	if len(out.Rules) != want {
-		e.t.Fatalf("the chart's rules for --%s: %+v, want %d", flag, out.Rules, want)
-	}
-	if _, err := cp.Client.RbacV1().ClusterRoles().Create(e.ctx, &out, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		e.t.Fatal(err)
-	}
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: "kube-system", Name: "draxr-autoscaler"}}}
-	if _, err := cp.Client.RbacV1().ClusterRoleBindings().Create(e.ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := chart.GrantBatch(e.ctx, cp.Client, root, flag, "draxr-autoscaler-batch-"+e.name, want); err != nil {
 		e.t.Fatal(err)
 	}
 }
