@@ -57,6 +57,7 @@ type bench struct {
 	ctx     context.Context
 	cluster *testkwok.Cluster
 	audit   string
+	fleet   int // the nodes start was asked for
 }
 
 // heartbeatLease keeps the fake kubelets' Lease writes near 100 a
@@ -91,7 +92,7 @@ func start(b *testing.B, ctx context.Context, nodes int) *bench {
 		b.Fatal(err)
 	}
 	b.Cleanup(c.Stop)
-	e := &bench{b: b, ctx: ctx, cluster: c, audit: audit}
+	e := &bench{b: b, ctx: ctx, cluster: c, audit: audit, fleet: nodes}
 	if _, err := c.CP.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
@@ -134,22 +135,27 @@ func (g group) planning() *nodegroup.NodeGroup {
 	return ng
 }
 
-// configure writes the kwok provider's ConfigMaps for the group.
-func (e *bench) configure(g group) {
+// configure writes the kwok provider's ConfigMaps (CA's format) for the
+// groups.
+func (e *bench) configure(groups ...group) {
 	e.b.Helper()
-	ng := g.planning()
-	t := ng.Spec.Template.DeepCopy()
-	t.Annotations = map[string]string{kwok.MinSizeAnnotation: fmt.Sprint(g.minSize), kwok.MaxSizeAnnotation: fmt.Sprint(g.maxSize)}
-	if len(ng.Spec.ResourceSlices) > 0 {
-		b, err := yaml.Marshal(ng.Spec.ResourceSlices)
-		if err != nil {
-			e.b.Fatal(err)
+	var templates []*v1.Node
+	for _, g := range groups {
+		ng := g.planning()
+		t := ng.Spec.Template.DeepCopy()
+		t.Annotations = map[string]string{kwok.MinSizeAnnotation: fmt.Sprint(g.minSize), kwok.MaxSizeAnnotation: fmt.Sprint(g.maxSize)}
+		if len(ng.Spec.ResourceSlices) > 0 {
+			b, err := yaml.Marshal(ng.Spec.ResourceSlices)
+			if err != nil {
+				e.b.Fatal(err)
+			}
+			t.Annotations[capi.TemplateSlicesAnnotation] = string(b)
 		}
-		t.Annotations[capi.TemplateSlicesAnnotation] = string(b)
+		templates = append(templates, t)
 	}
 	config := "readNodesFrom: configmap\nnodegroups:\n  fromNodeLabelKey: " + groupLabel +
 		"\nnodes:\n  skipTaint: true\nconfigmap:\n  name: " + kwok.DefaultTemplatesName + "\n"
-	if err := e.cluster.Configure(e.ctx, "kube-system", config, t); err != nil {
+	if err := e.cluster.Configure(e.ctx, "kube-system", config, templates...); err != nil {
 		e.b.Fatal(err)
 	}
 }

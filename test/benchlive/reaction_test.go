@@ -14,12 +14,14 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	prv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
 	prclient "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/client/clientset/versioned"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
@@ -36,13 +38,18 @@ import (
 // one pod that needs a whole new 8-GPU node is created, and the time from
 // the scheduler's Unschedulable condition (as a watch sees it) to the
 // group's new node (IncreaseSize creates it) is measured; each round
-// waits for its pod to be bound. Then, frequent loops on, 1,000 one-GPU
-// pods are created over 5 s and the scale-ups (the autoscaler's
-// "Scale-up: setting group size" log lines, one an IncreaseSize) counted;
-// and BENCH_LIVE_REACTION_ROUNDS/2 best-effort-atomic
-// ProvisioningRequests, one new node each, are timed from creation to
-// Provisioned=True. BENCH_LIVE_REACTION_COMPARE=0 leaves out the run
+// waits for its pod to be bound. Then, frequent loops on,
+// BENCH_LIVE_REACTION_ROUNDS/2 best-effort-atomic ProvisioningRequests,
+// one new node each, are timed from creation to Provisioned=True; and
+// 1,000 one-GPU pods are created over 5 s and the scale-ups (the
+// autoscaler's "Scale-up: setting group size" log lines, one an
+// IncreaseSize) counted. BENCH_LIVE_REACTION_COMPARE=0 leaves out the run
 // without frequent loops.
+//
+// BENCH_LIVE_CA_BINARY, a cluster-autoscaler built from CA's source, adds
+// CA on the same path: rounds of a CPU-only pod that needs a new node of
+// a CPU group (CA does not count DRA devices), run by draxr and then by
+// CA (--cloud-provider=kwok, the same ConfigMaps, CA's default flags).
 func BenchmarkLiveReaction(b *testing.B) {
 	nodes := envInt(b, "BENCH_LIVE_NODES", 5000)
 	rounds := envInt(b, "BENCH_LIVE_REACTION_ROUNDS", 20)
@@ -51,81 +58,28 @@ func BenchmarkLiveReaction(b *testing.B) {
 	}
 }
 
+const (
+	burst      = 1000
+	cpuGroup   = "cpu"
+	reactGroup = "gpu"
+)
+
 func reaction(b *testing.B, nodes, rounds int) {
-	const burst = 1000
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
 	defer cancel()
 	e := start(b, ctx, nodes)
-	// One group: the fleet's nodes are its members (their CPUs nearly
-	// taken), the new nodes are for the GPU pods.
-	g := group{name: "gpu", maxSize: nodes + 3*rounds + burst/gpusPerNode + 10, cpu: 32, devices: gpusPerNode}
-	e.configure(g)
+	caBinary := os.Getenv("BENCH_LIVE_CA_BINARY")
+	// The fleet's nodes are the GPU group's members (their CPUs nearly
+	// taken), the new nodes are for the GPU pods; the CPU group's, for
+	// the pods both autoscalers can plan.
+	g := group{name: reactGroup, maxSize: nodes + 3*rounds + burst/gpusPerNode + 10, cpu: 32, devices: gpusPerNode}
+	e.configure(g, group{name: cpuGroup, maxSize: 3*rounds + 5, cpu: 32})
 	prs := e.provisioningRequests()
-	w := e.watch("gpu")
+	w := e.watch(reactGroup)
 	names := e.addNodes(g, nodes)
 	e.waitCount("nodes Ready", int64(nodes), time.Duration(nodes)*20*time.Millisecond+5*time.Minute, w.ready.Load)
-	var running []string
-	for _, n := range names {
-		for i := range 10 {
-			running = append(running, fmt.Sprintf("%s-%d", n, i))
-		}
-	}
-	c := e.cluster.CP.Client
-	if err := parallel(ctx, running, func(ctx context.Context, name string) error {
-		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
-			Spec: v1.PodSpec{NodeName: name[:len(name)-2], TerminationGracePeriodSeconds: ptr.To[int64](0),
-				Containers: []v1.Container{{Name: "main", Image: "registry.example/app",
-					Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: fx.Count(3)}}}}}}
-		_, err := c.CoreV1().Pods(namespace).Create(ctx, p, metav1.CreateOptions{})
-		return err
-	}); err != nil {
-		b.Fatal(err)
-	}
-	e.waitCount("pods Running", int64(len(running)), time.Duration(len(running))*20*time.Millisecond+5*time.Minute, w.running.Load)
-
-	// When a watch first saw each pod Unschedulable, and each new node.
-	var mu sync.Mutex
-	unschedulable := map[string]time.Time{}
-	var newNodes []time.Time
-	f := informers.NewSharedInformerFactory(c, 0)
-	// A loaded watch may first deliver a pod already marked: adds count.
-	seenPod := func(obj any) {
-		p := obj.(*v1.Pod)
-		for _, cond := range p.Status.Conditions {
-			if cond.Type == v1.PodScheduled && cond.Reason == v1.PodReasonUnschedulable {
-				mu.Lock()
-				if _, ok := unschedulable[p.Name]; !ok {
-					unschedulable[p.Name] = time.Now()
-				}
-				mu.Unlock()
-			}
-		}
-	}
-	if _, err := f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: seenPod,
-		UpdateFunc: func(_, obj any) { seenPod(obj) }}); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := f.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{AddFunc: func(_ any, initial bool) {
-		if !initial {
-			mu.Lock()
-			newNodes = append(newNodes, time.Now())
-			mu.Unlock()
-		}
-	}}); err != nil {
-		b.Fatal(err)
-	}
-	stop := make(chan struct{})
-	defer close(stop)
-	f.Start(stop)
-	f.WaitForCacheSync(stop)
-
-	gpuPod := func(name string, gpus int64, cpu int64) *v1.Pod {
-		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
-			Spec: v1.PodSpec{NodeSelector: map[string]string{groupLabel: g.name}, TerminationGracePeriodSeconds: ptr.To[int64](0),
-				Containers: []v1.Container{{Name: "main", Image: "registry.example/app",
-					Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: fx.Count(cpu)},
-						Limits: v1.ResourceList{gpuResource: fx.Count(gpus)}}}}}}
-	}
+	e.fillFleet(names, w)
+	m := e.watchMarks()
 	for _, mode := range []struct {
 		name  string
 		flags []string
@@ -138,78 +92,209 @@ func reaction(b *testing.B, nodes, rounds int) {
 			b.Fatal(err)
 		}
 		e.waitLoops(addr, 0, 1, 5*time.Minute)
-		var waits, fromCreate []time.Duration
-		for i := range rounds {
-			name := fmt.Sprintf("react-%s-%02d", mode.name, i)
-			mu.Lock()
-			nodesBefore := len(newNodes)
-			mu.Unlock()
-			bound := w.bound.Load()
-			created := time.Now()
-			if _, err := c.CoreV1().Pods(namespace).Create(ctx, gpuPod(name, gpusPerNode, 4), metav1.CreateOptions{}); err != nil {
-				b.Fatal(err)
-			}
-			e.waitCount(name+" bound", bound+1, 2*time.Minute, w.bound.Load)
-			mu.Lock()
-			seen, ok := unschedulable[name]
-			if !ok || len(newNodes) <= nodesBefore {
-				mu.Unlock()
-				b.Fatalf("%s: unschedulable seen %v, new nodes %d -> %d", name, ok, nodesBefore, len(newNodes))
-			}
-			waits = append(waits, newNodes[nodesBefore].Sub(seen))
-			fromCreate = append(fromCreate, newNodes[nodesBefore].Sub(created))
-			mu.Unlock()
-		}
-		fmt.Printf("bench-live reaction mode=%s nodes=%d running-pods=%d rounds=%d unschedulable->new-node %s created->new-node %s\n",
-			mode.name, nodes, len(running), rounds, quantiles(waits), quantiles(fromCreate))
+		m.rounds(b, e, w, "draxr "+mode.name, "react-"+mode.name, rounds, func(name string) *v1.Pod { return gpuPod(name, reactGroup, gpusPerNode, 4) })
 		if mode.flags == nil {
-			requestRounds(b, e, prs, gpuPod("x", gpusPerNode, 4), max(rounds/2, 1))
-			scaleUps0 := scaleUps(b, as)
-			bound := w.bound.Load()
-			var batch []string
-			first := time.Now()
-			for i := range burst {
-				batch = append(batch, fmt.Sprintf("burst-%04d", i))
-				if len(batch) == burst/50 {
-					if err := parallel(ctx, batch, func(ctx context.Context, name string) error {
-						// 3 CPUs: no room on the fleet's nodes (2 CPUs free).
-						_, err := c.CoreV1().Pods(namespace).Create(ctx, gpuPod(name, 1, 3), metav1.CreateOptions{})
-						return err
-					}); err != nil {
-						b.Fatal(err)
-					}
-					batch = nil
-					time.Sleep(time.Until(first.Add(time.Duration(i+1) * 5 * time.Second / burst)))
-				}
+			requestRounds(b, e, prs, gpuPod("x", reactGroup, gpusPerNode, 4), max(rounds/2, 1))
+			m.burst(b, e, w, as)
+			if caBinary != "" {
+				m.rounds(b, e, w, "draxr frequent-loops, a CPU pod", "cpu-draxr", rounds, func(name string) *v1.Pod { return cpuPod(name) })
 			}
-			created := time.Since(first)
-			e.waitCount("burst bound", bound+burst, 20*time.Minute, w.bound.Load)
-			// How the scheduler's marks spread: a pause longer than the
-			// idle window (1s) closes a batch, and so does its maximum.
-			var marks []time.Time
-			mu.Lock()
-			for name, at := range unschedulable {
-				if strings.HasPrefix(name, "burst-") {
-					marks = append(marks, at)
-				}
-			}
-			mu.Unlock()
-			slices.SortFunc(marks, time.Time.Compare)
-			pauses := 0
-			for i := 1; i < len(marks); i++ {
-				if marks[i].Sub(marks[i-1]) > time.Second {
-					pauses++
-				}
-			}
-			spread := time.Duration(0)
-			if len(marks) > 0 {
-				spread = marks[len(marks)-1].Sub(marks[0])
-			}
-			fmt.Printf("bench-live reaction burst pods=%d created-in=%.1fs marked-unschedulable=%d over %.1fs with %d pauses over 1s scale-ups=%d all-bound=%.1fs\n",
-				burst, created.Seconds(), len(marks), spread.Seconds(), pauses, scaleUps(b, as)-scaleUps0, time.Since(first).Seconds())
 		}
 		as.Stop(10 * time.Second)
 	}
+	if caBinary != "" {
+		ca := e.startCA(caBinary)
+		m.rounds(b, e, w, "CA (its defaults), a CPU pod", "cpu-ca", rounds, func(name string) *v1.Pod { return cpuPod(name) })
+		ca.Stop(10 * time.Second)
+	}
+}
+
+// fillFleet runs 10 pods of 3 CPUs on each of the fleet's nodes.
+func (e *bench) fillFleet(names []string, w *watcher) {
+	e.b.Helper()
+	var running []string
+	for _, n := range names {
+		for i := range 10 {
+			running = append(running, fmt.Sprintf("%s-%d", n, i))
+		}
+	}
+	c := e.cluster.CP.Client
+	if err := parallel(e.ctx, running, func(ctx context.Context, name string) error {
+		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+			Spec: v1.PodSpec{NodeName: name[:len(name)-2], TerminationGracePeriodSeconds: ptr.To[int64](0),
+				Containers: []v1.Container{{Name: "main", Image: "registry.example/app",
+					Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: fx.Count(3)}}}}}}
+		_, err := c.CoreV1().Pods(namespace).Create(ctx, p, metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		e.b.Fatal(err)
+	}
+	e.waitCount("pods Running", int64(len(running)), time.Duration(len(running))*20*time.Millisecond+5*time.Minute, w.running.Load)
+}
+
+func gpuPod(name, group string, gpus, cpu int64) *v1.Pod {
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: v1.PodSpec{NodeSelector: map[string]string{groupLabel: group}, TerminationGracePeriodSeconds: ptr.To[int64](0),
+			Containers: []v1.Container{{Name: "main", Image: "registry.example/app",
+				Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: fx.Count(cpu)},
+					Limits: v1.ResourceList{gpuResource: fx.Count(gpus)}}}}}}
+}
+
+// cpuPod takes 20 of a CPU node's 32 CPUs: each needs a node of its own.
+func cpuPod(name string) *v1.Pod {
+	p := gpuPod(name, cpuGroup, 0, 20)
+	p.Spec.Containers[0].Resources.Limits = nil
+	return p
+}
+
+// marks records when a watch first saw each pod Unschedulable, and when
+// each new node appeared.
+type marks struct {
+	c             kubernetes.Interface
+	mu            sync.Mutex
+	unschedulable map[string]time.Time
+	newNodes      []time.Time
+}
+
+func (e *bench) watchMarks() *marks {
+	e.b.Helper()
+	m := &marks{c: e.cluster.CP.Client, unschedulable: map[string]time.Time{}}
+	f := informers.NewSharedInformerFactory(m.c, 0)
+	// A loaded watch may first deliver a pod already marked: adds count.
+	seenPod := func(obj any) {
+		p := obj.(*v1.Pod)
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == v1.PodScheduled && cond.Reason == v1.PodReasonUnschedulable {
+				m.mu.Lock()
+				if _, ok := m.unschedulable[p.Name]; !ok {
+					m.unschedulable[p.Name] = time.Now()
+				}
+				m.mu.Unlock()
+			}
+		}
+	}
+	if _, err := f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: seenPod,
+		UpdateFunc: func(_, obj any) { seenPod(obj) }}); err != nil {
+		e.b.Fatal(err)
+	}
+	if _, err := f.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{AddFunc: func(_ any, initial bool) {
+		if !initial {
+			m.mu.Lock()
+			m.newNodes = append(m.newNodes, time.Now())
+			m.mu.Unlock()
+		}
+	}}); err != nil {
+		e.b.Fatal(err)
+	}
+	stop := make(chan struct{})
+	e.b.Cleanup(func() { close(stop); f.Shutdown() })
+	f.Start(stop)
+	f.WaitForCacheSync(stop)
+	return m
+}
+
+// rounds creates n pods one at a time, each waiting for its pod to be
+// bound, and reports the time from its Unschedulable mark, and from its
+// creation, to the next new node.
+func (m *marks) rounds(b *testing.B, e *bench, w *watcher, who, prefix string, n int, pod func(name string) *v1.Pod) {
+	b.Helper()
+	var waits, fromCreate []time.Duration
+	for i := range n {
+		name := fmt.Sprintf("%s-%02d", prefix, i)
+		m.mu.Lock()
+		nodesBefore := len(m.newNodes)
+		m.mu.Unlock()
+		bound := w.bound.Load()
+		created := time.Now()
+		if _, err := m.c.CoreV1().Pods(namespace).Create(e.ctx, pod(name), metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		e.waitCount(name+" bound", bound+1, 2*time.Minute, w.bound.Load)
+		m.mu.Lock()
+		seen, ok := m.unschedulable[name]
+		if !ok || len(m.newNodes) <= nodesBefore {
+			m.mu.Unlock()
+			b.Fatalf("%s: unschedulable seen %v, new nodes %d -> %d", name, ok, nodesBefore, len(m.newNodes))
+		}
+		waits = append(waits, m.newNodes[nodesBefore].Sub(seen))
+		fromCreate = append(fromCreate, m.newNodes[nodesBefore].Sub(created))
+		m.mu.Unlock()
+	}
+	fmt.Printf("bench-live reaction autoscaler=%q nodes=%d rounds=%d unschedulable->new-node %s created->new-node %s\n",
+		who, e.fleet, n, quantiles(waits), quantiles(fromCreate))
+}
+
+// burst creates 1,000 one-GPU pods of one Job over 5 s and counts the
+// scale-ups. The Job names another controller (spec.managedBy, as
+// Kueue's MultiKueue does) which creates its pods: the benchmark, at the
+// pace it sets (kube-controller-manager's 20-QPS client would take 50 s).
+func (m *marks) burst(b *testing.B, e *bench, w *watcher, as *proc.Process) {
+	b.Helper()
+	job := burstJob(b, e, m.c)
+	scaleUps0 := scaleUps(b, as)
+	bound := w.bound.Load()
+	var batch []string
+	first := time.Now()
+	for i := range burst {
+		batch = append(batch, fmt.Sprintf("burst-%04d", i))
+		if len(batch) == burst/50 {
+			if err := parallel(e.ctx, batch, func(ctx context.Context, name string) error {
+				// 3 CPUs: no room on the fleet's nodes (2 CPUs free).
+				pod := gpuPod(name, reactGroup, 1, 3)
+				pod.Labels, pod.Spec.RestartPolicy = job.Spec.Template.Labels, job.Spec.Template.Spec.RestartPolicy
+				pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))}
+				_, err := m.c.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{})
+				return err
+			}); err != nil {
+				b.Fatal(err)
+			}
+			batch = nil
+			time.Sleep(time.Until(first.Add(time.Duration(i+1) * 5 * time.Second / burst)))
+		}
+	}
+	created := time.Since(first)
+	e.waitCount("burst bound", bound+burst, 20*time.Minute, w.bound.Load)
+	// How the scheduler's marks spread: a pause longer than the idle
+	// window (1s) closes a batch, and so does its maximum.
+	var marked []time.Time
+	m.mu.Lock()
+	for name, at := range m.unschedulable {
+		if strings.HasPrefix(name, "burst-") {
+			marked = append(marked, at)
+		}
+	}
+	m.mu.Unlock()
+	slices.SortFunc(marked, time.Time.Compare)
+	pauses := 0
+	for i := 1; i < len(marked); i++ {
+		if marked[i].Sub(marked[i-1]) > time.Second {
+			pauses++
+		}
+	}
+	spread := time.Duration(0)
+	if len(marked) > 0 {
+		spread = marked[len(marked)-1].Sub(marked[0])
+	}
+	fmt.Printf("bench-live reaction burst pods=%d created-in=%.1fs marked-unschedulable=%d over %.1fs with %d pauses over 1s scale-ups=%d all-bound=%.1fs\n",
+		burst, created.Seconds(), len(marked), spread.Seconds(), pauses, scaleUps(b, as)-scaleUps0, time.Since(first).Seconds())
+}
+
+// burstJob is the burst's Job, managed by the benchmark.
+func burstJob(b *testing.B, e *bench, c kubernetes.Interface) *batchv1.Job {
+	b.Helper()
+	labels := map[string]string{"app": "burst"}
+	pod := gpuPod("x", reactGroup, 1, 3)
+	pod.Spec.RestartPolicy = v1.RestartPolicyNever
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "burst", Namespace: namespace},
+		Spec: batchv1.JobSpec{Parallelism: ptr.To[int32](burst), Completions: ptr.To[int32](burst),
+			ManagedBy: ptr.To("bench.draxr.dev/burst"), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			ManualSelector: ptr.To(true),
+			Template:       v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: pod.Spec}}}
+	job, err := c.BatchV1().Jobs(namespace).Create(e.ctx, job, metav1.CreateOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return job
 }
 
 // scaleUps counts the IncreaseSize calls the autoscaler has logged.
@@ -219,6 +304,20 @@ func scaleUps(b *testing.B, as *proc.Process) int {
 		b.Fatal(err)
 	}
 	return bytes.Count(data, []byte("Scale-up: setting group size"))
+}
+
+// startCA starts CA's own binary on the kwok ConfigMaps, as the cluster's
+// admin (CA's RBAC is not draxr's), with CA's default flags but for
+// scale-down, off as for draxr.
+func (e *bench) startCA(binary string) *proc.Process {
+	e.b.Helper()
+	e.b.Setenv("POD_NAMESPACE", "kube-system")
+	p, err := e.cluster.CP.StartProcess("cluster-autoscaler", binary, "--kubeconfig="+e.cluster.CP.AdminKubeconfig,
+		"--cloud-provider=kwok", "--namespace=kube-system", "--scale-down-enabled=false", "--leader-elect=false", "--v=2")
+	if err != nil {
+		e.b.Fatal(err)
+	}
+	return p
 }
 
 // provisioningRequests installs CA's ProvisioningRequest CRD and grants
