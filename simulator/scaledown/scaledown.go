@@ -157,11 +157,33 @@ type Rejection struct {
 // mutates the placement engine's snapshot: the chosen nodes' pods are moved and the
 // nodes deleted. Run it on a fork to keep the snapshot.
 func Find(sim *placement.Engine, opts Options) ([]Removal, []Rejection) {
-	snap := sim.Snapshot()
-	type candidate struct {
-		name string
-		util float64
+	cands, rejected := candidates(sim, opts)
+	s := newSearch(sim, opts, cands)
+	s.rejected = rejected
+	for i, c := range cands {
+		if why := opts.Stop.reached(len(s.out)); why != "" {
+			for _, skipped := range cands[i:] {
+				s.rejected = append(s.rejected, Rejection{Node: skipped.name, Code: NotEvaluated, Reason: why})
+			}
+			break
+		}
+		s.consider(c)
 	}
+	return s.out, s.rejected
+}
+
+// candidate is a node that may go, with its utilization.
+type candidate struct {
+	name string
+	util float64
+}
+
+// candidates are the nodes that may go and are underutilized, in the
+// order they are tried: those unneeded in the previous search first
+// (EarlyStop.Previously), then the least utilized; and why the other
+// nodes that may go are not candidates.
+func candidates(sim *placement.Engine, opts Options) ([]candidate, []Rejection) {
+	snap := sim.Snapshot()
 	var cands []candidate
 	var rejected []Rejection
 	for _, name := range snap.NodeNames() {
@@ -192,14 +214,31 @@ func Find(sim *placement.Engine, opts Options) ([]Removal, []Rejection) {
 		}
 		return cands[i].util < cands[j].util
 	})
+	return cands, rejected
+}
 
-	spare, amounts := minimums(sim, opts)
-	groupRoom := maps.Clone(opts.GroupRoom)
-	gone := map[string]bool{}
+// search is Find's state as it goes through the candidates: what the
+// nodes chosen so far take from the groups' room above their min sizes,
+// from the resource minimums and from the gangs, and its findings.
+type search struct {
+	opts      Options
+	d         *drainer
+	spare     limits.Amounts
+	amounts   func(name string) limits.Amounts
+	groupRoom map[string]int
+	gone      map[string]bool // nodes chosen, and those Uncounted where gangs are read
+	out       []Removal
+	rejected  []Rejection
+}
+
+func newSearch(sim *placement.Engine, opts Options, cands []candidate) *search {
+	snap := sim.Snapshot()
+	s := &search{opts: opts, groupRoom: maps.Clone(opts.GroupRoom), gone: map[string]bool{}}
+	s.spare, s.amounts = minimums(sim, opts)
 	if opts.Gangs != nil && opts.Uncounted != nil {
 		for _, name := range snap.NodeNames() {
 			if opts.Uncounted(snap.NodeInfo(name).Node()) {
-				gone[name] = true
+				s.gone[name] = true
 			}
 		}
 	}
@@ -207,51 +246,48 @@ func Find(sim *placement.Engine, opts Options) ([]Removal, []Rejection) {
 	for i, c := range cands {
 		names[i] = c.name
 	}
-	d := newDrainer(sim, opts, targetOrder(snap.NodeNames(), names))
-	var out []Removal
-	for i, c := range cands {
-		if why := opts.Stop.reached(len(out)); why != "" {
-			for _, skipped := range cands[i:] {
-				rejected = append(rejected, Rejection{Node: skipped.name, Code: NotEvaluated, Reason: why})
-			}
-			break
+	s.d = newDrainer(sim, opts, targetOrder(snap.NodeNames(), names))
+	return s
+}
+
+// consider removes candidate c in the snapshot when its group, the
+// minimums and its gangs allow and its pods can move, or records why not
+// (nothing, where its group is at its min size).
+func (s *search) consider(c candidate) {
+	group := ""
+	if s.groupRoom != nil && s.opts.GroupOf != nil {
+		group = s.opts.GroupOf(c.name)
+		if group != "" && s.groupRoom[group] <= 0 {
+			return
 		}
-		group := ""
-		if groupRoom != nil && opts.GroupOf != nil {
-			group = opts.GroupOf(c.name)
-			if group != "" && groupRoom[group] <= 0 {
-				continue
-			}
-		}
-		var node limits.Amounts
-		if spare != nil {
-			node = amounts(c.name)
-			if over := limits.Exceeding(spare, node); len(over) > 0 {
-				rejected = append(rejected, Rejection{Node: c.name, Code: MinimalResourceLimitExceeded, Reason: minimumReason(opts.Limits, spare, node, over)})
-				continue
-			}
-		}
-		if code, why := gangBroken(opts.Gangs, gone, c.name); why != "" {
-			rejected = append(rejected, Rejection{Node: c.name, Code: code, Reason: why})
-			continue
-		}
-		moves, err := d.drain(c.name)
-		if err != nil {
-			r := Rejection{Node: c.name, Code: NoPlaceToMovePods, Reason: err.Error()}
-			if b, ok := err.(*drainability.Blocked); ok {
-				r.Code, r.Blocked = Code(b.Reason), b
-			}
-			rejected = append(rejected, r)
-			continue
-		}
-		if group != "" {
-			groupRoom[group]--
-		}
-		spare.Take(node)
-		gone[c.name] = true
-		out = append(out, Removal{Node: c.name, Utilization: c.util, Moves: moves})
 	}
-	return out, rejected
+	var node limits.Amounts
+	if s.spare != nil {
+		node = s.amounts(c.name)
+		if over := limits.Exceeding(s.spare, node); len(over) > 0 {
+			s.rejected = append(s.rejected, Rejection{Node: c.name, Code: MinimalResourceLimitExceeded, Reason: minimumReason(s.opts.Limits, s.spare, node, over)})
+			return
+		}
+	}
+	if code, why := gangBroken(s.opts.Gangs, s.gone, c.name); why != "" {
+		s.rejected = append(s.rejected, Rejection{Node: c.name, Code: code, Reason: why})
+		return
+	}
+	moves, err := s.d.drain(c.name)
+	if err != nil {
+		r := Rejection{Node: c.name, Code: NoPlaceToMovePods, Reason: err.Error()}
+		if b, ok := err.(*drainability.Blocked); ok {
+			r.Code, r.Blocked = Code(b.Reason), b
+		}
+		s.rejected = append(s.rejected, r)
+		return
+	}
+	if group != "" {
+		s.groupRoom[group]--
+	}
+	s.spare.Take(node)
+	s.gone[c.name] = true
+	s.out = append(s.out, Removal{Node: c.name, Utilization: c.util, Moves: moves})
 }
 
 // gangBroken says which gang removing node (with the nodes gone) leaves
