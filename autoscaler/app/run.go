@@ -263,8 +263,8 @@ func coreConfig(o *options, client kubernetes.Interface, cluster view.View, prof
 		ClusterState:            o.failureOptions.clusterState(),
 		Limits:                  o.limits,
 		EmitPerNodeGroupMetrics: o.emitPerNodeGroupMetrics,
+		Taints:                  o.caOptions.taints(),
 		Pods:                    &o.pods, NewPodScaleUpDelay: o.newPodScaleUpDelay,
-		Taints: o.caOptions.taints(),
 	}
 }
 
