@@ -151,7 +151,6 @@ func (o *options) addAllFlags(fs *pflag.FlagSet) {
 }
 
 func run(ctx context.Context, o *options, launcher local.Launcher) error {
-	logger := klog.FromContext(ctx)
 	cfg, client, err := newClient(o)
 	if err != nil {
 		return err
@@ -167,16 +166,7 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 	if err != nil {
 		return err
 	}
-	if c, ok := provider.(interface{ Cleanup(context.Context) error }); ok {
-		// As CA on exit: the provider service may release what it holds.
-		defer func() {
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
-			if err := c.Cleanup(cctx); err != nil {
-				logger.Error(err, "Provider cleanup")
-			}
-		}()
-	}
+	defer cleanupProvider(ctx, provider)
 	profile, err := loadProfile(o.schedulerConfig)
 	if err != nil {
 		return err
@@ -201,30 +191,9 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 	if err != nil {
 		return err
 	}
-	statusName := o.statusConfigMap
-	if !o.writeStatusConfigMap {
-		statusName = ""
-	}
-	a := core.New(core.Config{
-		Client: client, View: cluster, Profile: profile, Expander: exp, MaxNodesTotal: o.maxNodesTotal,
-		Provider: provider,
-		ScaleDown: core.ScaleDownConfig{Enabled: o.scaleDownEnabled, UnneededTime: o.scaleDownUnneededTime,
-			UtilizationThreshold: o.scaleDownUtilization, GpuUtilizationThreshold: &o.scaleDownGpuUtilization,
-			UtilizationIgnores: o.utilizationIgnores,
-			DelayAfterAdd:      o.scaleDownDelayAfterAdd,
-			SimulationTimeout:  o.scaleDownSimulationTimeout, ScanInterval: o.scanInterval,
-			ScaleDownActuation: o.scaleDownSafety.actuation()},
-		Recorder:        recorder,
-		DryRun:          o.dryRun,
-		StatusNamespace: o.namespace, StatusName: statusName,
-		ClusterState:            o.failureOptions.clusterState(),
-		Limits:                  o.limits,
-		EmitPerNodeGroupMetrics: o.emitPerNodeGroupMetrics,
-		Pods:                    &o.pods, NewPodScaleUpDelay: o.newPodScaleUpDelay,
-		Taints:               o.caOptions.taints(),
-		ProvisioningRequests: requests,
-		Buffers:              bufferConfig,
-	})
+	cc := coreConfig(o, client, cluster, profile, exp, provider, recorder)
+	cc.ProvisioningRequests, cc.Buffers = requests, bufferConfig
+	a := core.New(cc)
 
 	// The handlers are registered before the informers start (in the
 	// loop, once leading).
@@ -246,46 +215,103 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 	defer stopServing()
 	go serve(serveCtx, listener, check, o.profiling)
 
-	loop := func(ctx context.Context) {
-		// Monitoring starts with the loop: a standby replica is healthy.
-		check.StartMonitoring()
-		defer check.StopMonitoring()
-		// As CA: Initializing until the first loop, deleted on exit.
-		if err := a.WriteInitializingStatus(ctx); err != nil {
-			logger.Error(err, "Writing the Initializing status ConfigMap")
-		}
-		defer func() {
-			delCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
-			if err := a.DeleteStatus(delCtx); err != nil {
-				logger.Error(err, "Deleting the status ConfigMap")
-			}
-		}()
-		var factories []informerFactory
-		for _, f := range []typedFactory{factory, priorityFactory, requestFactory} {
-			if f != nil && !reflect.ValueOf(f).IsNil() {
-				factories = append(factories, typed{f})
-			}
-		}
-		for _, f := range []dynamicinformer.DynamicSharedInformerFactory{bufferFactory, volcanoFactory} {
-			if f != nil {
-				factories = append(factories, dynamicFactory{f})
-			}
-		}
-		for _, f := range factories {
-			f.Start(ctx.Done())
-			if typ, ok := f.Synced(ctx.Done()); !ok {
-				logger.Error(nil, "Informer did not sync", "type", typ)
-				return
-			}
-		}
-		runLoops(ctx, trigger, check, a.RunOnce)
-	}
+	factories := startable([]typedFactory{factory, priorityFactory, requestFactory},
+		[]dynamicinformer.DynamicSharedInformerFactory{bufferFactory, volcanoFactory})
+	loop := func(ctx context.Context) { runLeading(ctx, a, factories, trigger, check) }
 	if !o.leaderElect {
 		loop(ctx)
 		return nil
 	}
 	return leaderElect(ctx, client, o, loop)
+}
+
+// cleanupProvider lets a provider that holds something release it, as CA
+// does on exit. The run's context may be cancelled by then, so the
+// cleanup gets a short one of its own.
+func cleanupProvider(ctx context.Context, provider cloudprovider.Provider) {
+	c, ok := provider.(interface{ Cleanup(context.Context) error })
+	if !ok {
+		return
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := c.Cleanup(cctx); err != nil {
+		klog.FromContext(ctx).Error(err, "Provider cleanup")
+	}
+}
+
+// coreConfig is the loop's configuration from the flags, but for the
+// ProvisioningRequest and CapacityBuffer steps, which run sets.
+func coreConfig(o *options, client kubernetes.Interface, cluster view.View, profile *schedulerProfile, exp expander.Strategy,
+	provider cloudprovider.Provider, recorder record.EventRecorder) core.Config {
+	statusName := o.statusConfigMap
+	if !o.writeStatusConfigMap {
+		statusName = ""
+	}
+	return core.Config{
+		Client: client, View: cluster, Profile: profile, Expander: exp, MaxNodesTotal: o.maxNodesTotal,
+		Provider: provider,
+		ScaleDown: core.ScaleDownConfig{Enabled: o.scaleDownEnabled, UnneededTime: o.scaleDownUnneededTime,
+			UtilizationThreshold: o.scaleDownUtilization, GpuUtilizationThreshold: &o.scaleDownGpuUtilization,
+			UtilizationIgnores: o.utilizationIgnores,
+			DelayAfterAdd:      o.scaleDownDelayAfterAdd,
+			SimulationTimeout:  o.scaleDownSimulationTimeout, ScanInterval: o.scanInterval,
+			ScaleDownActuation: o.scaleDownSafety.actuation()},
+		Recorder:        recorder,
+		DryRun:          o.dryRun,
+		StatusNamespace: o.namespace, StatusName: statusName,
+		ClusterState:            o.failureOptions.clusterState(),
+		Limits:                  o.limits,
+		EmitPerNodeGroupMetrics: o.emitPerNodeGroupMetrics,
+		Taints:                  o.caOptions.taints(),
+		Pods:                    &o.pods, NewPodScaleUpDelay: o.newPodScaleUpDelay,
+	}
+}
+
+// startable is the informer factories the loop starts, the steps' that
+// are off (nil) left out.
+func startable(typedFactories []typedFactory, dynamicFactories []dynamicinformer.DynamicSharedInformerFactory) []informerFactory {
+	var factories []informerFactory
+	for _, f := range typedFactories {
+		// A nil pointer in the interface is a step that is off too.
+		if f != nil && !reflect.ValueOf(f).IsNil() {
+			factories = append(factories, typed{f})
+		}
+	}
+	for _, f := range dynamicFactories {
+		if f != nil {
+			factories = append(factories, dynamicFactory{f})
+		}
+	}
+	return factories
+}
+
+// runLeading is what the leader (or the only replica) does: start the informers
+// and run loops until ctx ends.
+func runLeading(ctx context.Context, a *core.Autoscaler, factories []informerFactory, trigger *looptrigger.Trigger, check *health.Check) {
+	logger := klog.FromContext(ctx)
+	// Monitoring starts with the loop: a standby replica is healthy.
+	check.StartMonitoring()
+	defer check.StopMonitoring()
+	// As CA: Initializing until the first loop, deleted on exit.
+	if err := a.WriteInitializingStatus(ctx); err != nil {
+		logger.Error(err, "Writing the Initializing status ConfigMap")
+	}
+	defer func() {
+		delCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := a.DeleteStatus(delCtx); err != nil {
+			logger.Error(err, "Deleting the status ConfigMap")
+		}
+	}()
+	for _, f := range factories {
+		f.Start(ctx.Done())
+		if typ, ok := f.Synced(ctx.Done()); !ok {
+			logger.Error(nil, "Informer did not sync", "type", typ)
+			return
+		}
+	}
+	runLoops(ctx, trigger, check, a.RunOnce)
 }
 
 // loopHealth is what the health check hears of loops.

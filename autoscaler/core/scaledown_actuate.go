@@ -16,6 +16,7 @@ import (
 
 	"draxr.dev/draxr/autoscaler/clusterstate"
 	"draxr.dev/draxr/autoscaler/metrics"
+	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/simulator/drainability"
 	"draxr.dev/draxr/simulator/scaledown"
 	"draxr.dev/draxr/simulator/taints"
@@ -212,38 +213,7 @@ func (a *Autoscaler) actuateScaleDown(ctx context.Context, st *clusterstate.Stat
 	if len(due) == 0 {
 		return errors.Join(errs...)
 	}
-	a.sd.mu.Lock()
-	cooldown := ""
-	switch {
-	case now.Sub(a.sd.lastDelete) < a.cfg.ScaleDown.DelayAfterDelete:
-		cooldown = "--scale-down-delay-after-delete"
-	case now.Sub(a.sd.lastFailure) < a.cfg.ScaleDown.DelayAfterFailure:
-		cooldown = "--scale-down-delay-after-failure"
-	}
-	// Pick the batch within the parallelism limits, counting removals
-	// still in flight.
-	total, drains := len(a.sd.deleting), 0
-	for _, d := range a.sd.deleting {
-		if d {
-			drains++
-		}
-	}
-	var batch []dueNode
-	for _, d := range due {
-		if cooldown != "" || total >= a.cfg.ScaleDown.MaxScaleDownParallelism {
-			break
-		}
-		if d.drain && drains >= a.cfg.ScaleDown.MaxDrainParallelism {
-			continue
-		}
-		batch = append(batch, d)
-		a.sd.deleting[d.name] = d.drain
-		total++
-		if d.drain {
-			drains++
-		}
-	}
-	a.sd.mu.Unlock()
+	batch, cooldown := a.pickBatch(due, now)
 	if cooldown != "" {
 		klog.FromContext(ctx).V(2).Info("Scale-down in cooldown", "flag", cooldown, "due", len(due))
 		return errors.Join(errs...)
@@ -260,11 +230,59 @@ func (a *Autoscaler) actuateScaleDown(ctx context.Context, st *clusterstate.Stat
 
 	// Every node of the batch is tainted before the first eviction, so no
 	// evicted pod is placed on a node about to go.
-	type taintedNode struct {
-		node   *v1.Node
-		reason string
+	tainted, taintErrs := a.taintBatch(ctx, batch)
+	errs = append(errs, taintErrs...)
+	a.startRemovals(ctx, st, res, opts, tainted)
+	return errors.Join(errs...)
+}
+
+// pickBatch marks the due nodes removed this loop as being deleted: none
+// in a cooldown (then named by its flag), else as many as the
+// parallelism limits allow, counting removals still in flight.
+func (a *Autoscaler) pickBatch(due []dueNode, now time.Time) (batch []dueNode, cooldown string) {
+	a.sd.mu.Lock()
+	defer a.sd.mu.Unlock()
+	switch {
+	case now.Sub(a.sd.lastDelete) < a.cfg.ScaleDown.DelayAfterDelete:
+		cooldown = "--scale-down-delay-after-delete"
+	case now.Sub(a.sd.lastFailure) < a.cfg.ScaleDown.DelayAfterFailure:
+		cooldown = "--scale-down-delay-after-failure"
 	}
+	total, drains := len(a.sd.deleting), 0
+	for _, d := range a.sd.deleting {
+		if d {
+			drains++
+		}
+	}
+	for _, d := range due {
+		if cooldown != "" || total >= a.cfg.ScaleDown.MaxScaleDownParallelism {
+			break
+		}
+		if d.drain && drains >= a.cfg.ScaleDown.MaxDrainParallelism {
+			continue
+		}
+		batch = append(batch, d)
+		a.sd.deleting[d.name] = d.drain
+		total++
+		if d.drain {
+			drains++
+		}
+	}
+	return batch, cooldown
+}
+
+// taintedNode is a node of the batch with its ToBeDeleted taint on, and
+// why it goes.
+type taintedNode struct {
+	node   *v1.Node
+	reason string
+}
+
+// taintBatch puts the ToBeDeleted taint on the batch's nodes; a node whose
+// taint fails is not removed.
+func (a *Autoscaler) taintBatch(ctx context.Context, batch []dueNode) ([]taintedNode, []error) {
 	var tainted []taintedNode
+	var errs []error
 	for _, d := range batch {
 		// From the informer's node, as CA: a stale copy fails the write
 		// with a conflict and is read again, so it costs no safety.
@@ -283,6 +301,13 @@ func (a *Autoscaler) actuateScaleDown(ctx context.Context, st *clusterstate.Stat
 		}
 		tainted = append(tainted, taintedNode{node, removalReason(d.drain, d.unready)})
 	}
+	return tainted, errs
+}
+
+// startRemovals removes the tainted nodes, each in a goroutine of its own
+// (a.sd.drains waits for them), and says so in the status events.
+func (a *Autoscaler) startRemovals(ctx context.Context, st *clusterstate.State, res *LoopResult,
+	opts func(group string) cloudprovider.NodeGroupOptions, tainted []taintedNode) {
 	for _, t := range tainted {
 		node := t.node
 		delete(a.unneededSince, node.Name)
@@ -306,7 +331,6 @@ func (a *Autoscaler) actuateScaleDown(ctx context.Context, st *clusterstate.Stat
 			metrics.UpdateDurationFromStart(metrics.FunctionNodeDeletion, start)
 		}(node, group, t.reason, a.clusterState.Labels(group))
 	}
-	return errors.Join(errs...)
 }
 
 // expendableCutoff is --expendable-pods-priority-cutoff, nil when unset.

@@ -56,20 +56,58 @@ func (a *Autoscaler) findRemovable(ctx context.Context, st *clusterstate.State, 
 	}
 	checker := drainability.NewChecker(a.cfg.ScaleDown.Drainability, pdbs, start)
 	opts := a.groupOptions(ctx)
-	// Keep within min sizes, counting nodes being removed already.
-	size := map[string]int{}
+	size, groupRoom := a.groupSizes(st)
+	removals, rejections := scaledown.Find(sim, a.findOptions(st, opts, checker, groupRoom, findStart))
+	metrics.UpdateDurationFromStart(metrics.FunctionFindUnneeded, findStart)
+	rejections = append(rejections, bindingRejections(st, a.sd.isDeleting)...)
+
+	now := a.cfg.Now()
+	f := &scaleDownFindings{now: now, opts: opts, unneededSet: map[string]bool{}}
+	a.judgeUnneeded(ctx, st, f, removals, size)
+	unready, unreadyRejections, err := a.unreadyDue(st, checker, opts, now)
+	if err != nil {
+		return nil, err
+	}
+	rejections = append(rejections, unreadyRejections...)
+	a.judgeUnready(st, f, unready, size)
+	for node := range a.unneededSince {
+		if !f.unneededSet[node] {
+			delete(a.unneededSince, node)
+		}
+	}
+	a.reportUnremovable(rejections)
+	for _, r := range rejections {
+		f.addVerdict(st, r.Node, scaledown.Kept, r.Code, r.Reason)
+	}
+	f.verdicts = append(f.verdicts, a.otherVerdicts(st, f.verdicts)...)
+	sort.Slice(f.verdicts, func(i, j int) bool { return f.verdicts[i].Node < f.verdicts[j].Node })
+	return f, nil
+}
+
+// groupSizes are each group's Ready nodes not being removed already, and
+// how many of them may go before the group is at its min size (counting
+// the nodes it has coming).
+func (a *Autoscaler) groupSizes(st *clusterstate.State) (size, groupRoom map[string]int) {
+	size = map[string]int{}
 	for node, g := range st.GroupOf {
 		if st.Ready[node] && !a.sd.isDeleting(node) {
 			size[g]++
 		}
 	}
-	groupRoom := map[string]int{}
+	groupRoom = map[string]int{}
 	for g, n := range size {
 		if ng := a.group(g); ng != nil {
 			groupRoom[g] = n + st.Upcoming[g] - ng.MinSize()
 		}
 	}
-	removals, rejections := scaledown.Find(sim, scaledown.Options{
+	return size, groupRoom
+}
+
+// findOptions are the candidate search's options: which nodes may go and
+// which may take their pods, with each group's thresholds.
+func (a *Autoscaler) findOptions(st *clusterstate.State, opts func(group string) cloudprovider.NodeGroupOptions,
+	checker *drainability.Checker, groupRoom map[string]int, findStart time.Time) scaledown.Options {
+	return scaledown.Options{
 		UtilizationThreshold: a.cfg.ScaleDown.UtilizationThreshold,
 		// Each group's own threshold; the GPU one for nodes with devices.
 		ThresholdFor: func(n *v1.Node, devices bool) float64 {
@@ -93,83 +131,72 @@ func (a *Autoscaler) findRemovable(ctx context.Context, st *clusterstate.State, 
 		Ignore:                       a.cfg.ScaleDown.UtilizationIgnores,
 		Stop:                         a.earlyStop(findStart),
 		Gangs:                        st.Gangs,
-	})
-	metrics.UpdateDurationFromStart(metrics.FunctionFindUnneeded, findStart)
-	rejections = append(rejections, bindingRejections(st, a.sd.isDeleting)...)
-
-	now := a.cfg.Now()
-	unneeded := map[string]bool{}
-	f := &scaleDownFindings{now: now, opts: opts}
-	var due []dueNode
-	verdict := func(node string, v scaledown.Verdict, code scaledown.Code, reason string) {
-		f.verdicts = append(f.verdicts, scaledown.NodeVerdict{Node: node, NodeGroup: st.GroupOf[node], Verdict: v, Code: code, Reason: reason})
 	}
+}
+
+// judgeUnneeded gives each node the search found unneeded its verdict:
+// kept at a group's min size, removable once unneeded for long enough
+// (since when is remembered across loops), or waiting until then. size
+// counts down as nodes are let go.
+func (a *Autoscaler) judgeUnneeded(ctx context.Context, st *clusterstate.State, f *scaleDownFindings, removals []scaledown.Removal, size map[string]int) {
+	now := f.now
 	for _, r := range removals {
 		g := st.GroupOf[r.Node]
 		ng := a.group(g)
 		if ng == nil {
-			verdict(r.Node, scaledown.Kept, scaledown.NotAutoscaled, fmt.Sprintf("node group %s is no longer one of the provider's", g))
+			f.addVerdict(st, r.Node, scaledown.Kept, scaledown.NotAutoscaled, fmt.Sprintf("node group %s is no longer one of the provider's", g))
 			continue
 		}
 		if min := ng.MinSize(); size[g]+st.Upcoming[g] <= min {
-			verdict(r.Node, scaledown.Kept, scaledown.NodeGroupMinSizeReached,
+			f.addVerdict(st, r.Node, scaledown.Kept, scaledown.NodeGroupMinSizeReached,
 				fmt.Sprintf("unneeded (utilization %.2f), but node group %s is at its min size %d", r.Utilization, g, min))
 			continue
 		}
 		size[g]--
-		unneeded[r.Node] = true
+		f.unneededSet[r.Node] = true
 		f.unneeded = append(f.unneeded, r.Node)
 		since, ok := a.unneededSince[r.Node]
 		if !ok {
 			a.unneededSince[r.Node] = now
 			since = now
 		}
-		wait := opts(g).ScaleDownUnneededTime
+		wait := f.opts(g).ScaleDownUnneededTime
 		isDue := now.Sub(since) >= wait
 		if isDue {
-			due = append(due, dueNode{name: r.Node, drain: len(r.Moves) > 0})
-			verdict(r.Node, scaledown.Removable, "", fmt.Sprintf("unneeded (utilization %.2f) for %v, at least --scale-down-unneeded-time %v; %d pods would move",
+			f.due = append(f.due, dueNode{name: r.Node, drain: len(r.Moves) > 0})
+			f.addVerdict(st, r.Node, scaledown.Removable, "", fmt.Sprintf("unneeded (utilization %.2f) for %v, at least --scale-down-unneeded-time %v; %d pods would move",
 				r.Utilization, now.Sub(since).Round(time.Second), wait, len(r.Moves)))
 		} else {
-			verdict(r.Node, scaledown.Unneeded, scaledown.NotUnneededLongEnough, fmt.Sprintf("unneeded (utilization %.2f) for %v; removed once unneeded for --scale-down-unneeded-time %v",
+			f.addVerdict(st, r.Node, scaledown.Unneeded, scaledown.NotUnneededLongEnough, fmt.Sprintf("unneeded (utilization %.2f) for %v; removed once unneeded for --scale-down-unneeded-time %v",
 				r.Utilization, now.Sub(since).Round(time.Second), wait))
 		}
 		klog.FromContext(ctx).V(4).Info("Node unneeded", "node", r.Node, "since", since, "due", isDue, "moves", len(r.Moves))
 	}
-	unready, unreadyRejections, err := a.unreadyDue(st, checker, opts, now)
-	if err != nil {
-		return nil, err
-	}
-	rejections = append(rejections, unreadyRejections...)
+}
+
+// judgeUnready gives each node unready for long enough its verdict:
+// removable, or kept at a group's min size.
+func (a *Autoscaler) judgeUnready(st *clusterstate.State, f *scaleDownFindings, unready []string, size map[string]int) {
 	for _, name := range unready {
 		g := st.GroupOf[name]
 		ng := a.group(g)
 		if ng == nil {
-			verdict(name, scaledown.Kept, scaledown.NotAutoscaled, fmt.Sprintf("node group %s is no longer one of the provider's", g))
+			f.addVerdict(st, name, scaledown.Kept, scaledown.NotAutoscaled, fmt.Sprintf("node group %s is no longer one of the provider's", g))
 			continue
 		}
 		if min := ng.MinSize(); size[g]+st.Upcoming[g] <= min {
-			verdict(name, scaledown.Kept, scaledown.NodeGroupMinSizeReached, fmt.Sprintf("unready, but node group %s is at its min size %d", g, min))
+			f.addVerdict(st, name, scaledown.Kept, scaledown.NodeGroupMinSizeReached, fmt.Sprintf("unready, but node group %s is at its min size %d", g, min))
 			continue
 		}
 		size[g]--
-		due = append(due, dueNode{name: name, drain: true, unready: true})
-		verdict(name, scaledown.Removable, "", fmt.Sprintf("unready for at least --scale-down-unready-time %v", opts(g).ScaleDownUnreadyTime))
+		f.due = append(f.due, dueNode{name: name, drain: true, unready: true})
+		f.addVerdict(st, name, scaledown.Removable, "", fmt.Sprintf("unready for at least --scale-down-unready-time %v", f.opts(g).ScaleDownUnreadyTime))
 	}
-	for node := range a.unneededSince {
-		if !unneeded[node] {
-			delete(a.unneededSince, node)
-		}
-	}
-	a.reportUnremovable(rejections)
-	for _, r := range rejections {
-		verdict(r.Node, scaledown.Kept, r.Code, r.Reason)
-	}
-	f.verdicts = append(f.verdicts, a.otherVerdicts(st, f.verdicts)...)
-	sort.Slice(f.verdicts, func(i, j int) bool { return f.verdicts[i].Node < f.verdicts[j].Node })
-	f.due = due
-	f.unneededSet = unneeded
-	return f, nil
+}
+
+// addVerdict records what scale-down makes of node.
+func (f *scaleDownFindings) addVerdict(st *clusterstate.State, node string, v scaledown.Verdict, code scaledown.Code, reason string) {
+	f.verdicts = append(f.verdicts, scaledown.NodeVerdict{Node: node, NodeGroup: st.GroupOf[node], Verdict: v, Code: code, Reason: reason})
 }
 
 // bindingRejections keeps the nodes the scheduler is binding pods to: a

@@ -31,7 +31,6 @@ import (
 	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/util/retry"
-	nodeutil "k8s.io/component-helpers/node/util"
 	"k8s.io/klog/v2"
 
 	"draxr.dev/draxr/cloudprovider"
@@ -96,32 +95,6 @@ type Options struct {
 // DefaultTemplateCacheExpiry is CA's --node-info-cache-expire-time default.
 const DefaultTemplateCacheExpiry = 87600 * time.Hour
 
-// templateStabilization is how long a node must have been Ready before
-// its group's template is copied from it, as in CA: a node just turned
-// Ready may not run its device drivers yet, nor have published its
-// ResourceSlices.
-const templateStabilization = time.Minute
-
-// MachineState is where a group's machine is in its life.
-type MachineState string
-
-// Machine states, from the Machine's phase and deletion timestamp.
-const (
-	MachineRunning      MachineState = "Running"
-	MachineProvisioning MachineState = "Provisioning"
-	MachineFailed       MachineState = "Failed"
-	MachineDeleting     MachineState = "Deleting"
-)
-
-// MachineInstance is one Machine of a group.
-type MachineInstance struct {
-	cloudprovider.Instance
-	Machine string // namespace/name
-	State   MachineState
-	// Reason is the Machine's failure message when it failed.
-	Reason string
-}
-
 // Provider implements cloudprovider.Provider.
 type Provider struct {
 	opts      Options
@@ -145,12 +118,6 @@ type Provider struct {
 	served map[string]schema.GroupVersionResource
 	// watched serves the listed kinds from watches (Options.WatchUntil).
 	watched *watched
-}
-
-// copiedTemplate is a member node's template and when it was copied.
-type copiedTemplate struct {
-	node   *capi.NodeCopy
-	copied time.Time
 }
 
 var _ cloudprovider.Provider = &Provider{}
@@ -250,96 +217,93 @@ func (p *Provider) Refresh(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("clusterapi provider: list nodes: %w", err)
 	}
-	// A MachineDeployment's machines are those of its MachineSets.
-	var sets []unstructured.Unstructured
-	var resources []unstructured.Unstructured
+	resources, sets, err := p.listScalable(ctx, ns)
+	if err != nil {
+		return err
+	}
+	machinesOf := machinesByOwner(machines, sets)
+	r := refreshed{seen: map[string]bool{}, byProviderID: map[string]*group{}, errs: map[string]error{}, errObjects: map[string]*v1.ObjectReference{}}
+	for i := range resources {
+		p.addGroup(ctx, &r, &resources[i], machinesOf, nodeByProviderID)
+	}
+	for id := range p.copied {
+		if !r.seen[id] {
+			delete(p.copied, id)
+		}
+	}
+	sort.Slice(r.groups, func(i, j int) bool { return r.groups[i].Id() < r.groups[j].Id() })
+	p.mu.Lock()
+	p.groups, p.byProviderID, p.errs, p.errObjects = r.groups, r.byProviderID, r.errs, r.errObjects
+	p.mu.Unlock()
+	return nil
+}
+
+// listScalable lists the kinds that may be groups, and the MachineSets
+// among them apart: a MachineDeployment's machines are those of its
+// MachineSets.
+func (p *Provider) listScalable(ctx context.Context, ns string) (resources, sets []unstructured.Unstructured, err error) {
 	for _, kind := range []string{capi.MachineDeployment, capi.MachineSet, capi.MachinePool} {
 		items, err := p.list(ctx, kind, ns)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		if kind == capi.MachineSet {
 			sets = items
 		}
 		resources = append(resources, items...)
 	}
-	setOwner := map[string]string{} // ns/machineset -> ns/machinedeployment
-	for _, s := range sets {
-		for _, ref := range s.GetOwnerReferences() {
-			if ref.Kind == capi.MachineDeployment {
-				setOwner[s.GetNamespace()+"/"+s.GetName()] = s.GetNamespace() + "/" + ref.Name
-			}
-		}
-	}
-	machinesOf := map[string][]*unstructured.Unstructured{} // Kind/ns/name -> machines
-	for i := range machines {
-		m := &machines[i]
-		for _, ref := range m.GetOwnerReferences() {
-			key := m.GetNamespace() + "/" + ref.Name
-			switch ref.Kind {
-			case capi.MachineSet:
-				machinesOf[capi.MachineSet+"/"+key] = append(machinesOf[capi.MachineSet+"/"+key], m)
-				if md, ok := setOwner[key]; ok {
-					machinesOf[capi.MachineDeployment+"/"+md] = append(machinesOf[capi.MachineDeployment+"/"+md], m)
-				}
-			case capi.MachinePool:
-				machinesOf[capi.MachinePool+"/"+key] = append(machinesOf[capi.MachinePool+"/"+key], m)
-			}
-		}
-	}
+	return resources, sets, nil
+}
 
-	var groups []*group
-	seen := map[string]bool{}
-	byProviderID := map[string]*group{}
-	errs := map[string]error{}
-	errObjects := map[string]*v1.ObjectReference{}
-	for i := range resources {
-		u := &resources[i]
-		res, err := capi.FromUnstructured(u)
-		if err != nil {
-			errs[kindID(u)], errObjects[kindID(u)] = err, objectRef(u)
-			continue
-		}
-		if !allows(p.discovery, res) {
-			continue
-		}
-		if res.Kind == capi.MachineSet && res.OwnedByMachineDeployment {
-			continue // its MachineDeployment is the group
-		}
-		res.Infra = p.infraStatus(ctx, res)
-		g := &group{p: p, res: res, gvr: p.resource(res.Kind)}
-		g.instances = p.instances(machinesOf[res.ID()], nodeByProviderID)
-		if res.Kind == capi.MachinePool && len(g.instances) == 0 {
-			// A MachinePool whose provider keeps no Machine objects lists
-			// its instances in spec.providerIDList (as CA reads them).
-			g.instances = poolInstances(u, nodeByProviderID)
-		}
-		seen[res.ID()] = true
-		built, err := p.build(ctx, res, g.instances, nodeByProviderID)
-		if err != nil {
-			errs[res.ID()], errObjects[res.ID()] = err, objectRef(u)
-			klog.FromContext(ctx).Error(err, "Not a node group this loop", "object", res.ID())
-			continue
-		}
-		if built == nil {
-			continue
-		}
-		g.built = built
-		groups = append(groups, g)
-		for _, in := range g.instances {
-			byProviderID[in.ProviderID] = g
-		}
+// refreshed is what one Refresh reads: the groups, and why the objects
+// that are not groups this loop are not.
+type refreshed struct {
+	groups       []*group
+	seen         map[string]bool // group IDs read, fit or not
+	byProviderID map[string]*group
+	errs         map[string]error
+	errObjects   map[string]*v1.ObjectReference
+}
+
+// addGroup reads scalable resource u as a group into r, or records why it
+// is not one; a MachineSet of a MachineDeployment is not, nor an object
+// the discovery specs leave out.
+func (p *Provider) addGroup(ctx context.Context, r *refreshed, u *unstructured.Unstructured,
+	machinesOf map[string][]*unstructured.Unstructured, nodeByProviderID map[string]*v1.Node) {
+	res, err := capi.FromUnstructured(u)
+	if err != nil {
+		r.errs[kindID(u)], r.errObjects[kindID(u)] = err, objectRef(u)
+		return
 	}
-	for id := range p.copied {
-		if !seen[id] {
-			delete(p.copied, id)
-		}
+	if !allows(p.discovery, res) {
+		return
 	}
-	sort.Slice(groups, func(i, j int) bool { return groups[i].Id() < groups[j].Id() })
-	p.mu.Lock()
-	p.groups, p.byProviderID, p.errs, p.errObjects = groups, byProviderID, errs, errObjects
-	p.mu.Unlock()
-	return nil
+	if res.Kind == capi.MachineSet && res.OwnedByMachineDeployment {
+		return // its MachineDeployment is the group
+	}
+	res.Infra = p.infraStatus(ctx, res)
+	g := &group{p: p, res: res, gvr: p.resource(res.Kind)}
+	g.instances = p.instances(machinesOf[res.ID()], nodeByProviderID)
+	if res.Kind == capi.MachinePool && len(g.instances) == 0 {
+		// A MachinePool whose provider keeps no Machine objects lists
+		// its instances in spec.providerIDList (as CA reads them).
+		g.instances = poolInstances(u, nodeByProviderID)
+	}
+	r.seen[res.ID()] = true
+	built, err := p.build(ctx, res, g.instances, nodeByProviderID)
+	if err != nil {
+		r.errs[res.ID()], r.errObjects[res.ID()] = err, objectRef(u)
+		klog.FromContext(ctx).Error(err, "Not a node group this loop", "object", res.ID())
+		return
+	}
+	if built == nil {
+		return
+	}
+	g.built = built
+	r.groups = append(r.groups, g)
+	for _, in := range g.instances {
+		r.byProviderID[in.ProviderID] = g
+	}
 }
 
 func kindID(u *unstructured.Unstructured) string {
@@ -487,142 +451,6 @@ func (p *Provider) configMap(ctx context.Context, ns, name string) (*v1.ConfigMa
 		return d.configMap(ns, name)
 	}
 	return p.opts.Kube.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
-}
-
-// nodeToCopy is the member node a group's template is copied from, in
-// CA's order: a node fit to copy now; else the last one copied, until
-// --node-info-cache-expire-time; else, when the annotations and the
-// infrastructure template describe no node either, any node of the
-// group, however unready (logged: its devices may not be published yet).
-func (p *Provider) nodeToCopy(ctx context.Context, res capi.Resource, instances []MachineInstance, nodes map[string]*v1.Node) (*capi.NodeCopy, error) {
-	now := p.opts.Now()
-	for _, in := range instances {
-		if n := nodes[in.ProviderID]; n != nil && FitToCopy(n, p.opts.Taints, now) {
-			copyOf, err := p.copyNode(ctx, res, n)
-			if err != nil {
-				return nil, err
-			}
-			p.copied[res.ID()] = copiedTemplate{node: copyOf, copied: now}
-			return copyOf, nil
-		}
-	}
-	if c, ok := p.copied[res.ID()]; ok {
-		if now.Sub(c.copied) < p.opts.TemplateCacheExpiry {
-			return c.node, nil
-		}
-		delete(p.copied, res.ID())
-	}
-	if described, err := res.TemplateNode(); err != nil || described != nil {
-		return nil, nil // Build uses the description, or reports its error
-	}
-	for _, in := range instances {
-		if n := nodes[in.ProviderID]; n != nil {
-			klog.FromContext(ctx).Info("Template copied from a node not fit to copy (unready, new, held back or unschedulable): no other node and no scale-from-zero annotations",
-				"object", res.ID(), "node", n.Name)
-			return p.copyNode(ctx, res, n)
-		}
-	}
-	return nil, nil
-}
-
-// copyNode is node n with its ResourceSlices, as a template copies them.
-func (p *Provider) copyNode(ctx context.Context, res capi.Resource, n *v1.Node) (*capi.NodeCopy, error) {
-	ptrs, err := apinodes.NodeSlices(ctx, p.opts.Slices, p.opts.Workload, n.Name)
-	if err != nil {
-		return nil, fmt.Errorf("%s: slices of node %s: %w", res, n.Name, err)
-	}
-	return &capi.NodeCopy{Node: n, Slices: capi.SliceSpecs(ptrs), Taints: p.opts.Taints}, nil
-}
-
-// FitToCopy says whether a new node of n's group will look like n, as
-// CA chooses a template node: Ready for a minute, schedulable, not held back by a startup or condition
-// taint (a GPU driver still starting may not advertise its devices yet)
-// and not on its way out.
-func FitToCopy(n *v1.Node, tc taints.Config, now time.Time) bool {
-	if !readyFor(n, templateStabilization, now) || n.DeletionTimestamp != nil || n.Spec.Unschedulable || tc.HoldsBack(n) {
-		return false
-	}
-	for _, t := range n.Spec.Taints {
-		if t.Key == taints.ToBeDeleted {
-			return false
-		}
-	}
-	return true
-}
-
-// readyFor says whether n has been Ready for longer than d.
-func readyFor(n *v1.Node, d time.Duration, now time.Time) bool {
-	_, c := nodeutil.GetNodeCondition(&n.Status, v1.NodeReady)
-	return c != nil && c.Status == v1.ConditionTrue && c.LastTransitionTime.Add(d).Before(now)
-}
-
-func (p *Provider) instances(machines []*unstructured.Unstructured, nodes map[string]*v1.Node) []MachineInstance {
-	var out []MachineInstance
-	for _, m := range machines {
-		in := MachineInstance{Machine: m.GetNamespace() + "/" + m.GetName()}
-		in.ProviderID, _, _ = unstructured.NestedString(m.Object, "spec", "providerID")
-		if in.ProviderID == "" {
-			in.ProviderID = PendingProviderIDPrefix + in.Machine
-		}
-		if n := nodes[in.ProviderID]; n != nil {
-			in.NodeName = n.Name
-		}
-		phase, _, _ := unstructured.NestedString(m.Object, "status", "phase")
-		// The instance status is CA's reading of a Machine: a failed one
-		// is an instance still "creating" with error info, so the failure
-		// model deletes it and backs the group off.
-		switch {
-		case m.GetDeletionTimestamp() != nil || phase == "Deleting" || phase == "Deleted":
-			in.State = MachineDeleting
-			in.Status = &cloudprovider.InstanceStatus{State: cloudprovider.InstanceDeleting}
-		case phase == "Failed":
-			in.State = MachineFailed
-			in.Reason = failureMessage(m)
-			in.Status = &cloudprovider.InstanceStatus{State: cloudprovider.InstanceCreating,
-				ErrorInfo: &cloudprovider.InstanceErrorInfo{ErrorClass: cloudprovider.OtherErrorClass,
-					ErrorCode: "ProvisioningFailed", ErrorMessage: in.Reason}}
-		case in.NodeName == "":
-			in.State = MachineProvisioning
-			in.Status = &cloudprovider.InstanceStatus{State: cloudprovider.InstanceCreating}
-		default:
-			in.State = MachineRunning
-			in.Status = &cloudprovider.InstanceStatus{State: cloudprovider.InstanceRunning}
-		}
-		out = append(out, in)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Machine < out[j].Machine })
-	return out
-}
-
-// poolInstances are a MachinePool's spec.providerIDList entries: Running
-// once a node has the ID, Provisioning before. They have no Machine.
-func poolInstances(u *unstructured.Unstructured, nodes map[string]*v1.Node) []MachineInstance {
-	ids, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "providerIDList")
-	var out []MachineInstance
-	for _, id := range ids {
-		if id == "" {
-			continue
-		}
-		in := MachineInstance{Instance: cloudprovider.Instance{ProviderID: id,
-			Status: &cloudprovider.InstanceStatus{State: cloudprovider.InstanceCreating}}, State: MachineProvisioning}
-		if n := nodes[id]; n != nil {
-			in.NodeName = n.Name
-			in.State, in.Status = MachineRunning, &cloudprovider.InstanceStatus{State: cloudprovider.InstanceRunning}
-		}
-		out = append(out, in)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ProviderID < out[j].ProviderID })
-	return out
-}
-
-// failureMessage reads v1beta2's deprecated v1beta1 failure fields.
-func failureMessage(m *unstructured.Unstructured) string {
-	for _, path := range [][]string{{"status", "deprecated", "v1beta1", "failureMessage"}, {"status", "failureMessage"}} {
-		if s, ok, _ := unstructured.NestedString(m.Object, path...); ok && s != "" {
-			return s
-		}
-	}
-	return "machine failed"
 }
 
 type group struct {

@@ -26,16 +26,9 @@ import (
 // stands for (nil: none known, the buffer is left as it is). A quota
 // counts a buffer's pod by its scopes and scope selector (scopesMatch).
 func ApplyQuotas(buffers []*CapacityBuffer, podOf func(*CapacityBuffer) *v1.Pod, quotas []*v1.ResourceQuota, now time.Time) {
-	sorted := append([]*CapacityBuffer(nil), buffers...)
-	sort.SliceStable(sorted, func(i, j int) bool {
-		a, b := sorted[i], sorted[j]
-		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-			return a.CreationTimestamp.Before(&b.CreationTimestamp)
-		}
-		return a.Key() < b.Key()
-	})
+	// What the buffers before take of each quota, by quota UID.
 	reserved := map[types.UID]v1.ResourceList{}
-	for _, b := range sorted {
+	for _, b := range oldestFirst(buffers) {
 		if b.Status.Replicas == nil {
 			continue
 		}
@@ -50,37 +43,9 @@ func ApplyQuotas(buffers []*CapacityBuffer, podOf func(*CapacityBuffer) *v1.Pod,
 		want := int64(*b.Status.Replicas)
 		allowed := want
 		var blocking []string
-		var matching []*v1.ResourceQuota
-		for _, q := range quotas {
-			if q.Namespace != b.Namespace {
-				continue
-			}
-			if ok, err := scopesMatch(q, pod); err != nil || !ok {
-				if err != nil { // left out, as CA leaves it; the API server rejects such quotas
-					klog.Background().Error(err, "ResourceQuota not applied to a CapacityBuffer: spec.scopeSelector", "resourceQuota", klog.KObj(q), "capacityBuffer", klog.KObj(b))
-				}
-				continue
-			}
-			matching = append(matching, q)
-			fit := int64(math.MaxInt32)
-			for name, hard := range q.Status.Hard {
-				req, ok := requests[name]
-				if !ok || req.IsZero() {
-					continue
-				}
-				left := hard.DeepCopy()
-				if used, ok := q.Status.Used[name]; ok {
-					left.Sub(used)
-				}
-				if r, ok := reserved[q.UID][name]; ok {
-					left.Sub(r)
-				}
-				n := int64(0)
-				if left.Sign() > 0 {
-					n = left.MilliValue() / req.MilliValue()
-				}
-				fit = min(fit, n)
-			}
+		matching := matchingQuotas(quotas, b, pod)
+		for _, q := range matching {
+			fit := quotaFit(q, requests, reserved[q.UID])
 			if fit < want {
 				blocking = append(blocking, q.Name)
 			}
@@ -94,19 +59,82 @@ func ApplyQuotas(buffers []*CapacityBuffer, podOf func(*CapacityBuffer) *v1.Pod,
 		} else {
 			setCondition(b, LimitedByQuotas, metav1.ConditionFalse, ReasonResourceQuotasAllocated, "", now)
 		}
-		for _, q := range matching {
-			if reserved[q.UID] == nil {
-				reserved[q.UID] = v1.ResourceList{}
+		reserve(reserved, matching, requests, allowed)
+	}
+}
+
+// oldestFirst is the buffers in the order they take from the quotas:
+// oldest first, then by name.
+func oldestFirst(buffers []*CapacityBuffer) []*CapacityBuffer {
+	sorted := append([]*CapacityBuffer(nil), buffers...)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		a, b := sorted[i], sorted[j]
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		}
+		return a.Key() < b.Key()
+	})
+	return sorted
+}
+
+// matchingQuotas are the quotas of b's namespace that count its pod.
+func matchingQuotas(quotas []*v1.ResourceQuota, b *CapacityBuffer, pod *v1.Pod) []*v1.ResourceQuota {
+	var matching []*v1.ResourceQuota
+	for _, q := range quotas {
+		if q.Namespace != b.Namespace {
+			continue
+		}
+		if ok, err := scopesMatch(q, pod); err != nil || !ok {
+			if err != nil { // left out, as CA leaves it; the API server rejects such quotas
+				klog.Background().Error(err, "ResourceQuota not applied to a CapacityBuffer: spec.scopeSelector", "resourceQuota", klog.KObj(q), "capacityBuffer", klog.KObj(b))
 			}
-			for name := range q.Status.Hard {
-				req, ok := requests[name]
-				if !ok {
-					continue
-				}
-				total := reserved[q.UID][name]
-				total.Add(*resource.NewMilliQuantity(req.MilliValue()*allowed, req.Format))
-				reserved[q.UID][name] = total
+			continue
+		}
+		matching = append(matching, q)
+	}
+	return matching
+}
+
+// quotaFit is how many pods of requests quota q has room for, after its
+// use and what earlier buffers reserved of it.
+func quotaFit(q *v1.ResourceQuota, requests, reserved v1.ResourceList) int64 {
+	fit := int64(math.MaxInt32)
+	for name, hard := range q.Status.Hard {
+		req, ok := requests[name]
+		if !ok || req.IsZero() {
+			continue
+		}
+		left := hard.DeepCopy()
+		if used, ok := q.Status.Used[name]; ok {
+			left.Sub(used)
+		}
+		if r, ok := reserved[name]; ok {
+			left.Sub(r)
+		}
+		n := int64(0)
+		if left.Sign() > 0 {
+			n = left.MilliValue() / req.MilliValue()
+		}
+		fit = min(fit, n)
+	}
+	return fit
+}
+
+// reserve takes replicas pods of requests from each matching quota, for
+// the buffers after.
+func reserve(reserved map[types.UID]v1.ResourceList, matching []*v1.ResourceQuota, requests v1.ResourceList, replicas int64) {
+	for _, q := range matching {
+		if reserved[q.UID] == nil {
+			reserved[q.UID] = v1.ResourceList{}
+		}
+		for name := range q.Status.Hard {
+			req, ok := requests[name]
+			if !ok {
+				continue
 			}
+			total := reserved[q.UID][name]
+			total.Add(*resource.NewMilliQuantity(req.MilliValue()*replicas, req.Format))
+			reserved[q.UID][name] = total
 		}
 	}
 }

@@ -305,99 +305,131 @@ func ProfileOf(d *resourceapi.Device) string {
 // HardwareOf counts the devices of one class in the given pools; nil when
 // none of them consumes counters (plain devices count as they are).
 func HardwareOf(pools []*Pool, matches func(driver string, d *resourceapi.Device) bool) *Hardware {
-	h := &Hardware{}
+	c := hardwareCount{h: &Hardware{}, profiles: map[string]*profileCount{}}
+	for _, p := range pools {
+		share := c.classDevices(p, matches)
+		c.countSets(p, share)
+		c.countPartitions(p, share)
+	}
+	if !c.partitioned {
+		return nil
+	}
+	if !c.anyPart {
+		return c.h
+	}
+	for name, pr := range c.profiles {
+		c.h.Partitions = append(c.h.Partitions, Partition{Profile: name, Total: pr.total, Free: pr.free})
+	}
+	sort.Slice(c.h.Partitions, func(i, j int) bool { return c.h.Partitions[i].Profile < c.h.Partitions[j].Profile })
+	return c.h
+}
+
+// hardwareCount is HardwareOf's count as it goes through the pools.
+type hardwareCount struct {
+	h *Hardware
 	// anyPart: a class of whole devices only (NVIDIA's gpu.nvidia.com)
 	// has no partitions to list; one with partitions lists every profile,
 	// the one taking a whole GPU (7g.80gb) too.
-	partitioned, anyPart := false, false
-	type profile struct{ total, free int64 }
-	profiles := map[string]*profile{}
-	for _, p := range pools {
-		units := sets.New[string]()
-		// Per counter set, the class's devices drawing on it and how many
-		// of them are tainted.
-		drawing, tainted := map[string]int{}, map[string]int{}
-		byProfile := map[string][]PoolDevice{}
-		var order []string
-		for _, d := range p.Devices {
-			if !matches(p.Driver, d.Device) {
-				continue
+	partitioned, anyPart bool
+	profiles             map[string]*profileCount
+}
+
+type profileCount struct{ total, free int64 }
+
+// poolShare is what a class's devices that consume counters draw on in
+// one pool.
+type poolShare struct {
+	units sets.Set[string]
+	// Per counter set, the class's devices drawing on it and how many
+	// of them are tainted.
+	drawing, tainted map[string]int
+	byProfile        map[string][]PoolDevice
+	order            []string // profiles, as first seen
+}
+
+// classDevices counts the class's plain devices of pool p and gathers
+// those that consume counters by set and profile.
+func (c *hardwareCount) classDevices(p *Pool, matches func(driver string, d *resourceapi.Device) bool) poolShare {
+	share := poolShare{units: sets.New[string](), drawing: map[string]int{}, tainted: map[string]int{},
+		byProfile: map[string][]PoolDevice{}}
+	for _, d := range p.Devices {
+		if !matches(p.Driver, d.Device) {
+			continue
+		}
+		if len(d.ConsumesCounters) == 0 {
+			c.h.Units++
+			switch {
+			case d.Allocated:
+			case KeepsOut(d.Taints):
+				c.h.Tainted++
+			default:
+				c.h.Free++
 			}
-			if len(d.ConsumesCounters) == 0 {
-				h.Units++
-				switch {
-				case d.Allocated:
-				case KeepsOut(d.Taints):
-					h.Tainted++
-				default:
-					h.Free++
-				}
-				continue
+			continue
+		}
+		c.partitioned = true
+		kept := KeepsOut(d.Taints)
+		for _, cc := range d.ConsumesCounters {
+			share.units.Insert(cc.CounterSet)
+			share.drawing[cc.CounterSet]++
+			if kept {
+				share.tainted[cc.CounterSet]++
 			}
-			partitioned = true
-			kept := KeepsOut(d.Taints)
-			for _, c := range d.ConsumesCounters {
-				units.Insert(c.CounterSet)
-				drawing[c.CounterSet]++
-				if kept {
-					tainted[c.CounterSet]++
-				}
+		}
+		name := ProfileOf(d.Device)
+		if p.whole(d.Device) {
+			if !hasProfile(d.Device) {
+				name = WholeProfile
 			}
-			name := ProfileOf(d.Device)
-			if p.whole(d.Device) {
-				if !hasProfile(d.Device) {
-					name = WholeProfile
-				}
+		} else {
+			c.anyPart = true
+		}
+		if _, ok := share.byProfile[name]; !ok {
+			share.order = append(share.order, name)
+		}
+		share.byProfile[name] = append(share.byProfile[name], d)
+	}
+	return share
+}
+
+// countSets counts each counter set the class draws on as one unit: free
+// when unused, tainted when every device of the class on it is.
+func (c *hardwareCount) countSets(p *Pool, share poolShare) {
+	for set := range share.units {
+		c.h.Units++
+		if s := p.Sets[set]; s != nil && s.Unused() {
+			if share.tainted[set] == share.drawing[set] {
+				c.h.Tainted++
 			} else {
-				anyPart = true
-			}
-			if _, ok := byProfile[name]; !ok {
-				order = append(order, name)
-			}
-			byProfile[name] = append(byProfile[name], d)
-		}
-		for set := range units {
-			h.Units++
-			if s := p.Sets[set]; s != nil && s.Unused() {
-				if tainted[set] == drawing[set] {
-					h.Tainted++
-				} else {
-					h.Free++
-				}
-			}
-		}
-		for _, name := range order {
-			// Greedy in name order: placements of one profile are aligned,
-			// so taking each that still fits packs them as the hardware does.
-			empty, left := p.Remaining(true), p.Remaining(false)
-			pr := profiles[name]
-			if pr == nil {
-				pr = &profile{}
-				profiles[name] = pr
-			}
-			for _, d := range byProfile[name] {
-				if empty.Fits(d.Device) {
-					empty.take(d.Device)
-					pr.total++
-				}
-				if !d.Allocated && left.Fits(d.Device) {
-					left.take(d.Device)
-					pr.free++
-				}
+				c.h.Free++
 			}
 		}
 	}
-	if !partitioned {
-		return nil
+}
+
+// countPartitions adds, per profile, how many partitions fit in pool p at
+// most and on what is left.
+func (c *hardwareCount) countPartitions(p *Pool, share poolShare) {
+	for _, name := range share.order {
+		// Greedy in name order: placements of one profile are aligned,
+		// so taking each that still fits packs them as the hardware does.
+		empty, left := p.Remaining(true), p.Remaining(false)
+		pr := c.profiles[name]
+		if pr == nil {
+			pr = &profileCount{}
+			c.profiles[name] = pr
+		}
+		for _, d := range share.byProfile[name] {
+			if empty.Fits(d.Device) {
+				empty.take(d.Device)
+				pr.total++
+			}
+			if !d.Allocated && left.Fits(d.Device) {
+				left.take(d.Device)
+				pr.free++
+			}
+		}
 	}
-	if !anyPart {
-		return h
-	}
-	for name, pr := range profiles {
-		h.Partitions = append(h.Partitions, Partition{Profile: name, Total: pr.total, Free: pr.free})
-	}
-	sort.Slice(h.Partitions, func(i, j int) bool { return h.Partitions[i].Profile < h.Partitions[j].Profile })
-	return h
 }
 
 // CounterUsage totals one counter of one driver across counter sets.

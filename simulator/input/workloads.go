@@ -30,97 +30,109 @@ const maxGeneratedBase = 58
 // addWorkloadKinds adds the handlers of the workloads whose pods the
 // input expands.
 func addWorkloadKinds(handlers map[string]handler) {
-	handlers["apps/v1/Deployment"] = func(p *parser, d doc, raw []byte) {
-		w := &appsv1.Deployment{}
-		if o, ok := p.prepare(d, raw, "Deployment", w, true); ok {
-			errs := validated(w, &apps.Deployment{}, func(in *apps.Deployment) field.ErrorList {
-				return appsvalidation.ValidateDeployment(in, podutil.GetValidationOptionsFromPodTemplate(&in.Spec.Template, nil))
-			})
-			p.expand(d, o, errs, &w.Spec.Template, int64(*w.Spec.Replicas), hashNames)
-		}
+	handlers["apps/v1/Deployment"] = parseDeployment
+	handlers["apps/v1/ReplicaSet"] = parseReplicaSet
+	handlers["apps/v1/DaemonSet"] = parseDaemonSet
+	handlers["apps/v1/StatefulSet"] = parseStatefulSet
+	handlers["batch/v1/Job"] = parseJob
+}
+
+func parseDeployment(p *parser, d doc, raw []byte) {
+	w := &appsv1.Deployment{}
+	if o, ok := p.prepare(d, raw, "Deployment", w, true); ok {
+		errs := validated(w, &apps.Deployment{}, func(in *apps.Deployment) field.ErrorList {
+			return appsvalidation.ValidateDeployment(in, podutil.GetValidationOptionsFromPodTemplate(&in.Spec.Template, nil))
+		})
+		p.expand(d, o, errs, &w.Spec.Template, int64(*w.Spec.Replicas), hashNames)
 	}
-	handlers["apps/v1/ReplicaSet"] = func(p *parser, d doc, raw []byte) {
-		w := &appsv1.ReplicaSet{}
-		if o, ok := p.prepare(d, raw, "ReplicaSet", w, true); ok {
-			errs := validated(w, &apps.ReplicaSet{}, func(in *apps.ReplicaSet) field.ErrorList {
-				return appsvalidation.ValidateReplicaSet(in, podutil.GetValidationOptionsFromPodTemplate(&in.Spec.Template, nil))
-			})
-			p.expand(d, o, errs, &w.Spec.Template, int64(*w.Spec.Replicas), hashNames)
-		}
+}
+
+func parseReplicaSet(p *parser, d doc, raw []byte) {
+	w := &appsv1.ReplicaSet{}
+	if o, ok := p.prepare(d, raw, "ReplicaSet", w, true); ok {
+		errs := validated(w, &apps.ReplicaSet{}, func(in *apps.ReplicaSet) field.ErrorList {
+			return appsvalidation.ValidateReplicaSet(in, podutil.GetValidationOptionsFromPodTemplate(&in.Spec.Template, nil))
+		})
+		p.expand(d, o, errs, &w.Spec.Template, int64(*w.Spec.Replicas), hashNames)
 	}
-	handlers["apps/v1/DaemonSet"] = func(p *parser, d doc, raw []byte) {
-		w := &appsv1.DaemonSet{}
-		if o, ok := p.prepare(d, raw, "DaemonSet", w, true); ok {
-			errs := validated(w, &apps.DaemonSet{}, func(in *apps.DaemonSet) field.ErrorList {
-				return appsvalidation.ValidateDaemonSet(in, podutil.GetValidationOptionsFromPodTemplate(&in.Spec.Template, nil))
-			})
-			store(p, d, o, errs, &p.out.DaemonSets, w)
-		}
+}
+
+// parseDaemonSet stores the DaemonSet rather than expanding it: its pods
+// follow the nodes, not a replica count.
+func parseDaemonSet(p *parser, d doc, raw []byte) {
+	w := &appsv1.DaemonSet{}
+	if o, ok := p.prepare(d, raw, "DaemonSet", w, true); ok {
+		errs := validated(w, &apps.DaemonSet{}, func(in *apps.DaemonSet) field.ErrorList {
+			return appsvalidation.ValidateDaemonSet(in, podutil.GetValidationOptionsFromPodTemplate(&in.Spec.Template, nil))
+		})
+		store(p, d, o, errs, &p.out.DaemonSets, w)
 	}
-	handlers["apps/v1/StatefulSet"] = func(p *parser, d doc, raw []byte) {
-		w := &appsv1.StatefulSet{}
-		if o, ok := p.prepare(d, raw, "StatefulSet", w, true); ok {
-			errs := validated(w, &apps.StatefulSet{}, func(in *apps.StatefulSet) field.ErrorList {
-				// As the StatefulSet strategy validates a new object.
-				setOpts := appsvalidation.StatefulSetValidationOptions{
-					AllowStatefulSetRecreateStrategy: utilfeature.DefaultFeatureGate.Enabled(features.StatefulSetRecreateStrategy),
-				}
-				return appsvalidation.ValidateStatefulSet(in, setOpts, podutil.GetValidationOptionsFromPodTemplate(&in.Spec.Template, nil))
-			})
-			// The StatefulSet controller names pods by ordinal and sets
-			// their hostname, subdomain and identity labels. Volumes from
-			// volumeClaimTemplates are not added: the input holds no PVCs.
-			start := int64(0)
-			if w.Spec.Ordinals != nil {
-				start = int64(w.Spec.Ordinals.Start)
+}
+
+func parseStatefulSet(p *parser, d doc, raw []byte) {
+	w := &appsv1.StatefulSet{}
+	if o, ok := p.prepare(d, raw, "StatefulSet", w, true); ok {
+		errs := validated(w, &apps.StatefulSet{}, func(in *apps.StatefulSet) field.ErrorList {
+			// As the StatefulSet strategy validates a new object.
+			setOpts := appsvalidation.StatefulSetValidationOptions{
+				AllowStatefulSetRecreateStrategy: utilfeature.DefaultFeatureGate.Enabled(features.StatefulSetRecreateStrategy),
 			}
-			p.expand(d, o, errs, &w.Spec.Template, int64(*w.Spec.Replicas), func(i int64, pod *v1.Pod) {
-				ord := strconv.FormatInt(start+i, 10)
-				pod.Name = w.Name + "-" + ord
-				pod.Spec.Hostname, pod.Spec.Subdomain = pod.Name, w.Spec.ServiceName
-				pod.Labels[appsv1.StatefulSetPodNameLabel] = pod.Name
-				pod.Labels[appsv1.PodIndexLabel] = ord
-			})
+			return appsvalidation.ValidateStatefulSet(in, setOpts, podutil.GetValidationOptionsFromPodTemplate(&in.Spec.Template, nil))
+		})
+		// The StatefulSet controller names pods by ordinal and sets
+		// their hostname, subdomain and identity labels. Volumes from
+		// volumeClaimTemplates are not added: the input holds no PVCs.
+		start := int64(0)
+		if w.Spec.Ordinals != nil {
+			start = int64(w.Spec.Ordinals.Start)
 		}
+		p.expand(d, o, errs, &w.Spec.Template, int64(*w.Spec.Replicas), func(i int64, pod *v1.Pod) {
+			ord := strconv.FormatInt(start+i, 10)
+			pod.Name = w.Name + "-" + ord
+			pod.Spec.Hostname, pod.Spec.Subdomain = pod.Name, w.Spec.ServiceName
+			pod.Labels[appsv1.StatefulSetPodNameLabel] = pod.Name
+			pod.Labels[appsv1.PodIndexLabel] = ord
+		})
 	}
-	handlers["batch/v1/Job"] = func(p *parser, d doc, raw []byte) {
-		w := &batchv1.Job{}
-		if o, ok := p.prepare(d, raw, "Job", w, true); ok {
-			if !*w.Spec.ManualSelector {
-				generateJobSelector(w)
-			}
-			errs := validated(w, &batch.Job{}, func(in *batch.Job) field.ErrorList {
-				return batchvalidation.ValidateJobCreate(in, batchvalidation.JobValidationOptions{
-					PodValidationOptions:  podutil.GetValidationOptionsFromPodTemplate(&in.Spec.Template, nil),
-					RequirePrefixedLabels: true, // as the Job strategy sets it on create
-				})
+}
+
+func parseJob(p *parser, d doc, raw []byte) {
+	w := &batchv1.Job{}
+	if o, ok := p.prepare(d, raw, "Job", w, true); ok {
+		if !*w.Spec.ManualSelector {
+			generateJobSelector(w)
+		}
+		errs := validated(w, &batch.Job{}, func(in *batch.Job) field.ErrorList {
+			return batchvalidation.ValidateJobCreate(in, batchvalidation.JobValidationOptions{
+				PodValidationOptions:  podutil.GetValidationOptionsFromPodTemplate(&in.Spec.Template, nil),
+				RequirePrefixedLabels: true, // as the Job strategy sets it on create
 			})
-			// Pods running at once: parallelism, but no more than there
-			// are completions; a suspended Job runs none.
-			n := int64(*w.Spec.Parallelism)
-			if w.Spec.Completions != nil {
-				n = min(n, int64(*w.Spec.Completions))
+		})
+		// Pods running at once: parallelism, but no more than there
+		// are completions; a suspended Job runs none.
+		n := int64(*w.Spec.Parallelism)
+		if w.Spec.Completions != nil {
+			n = min(n, int64(*w.Spec.Completions))
+		}
+		if ptr.Deref(w.Spec.Suspend, false) {
+			n = 0
+			if w.Labels[KueueQueueLabel] != "" && len(errs) == 0 {
+				p.out.QueuedJobs = append(p.out.QueuedJobs, w)
 			}
-			if ptr.Deref(w.Spec.Suspend, false) {
-				n = 0
-				if w.Labels[KueueQueueLabel] != "" && len(errs) == 0 {
-					p.out.QueuedJobs = append(p.out.QueuedJobs, w)
-				}
-			}
-			indexed := ptr.Deref(w.Spec.CompletionMode, batchv1.NonIndexedCompletion) == batchv1.IndexedCompletion
-			p.expand(d, o, errs, &w.Spec.Template, n, func(i int64, pod *v1.Pod) {
-				if !indexed {
-					hashNames(i, pod)
-					return
-				}
-				idx := strconv.FormatInt(i, 10)
+		}
+		indexed := ptr.Deref(w.Spec.CompletionMode, batchv1.NonIndexedCompletion) == batchv1.IndexedCompletion
+		p.expand(d, o, errs, &w.Spec.Template, n, func(i int64, pod *v1.Pod) {
+			if !indexed {
 				hashNames(i, pod)
-				pod.Name = generated(w.Name+"-"+idx+"-", pod.Name)
-				pod.Spec.Hostname = w.Name + "-" + idx
-				pod.Annotations[batchv1.JobCompletionIndexAnnotation] = idx
-				pod.Labels[batchv1.JobCompletionIndexAnnotation] = idx
-			})
-		}
+				return
+			}
+			idx := strconv.FormatInt(i, 10)
+			hashNames(i, pod)
+			pod.Name = generated(w.Name+"-"+idx+"-", pod.Name)
+			pod.Spec.Hostname = w.Name + "-" + idx
+			pod.Annotations[batchv1.JobCompletionIndexAnnotation] = idx
+			pod.Labels[batchv1.JobCompletionIndexAnnotation] = idx
+		})
 	}
 }
 

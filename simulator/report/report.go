@@ -102,6 +102,38 @@ func Write(w io.Writer, format string, v any, table func(io.Writer) error) error
 func PlanTable(w io.Writer, out SimulateOutput) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	p := out.Plan
+	nodeGroupsTable(tw, p)
+	fmt.Fprintln(tw)
+	scaleUpsTable(tw, p)
+	fmt.Fprintln(tw)
+	placementsTable(tw, p)
+	fmt.Fprintln(tw)
+	noScaleUpTable(tw, p)
+	if len(out.ProvisioningRequests) > 0 {
+		fmt.Fprintln(tw)
+		provisioningRequestsTable(tw, out.ProvisioningRequests)
+	}
+	if len(out.CapacityBuffers) > 0 {
+		fmt.Fprintln(tw)
+		capacityBuffersTable(tw, out.CapacityBuffers)
+	}
+	if out.ScaleDown != nil {
+		fmt.Fprintln(tw)
+		scaleDownTable(tw, out.ScaleDown)
+	}
+	if len(out.FeatureGates) > 0 {
+		fmt.Fprintf(tw, "\nfeature gates: %s (the scheduler must run with the same)\n", featureGateList(out.FeatureGates))
+	}
+	for _, e := range append(append([]string(nil), out.ClassErrors...), out.Warnings...) {
+		fmt.Fprintf(tw, "\nwarning: %s\n", e)
+	}
+	return tw.Flush()
+}
+
+// The sections below write to PlanTable's one tabwriter, so that its
+// columns line up as they always did.
+
+func nodeGroupsTable(tw io.Writer, p *scaleup.Plan) {
 	fmt.Fprintln(tw, "NODE GROUPS")
 	fmt.Fprintln(tw, "NAME\tMIN\tMAX\tCURRENT\tNEW\tA NEW NODE OFFERS")
 	for _, g := range p.Groups {
@@ -117,25 +149,29 @@ func PlanTable(w io.Writer, out SimulateOutput) error {
 			fmt.Fprintf(tw, "\t\t\t\t\t%s\n", o)
 		}
 	}
-	fmt.Fprintln(tw)
+}
+
+func scaleUpsTable(tw io.Writer, p *scaleup.Plan) {
 	fmt.Fprintln(tw, "SCALE-UP")
 	if len(p.ScaleUps) == 0 {
 		fmt.Fprintln(tw, "none")
-	} else {
-		fmt.Fprintln(tw, "NODE GROUP\tNEW NODES\tPODS HELPED")
-		for _, su := range p.ScaleUps {
-			gang := ""
-			if su.Gang != "" {
-				where := ""
-				if su.Topology != nil {
-					where = " in " + su.Topology.String()
-				}
-				gang = " (gang " + su.Gang + where + ", asked all at once)"
-			}
-			fmt.Fprintf(tw, "%s\t+%d\t%d%s\n", su.NodeGroup, su.NewNodes, len(su.Pods), gang)
-		}
+		return
 	}
-	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "NODE GROUP\tNEW NODES\tPODS HELPED")
+	for _, su := range p.ScaleUps {
+		gang := ""
+		if su.Gang != "" {
+			where := ""
+			if su.Topology != nil {
+				where = " in " + su.Topology.String()
+			}
+			gang = " (gang " + su.Gang + where + ", asked all at once)"
+		}
+		fmt.Fprintf(tw, "%s\t+%d\t%d%s\n", su.NodeGroup, su.NewNodes, len(su.Pods), gang)
+	}
+}
+
+func placementsTable(tw io.Writer, p *scaleup.Plan) {
 	fmt.Fprintln(tw, "PLACEMENTS")
 	fmt.Fprintln(tw, "POD\tNODE\tDEVICES")
 	for _, pl := range p.ExistingNodes {
@@ -146,84 +182,84 @@ func PlanTable(w io.Writer, out SimulateOutput) error {
 			fmt.Fprintf(tw, "%s\t%s (new)\t%s\n", pl.Pod, pl.Node, devices(pl.Devices))
 		}
 	}
-	fmt.Fprintln(tw)
+}
+
+func noScaleUpTable(tw io.Writer, p *scaleup.Plan) {
 	fmt.Fprintln(tw, "NO SCALE-UP")
 	if len(p.NoScaleUp) == 0 {
 		fmt.Fprintln(tw, "every pending pod is placed")
-	} else {
-		fmt.Fprintln(tw, "POD\tREASON")
-		for _, n := range p.NoScaleUp {
-			fmt.Fprintf(tw, "%s\t%s\n", n.Pod, n.Reason)
-		}
+		return
 	}
-	if len(out.ProvisioningRequests) > 0 {
-		fmt.Fprintln(tw)
-		fmt.Fprintln(tw, "PROVISIONING REQUESTS")
-		fmt.Fprintln(tw, "REQUEST\tCLASS\tCONDITION\tSCALE-UP\tMESSAGE")
-		for _, r := range out.ProvisioningRequests {
-			var ups []string
-			for _, su := range r.ScaleUp {
-				ups = append(ups, fmt.Sprintf("%s +%d", su.NodeGroup, su.NewNodes))
-			}
-			if len(ups) == 0 {
-				ups = []string{"-"}
-			}
-			fmt.Fprintf(tw, "%s/%s\t%s\t%s=%s %s\t%s\t%s\n", r.Namespace, r.Name, r.ProvisioningClassName,
-				r.Condition.Type, r.Condition.Status, r.Condition.Reason, strings.Join(ups, ", "), r.Condition.Message)
-		}
+	fmt.Fprintln(tw, "POD\tREASON")
+	for _, n := range p.NoScaleUp {
+		fmt.Fprintf(tw, "%s\t%s\n", n.Pod, n.Reason)
 	}
-	if len(out.CapacityBuffers) > 0 {
-		fmt.Fprintln(tw)
-		fmt.Fprintln(tw, "CAPACITY BUFFERS")
-		fmt.Fprintln(tw, "BUFFER\tREPLICAS\tCONDITION\tON EXISTING NODES\tON NEW NODES\tNO ROOM")
-		for _, b := range out.CapacityBuffers {
-			groups := make([]string, 0, len(b.OnNewNodes))
-			for g, n := range b.OnNewNodes {
-				groups = append(groups, fmt.Sprintf("%s: %d", g, n))
-			}
-			sort.Strings(groups)
-			if len(groups) == 0 {
-				groups = []string{"-"}
-			}
-			noRoom := "-"
-			if b.NoRoom > 0 {
-				noRoom = fmt.Sprintf("%d: %s", b.NoRoom, b.Reason)
-			}
-			cond := b.Condition.Type + "=" + string(b.Condition.Status) + " " + b.Condition.Reason
-			if b.Condition.Message != "" && b.Condition.Status != "True" {
-				cond += " (" + b.Condition.Message + ")"
-			}
-			fmt.Fprintf(tw, "%s/%s\t%d\t%s\t%d\t%s\t%s\n", b.Namespace, b.Name, b.Replicas, cond, b.KeptOnExistingNodes,
-				strings.Join(groups, ", "), noRoom)
+}
+
+func provisioningRequestsTable(tw io.Writer, requests []provreq.Report) {
+	fmt.Fprintln(tw, "PROVISIONING REQUESTS")
+	fmt.Fprintln(tw, "REQUEST\tCLASS\tCONDITION\tSCALE-UP\tMESSAGE")
+	for _, r := range requests {
+		var ups []string
+		for _, su := range r.ScaleUp {
+			ups = append(ups, fmt.Sprintf("%s +%d", su.NodeGroup, su.NewNodes))
 		}
-	}
-	if out.ScaleDown != nil {
-		fmt.Fprintln(tw)
-		fmt.Fprintln(tw, "SCALE-DOWN")
-		fmt.Fprintln(tw, "NODE\tNODE GROUP\tVERDICT\tREASON")
-		for _, v := range out.ScaleDown {
-			reason := v.Reason
-			if v.Code != "" {
-				reason = string(v.Code) + ": " + reason
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", v.Node, v.NodeGroup, v.Verdict, reason)
+		if len(ups) == 0 {
+			ups = []string{"-"}
 		}
+		fmt.Fprintf(tw, "%s/%s\t%s\t%s=%s %s\t%s\t%s\n", r.Namespace, r.Name, r.ProvisioningClassName,
+			r.Condition.Type, r.Condition.Status, r.Condition.Reason, strings.Join(ups, ", "), r.Condition.Message)
 	}
-	if len(out.FeatureGates) > 0 {
-		names := make([]string, 0, len(out.FeatureGates))
-		for name := range out.FeatureGates {
-			names = append(names, name)
+}
+
+func capacityBuffersTable(tw io.Writer, buffers []capacitybuffer.Report) {
+	fmt.Fprintln(tw, "CAPACITY BUFFERS")
+	fmt.Fprintln(tw, "BUFFER\tREPLICAS\tCONDITION\tON EXISTING NODES\tON NEW NODES\tNO ROOM")
+	for _, b := range buffers {
+		groups := make([]string, 0, len(b.OnNewNodes))
+		for g, n := range b.OnNewNodes {
+			groups = append(groups, fmt.Sprintf("%s: %d", g, n))
 		}
-		sort.Strings(names)
-		for i, name := range names {
-			names[i] = fmt.Sprintf("%s=%t", name, out.FeatureGates[name])
+		sort.Strings(groups)
+		if len(groups) == 0 {
+			groups = []string{"-"}
 		}
-		fmt.Fprintf(tw, "\nfeature gates: %s (the scheduler must run with the same)\n", strings.Join(names, ","))
+		noRoom := "-"
+		if b.NoRoom > 0 {
+			noRoom = fmt.Sprintf("%d: %s", b.NoRoom, b.Reason)
+		}
+		cond := b.Condition.Type + "=" + string(b.Condition.Status) + " " + b.Condition.Reason
+		if b.Condition.Message != "" && b.Condition.Status != "True" {
+			cond += " (" + b.Condition.Message + ")"
+		}
+		fmt.Fprintf(tw, "%s/%s\t%d\t%s\t%d\t%s\t%s\n", b.Namespace, b.Name, b.Replicas, cond, b.KeptOnExistingNodes,
+			strings.Join(groups, ", "), noRoom)
 	}
-	for _, e := range append(append([]string(nil), out.ClassErrors...), out.Warnings...) {
-		fmt.Fprintf(tw, "\nwarning: %s\n", e)
+}
+
+func scaleDownTable(tw io.Writer, verdicts []scaledown.NodeVerdict) {
+	fmt.Fprintln(tw, "SCALE-DOWN")
+	fmt.Fprintln(tw, "NODE\tNODE GROUP\tVERDICT\tREASON")
+	for _, v := range verdicts {
+		reason := v.Reason
+		if v.Code != "" {
+			reason = string(v.Code) + ": " + reason
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", v.Node, v.NodeGroup, v.Verdict, reason)
 	}
-	return tw.Flush()
+}
+
+// featureGateList is the gates as --feature-gates takes them, by name.
+func featureGateList(gates map[string]bool) string {
+	names := make([]string, 0, len(gates))
+	for name := range gates {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for i, name := range names {
+		names[i] = fmt.Sprintf("%s=%t", name, gates[name])
+	}
+	return strings.Join(names, ",")
 }
 
 func devices(ds []string) string {

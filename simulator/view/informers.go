@@ -336,6 +336,58 @@ func Watch(ctx context.Context, c kubernetes.Interface, cfg *rest.Config, syncTi
 		}
 	}
 	changed := make(chan struct{}, 1)
+	listErrs := &listErrors{last: map[string]error{}}
+	if err := watchChanges(f, batch, changed, listErrs); err != nil {
+		cancel()
+		return err
+	}
+	f.Start(ctx.Done())
+	for _, o := range others {
+		o.start(ctx.Done())
+	}
+	defer func() {
+		cancel() // stops the informers; Shutdown waits for them
+		f.Shutdown()
+	}()
+	if err := waitSynced(ctx, f, others, syncTimeout, listErrs); err != nil {
+		return err
+	}
+	return readOnChange(ctx, cluster, changed, quiet, fn)
+}
+
+// listErrors keeps each informer's last list or watch error: a reflector
+// retries a failed list forever, so a timeout says why (forbidden,
+// unreachable) only from these.
+type listErrors struct {
+	mu   sync.Mutex
+	last map[string]error
+}
+
+func (e *listErrors) set(typ string, err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.last[typ] = err
+}
+
+// why is the errors by type, or else the sync's own end (ctxErr).
+func (e *listErrors) why(ctxErr error) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var why []string
+	for typ, err := range e.last {
+		why = append(why, fmt.Sprintf("%s: %v", typ, err))
+	}
+	sort.Strings(why)
+	if len(why) == 0 {
+		why = append(why, ctxErr.Error())
+	}
+	return strings.Join(why, "; ")
+}
+
+// watchChanges signals changed on every change to the read objects (a
+// signal already pending stands for the new one), and keeps their list
+// errors in listErrs.
+func watchChanges(f informers.SharedInformerFactory, batch map[string]cache.SharedIndexInformer, changed chan struct{}, listErrs *listErrors) error {
 	notify := func() {
 		select {
 		case changed <- struct{}{}:
@@ -347,10 +399,6 @@ func Watch(ctx context.Context, c kubernetes.Interface, cfg *rest.Config, syncTi
 		UpdateFunc: func(any, any) { notify() },
 		DeleteFunc: func(any) { notify() },
 	}
-	// A reflector retries a failed list forever; keep the last error so
-	// that a timeout says why (forbidden, unreachable).
-	var mu sync.Mutex
-	lastErr := map[string]error{}
 	watched := map[string]cache.SharedIndexInformer{
 		"nodes": f.Core().V1().Nodes().Informer(), "pods": f.Core().V1().Pods().Informer(),
 		"resourceslices": f.Resource().V1().ResourceSlices().Informer(), "deviceclasses": f.Resource().V1().DeviceClasses().Informer(),
@@ -360,23 +408,18 @@ func Watch(ctx context.Context, c kubernetes.Interface, cfg *rest.Config, syncTi
 	maps.Copy(watched, batch)
 	for typ, inf := range watched {
 		_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
-			mu.Lock()
-			defer mu.Unlock()
-			lastErr[typ] = err
+			listErrs.set(typ, err)
 		})
 		if _, err := inf.AddEventHandler(handler); err != nil {
-			cancel()
 			return fmt.Errorf("watching %s: %w", typ, err)
 		}
 	}
-	f.Start(ctx.Done())
-	for _, o := range others {
-		o.start(ctx.Done())
-	}
-	defer func() {
-		cancel() // stops the informers; Shutdown waits for them
-		f.Shutdown()
-	}()
+	return nil
+}
+
+// waitSynced waits for the first read of every informer, for at most
+// syncTimeout when not 0.
+func waitSynced(ctx context.Context, f informers.SharedInformerFactory, others []startable, syncTimeout time.Duration, listErrs *listErrors) error {
 	syncCtx := ctx
 	if syncTimeout > 0 {
 		var cancelSync context.CancelFunc
@@ -388,18 +431,14 @@ func Watch(ctx context.Context, c kubernetes.Interface, cfg *rest.Config, syncTi
 		synced = synced && o.sync(syncCtx.Done())
 	}
 	if !synced {
-		mu.Lock()
-		defer mu.Unlock()
-		var why []string
-		for typ, err := range lastErr {
-			why = append(why, fmt.Sprintf("%s: %v", typ, err))
-		}
-		sort.Strings(why)
-		if len(why) == 0 {
-			why = append(why, syncCtx.Err().Error())
-		}
-		return fmt.Errorf("reading the cluster did not complete: %s", strings.Join(why, "; "))
+		return fmt.Errorf("reading the cluster did not complete: %s", listErrs.why(syncCtx.Err()))
 	}
+	return nil
+}
+
+// readOnChange calls fn with a snapshot of cluster now, and again each
+// time changes have settled, until ctx ends or fn fails.
+func readOnChange(ctx context.Context, cluster View, changed chan struct{}, quiet time.Duration, fn func(*input.Objects) error) error {
 	for {
 		// Drop the notifications of the initial list: this read has them.
 		select {

@@ -207,18 +207,23 @@ func validFormat(f string) bool {
 	return false
 }
 
+// simulateFlags are draxr simulate's flags, the common ones among them.
+type simulateFlags struct {
+	c                                         commonFlags
+	schedulerConfig, expanderName, priorities string
+	maxNodesTotal                             int
+	limitFlags                                limits.Flags
+	watch                                     bool
+	watchQuiet                                time.Duration
+	pods                                      scaleup.Flags
+	sd                                        scaleDownFlags
+	requests                                  provreq.Serving
+	requestBackoff                            time.Duration
+}
+
 func newSimulateCommand(g *globalFlags) *cobra.Command {
-	var c commonFlags
-	var schedulerConfig, expanderName, priorities string
-	var maxNodesTotal int
-	var limitFlags limits.Flags
-	var watch bool
-	var watchQuiet time.Duration
-	var pods scaleup.Flags
-	var sd scaleDownFlags
-	c.scaleDown = &sd
-	var requests provreq.Serving
-	var requestBackoff time.Duration
+	s := &simulateFlags{}
+	s.c.scaleDown = &s.sd
 	cmd := &cobra.Command{
 		Use:   "simulate [-f FILE|DIR]... | --kubeconfig FILE [--node-group-config FILE]...",
 		Short: "Plan which node groups grow for the pending pods, and explain every pod left out",
@@ -235,101 +240,121 @@ draxr simulate --context prod --node-group-config nodegroups.yaml --watch
 # Plan the pending pods of namespace ml, and say which nodes scale-down would remove
 draxr simulate -f cluster.yaml -n ml --scale-down`),
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts := offline.Options{MaxNodesTotal: maxNodesTotal, Pods: &pods, Requests: requests, RequestBackoff: requestBackoff}
-			if maxNodesTotal < 0 {
-				return badInput(fmt.Errorf("--max-nodes-total: must be >= 0, got %d", maxNodesTotal))
-			}
-			var err error
-			if opts.Limits, err = limitFlags.Options(); err != nil {
-				return badInput(err)
-			}
-			if schedulerConfig != "" {
-				if opts.Profile, err = placement.LoadProfile(schedulerConfig, ""); err != nil {
-					return badInput(err)
-				}
-			}
-			if opts.Expander, err = expander.NewFromFile(expanderName, priorities, 1); err != nil {
-				return badInput(err)
-			}
-			plan := func(objs *input.Objects) ([]byte, error) {
-				// -n plans the namespace's pending pods; pods everywhere
-				// still take room on the nodes.
-				if ns := g.namespace(cmd); ns != "" {
-					var pending []*v1.Pod
-					for _, p := range objs.PendingPods {
-						if p.Namespace == ns {
-							pending = append(pending, p)
-						}
-					}
-					objs.PendingPods = pending
-				}
-				res, err := offline.Simulate(cmd.Context(), objs, opts)
-				if err != nil {
-					return nil, err
-				}
-				out := report.NewSimulateOutput(res.Plan, res.ClassErrors)
-				out.ProvisioningRequests = res.ProvisioningRequests
-				out.Warnings = res.Warnings
-				out.CapacityBuffers = res.CapacityBuffers
-				out.FeatureGates = featureGatesSet(cmd)
-				if c.explainer != nil {
-					if out.ScaleDown, err = c.explainer(cmd.Context()); err != nil {
-						return nil, fmt.Errorf("scale-down: %w", err)
-					}
-				}
-				var buf bytes.Buffer
-				err = report.Write(&buf, c.output, out, func(w ioWriter) error { return report.PlanTable(w, out) })
-				return buf.Bytes(), err
-			}
-			if !watch {
-				objs, err := c.load(cmd)
-				if err != nil {
-					return err
-				}
-				out, err := plan(objs)
-				if err != nil {
-					return err
-				}
-				_, err = cmd.OutOrStdout().Write(out)
-				return err
-			}
-			if sd.enabled {
-				return badInput(fmt.Errorf("--scale-down answers for one reading of the cluster; leave out --watch"))
-			}
-			// --watch prints a plan when it differs from the last one.
-			var last []byte
-			return c.watch(cmd, watchQuiet, func(objs *input.Objects) error {
-				out, err := plan(objs)
-				if err != nil || bytes.Equal(out, last) {
-					return err
-				}
-				if last != nil && c.output != "json" {
-					fmt.Fprintln(cmd.OutOrStdout(), "---")
-				}
-				last = out
-				_, err = cmd.OutOrStdout().Write(out)
-				return err
-			})
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return s.run(cmd, g) },
 	}
-	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "with a live cluster: plan again whenever the cluster changes, printing each new plan")
-	cmd.Flags().DurationVar(&watchQuiet, "watch-quiet-period", 5*time.Second, "with --watch: plan again once the cluster has not changed for this long")
-	c.add(cmd, g)
-	cmd.Flags().StringVar(&schedulerConfig, "scheduler-config", "", "KubeSchedulerConfiguration file (default: kube-scheduler's default profile)")
-	cmd.Flags().StringVar(&expanderName, "expander", "least-waste", "node group choice: "+strings.Join(expander.Names(), "|")+", or a comma-separated chain such as priority,least-waste")
-	cmd.Flags().StringVar(&priorities, "expander-priorities", "", "priority expander config: YAML map of priority to group-name regexps")
-	cmd.Flags().IntVar(&maxNodesTotal, "max-nodes-total", 0, "cap on all nodes in the cluster, 0 for none")
-	limitFlags.AddFlags(cmd.Flags())
-	pods.AddFlags(cmd.Flags())
-	sd.add(cmd.Flags())
-	cmd.Flags().StringVar(&requests.ProcessorInstance, "check-capacity-processor-instance", "",
+	s.addFlags(cmd, g)
+	return cmd
+}
+
+func (s *simulateFlags) addFlags(cmd *cobra.Command, g *globalFlags) {
+	cmd.Flags().BoolVarP(&s.watch, "watch", "w", false, "with a live cluster: plan again whenever the cluster changes, printing each new plan")
+	cmd.Flags().DurationVar(&s.watchQuiet, "watch-quiet-period", 5*time.Second, "with --watch: plan again once the cluster has not changed for this long")
+	s.c.add(cmd, g)
+	cmd.Flags().StringVar(&s.schedulerConfig, "scheduler-config", "", "KubeSchedulerConfiguration file (default: kube-scheduler's default profile)")
+	cmd.Flags().StringVar(&s.expanderName, "expander", "least-waste", "node group choice: "+strings.Join(expander.Names(), "|")+", or a comma-separated chain such as priority,least-waste")
+	cmd.Flags().StringVar(&s.priorities, "expander-priorities", "", "priority expander config: YAML map of priority to group-name regexps")
+	cmd.Flags().IntVar(&s.maxNodesTotal, "max-nodes-total", 0, "cap on all nodes in the cluster, 0 for none")
+	s.limitFlags.AddFlags(cmd.Flags())
+	s.pods.AddFlags(cmd.Flags())
+	s.sd.add(cmd.Flags())
+	cmd.Flags().StringVar(&s.requests.ProcessorInstance, "check-capacity-processor-instance", "",
 		"plan the ProvisioningRequests of this check-capacity processor instance, as draxr-autoscaler with the flag serves them")
-	cmd.Flags().DurationVar(&requestBackoff, "provisioning-request-initial-backoff-time", provreq.DefaultInitialBackoff,
+	cmd.Flags().DurationVar(&s.requestBackoff, "provisioning-request-initial-backoff-time", provreq.DefaultInitialBackoff,
 		"a ProvisioningRequest not provisioned is tried again once its last try is this old")
 	completeWith(cmd, "expander", fixedValues(expander.Names(), true))
 	markFiles(cmd, "scheduler-config", "expander-priorities")
-	return cmd
+}
+
+// run prints one plan, or with --watch a plan per change.
+func (s *simulateFlags) run(cmd *cobra.Command, g *globalFlags) error {
+	opts, err := s.options()
+	if err != nil {
+		return err
+	}
+	plan := func(objs *input.Objects) ([]byte, error) { return s.plan(cmd, g, objs, opts) }
+	if !s.watch {
+		objs, err := s.c.load(cmd)
+		if err != nil {
+			return err
+		}
+		out, err := plan(objs)
+		if err != nil {
+			return err
+		}
+		_, err = cmd.OutOrStdout().Write(out)
+		return err
+	}
+	if s.sd.enabled {
+		return badInput(fmt.Errorf("--scale-down answers for one reading of the cluster; leave out --watch"))
+	}
+	// --watch prints a plan when it differs from the last one.
+	var last []byte
+	return s.c.watch(cmd, s.watchQuiet, func(objs *input.Objects) error {
+		out, err := plan(objs)
+		if err != nil || bytes.Equal(out, last) {
+			return err
+		}
+		if last != nil && s.c.output != "json" {
+			fmt.Fprintln(cmd.OutOrStdout(), "---")
+		}
+		last = out
+		_, err = cmd.OutOrStdout().Write(out)
+		return err
+	})
+}
+
+// options are the simulation's options from the flags; a bad flag is the
+// user's input error.
+func (s *simulateFlags) options() (offline.Options, error) {
+	opts := offline.Options{MaxNodesTotal: s.maxNodesTotal, Pods: &s.pods, Requests: s.requests, RequestBackoff: s.requestBackoff}
+	if s.maxNodesTotal < 0 {
+		return opts, badInput(fmt.Errorf("--max-nodes-total: must be >= 0, got %d", s.maxNodesTotal))
+	}
+	var err error
+	if opts.Limits, err = s.limitFlags.Options(); err != nil {
+		return opts, badInput(err)
+	}
+	if s.schedulerConfig != "" {
+		if opts.Profile, err = placement.LoadProfile(s.schedulerConfig, ""); err != nil {
+			return opts, badInput(err)
+		}
+	}
+	if opts.Expander, err = expander.NewFromFile(s.expanderName, s.priorities, 1); err != nil {
+		return opts, badInput(err)
+	}
+	return opts, nil
+}
+
+// plan is the report of one simulation of objs, in the -o format.
+func (s *simulateFlags) plan(cmd *cobra.Command, g *globalFlags, objs *input.Objects, opts offline.Options) ([]byte, error) {
+	// -n plans the namespace's pending pods; pods everywhere
+	// still take room on the nodes.
+	if ns := g.namespace(cmd); ns != "" {
+		var pending []*v1.Pod
+		for _, p := range objs.PendingPods {
+			if p.Namespace == ns {
+				pending = append(pending, p)
+			}
+		}
+		objs.PendingPods = pending
+	}
+	res, err := offline.Simulate(cmd.Context(), objs, opts)
+	if err != nil {
+		return nil, err
+	}
+	out := report.NewSimulateOutput(res.Plan, res.ClassErrors)
+	out.ProvisioningRequests = res.ProvisioningRequests
+	out.Warnings = res.Warnings
+	out.CapacityBuffers = res.CapacityBuffers
+	out.FeatureGates = featureGatesSet(cmd)
+	if s.c.explainer != nil {
+		if out.ScaleDown, err = s.c.explainer(cmd.Context()); err != nil {
+			return nil, fmt.Errorf("scale-down: %w", err)
+		}
+	}
+	var buf bytes.Buffer
+	err = report.Write(&buf, s.c.output, out, func(w ioWriter) error { return report.PlanTable(w, out) })
+	return buf.Bytes(), err
 }
 
 func newCapacityCommand(g *globalFlags) *cobra.Command {

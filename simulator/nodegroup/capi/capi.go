@@ -281,67 +281,9 @@ func (r Resource) TemplateNode() (*v1.Node, error) {
 	if !r.CanScaleFromZero() {
 		return nil, nil
 	}
-	capacity := r.Infra.Capacity.DeepCopy()
-	if capacity == nil {
-		capacity = v1.ResourceList{}
-	}
-	quantity := func(key string, name v1.ResourceName) error {
-		v := r.Annotations[key]
-		if v == "" {
-			return nil
-		}
-		q, err := resource.ParseQuantity(v)
-		if err != nil {
-			return r.annotationErr(key, fmt.Errorf("%q is not a quantity", v))
-		}
-		if q.Sign() < 0 {
-			return r.annotationErr(key, fmt.Errorf("%q is negative", v))
-		}
-		if err := checkCapacity(name, v, q); err != nil {
-			return r.annotationErr(key, err)
-		}
-		if !q.IsZero() {
-			capacity[name] = q
-		}
-		return nil
-	}
-	integer := func(key string) (int64, error) {
-		v := r.Annotations[key]
-		if v == "" {
-			return 0, nil
-		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			return 0, r.annotationErr(key, fmt.Errorf("%q is not a non-negative integer", v))
-		}
-		return n, nil
-	}
-	for key, name := range map[string]v1.ResourceName{CPUAnnotation: v1.ResourceCPU, MemoryAnnotation: v1.ResourceMemory,
-		DiskAnnotation: v1.ResourceEphemeralStorage} {
-		if err := quantity(key, name); err != nil {
-			return nil, err
-		}
-	}
-	maxPods, err := integer(MaxPodsAnnotation)
+	capacity, err := r.templateCapacity()
 	if err != nil {
 		return nil, err
-	}
-	if maxPods > 0 {
-		capacity[v1.ResourcePods] = *resource.NewQuantity(maxPods, resource.DecimalSI)
-	} else if q, ok := capacity[v1.ResourcePods]; !ok || q.IsZero() {
-		capacity[v1.ResourcePods] = *resource.NewQuantity(DefaultMaxPods, resource.DecimalSI)
-	}
-	gpus, err := integer(GPUCountAnnotation)
-	if err != nil {
-		return nil, err
-	}
-	// As CA: a GPU count becomes a device-plugin resource only with its
-	// type; with dra-driver it is a DRA device instead (TemplateSlices).
-	if gpuType := r.Annotations[GPUTypeAnnotation]; gpus > 0 && gpuType != "" {
-		if errs := validation.IsQualifiedName(gpuType); len(errs) > 0 {
-			return nil, r.annotationErr(GPUTypeAnnotation, fmt.Errorf("%q is not a resource name: %s", gpuType, strings.Join(errs, "; ")))
-		}
-		capacity[v1.ResourceName(gpuType)] = *resource.NewQuantity(gpus, resource.DecimalSI)
 	}
 	labels, err := r.parseLabels()
 	if err != nil {
@@ -357,8 +299,88 @@ func (r Resource) TemplateNode() (*v1.Node, error) {
 		Status: v1.NodeStatus{Capacity: capacity, Allocatable: capacity.DeepCopy(),
 			Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}},
 	}
-	// CA's generic labels for a template node, or what the
-	// infrastructure template says.
+	r.addOSAndArch(node.Labels)
+	return node, nil
+}
+
+// templateCapacity is the infrastructure template's capacity with the
+// annotations' over it: cpu, memory, disk, max pods (else the default)
+// and a GPU count with its type.
+func (r Resource) templateCapacity() (v1.ResourceList, error) {
+	capacity := r.Infra.Capacity.DeepCopy()
+	if capacity == nil {
+		capacity = v1.ResourceList{}
+	}
+	for key, name := range map[string]v1.ResourceName{CPUAnnotation: v1.ResourceCPU, MemoryAnnotation: v1.ResourceMemory,
+		DiskAnnotation: v1.ResourceEphemeralStorage} {
+		if err := r.annotationQuantity(capacity, key, name); err != nil {
+			return nil, err
+		}
+	}
+	maxPods, err := r.annotationInt(MaxPodsAnnotation)
+	if err != nil {
+		return nil, err
+	}
+	if maxPods > 0 {
+		capacity[v1.ResourcePods] = *resource.NewQuantity(maxPods, resource.DecimalSI)
+	} else if q, ok := capacity[v1.ResourcePods]; !ok || q.IsZero() {
+		capacity[v1.ResourcePods] = *resource.NewQuantity(DefaultMaxPods, resource.DecimalSI)
+	}
+	gpus, err := r.annotationInt(GPUCountAnnotation)
+	if err != nil {
+		return nil, err
+	}
+	// As CA: a GPU count becomes a device-plugin resource only with its
+	// type; with dra-driver it is a DRA device instead (TemplateSlices).
+	if gpuType := r.Annotations[GPUTypeAnnotation]; gpus > 0 && gpuType != "" {
+		if errs := validation.IsQualifiedName(gpuType); len(errs) > 0 {
+			return nil, r.annotationErr(GPUTypeAnnotation, fmt.Errorf("%q is not a resource name: %s", gpuType, strings.Join(errs, "; ")))
+		}
+		capacity[v1.ResourceName(gpuType)] = *resource.NewQuantity(gpus, resource.DecimalSI)
+	}
+	return capacity, nil
+}
+
+// annotationQuantity sets capacity's name from annotation key, when set
+// and not zero (zero leaves the infrastructure template's).
+func (r Resource) annotationQuantity(capacity v1.ResourceList, key string, name v1.ResourceName) error {
+	v := r.Annotations[key]
+	if v == "" {
+		return nil
+	}
+	q, err := resource.ParseQuantity(v)
+	if err != nil {
+		return r.annotationErr(key, fmt.Errorf("%q is not a quantity", v))
+	}
+	if q.Sign() < 0 {
+		return r.annotationErr(key, fmt.Errorf("%q is negative", v))
+	}
+	if err := checkCapacity(name, v, q); err != nil {
+		return r.annotationErr(key, err)
+	}
+	if !q.IsZero() {
+		capacity[name] = q
+	}
+	return nil
+}
+
+// annotationInt is annotation key's non-negative integer, 0 when unset.
+func (r Resource) annotationInt(key string) (int64, error) {
+	v := r.Annotations[key]
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, r.annotationErr(key, fmt.Errorf("%q is not a non-negative integer", v))
+	}
+	return n, nil
+}
+
+// addOSAndArch gives a template node CA's generic OS and architecture
+// labels, or what the infrastructure template says, where the labels
+// annotation sets none.
+func (r Resource) addOSAndArch(labels map[string]string) {
 	os, arch := "linux", "amd64"
 	if r.Infra.OperatingSystem != "" {
 		os = r.Infra.OperatingSystem
@@ -367,11 +389,10 @@ func (r Resource) TemplateNode() (*v1.Node, error) {
 		arch = r.Infra.Architecture
 	}
 	for k, v := range map[string]string{v1.LabelOSStable: os, v1.LabelArchStable: arch} {
-		if _, ok := node.Labels[k]; !ok {
-			node.Labels[k] = v
+		if _, ok := labels[k]; !ok {
+			labels[k] = v
 		}
 	}
-	return node, nil
 }
 
 func (r Resource) parseLabels() (map[string]string, error) {
