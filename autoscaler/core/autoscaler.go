@@ -336,7 +336,7 @@ func (l *loop) scaleUpOnce(ctx context.Context, groups []*nodegroup.NodeGroup, e
 	pending := oldEnough(ctx, st.Unschedulable, l.cfg.NewPodScaleUpDelay, l.cfg.Now())
 	// After every real pod (they were created now): real pods take free
 	// room first, a buffer's pods the rest, or new nodes.
-	pending = append(pending, l.pendingBufferPods()...)
+	pending = append(pending, l.unplacedBufferPods()...)
 	plan, err := p.PlanContext(ctx, pending)
 	metrics.UpdateDurationFromStart(metrics.FunctionEstimate, start)
 	if err != nil {

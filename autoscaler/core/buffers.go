@@ -13,8 +13,8 @@ import (
 	"draxr.dev/draxr/simulator/placement"
 )
 
-// bufferPods counts this loop's buffer pods.
-func (l *loop) bufferPods() int {
+// bufferPodCount counts this loop's buffer pods.
+func (l *loop) bufferPodCount() int {
 	if l.buffers == nil {
 		return 0
 	}
@@ -29,18 +29,18 @@ type bufferRoom struct {
 	unplaced []*v1.Pod
 }
 
-// placeBuffersOnce places the buffer pods in the loop's shared
+// placeBuffersInSharedSimulation places the buffer pods in the loop's shared
 // simulation, first fit, when no real pod is pending: scale-up and
 // scale-down would each place them alike after the pending pods (none),
 // so they are placed once, and only those that do not fit are planned
 // for. With real pods pending each step places them after those.
-func (l *loop) placeBuffersOnce(ctx context.Context) error {
+func (l *loop) placeBuffersInSharedSimulation(ctx context.Context) error {
 	if l.bufferRoom.decided {
 		return nil
 	}
 	l.bufferRoom.decided = true
 	st := l.st
-	if l.bufferPods() == 0 || len(st.Unschedulable) > 0 || len(st.BindingNodeUnknown) > 0 {
+	if l.bufferPodCount() == 0 || len(st.Unschedulable) > 0 || len(st.BindingNodeUnknown) > 0 {
 		return nil
 	}
 	sim, err := l.sharedSimulation(ctx)
@@ -66,9 +66,9 @@ func (l *loop) placeBuffersOnce(ctx context.Context) error {
 	return nil
 }
 
-// pendingBufferPods are the buffer pods scale-up plans for: those not
+// unplacedBufferPods are the buffer pods scale-up plans for: those not
 // placed in the shared simulation.
-func (l *loop) pendingBufferPods() []*v1.Pod {
+func (l *loop) unplacedBufferPods() []*v1.Pod {
 	if l.bufferRoom.inBase {
 		return l.bufferRoom.unplaced
 	}
@@ -78,12 +78,12 @@ func (l *loop) pendingBufferPods() []*v1.Pod {
 	return l.buffers.Pods
 }
 
-// placeBufferPods keeps the buffers' room in a scale-down simulation: their
+// holdBufferRoom keeps the buffers' room in a scale-down simulation: their
 // pods go where they fit, first fit, after the pending pods (which take
 // free room first), so a node holding a buffer's room is in use. They are
 // safe to evict: a node whose buffer pods fit elsewhere may go.
-func (l *loop) placeBufferPods(ctx context.Context, sim *placement.Engine) {
-	if l.bufferPods() == 0 || l.bufferRoom.inBase {
+func (l *loop) holdBufferRoom(ctx context.Context, sim *placement.Engine) {
+	if l.bufferPodCount() == 0 || l.bufferRoom.inBase {
 		return
 	}
 	p := l.planner(sim, l.st, nil)

@@ -35,7 +35,7 @@ type loop struct {
 	// reverts what it changed.
 	shared *placement.Engine
 	// bufferRoom is where this loop's buffer pods stand in the shared
-	// simulation (placeBuffersOnce).
+	// simulation (placeBuffersInSharedSimulation).
 	bufferRoom bufferRoom
 }
 
@@ -128,8 +128,8 @@ func (l *loop) serveBuffers(ctx context.Context) {
 			}
 		}
 	}
-	if len(l.st.Unschedulable) > 0 || l.bufferPods() > 0 {
-		l.fail(l.placeBuffersOnce(ctx))
+	if len(l.st.Unschedulable) > 0 || l.bufferPodCount() > 0 {
+		l.fail(l.placeBuffersInSharedSimulation(ctx))
 	}
 }
 
@@ -137,7 +137,7 @@ func (l *loop) serveBuffers(ctx context.Context) {
 // executes the plan's first step, unless a request's atomic scale-up was
 // this loop's; pods being bound wait, and say so.
 func (l *loop) scaleUpPods(ctx context.Context) {
-	if (len(l.st.Unschedulable) > 0 || len(l.pendingBufferPods()) > 0) && l.res.ScaleUp == nil {
+	if (len(l.st.Unschedulable) > 0 || len(l.unplacedBufferPods()) > 0) && l.res.ScaleUp == nil {
 		metrics.UpdateLastTime(metrics.FunctionScaleUp, l.cfg.Now())
 		scaleUpStart := time.Now()
 		l.fail(l.scaleUp(ctx))

@@ -77,7 +77,7 @@ func (l *loop) bookRequests(ctx context.Context, sim *placement.Engine, failed f
 	if len(booked) == 0 {
 		return
 	}
-	engine := provreq.Engine{Planner: l.planner(sim, l.st, nil), Templates: l.cfg.ProvisioningRequests.Templates}
+	engine := provreq.Decider{Planner: l.planner(sim, l.st, nil), Templates: l.cfg.ProvisioningRequests.Templates}
 	for _, b := range engine.Book(ctx, booked, l.requests.Consumers) {
 		if b.Err == nil {
 			klog.FromContext(ctx).V(4).Info("Booked ProvisioningRequest capacity", "request", provreq.Key(b.Request),
@@ -104,7 +104,7 @@ func (l *loop) decideRequests(ctx context.Context, todo []*prv1.ProvisioningRequ
 		metrics.RegisterError(metrics.ErrorInternal)
 		return err
 	}
-	engine := provreq.Engine{Planner: l.planner(sim, st, st.ScaleUpEligible()), Templates: l.cfg.ProvisioningRequests.Templates}
+	engine := provreq.Decider{Planner: l.planner(sim, st, st.ScaleUpEligible()), Templates: l.cfg.ProvisioningRequests.Templates}
 	start := time.Now()
 	var errs []error
 	for i, pr := range todo {

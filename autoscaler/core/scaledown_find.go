@@ -42,7 +42,7 @@ func (l *loop) findScaleDown(ctx context.Context) (*scaleDownFindings, error) {
 	sim.Snapshot().Fork()
 	defer sim.Snapshot().Revert()
 	l.placePendingPods(sim, l.st)
-	l.placeBufferPods(ctx, sim)
+	l.holdBufferRoom(ctx, sim)
 	return l.findRemovable(ctx, l.st, sim, start, findStart)
 }
 

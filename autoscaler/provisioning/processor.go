@@ -186,7 +186,7 @@ func (p *Processor) Start(ctx context.Context, running []*v1.Pod, now time.Time)
 	}
 	provreq.Order(all)
 	for _, pr := range all {
-		if !p.serving.Takes(pr) {
+		if !p.serving.Decides(pr) {
 			continue
 		}
 		if provreq.ShouldDelete(pr, now) {

@@ -51,7 +51,7 @@ func planRequests(ctx context.Context, p *scaleup.Planner, objs *input.Objects, 
 	for _, t := range objs.PodTemplates {
 		templates[[2]string{t.Namespace, t.Name}] = t
 	}
-	engine := &provreq.Engine{Planner: p, Templates: func(ns, name string) *v1.PodTemplate { return templates[[2]string{ns, name}] }}
+	engine := &provreq.Decider{Planner: p, Templates: func(ns, name string) *v1.PodTemplate { return templates[[2]string{ns, name}] }}
 	now := opts.Now
 	if now.IsZero() {
 		now = time.Now()

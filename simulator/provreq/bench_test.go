@@ -46,7 +46,7 @@ func BenchmarkCheckCapacityBatch(b *testing.B) {
 	for i := range 100 {
 		prs = append(prs, request(fmt.Sprintf("cc-%03d", i), CheckCapacity, "extended", 16))
 	}
-	e := &Engine{Planner: planner, Templates: templates(extendedTemplate())}
+	e := &Decider{Planner: planner, Templates: templates(extendedTemplate())}
 	snap := planner.Engine.Snapshot()
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -86,7 +86,7 @@ func BenchmarkAtomicDynamicMIG(b *testing.B) {
 	exp, _ := expander.New("least-waste", nil, 1)
 	planner := &scaleup.Planner{Engine: h, Groups: []*nodegroup.NodeGroup{group}, Expander: exp}
 	whole := podTemplate("whole", fx.WithTemplateClaim(fx.Pod("x", 2000, nil), "gpu", "whole-gpu"))
-	e := &Engine{Planner: planner, Templates: templates(whole)}
+	e := &Decider{Planner: planner, Templates: templates(whole)}
 	pr := request("train", BestEffortAtomic, "whole", 512)
 	ctx := context.Background()
 	b.ReportAllocs()

@@ -14,10 +14,10 @@ import (
 	"draxr.dev/draxr/simulator/scaleup"
 )
 
-// Engine decides requests on one loop's placement engine. Its planner's
+// Decider decides requests on one loop's placement engine. Its planner's
 // placement engine's snapshot is changed: booked and found capacity stays in it, so
 // that every later request, the regular pods and scale-down see it taken.
-type Engine struct {
+type Decider struct {
 	// Planner plans for the atomic class: the loop's groups, expander and
 	// limits over the loop's placement engine. Check-capacity and booking use it
 	// with no groups.
@@ -55,7 +55,7 @@ func failed(pr *prv1.ProvisioningRequest, reason string, err error) Decision {
 }
 
 // Decide decides one served request: check-capacity or atomic.
-func (e *Engine) Decide(ctx context.Context, pr *prv1.ProvisioningRequest) (Decision, error) {
+func (e *Decider) Decide(ctx context.Context, pr *prv1.ProvisioningRequest) (Decision, error) {
 	pods, err := Pods(pr, e.Templates)
 	if err == nil {
 		err = e.claimTemplatesExist(pr)
@@ -77,7 +77,7 @@ func (e *Engine) Decide(ctx context.Context, pr *prv1.ProvisioningRequest) (Deci
 }
 
 // decideClass decides pr's pods by its class.
-func (e *Engine) decideClass(ctx context.Context, pr *prv1.ProvisioningRequest, pods []*v1.Pod) (Decision, error) {
+func (e *Decider) decideClass(ctx context.Context, pr *prv1.ProvisioningRequest, pods []*v1.Pod) (Decision, error) {
 	switch {
 	case IsCheckCapacity(pr):
 		return e.checkCapacity(ctx, pr, pods)
@@ -89,7 +89,7 @@ func (e *Engine) decideClass(ctx context.Context, pr *prv1.ProvisioningRequest, 
 
 // claimTemplatesExist: a podSet's pods whose claims name a
 // ResourceClaimTemplate that does not exist can never be created.
-func (e *Engine) claimTemplatesExist(pr *prv1.ProvisioningRequest) error {
+func (e *Decider) claimTemplatesExist(pr *prv1.ProvisioningRequest) error {
 	snap := e.Planner.Engine.Snapshot()
 	for i, ps := range pr.Spec.PodSets {
 		t := e.Templates(pr.Namespace, ps.PodTemplateRef.Name)
@@ -108,7 +108,7 @@ func (e *Engine) claimTemplatesExist(pr *prv1.ProvisioningRequest) error {
 // stay placed (booked) and the request is Provisioned. No: nothing is
 // kept, and the request is retried, or fails with noRetry. Never a
 // scale-up.
-func (e *Engine) checkCapacity(ctx context.Context, pr *prv1.ProvisioningRequest, pods []*v1.Pod) (Decision, error) {
+func (e *Decider) checkCapacity(ctx context.Context, pr *prv1.ProvisioningRequest, pods []*v1.Pod) (Decision, error) {
 	snap := e.Planner.Engine.Snapshot()
 	snap.Fork()
 	plan, err := e.existingOnly().PlanContext(ctx, pods)
@@ -130,7 +130,7 @@ func (e *Engine) checkCapacity(ctx context.Context, pr *prv1.ProvisioningRequest
 
 // atomic: what the existing nodes do not take is planned all or nothing
 // on new nodes of one group (balanced with its similar groups).
-func (e *Engine) atomic(ctx context.Context, pr *prv1.ProvisioningRequest, pods []*v1.Pod) (Decision, error) {
+func (e *Decider) atomic(ctx context.Context, pr *prv1.ProvisioningRequest, pods []*v1.Pod) (Decision, error) {
 	snap := e.Planner.Engine.Snapshot()
 	snap.Fork()
 	p := *e.Planner
@@ -190,7 +190,7 @@ func notFound(pr *prv1.ProvisioningRequest, why string) Condition {
 
 // existingOnly is the planner without groups: pods go on nodes there are,
 // on the first that fits (CA's TrySchedulePods): "is there room?".
-func (e *Engine) existingOnly() *scaleup.Planner {
+func (e *Decider) existingOnly() *scaleup.Planner {
 	p := *e.Planner
 	p.Groups = nil
 	p.AllOrNothing = false
@@ -221,7 +221,7 @@ type Booking struct {
 // Key to those pods): a partly consumed request books only the rest, so
 // no capacity is counted twice. Booked pods may be moved by scale-down
 // (safe to evict) and never block a drain: they are not in the cluster.
-func (e *Engine) Book(ctx context.Context, prs []*prv1.ProvisioningRequest, consumers map[string][]*v1.Pod) []Booking {
+func (e *Decider) Book(ctx context.Context, prs []*prv1.ProvisioningRequest, consumers map[string][]*v1.Pod) []Booking {
 	out := make([]Booking, 0, len(prs))
 	for _, pr := range prs {
 		b := Booking{Request: pr, Consumed: len(consumers[Key(pr)])}

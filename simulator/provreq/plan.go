@@ -66,10 +66,10 @@ func ReportOf(pr *prv1.ProvisioningRequest, scaleUps []ReportScaleUp) Report {
 	return r
 }
 
-// Takes says whether this autoscaler acts on pr: it serves it, or the
+// Decides says whether this autoscaler decides pr: it serves it, or the
 // API server would have refused it (a class that is no DNS subdomain, from
 // a dump), which fails with a condition naming the field.
-func (s Serving) Takes(pr *prv1.ProvisioningRequest) bool {
+func (s Serving) Decides(pr *prv1.ProvisioningRequest) bool {
 	if s.Serves(pr) {
 		return true
 	}
@@ -113,12 +113,12 @@ func Consumers(running []*v1.Pod) map[string][]*v1.Pod {
 // backoff is the retry wait a request not provisioned has (the initial
 // one: a plan has no history). It returns a report per request taken,
 // and the requests with their new conditions.
-func (e *Engine) PlanAll(ctx context.Context, prs []*prv1.ProvisioningRequest, running []*v1.Pod, serving Serving,
+func (e *Decider) PlanAll(ctx context.Context, prs []*prv1.ProvisioningRequest, running []*v1.Pod, serving Serving,
 	backoff time.Duration, now time.Time) ([]Report, error) {
 	consumers := Consumers(running)
 	var taken []*prv1.ProvisioningRequest
 	for _, pr := range prs {
-		if !serving.Takes(pr) || ShouldDelete(pr, now) {
+		if !serving.Decides(pr) || ShouldDelete(pr, now) {
 			continue
 		}
 		pr = pr.DeepCopy()

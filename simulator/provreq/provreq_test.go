@@ -150,7 +150,7 @@ func TestBadRequests(t *testing.T) {
 			t.Errorf("%s: error %v, want %q", tc.pr.Name, err, tc.want)
 		}
 		planner, _ := cluster(t, 1, 0, 1)
-		d, err := (&Engine{Planner: planner, Templates: ts}).Decide(context.Background(), tc.pr)
+		d, err := (&Decider{Planner: planner, Templates: ts}).Decide(context.Background(), tc.pr)
 		if tc.pr.Name == "typo" {
 			continue // never served: Serves says no before any decision
 		}
@@ -183,7 +183,7 @@ func TestCheckCapacity(t *testing.T) {
 				pr.Spec.Parameters = map[string]prv1.Parameter{NoRetryParameter: "true"}
 			}
 			before := len(snap.AllResourceClaims())
-			d, err := (&Engine{Planner: planner, Templates: templates(extendedTemplate(), claimTemplate())}).Decide(context.Background(), pr)
+			d, err := (&Decider{Planner: planner, Templates: templates(extendedTemplate(), claimTemplate())}).Decide(context.Background(), pr)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -206,7 +206,7 @@ func TestCheckCapacity(t *testing.T) {
 // A batch: the second request cannot take the room the first was given.
 func TestCheckCapacityBatchTakesRoomOnce(t *testing.T) {
 	planner, _ := cluster(t, 2, 8, 10)
-	e := &Engine{Planner: planner, Templates: templates(extendedTemplate())}
+	e := &Decider{Planner: planner, Templates: templates(extendedTemplate())}
 	first, err := e.Decide(context.Background(), request("first", CheckCapacity, "extended", 6))
 	if err != nil || !first.Provisioned() {
 		t.Fatalf("first: %+v %v", first.Condition, err)
@@ -242,7 +242,7 @@ func TestAtomic(t *testing.T) {
 			if strings.Contains(tc.name, "noRetry") {
 				pr.Spec.Parameters = map[string]prv1.Parameter{NoRetryParameter: "true"}
 			}
-			d, err := (&Engine{Planner: planner, Templates: templates(extendedTemplate(), claimTemplate())}).Decide(context.Background(), pr)
+			d, err := (&Decider{Planner: planner, Templates: templates(extendedTemplate(), claimTemplate())}).Decide(context.Background(), pr)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -276,7 +276,7 @@ func TestBookPartlyConsumed(t *testing.T) {
 		}
 		consumers = append(consumers, real)
 	}
-	e := &Engine{Planner: planner, Templates: templates(extendedTemplate())}
+	e := &Decider{Planner: planner, Templates: templates(extendedTemplate())}
 	got := e.Book(context.Background(), []*prv1.ProvisioningRequest{pr}, map[string][]*v1.Pod{"default/booked": consumers})
 	if len(got) != 1 || got[0].Err != nil || got[0].Booked != 7 || got[0].Unplaced != 0 || got[0].Consumed != 5 {
 		t.Fatalf("booking %+v, want 7 booked (12 less 5 consumed)", got)

@@ -76,7 +76,7 @@ func podSetField(pr *prv1.ProvisioningRequest, pod *v1.Pod) string {
 // the domain found with the fewest new nodes is chosen; its value goes in
 // Decision.Topology. With no domain, a required request is not found (each
 // domain's reason said); a preferred one is decided as without topology.
-func (e *Engine) decideInDomain(ctx context.Context, pr *prv1.ProvisioningRequest, pods []*v1.Pod, t topologyRequest) (Decision, error) {
+func (e *Decider) decideInDomain(ctx context.Context, pr *prv1.ProvisioningRequest, pods []*v1.Pod, t topologyRequest) (Decision, error) {
 	domains := e.Planner.Domains(t.key)
 	snap := e.Planner.Engine.Snapshot()
 	best, bestNodes := "", -1
@@ -119,8 +119,8 @@ func (e *Engine) decideInDomain(ctx context.Context, pr *prv1.ProvisioningReques
 }
 
 // inDomain is the engine restricted to one domain.
-func (e *Engine) inDomain(d *scaleup.Domains, value string) *Engine {
-	return &Engine{Planner: e.Planner.ForDomain(d, value), Templates: e.Templates}
+func (e *Decider) inDomain(d *scaleup.Domains, value string) *Decider {
+	return &Decider{Planner: e.Planner.ForDomain(d, value), Templates: e.Templates}
 }
 
 // domainWhy is what one domain lacks for a request not decided there.

@@ -121,7 +121,7 @@ func TestRequestInOneDomain(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p, _ := rackCluster(t, tc.racks...)
 			pr := request("train", tc.class, "workers", tc.count)
-			e := Engine{Planner: p, Templates: templates(topoTemplate("workers", tc.ann, rack))}
+			e := Decider{Planner: p, Templates: templates(topoTemplate("workers", tc.ann, rack))}
 			d, err := e.Decide(context.Background(), pr)
 			if err != nil {
 				t.Fatal(err)
@@ -173,7 +173,7 @@ func orEmpty(m map[string]int) map[string]int {
 func TestBookingHoldsTheDomain(t *testing.T) {
 	p, snap := rackCluster(t, rackSpec{rack: "a", nodes: 1}, rackSpec{rack: "b", nodes: 1})
 	tmpls := templates(topoTemplate("workers", RequiredTopologyAnnotation, rack), topoTemplate("plain", "", ""))
-	e := Engine{Planner: p, Templates: tmpls}
+	e := Decider{Planner: p, Templates: tmpls}
 	booked := request("booked", CheckCapacity, "workers", 8)
 	Set(booked, Condition{Type: prv1.Provisioned, Status: metav1.ConditionTrue, Reason: ReasonCapacityIsFound}, fx.Epoch)
 	booked.Status.ProvisioningClassDetails = map[string]prv1.Detail{rack: "b"}
@@ -216,7 +216,7 @@ func TestRequestTopologyInvalid(t *testing.T) {
 			want: `annotation kueue.x-k8s.io/podset-required-topology: "rack a" is not a node label key`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := Engine{Planner: p, Templates: templates(tc.tmpls...)}
+			e := Decider{Planner: p, Templates: templates(tc.tmpls...)}
 			d, err := e.Decide(context.Background(), request("bad", BestEffortAtomic, tc.sets...))
 			if err != nil {
 				t.Fatal(err)
