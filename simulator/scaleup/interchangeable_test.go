@@ -26,6 +26,8 @@ type existingCase struct {
 	claims  []*resourceapi.ResourceClaim
 	running []*v1.Pod
 	pending []*v1.Pod
+	// others are pending too, of other kinds.
+	others []*v1.Pod
 	// apart: the pods are of different kinds (estimator.Kinds.Of), so no
 	// verdict is shared; otherwise they are all of one kind.
 	apart bool
@@ -95,7 +97,8 @@ func TestPlaceOnExistingGivesUpOnlyOnInterchangeablePods(t *testing.T) {
 					t.Fatalf("pods of one kind: %v, want %v", same, !tc.apart)
 				}
 				p.FirstFit = firstFit
-				pending := clonePods(tc.pending)
+				all := append(slices.Clone(tc.others), tc.pending...)
+				pending := clonePods(all)
 				plan, err := p.Plan(pending)
 				if err != nil {
 					t.Fatal(err)
@@ -109,7 +112,7 @@ func TestPlaceOnExistingGivesUpOnlyOnInterchangeablePods(t *testing.T) {
 				}
 
 				ref := tc.planner(t)
-				each := clonePods(tc.pending)
+				each := clonePods(all)
 				nodes, last := tc.nodeNames(), ""
 				for _, pod := range SortSchedulerQueue(each) {
 					if firstFit {
@@ -268,5 +271,36 @@ func existingCases() []existingCase {
 			antiAffinity(withLabels(web("p0"), map[string]string{"app": "web"}), "app", "web"),
 			antiAffinity(withLabels(web("p1"), map[string]string{"app": "web"}), "app", "web"),
 			antiAffinity(withLabels(web("p2"), map[string]string{"app": "web"}), "app", "web")}},
+
+		// Labels are not in the kind; below, something selects on labels
+		// that differ within it.
+		{name: "bare pods a running pod's anti-affinity tells apart by label", nodes: 1,
+			running: []*v1.Pod{running(antiAffinity(fx.Pod("guard", 100, nil), "team", "a"), "n0")},
+			pending: []*v1.Pod{withLabels(fx.Pod("pa", 100, nil), map[string]string{"team": "a"}),
+				withLabels(fx.Pod("pb", 100, nil), map[string]string{"team": "b"})}},
+		{name: "a StatefulSet's pods a running pod's anti-affinity tells apart by pod name", nodes: 1,
+			running: []*v1.Pod{running(antiAffinity(fx.Pod("guard", 100, nil), "statefulset.kubernetes.io/pod-name", "db-0"), "n0")},
+			pending: []*v1.Pod{ofStatefulSet(fx.Pod("db-0", 100, nil), "db"), ofStatefulSet(fx.Pod("db-1", 100, nil), "db")}},
+		// The guard is pending too, placed first (higher priority).
+		{name: "a pending pod's anti-affinity tells a ReplicaSet's pods apart", nodes: 1,
+			others:  []*v1.Pod{prioritized(antiAffinity(fx.Pod("guard", 100, nil), "shard", "0"), 10)},
+			pending: []*v1.Pod{withLabels(web("p0"), map[string]string{"shard": "0"}), withLabels(web("p1"), map[string]string{"shard": "1"})}},
+		// The first pod of a group may go anywhere when it matches its
+		// own affinity term; a pod of the same spec that does not waits.
+		{name: "affinity only one of them matches itself", nodes: 1,
+			pending: []*v1.Pod{affinity(withLabels(web("pa"), map[string]string{"app": "other"}), "app", "web"),
+				affinity(withLabels(web("pb"), map[string]string{"app": "web"}), "app", "web")}},
+		// A pod its spread constraint selects counts itself: on n0, which
+		// runs one leader and n1 none (n1 has no core left), a leader
+		// would make the skew 2, a follower keeps it 1.
+		{name: "spreading counts only the pods it selects", nodes: 2,
+			running: []*v1.Pod{hog("n1"), running(withLabels(fx.Pod("leader", 100, nil), map[string]string{"role": "leader"}), "n0")},
+			pending: []*v1.Pod{spread(withLabels(web("pa"), map[string]string{"role": "leader"}), "role", "leader"),
+				spread(withLabels(web("pb"), map[string]string{"role": "follower"}), "role", "leader")}},
 	}
+}
+
+func prioritized(p *v1.Pod, priority int32) *v1.Pod {
+	p.Spec.Priority = ptr.To(priority)
+	return p
 }
