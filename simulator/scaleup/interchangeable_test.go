@@ -267,6 +267,10 @@ func existingCases() []existingCase {
 		{name: "ephemeral volumes", nodes: 1, pending: []*v1.Pod{withVolume(web("p0"), ephemeral), withVolume(web("p1"), ephemeral)}},
 		{name: "host ports", nodes: 2, pending: []*v1.Pod{hostPort(web("p0"), "", 8080), hostPort(web("p1"), "", 8080),
 			hostPort(web("p2"), "", 8080)}},
+		// A port taken on one host IP is free on another.
+		{name: "bare pods a running pod's host port tells apart by host IP", nodes: 1, apart: true,
+			running: []*v1.Pod{running(hostPort(fx.Pod("guard", 100, nil), "10.0.0.1", 8080), "n0")},
+			pending: []*v1.Pod{hostPort(fx.Pod("pa", 100, nil), "10.0.0.1", 8080), hostPort(fx.Pod("pb", 100, nil), "10.0.0.2", 8080)}},
 		{name: "anti-affinity to their own kind", nodes: 2, pending: []*v1.Pod{
 			antiAffinity(withLabels(web("p0"), map[string]string{"app": "web"}), "app", "web"),
 			antiAffinity(withLabels(web("p1"), map[string]string{"app": "web"}), "app", "web"),
