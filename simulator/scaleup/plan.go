@@ -333,6 +333,11 @@ func (p *Planner) placeOnExisting(ctx context.Context, pods []*v1.Pod, plan *Pla
 		}
 		kind := kinds.Of(pod)
 		if nowhere.Holds(pod) {
+			if p.Engine.VerifiesShortcuts() {
+				for _, n := range nodes {
+					p.Engine.VerifyRejects("unplaceable pods", pod, n)
+				}
+			}
 			remaining = append(remaining, pod)
 			continue
 		}
