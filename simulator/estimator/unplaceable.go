@@ -2,7 +2,6 @@ package estimator
 
 import (
 	"slices"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,8 +26,9 @@ type Unplaceable struct {
 	eng   *placement.Engine
 	kinds *Kinds
 	pods  []*v1.Pod
-	// failed are the keys of the pods that fit nowhere.
-	failed map[string]bool
+	// failed are the keys of the pods that fit nowhere; failedKinds their
+	// kinds, so that a pod of another kind needs no key built.
+	failed, failedKinds map[string]bool
 	// Read when the first pod fails (built), not before: a pass in which
 	// every pod fits never needs them.
 	built bool
@@ -40,27 +40,39 @@ type Unplaceable struct {
 	all bool
 	// own are, by kind, read and the keys the kind's own terms read.
 	own map[string][]string
+	buf []byte // the last key built
 }
 
 // NewUnplaceable starts a pass that places pods (the pass's pending pods,
 // in any order) over the engine's nodes.
 func NewUnplaceable(eng *placement.Engine, kinds *Kinds, pods []*v1.Pod) *Unplaceable {
-	return &Unplaceable{eng: eng, kinds: kinds, pods: pods, failed: map[string]bool{}}
+	return &Unplaceable{eng: eng, kinds: kinds, pods: pods, failed: map[string]bool{}, failedKinds: map[string]bool{}}
 }
 
 // Add records that pod fit no node.
-func (u *Unplaceable) Add(pod *v1.Pod) { u.failed[u.key(pod)] = true }
+func (u *Unplaceable) Add(pod *v1.Pod) {
+	u.buf = u.appendKey(u.buf[:0], pod)
+	u.failed[string(u.buf)] = true
+	u.failedKinds[u.kinds.Of(pod)] = true
+}
 
 // Holds reports whether a pod Filter cannot tell from pod fit no node.
 func (u *Unplaceable) Holds(pod *v1.Pod) bool {
-	return len(u.failed) > 0 && u.failed[u.key(pod)]
+	if !u.failedKinds[u.kinds.Of(pod)] {
+		return false
+	}
+	u.buf = u.appendKey(u.buf[:0], pod)
+	return u.failed[string(u.buf)] // looked up without a copy
 }
 
-func (u *Unplaceable) key(pod *v1.Pod) string {
+// appendKey appends the pod's key: its kind, then its values of the label
+// keys read.
+func (u *Unplaceable) appendKey(b []byte, pod *v1.Pod) []byte {
 	kind := u.kinds.Of(pod)
+	b = append(b, kind...)
 	u.build()
 	if u.all {
-		return kind + "\x00" + labels.Set(pod.Labels).String()
+		return append(append(b, 0), labels.Set(pod.Labels).String()...)
 	}
 	keys := u.read
 	if readsLabels(pod) {
@@ -71,21 +83,14 @@ func (u *Unplaceable) key(pod *v1.Pod) string {
 			u.own[kind] = keys
 		}
 	}
-	if len(keys) == 0 {
-		return kind
-	}
-	var b strings.Builder
-	b.WriteString(kind)
 	for _, k := range keys {
 		// NUL is in no label key or value; "=" tells a value from none.
-		b.WriteByte(0)
-		b.WriteString(k)
+		b = append(append(b, 0), k...)
 		if v, ok := pod.Labels[k]; ok {
-			b.WriteByte('=')
-			b.WriteString(v)
+			b = append(append(b, '='), v...)
 		}
 	}
-	return b.String()
+	return b
 }
 
 func (u *Unplaceable) build() {
