@@ -69,7 +69,7 @@ func (tc existingCase) planner(t *testing.T) *Planner {
 	return p
 }
 
-// placePod says where each pod went ("" for nowhere).
+// placedOn says where each pod went ("" for nowhere).
 func placedOn(p *Planner, pods []*v1.Pod) map[string]string {
 	out := map[string]string{}
 	for _, pod := range pods {
