@@ -13,7 +13,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 
 	"draxr.dev/draxr/autoscaler/clusterstate"
@@ -23,7 +22,6 @@ import (
 	"draxr.dev/draxr/simulator/estimator"
 	"draxr.dev/draxr/simulator/placement"
 	"draxr.dev/draxr/simulator/scaledown"
-	"draxr.dev/draxr/simulator/snapshot"
 )
 
 // findScaleDown finds nodes whose pods may and can move elsewhere,
@@ -235,69 +233,31 @@ func (a *Autoscaler) placePendingPods(sim *placement.Engine, st *clusterstate.St
 			ready = append(ready, name)
 		}
 	}
-	// Nodes only fill up here: a kind of pod that fits nowhere is not
-	// tried again, so thousands of pods no node can take cost one try.
-	kinds := newPendingKinds(sim.Snapshot(), pending)
-	fitsNowhere := map[string]bool{}
+	// Nodes only fill up here: a pod that fits nowhere is not tried again,
+	// nor pods Filter cannot tell from it (estimator.Unplaceable), so
+	// thousands of pods no node can take cost one try.
+	kinds := estimator.NewKinds(sim.Snapshot(), pending)
+	nowhere := estimator.NewUnplaceable(sim, kinds, pending)
 	room := sim.NewCandidates()
 	for _, pod := range pending {
-		kind := kinds.of(pod)
-		if fitsNowhere[kind] {
+		if nowhere.Holds(pod) {
+			if sim.VerifiesShortcuts() {
+				for _, n := range ready {
+					sim.VerifyRejects("unplaceable pods", pod, n)
+				}
+			}
 			continue
 		}
 		// Plainly full nodes are left out before any plugin runs.
-		candidates := room.For(pod, kind, ready)
+		candidates := room.For(pod, kinds.Of(pod), ready)
 		if len(candidates) == 0 {
-			fitsNowhere[kind] = true
+			nowhere.Add(pod)
 			continue
 		}
 		if _, _, ferr := sim.PlaceOnAnyNode(pod, candidates); ferr != nil {
-			fitsNowhere[kind] = true // it stays pending
+			nowhere.Add(pod) // it stays pending
 		}
 	}
-}
-
-// pendingKinds key the pods placePendingPods gives up on together. Pods of
-// one scale-up kind (estimator.Kinds) ask alike: the same claims or
-// claims asking the same, the same volume claims, host ports and terms.
-// Their labels may still differ (a StatefulSet's pod-name, bare pods of
-// one spec), and labels decide a fit where a pod with required
-// anti-affinity may run or the pod's own inter-pod terms or spreading
-// count itself: there the labels are part of the kind.
-type pendingKinds struct {
-	kinds *estimator.Kinds
-	// antiAffinity: a running or pending pod has required anti-affinity.
-	antiAffinity bool
-}
-
-func newPendingKinds(snap *snapshot.Snapshot, pending []*v1.Pod) pendingKinds {
-	k := pendingKinds{kinds: estimator.NewKinds(snap, pending)}
-	if withAnti, err := snap.NodeInfos().HavePodsWithRequiredAntiAffinityList(); err != nil || len(withAnti) > 0 {
-		k.antiAffinity = true
-	}
-	for _, pod := range pending {
-		if a := pod.Spec.Affinity; a != nil && a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
-			k.antiAffinity = true
-		}
-	}
-	return k
-}
-
-func (k pendingKinds) of(pod *v1.Pod) string {
-	kind := k.kinds.Of(pod)
-	if k.antiAffinity || readsOwnLabels(pod) {
-		kind += "|" + labels.Set(pod.Labels).String()
-	}
-	return kind
-}
-
-// readsOwnLabels: the pod's inter-pod terms or spread constraints may
-// match the pod itself, so its labels decide where it fits.
-func readsOwnLabels(pod *v1.Pod) bool {
-	if a := pod.Spec.Affinity; a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil) {
-		return true
-	}
-	return len(pod.Spec.TopologySpreadConstraints) > 0
 }
 
 // earlyStop is CA's bound on one search for removable nodes. A loop

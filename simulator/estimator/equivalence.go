@@ -230,8 +230,9 @@ func readsLabels(pod *v1.Pod) bool {
 	return len(pod.Spec.TopologySpreadConstraints) > 0
 }
 
-// specHash covers what scheduling reads: requests, claims, selectors,
-// affinity, tolerations, topology spread, priority and scheduler name.
+// specHash covers what scheduling reads: requests, claims, host ports,
+// selectors, affinity, tolerations, topology spread, priority and
+// scheduler name.
 // ownSpec, when not nil, gives what a claim of the pod's own asks (nil for
 // other claims, which count by name); ownNamed is whether every claim the
 // pod names is its own.
@@ -249,6 +250,11 @@ func specHash(pod *v1.Pod, ownSpec func(*v1.Pod, *v1.PodResourceClaim) []byte) (
 			w("c", c.Name, sortedList(c.Resources.Requests), sortedList(c.Resources.Limits), string(ptr.Deref(c.RestartPolicy, "")))
 			for _, p := range c.Ports {
 				w("p", strconv.Itoa(int(p.HostPort)), string(p.Protocol))
+				if p.HostIP != "" {
+					// A port taken on one host IP is free on another. Only
+					// when set, so that other pods' hashes stay as they were.
+					w("@", p.HostIP)
+				}
 			}
 		}
 		w("|")

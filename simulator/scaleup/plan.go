@@ -305,7 +305,8 @@ func schedulerOf(pod *v1.Pod) string {
 }
 
 // placeOnExisting places pods on existing nodes where kube-scheduler would.
-// A kind of pod that fit nowhere is not tried again: nodes only fill up.
+// A pod that fit nowhere is not tried again, nor pods Filter cannot tell
+// from it (estimator.Unplaceable): nodes only fill up.
 func (p *Planner) placeOnExisting(ctx context.Context, pods []*v1.Pod, plan *Plan, kinds *estimator.Kinds) ([]*v1.Pod, error) {
 	nodes := p.Engine.Snapshot().NodeNames()
 	if p.inDomain {
@@ -315,7 +316,7 @@ func (p *Planner) placeOnExisting(ctx context.Context, pods []*v1.Pod, plan *Pla
 		return pods, nil
 	}
 	var remaining []*v1.Pod
-	noRoom := map[string]bool{}
+	nowhere := estimator.NewUnplaceable(p.Engine, kinds, pods)
 	room := p.Engine.NewCandidates()
 	last := "" // FirstFit: the node the last pod went to
 	// FirstFit: the last placed pod of each kind, whose scheduler pod
@@ -331,7 +332,12 @@ func (p *Planner) placeOnExisting(ctx context.Context, pods []*v1.Pod, plan *Pla
 			return nil, err
 		}
 		kind := kinds.Of(pod)
-		if noRoom[kind] {
+		if nowhere.Holds(pod) {
+			if p.Engine.VerifiesShortcuts() {
+				for _, n := range nodes {
+					p.Engine.VerifyRejects("unplaceable pods", pod, n)
+				}
+			}
 			remaining = append(remaining, pod)
 			continue
 		}
@@ -366,14 +372,14 @@ func (p *Planner) placeOnExisting(ctx context.Context, pods []*v1.Pod, plan *Pla
 			// nodes, so the choice is the same.
 			candidates := room.For(pod, kind, nodes)
 			if len(candidates) == 0 {
-				noRoom[kind] = true
+				nowhere.Add(pod)
 				remaining = append(remaining, pod)
 				continue
 			}
 			node, placed, ferr = p.Engine.PlaceBest(pod, candidates)
 		}
 		if ferr != nil {
-			noRoom[kind] = true
+			nowhere.Add(pod)
 			remaining = append(remaining, pod)
 			continue
 		}
