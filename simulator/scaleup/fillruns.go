@@ -27,8 +27,8 @@ type fillRun struct {
 // (estimator.Kinds.Alike, owner and labels aside) share a run, since no
 // pod's Filter verdict reads labels in a pass where runs are kept.
 type fillRuns struct {
-	h     *placement.Engine
-	kinds *estimator.Kinds
+	engine *placement.Engine
+	kinds  *estimator.Kinds
 	// on: no pod placed or pending reads labels (estimator.LabelBlind);
 	// otherwise an identical node may still differ by its neighbours.
 	on     bool
@@ -36,8 +36,8 @@ type fillRuns struct {
 	onNode map[string]string // node -> kind of its run
 }
 
-func newFillRuns(h *placement.Engine, kinds *estimator.Kinds, pending []*v1.Pod, off bool) *fillRuns {
-	return &fillRuns{h: h, kinds: kinds, on: !off && estimator.LabelBlind(h, pending), byKind: map[string]*fillRun{}, onNode: map[string]string{}}
+func newFillRuns(engine *placement.Engine, kinds *estimator.Kinds, pending []*v1.Pod, off bool) *fillRuns {
+	return &fillRuns{engine: engine, kinds: kinds, on: !off && estimator.LabelBlind(engine, pending), byKind: map[string]*fillRun{}, onNode: map[string]string{}}
 }
 
 // placed learns from a pod first fit placed on node; full tells whether
@@ -60,7 +60,7 @@ func (f *fillRuns) placed(node string, placed *v1.Pod, full func(string) bool) {
 		r = nil
 		// A run starts on a node that was empty: the pod is its only one
 		// and holds devices of the node's own pool only.
-		if ni := f.h.Snapshot().NodeInfo(node); ni != nil && len(ni.Pods) == 1 && f.h.OnOwnPools(placed, node) &&
+		if ni := f.engine.Snapshot().NodeInfo(node); ni != nil && len(ni.Pods) == 1 && f.engine.OnOwnPools(placed, node) &&
 			placement.Replicable(placed, f.kinds.OwnsNamedClaims(placed)) && !estimator.SelectsNodesByName([]*v1.Pod{placed}) {
 			if sig, ok := f.signatureWithout(node, placed); ok {
 				r = &fillRun{src: node, sig: sig}
@@ -72,7 +72,7 @@ func (f *fillRuns) placed(node string, placed *v1.Pod, full func(string) bool) {
 			return
 		}
 	}
-	if !f.h.OnOwnPools(placed, node) {
+	if !f.engine.OnOwnPools(placed, node) {
 		r.dead = true
 		return
 	}
@@ -82,13 +82,13 @@ func (f *fillRuns) placed(node string, placed *v1.Pod, full func(string) bool) {
 
 // signatureWithout is the node's signature as it was before pod came.
 func (f *fillRuns) signatureWithout(node string, pod *v1.Pod) (uint64, bool) {
-	snap := f.h.Snapshot()
+	snap := f.engine.Snapshot()
 	snap.Fork()
 	defer snap.Revert()
-	if _, err := f.h.Remove(pod.UID); err != nil {
+	if _, err := f.engine.Remove(pod.UID); err != nil {
 		return 0, false
 	}
-	return f.h.EmptyNodeSignature(node)
+	return f.engine.EmptyNodeSignature(node)
 }
 
 // copyTo places the next pods of the kind by copying its learned run onto
@@ -127,20 +127,20 @@ func (f *fillRuns) copyTo(next []*v1.Pod, nodes []string, last string, full func
 	if dst == "" || dst == r.src {
 		return "", nil
 	}
-	if sig, ok := f.h.EmptyNodeSignature(dst); !ok || sig != r.sig {
+	if sig, ok := f.engine.EmptyNodeSignature(dst); !ok || sig != r.sig {
 		return "", nil
 	}
-	if err := f.h.Replicate(r.src, r.pods, dst, run); err != nil {
+	if err := f.engine.Replicate(r.src, r.pods, dst, run); err != nil {
 		return "", nil
 	}
 	// First fit moves on from dst as it did from the source only if dst
 	// is as full (NoRoom holds itself to the full path).
-	if f.h.VerifiesShortcuts() && !full(dst) {
+	if f.engine.VerifiesShortcuts() && !full(dst) {
 		placement.ShortcutDiffers("fill copies", "node %s took the %d pods node %s took but is not full for them", dst, len(run), r.src)
 	}
 	placed := make([]*v1.Pod, len(run))
 	for i, p := range run {
-		placed[i], _, _ = f.h.Snapshot().Pod(p.UID)
+		placed[i], _, _ = f.engine.Snapshot().Pod(p.UID)
 	}
 	return dst, placed
 }

@@ -16,7 +16,7 @@ import (
 // group's new nodes: the highest index of a sub-request allocated, 0 when
 // every pod got its first choice or none asks for one. One pod of each
 // kind is read (pods of a kind ask alike, and the nodes are alike).
-func firstAvailableRank(h *placement.Engine, kinds *estimator.Kinds, res *estimator.Result) int {
+func firstAvailableRank(engine *placement.Engine, kinds *estimator.Kinds, res *estimator.Result) int {
 	rank := 0
 	seen := map[string]bool{}
 	for _, pod := range res.PlacedOrder {
@@ -24,12 +24,12 @@ func firstAvailableRank(h *placement.Engine, kinds *estimator.Kinds, res *estima
 		if seen[kind] {
 			continue
 		}
-		placed, _, ok := h.Snapshot().Pod(pod.UID)
+		placed, _, ok := engine.Snapshot().Pod(pod.UID)
 		if !ok {
 			continue // counted, not simulated: another pod of its kind was
 		}
 		seen[kind] = true
-		for _, c := range h.ClaimsOf(placed) {
+		for _, c := range engine.ClaimsOf(placed) {
 			if c.Status.Allocation == nil {
 				continue
 			}

@@ -32,11 +32,11 @@ type Config struct {
 	Gangs *gang.Index
 }
 
-// NewPlanner builds the planner over h: a CapacityBuffer's in-memory pods
+// NewPlanner builds the planner over engine: a CapacityBuffer's in-memory pods
 // are placed first-fit (their node does not matter), every other pod as
 // the scheduler would.
-func NewPlanner(h *placement.Engine, c Config) *Planner {
-	p := &Planner{Engine: h, Groups: c.Groups, Expander: c.Expander, MaxNodesTotal: c.MaxNodesTotal, Matcher: c.Matcher,
+func NewPlanner(engine *placement.Engine, c Config) *Planner {
+	p := &Planner{Engine: engine, Groups: c.Groups, Expander: c.Expander, MaxNodesTotal: c.MaxNodesTotal, Matcher: c.Matcher,
 		DaemonSets: c.DaemonSets, Limits: c.Limits, FirstFitFor: capacitybuffer.IsBufferPod, Gangs: c.Gangs}
 	if p.Matcher == nil {
 		p.Matcher = dynres.NewMatcher()

@@ -493,16 +493,16 @@ func (p *Planner) bestOptionFor(ctx context.Context, st *state, pods []*v1.Pod, 
 }
 
 // scaleUpOf is one estimate's scale-up: its group, new nodes and pods.
-func scaleUpOf(h *placement.Engine, res *estimator.Result) ScaleUp {
+func scaleUpOf(engine *placement.Engine, res *estimator.Result) ScaleUp {
 	su := ScaleUp{NodeGroup: res.Group, NewNodes: len(res.NewNodes)}
 	if n := len(res.PlacedOrder); n > 0 { // none stays nil: JSON says null, as before
 		su.Pods, su.Placements = make([]PodRef, 0, n), make([]Placement, 0, n)
 	}
 	for _, pod := range res.PlacedOrder {
 		node := res.Placed[pod.UID]
-		placed, _, _ := h.Snapshot().Pod(pod.UID)
+		placed, _, _ := engine.Snapshot().Pod(pod.UID)
 		su.Pods = append(su.Pods, RefOf(pod))
-		su.Placements = append(su.Placements, newPlacement(h, pod, node, placed))
+		su.Placements = append(su.Placements, newPlacement(engine, pod, node, placed))
 	}
 	return su
 }
@@ -548,12 +548,12 @@ func withoutPlaced(pods []*v1.Pod, placed map[types.UID]string) []*v1.Pod {
 // newPlacement is pod placed on node, with "driver/pool/device" and the
 // DeviceClass of each device of the placed pod's extended-resource claim
 // and claims.
-func newPlacement(h *placement.Engine, pod *v1.Pod, node string, placed *v1.Pod) Placement {
+func newPlacement(engine *placement.Engine, pod *v1.Pod, node string, placed *v1.Pod) Placement {
 	p := Placement{Pod: RefOf(pod), Node: node}
 	if placed == nil {
 		return p
 	}
-	for _, c := range h.ClaimsOf(placed) {
+	for _, c := range engine.ClaimsOf(placed) {
 		if c.Status.Allocation == nil {
 			continue
 		}
