@@ -420,7 +420,7 @@ func watchVolcano(ctx context.Context, o *options, cfg *rest.Config, cluster *vi
 	if err != nil {
 		return nil, err
 	}
-	if !liveview.Serves(disco, view.VolcanoPodGroupsResource()) {
+	if liveview.CheckServed(disco, view.VolcanoPodGroupsResource()) != nil {
 		klog.FromContext(ctx).Info("Volcano's PodGroups are not served: its pods are planned one by one", "resource", view.VolcanoPodGroupsResource().String())
 		return nil, nil
 	}

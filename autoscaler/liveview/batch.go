@@ -22,9 +22,9 @@ import (
 // their informers (to watch for changes).
 func batchInformers(v view.View, cfg *rest.Config, disco discovery.DiscoveryInterface, f informers.SharedInformerFactory) (
 	view.View, []startable, map[string]cache.SharedIndexInformer, error) {
-	volcano := Serves(disco, view.VolcanoPodGroupsResource())
-	requests := Serves(disco, prv1.SchemeGroupVersion.WithResource("provisioningrequests"))
-	buffers := Serves(disco, capacitybuffer.GroupVersionResource())
+	volcano := CheckServed(disco, view.VolcanoPodGroupsResource()) == nil
+	requests := CheckServed(disco, prv1.SchemeGroupVersion.WithResource("provisioningrequests")) == nil
+	buffers := CheckServed(disco, capacitybuffer.GroupVersionResource()) == nil
 	watched := map[string]cache.SharedIndexInformer{}
 	if !volcano && !requests && !buffers {
 		return v, nil, watched, nil

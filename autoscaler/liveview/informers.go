@@ -105,7 +105,7 @@ func WithPodGroups(v view.View, f informers.SharedInformerFactory, disco discove
 		return v, nil
 	}
 	gvr := schedulingv1beta1.SchemeGroupVersion.WithResource("podgroups")
-	if !Serves(disco, gvr) {
+	if CheckServed(disco, gvr) != nil {
 		return v, fmt.Errorf("GenericWorkload=true: the API server does not serve %s.%s; "+
 			"turn the gate on in the API server too (--feature-gates and --runtime-config=%s=true)", gvr.Resource, gvr.GroupVersion(), gvr.GroupVersion())
 	}
@@ -113,13 +113,10 @@ func WithPodGroups(v view.View, f informers.SharedInformerFactory, disco discove
 	return v, nil
 }
 
-// Serves reports whether the API server serves gvr.
-func Serves(disco discovery.DiscoveryInterface, gvr schema.GroupVersionResource) bool {
-	return CheckServed(disco, gvr) == nil
-}
-
 // CheckServed is nil when the API server serves gvr, else why not: the
-// discovery error, or the group version lists no such resource.
+// discovery error, or the group version lists no such resource. It is
+// draxr's one "is this API served" check (an informer on an API not
+// served never syncs): callers that need only yes or no compare with nil.
 func CheckServed(disco discovery.DiscoveryInterface, gvr schema.GroupVersionResource) error {
 	resources, err := disco.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
 	if err != nil {

@@ -75,7 +75,7 @@ func notServed(disco discovery.DiscoveryInterface) []schema.GroupVersionResource
 	var out []schema.GroupVersionResource
 	for _, gvr := range []schema.GroupVersionResource{view.VolcanoPodGroupsResource(),
 		prv1.SchemeGroupVersion.WithResource("provisioningrequests"), capacitybuffer.GroupVersionResource()} {
-		if !liveview.Serves(disco, gvr) {
+		if liveview.CheckServed(disco, gvr) != nil {
 			out = append(out, gvr)
 		}
 	}

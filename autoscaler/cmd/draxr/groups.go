@@ -151,7 +151,7 @@ func hasScalable(objs *input.Objects) bool {
 func servesClusterAPI(d discovery.DiscoveryInterface) bool {
 	for _, version := range capi.Versions() {
 		gvr := schema.GroupVersionResource{Group: capi.Group, Version: version, Resource: strings.ToLower(capi.MachineDeployment) + "s"}
-		if liveview.Serves(d, gvr) {
+		if liveview.CheckServed(d, gvr) == nil {
 			return true
 		}
 	}
