@@ -16,13 +16,13 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"draxr.dev/draxr/autoscaler/core"
+	"draxr.dev/draxr/autoscaler/liveview"
 	"draxr.dev/draxr/autoscaler/looptrigger"
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/cloudprovider/mocks"
 	"draxr.dev/draxr/simulator/expander"
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/nodegroup"
-	"draxr.dev/draxr/simulator/view"
 )
 
 type noHealth struct{}
@@ -61,7 +61,7 @@ func newLoopEnv(t *testing.T, pods ...*v1.Pod) *loopEnv {
 		}
 	}
 	factory := informers.NewSharedInformerFactory(client, 0)
-	cluster := view.FromInformers(factory)
+	cluster := liveview.FromInformers(factory)
 	clk := testingclock.NewFakeClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))
 	trigger := looptrigger.New(looptrigger.Config{ScanInterval: 30 * time.Second, FrequentLoops: true,
 		BatchIdle: time.Second, BatchMax: 10 * time.Second}, clk)

@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"draxr.dev/draxr/autoscaler/liveview"
 	"draxr.dev/draxr/simulator/taints"
-	"draxr.dev/draxr/simulator/view"
 )
 
 func TestFlagValidation(t *testing.T) {
@@ -184,7 +184,7 @@ func TestExternalGRPCCloudConfig(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := &options{cloudProvider: "externalgrpc", cloudConfig: tc.path}
 			client := kubefake.NewClientset()
-			p, err := newProvider(context.Background(), o, &rest.Config{}, client, nil, view.FromInformers(informers.NewSharedInformerFactory(client, 0)))
+			p, err := newProvider(context.Background(), o, &rest.Config{}, client, nil, liveview.FromInformers(informers.NewSharedInformerFactory(client, 0)))
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err %v, want %q", err, tc.wantErr)

@@ -45,6 +45,7 @@ import (
 	"draxr.dev/draxr/autoscaler/buffers"
 	"draxr.dev/draxr/autoscaler/core"
 	"draxr.dev/draxr/autoscaler/health"
+	"draxr.dev/draxr/autoscaler/liveview"
 	"draxr.dev/draxr/autoscaler/looptrigger"
 	"draxr.dev/draxr/autoscaler/provisioning"
 	"draxr.dev/draxr/cloudprovider"
@@ -157,8 +158,8 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 	}
 	// The informers come first: the kwok provider reads its groups'
 	// members from the same node cache as the loop.
-	factory := view.NewInformerFactory(client)
-	cluster, err := view.FromInformers(factory).WithPodGroups(factory, client.Discovery())
+	factory := liveview.NewInformerFactory(client)
+	cluster, err := liveview.WithPodGroups(liveview.FromInformers(factory), factory, client.Discovery())
 	if err != nil {
 		return err
 	}
@@ -380,7 +381,7 @@ func newBuffers(o *options, cfg *rest.Config, client kubernetes.Interface, facto
 	if !o.bufferController && !o.bufferInjection {
 		return nil, nil, nil
 	}
-	jsonCfg := view.JSONOnly(cfg)
+	jsonCfg := liveview.JSONOnly(cfg)
 	dyn, err := dynamic.NewForConfig(jsonCfg)
 	if err != nil {
 		return nil, nil, err
@@ -390,12 +391,12 @@ func newBuffers(o *options, cfg *rest.Config, client kubernetes.Interface, facto
 		return nil, nil, err
 	}
 	gvr := capacitybuffer.GroupVersionResource()
-	if err := view.CheckServed(disco, gvr); err != nil {
+	if err := liveview.CheckServed(disco, gvr); err != nil {
 		return nil, nil, fmt.Errorf("--capacity-buffer-*-enabled: the API server does not serve %s.%s (%v); "+
 			"install the CRD (charts/draxr/crds/)", gvr.Resource, gvr.GroupVersion(), err)
 	}
 	f := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
-	*cluster = cluster.WithCapacityBuffers(f, factory)
+	*cluster = liveview.WithCapacityBuffers(*cluster, f, factory)
 	writer, templates := buffers.NewStatusWriter(dyn), buffers.NewTemplateWriter(client, cluster.PodTemplates)
 	if o.dryRun {
 		writer, templates = buffers.DryRunWriter(), buffers.DryRunTemplates(cluster.PodTemplates)
@@ -414,12 +415,12 @@ func watchVolcano(ctx context.Context, o *options, cfg *rest.Config, cluster *vi
 	if !slices.Contains(o.pods.BypassedSchedulerNames, gang.VolcanoScheduler) {
 		return nil, nil
 	}
-	jsonCfg := view.JSONOnly(cfg)
+	jsonCfg := liveview.JSONOnly(cfg)
 	disco, err := discovery.NewDiscoveryClientForConfig(jsonCfg)
 	if err != nil {
 		return nil, err
 	}
-	if !view.Serves(disco, view.VolcanoPodGroupsResource()) {
+	if liveview.CheckServed(disco, view.VolcanoPodGroupsResource()) != nil {
 		klog.FromContext(ctx).Info("Volcano's PodGroups are not served: its pods are planned one by one", "resource", view.VolcanoPodGroupsResource().String())
 		return nil, nil
 	}
@@ -428,7 +429,7 @@ func watchVolcano(ctx context.Context, o *options, cfg *rest.Config, cluster *vi
 		return nil, err
 	}
 	f := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
-	*cluster = cluster.WithVolcanoPodGroups(f)
+	*cluster = liveview.WithVolcanoPodGroups(*cluster, f)
 	return f, nil
 }
 
@@ -479,18 +480,18 @@ func newProvisioningRequests(ctx context.Context, o *options, cfg *rest.Config, 
 	if !o.enableProvisioningRequests {
 		return nil, nil, nil
 	}
-	client, err := prclient.NewForConfig(view.JSONOnly(cfg))
+	client, err := prclient.NewForConfig(liveview.JSONOnly(cfg))
 	if err != nil {
 		return nil, nil, err
 	}
 	gv := prv1.SchemeGroupVersion.String()
-	if err := view.CheckServed(client.Discovery(), prv1.SchemeGroupVersion.WithResource("provisioningrequests")); err != nil {
+	if err := liveview.CheckServed(client.Discovery(), prv1.SchemeGroupVersion.WithResource("provisioningrequests")); err != nil {
 		return nil, nil, fmt.Errorf("--enable-provisioning-requests: the API server does not serve provisioningrequests.%s (%v); "+
 			"install the CRD (the chart's provisioningRequests.installCRD, or charts/draxr/crds/)", gv, err)
 	}
 	prFactory := prinformers.NewSharedInformerFactory(client, 0)
 	pcfg := o.provReqOptions.processorConfig()
-	*cluster = cluster.WithProvisioningRequests(prFactory, factory)
+	*cluster = liveview.WithProvisioningRequests(*cluster, prFactory, factory)
 	pcfg.Requests, pcfg.Templates = cluster.ProvisioningRequests, cluster.PodTemplates
 	pcfg.Client = provisioning.NewClient(client)
 	if o.dryRun {

@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"draxr.dev/draxr/autoscaler/liveview"
 	"draxr.dev/draxr/cloudprovider"
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/input"
@@ -361,7 +362,7 @@ func TestClaimsReadOnceForBindingAndSnapshot(t *testing.T) {
 func syncedListers(t *testing.T, objs ...runtime.Object) view.View {
 	t.Helper()
 	f := informers.NewSharedInformerFactory(fake.NewClientset(objs...), 0)
-	l := view.FromInformers(f)
+	l := liveview.FromInformers(f)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	f.Start(ctx.Done())

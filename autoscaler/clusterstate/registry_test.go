@@ -21,6 +21,7 @@ import (
 	"draxr.dev/draxr/autoscaler/backoff"
 	"draxr.dev/draxr/autoscaler/clusterstate"
 	"draxr.dev/draxr/autoscaler/core"
+	"draxr.dev/draxr/autoscaler/liveview"
 	"draxr.dev/draxr/cloudprovider"
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/nodegroup"
@@ -56,7 +57,7 @@ func newEnvWith(t *testing.T, tc taints.Config) *env {
 	t.Helper()
 	e := &env{t: t, client: fake.NewClientset(), now: t0, recorder: record.NewFakeRecorder(100)}
 	f := informers.NewSharedInformerFactory(e.client, 0)
-	e.listers = view.FromInformers(f)
+	e.listers = liveview.FromInformers(f)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	e.ctx = ctx

@@ -17,12 +17,12 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
 
+	"draxr.dev/draxr/autoscaler/liveview"
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/cloudprovider/mocks"
 	"draxr.dev/draxr/simulator/expander"
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/nodegroup"
-	"draxr.dev/draxr/simulator/view"
 )
 
 // unschedulablePods are n one-GPU pods the scheduler gave up on.
@@ -44,7 +44,7 @@ func setup(t *testing.T, objs ...runtime.Object) (*Autoscaler, *mocks.MockProvid
 	objs = append(objs, fx.Class("gpu.example.com", fx.Driver, fx.GPUResource, fx.Epoch))
 	client := fake.NewClientset(objs...)
 	factory := informers.NewSharedInformerFactory(client, 0)
-	listers := view.FromInformers(factory)
+	listers := liveview.FromInformers(factory)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	factory.Start(ctx.Done())

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
 
+	"draxr.dev/draxr/autoscaler/liveview"
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/cloudprovider/mocks"
 	"draxr.dev/draxr/simulator/expander"
@@ -118,7 +119,7 @@ func fleetClient(b *testing.B, shape fleetShape) (context.Context, *fake.Clients
 	ctx, cancel := context.WithCancel(context.Background())
 	client := fake.NewClientset(fleetObjects(shape)...)
 	factory := informers.NewSharedInformerFactory(client, 0)
-	listers := view.FromInformers(factory)
+	listers := liveview.FromInformers(factory)
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
 	// Shutdown waits for the informers, which stop when ctx ends.

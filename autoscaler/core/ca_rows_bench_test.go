@@ -14,12 +14,12 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
 
+	"draxr.dev/draxr/autoscaler/liveview"
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/cloudprovider/mocks"
 	"draxr.dev/draxr/simulator/expander"
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/scaledown"
-	"draxr.dev/draxr/simulator/view"
 )
 
 // BenchmarkCARows holds every row of the Cluster Autoscaler's RunOnce
@@ -80,7 +80,7 @@ func caScaleUpRow(b *testing.B, name string, pending, wantNodes int, objs func()
 		ctx, cancel := context.WithCancel(context.Background())
 		client := fake.NewClientset(objs()...)
 		factory := informers.NewSharedInformerFactory(client, 0)
-		listers := view.FromInformers(factory)
+		listers := liveview.FromInformers(factory)
 		factory.Start(ctx.Done())
 		factory.WaitForCacheSync(ctx.Done())
 		defer func() { cancel(); factory.Shutdown() }()
@@ -131,7 +131,7 @@ func caScaleDownRow(b *testing.B, name string, nodes int, generated bool) {
 		ctx, cancel := context.WithCancel(context.Background())
 		client := fake.NewClientset(scaleDownClaimObjects(nodes, generated)...)
 		factory := informers.NewSharedInformerFactory(client, 0)
-		listers := view.FromInformers(factory)
+		listers := liveview.FromInformers(factory)
 		factory.Start(ctx.Done())
 		factory.WaitForCacheSync(ctx.Done())
 		defer func() { cancel(); factory.Shutdown() }()

@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"draxr.dev/draxr/autoscaler/clusterstate"
+	"draxr.dev/draxr/autoscaler/liveview"
 	"draxr.dev/draxr/autoscaler/metrics"
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/simulator/expander"
@@ -60,7 +61,7 @@ func newFailureEnv(t *testing.T, objs ...runtime.Object) *failureEnv {
 	objs = append(objs, fx.Class("gpu.example.com", fx.Driver, fx.GPUResource, fx.Epoch))
 	e.client = fake.NewClientset(objs...)
 	f := informers.NewSharedInformerFactory(e.client, 0)
-	e.listers = view.FromInformers(f)
+	e.listers = liveview.FromInformers(f)
 	if utilfeature.DefaultFeatureGate.Enabled(features.GenericWorkload) {
 		e.listers.PodGroups = f.Scheduling().V1beta1().PodGroups().Lister()
 	}

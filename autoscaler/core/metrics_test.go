@@ -22,6 +22,7 @@ import (
 	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/utils/ptr"
 
+	"draxr.dev/draxr/autoscaler/liveview"
 	"draxr.dev/draxr/autoscaler/metrics"
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/cloudprovider/mocks"
@@ -29,7 +30,6 @@ import (
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/taints"
-	"draxr.dev/draxr/simulator/view"
 )
 
 // scrape gathers the registry /metrics serves and returns the value of the
@@ -224,7 +224,7 @@ func TestTemplateMismatchMetric(t *testing.T) {
 		fx.Node("gpu-full", 64, 256, nil), fx.GPUSlice("gpu-full", 8),
 		fx.Node("gpu-half", 64, 256, nil), fx.GPUSlice("gpu-half", 4))
 	factory := informers.NewSharedInformerFactory(client, 0)
-	listers := view.FromInformers(factory)
+	listers := liveview.FromInformers(factory)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	factory.Start(ctx.Done())

@@ -17,12 +17,12 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
+	"draxr.dev/draxr/autoscaler/liveview"
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/cloudprovider/mocks"
 	"draxr.dev/draxr/simulator/drainability"
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/nodegroup"
-	"draxr.dev/draxr/simulator/view"
 )
 
 // newTwoGroupsEnv is sdEnv with two mocked groups: nodes named "fast-*"
@@ -41,7 +41,7 @@ func newTwoGroupsEnv(t *testing.T, sd ScaleDownConfig, fast nodegroup.Options, o
 		return true, nil, client.Tracker().Delete(podsGVR, action.GetNamespace(), name)
 	})
 	factory := informers.NewSharedInformerFactory(client, 0)
-	listers := view.FromInformers(factory)
+	listers := liveview.FromInformers(factory)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	factory.Start(ctx.Done())

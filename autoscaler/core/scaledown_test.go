@@ -25,12 +25,12 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
+	"draxr.dev/draxr/autoscaler/liveview"
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/cloudprovider/mocks"
 	"draxr.dev/draxr/simulator/drainability"
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/scaledown"
-	"draxr.dev/draxr/simulator/view"
 )
 
 // sdEnv is a fake API server with CPU nodes of one mocked group "cpu"
@@ -83,7 +83,7 @@ func newSDEnvDryRun(t *testing.T, act ScaleDownActuation, dryRun bool, objs ...r
 		return true, nil, client.Tracker().Delete(podsGVR, action.GetNamespace(), name)
 	})
 	factory := informers.NewSharedInformerFactory(client, 0)
-	listers := view.FromInformers(factory)
+	listers := liveview.FromInformers(factory)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	startWatched(ctx, t, client, factory, "nodes", "pods")

@@ -27,7 +27,7 @@ type use struct {
 // (a Lister or Informer) need list and watch.
 func autoscalerUses() []use {
 	const (
-		informers = "simulator/view/informers.go"
+		informers = "autoscaler/liveview/informers.go"
 		taint     = "autoscaler/core/scaledown_taint.go"
 		drain     = "autoscaler/core/scaledown_drain.go"
 		status    = "autoscaler/core/status.go"
@@ -62,7 +62,7 @@ func autoscalerUses() []use {
 		{"workload", "cluster", "apps", "daemonsets", "list watch", informers, "f.Apps().V1().DaemonSets().Lister()"},
 		{"workload", "cluster", "scheduling.k8s.io", "podgroups", "list watch", informers, "f.Scheduling().V1beta1().PodGroups().Lister()"},
 		// Volcano's gangs (--bypassed-scheduler-names=volcano): a dynamic informer.
-		{"workload", "cluster", "scheduling.volcano.sh", "podgroups", "list watch", informers, "dyn.ForResource(VolcanoPodGroupsResource()).Lister()"},
+		{"workload", "cluster", "scheduling.volcano.sh", "podgroups", "list watch", informers, "dyn.ForResource(view.VolcanoPodGroupsResource()).Lister()"},
 		{"workload", "cluster", "policy", "poddisruptionbudgets", "list watch", informers, "f.Policy().V1().PodDisruptionBudgets().Lister()"},
 		{"workload", "cluster", "resource.k8s.io", "resourceslices", "list watch", informers, "r.ResourceSlices().Lister()"},
 		// Without the autoscaler's informers (the CLI) templates copied
@@ -224,8 +224,9 @@ func TestRBACCodeCallsAreUses(t *testing.T) {
 		}
 		files = append(files, m...)
 	}
-	// Of simulator/view, the autoscaler uses the informers only.
-	files = append(files, filepath.Join(root, "simulator/view/informers.go"))
+	// Of autoscaler/liveview, the autoscaler uses the informers only
+	// (Read and Watch are draxr simulate's).
+	files = append(files, filepath.Join(root, "autoscaler/liveview/informers.go"))
 	found := 0
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {

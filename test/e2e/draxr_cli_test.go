@@ -20,11 +20,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"draxr.dev/draxr/autoscaler/core"
+	"draxr.dev/draxr/autoscaler/liveview"
 	"draxr.dev/draxr/cloudprovider/local"
 	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/input"
 	"draxr.dev/draxr/simulator/report"
-	"draxr.dev/draxr/simulator/view"
 )
 
 // draxr doctor and draxr simulate read the live cluster the way they read
@@ -285,7 +285,7 @@ func dryRunLoop(t *testing.T, e *env, groupsFile string) *core.LoopResult {
 		t.Fatal(err)
 	}
 	factory := informers.NewSharedInformerFactory(cp.Client, 0)
-	listers := view.FromInformers(factory)
+	listers := liveview.FromInformers(factory)
 	ctx, cancel := context.WithCancel(e.ctx)
 	defer cancel()
 	factory.Start(ctx.Done())

@@ -14,9 +14,9 @@ import (
 
 	"context"
 
+	"draxr.dev/draxr/autoscaler/liveview"
 	"draxr.dev/draxr/simulator/offline"
 	"draxr.dev/draxr/simulator/placement"
-	"draxr.dev/draxr/simulator/view"
 )
 
 // The planner, reading the live cluster and the scheduler's own
@@ -43,7 +43,7 @@ func TestPlannerFidelity(t *testing.T) {
 		names = append(names, e.fidelityPod(fmt.Sprintf("b-one-%d", i), 1))
 	}
 
-	objs, err := view.Read(e.ctx, cp.Client, cp.AdminConfig) // as draxr simulate --kubeconfig reads it
+	objs, err := liveview.Read(e.ctx, cp.Client, cp.AdminConfig) // as draxr simulate --kubeconfig reads it
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -255,3 +255,75 @@ func TestFakeClientsCaught(t *testing.T) {
 		t.Errorf("fakeClients = %q, want %q", got, want)
 	}
 }
+
+// clientPackages are the client-go packages that talk to an API server,
+// and the suffix of a generated clientset: simulator/ holds listers and
+// pure code, and the View is read from a live cluster above it
+// (autoscaler/liveview, issue 54).
+var clientPackages = []string{
+	"k8s.io/client-go/kubernetes",
+	"k8s.io/client-go/dynamic",
+	"k8s.io/client-go/rest",
+	"k8s.io/client-go/discovery",
+}
+
+// apiClients lists every import of an API client (clientPackages, a
+// package under one, or a generated clientset) by a non-test package of
+// draxr's under folder among pkgs. Only direct imports are checked: the
+// listers simulator/ reads through come with client-go's own imports.
+func apiClients(pkgs []pkg, folder string) []string {
+	var out []string
+	for _, p := range pkgs {
+		if !strings.HasPrefix(p.ImportPath, module+folder+"/") && p.ImportPath != module+folder {
+			continue
+		}
+		for _, imp := range p.Imports {
+			client := strings.Contains(imp, "/clientset/versioned")
+			for _, c := range clientPackages {
+				client = client || imp == c || strings.HasPrefix(imp, c+"/")
+			}
+			if client {
+				out = append(out, p.ImportPath+" imports "+imp)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// simulator/ plans from listers, whether a dump or informers fill them:
+// whatever takes a clientset, dynamic client, discovery client or REST
+// config lives above it (autoscaler/liveview), so the engine cannot
+// reach the API server.
+func TestSimulatorHasNoAPIClient(t *testing.T) {
+	pkgs := goList(t, "./simulator/...")
+	if len(pkgs) < 10 {
+		t.Fatalf("go list ./simulator/... listed %d packages", len(pkgs))
+	}
+	for _, v := range apiClients(pkgs, "simulator") {
+		t.Errorf("%s: build the View from a live cluster in autoscaler/liveview", v)
+	}
+}
+
+// The check itself must catch the clients simulator/view once built
+// informers from, and leave listers and other folders alone.
+func TestAPIClientsCaught(t *testing.T) {
+	got := apiClients([]pkg{
+		{ImportPath: module + "simulator/view", Imports: []string{
+			"k8s.io/client-go/kubernetes", "k8s.io/client-go/dynamic/dynamicinformer", "k8s.io/client-go/rest",
+			"k8s.io/client-go/discovery", "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/client/clientset/versioned",
+			"k8s.io/client-go/listers/core/v1", "k8s.io/client-go/tools/cache", "k8s.io/client-go/restmapper"}},
+		{ImportPath: module + "autoscaler/liveview", Imports: []string{"k8s.io/client-go/kubernetes"}},
+		{ImportPath: module + "simulatorx", Imports: []string{"k8s.io/client-go/rest"}},
+	}, "simulator")
+	want := []string{
+		module + "simulator/view imports k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/client/clientset/versioned",
+		module + "simulator/view imports k8s.io/client-go/discovery",
+		module + "simulator/view imports k8s.io/client-go/dynamic/dynamicinformer",
+		module + "simulator/view imports k8s.io/client-go/kubernetes",
+		module + "simulator/view imports k8s.io/client-go/rest",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("apiClients = %q, want %q", got, want)
+	}
+}

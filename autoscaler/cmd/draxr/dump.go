@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
+	"draxr.dev/draxr/autoscaler/liveview"
 	"draxr.dev/draxr/simulator/capacitybuffer"
 	"draxr.dev/draxr/simulator/input"
 	"draxr.dev/draxr/simulator/view"
@@ -61,7 +62,7 @@ func dumpCluster(ctx context.Context, client kubernetes.Interface, cfg *rest.Con
 	for _, gvr := range notServed(client.Discovery()) {
 		fmt.Fprintf(stderr, "note: the API server does not serve %s: skipped\n", gvr.GroupResource())
 	}
-	objs, err := view.Read(ctx, client, cfg)
+	objs, err := liveview.Read(ctx, client, cfg)
 	if err != nil {
 		return err
 	}
@@ -74,7 +75,7 @@ func notServed(disco discovery.DiscoveryInterface) []schema.GroupVersionResource
 	var out []schema.GroupVersionResource
 	for _, gvr := range []schema.GroupVersionResource{view.VolcanoPodGroupsResource(),
 		prv1.SchemeGroupVersion.WithResource("provisioningrequests"), capacitybuffer.GroupVersionResource()} {
-		if !view.Serves(disco, gvr) {
+		if liveview.CheckServed(disco, gvr) != nil {
 			out = append(out, gvr)
 		}
 	}

@@ -19,10 +19,10 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"draxr.dev/draxr/autoscaler/clusterstate"
+	"draxr.dev/draxr/autoscaler/liveview"
 	"draxr.dev/draxr/cloudprovider/clusterapi"
 	"draxr.dev/draxr/simulator/input"
 	"draxr.dev/draxr/simulator/nodegroup/capi"
-	"draxr.dev/draxr/simulator/view"
 )
 
 // providerFlags say where node groups come from, with draxr-autoscaler's
@@ -151,7 +151,7 @@ func hasScalable(objs *input.Objects) bool {
 func servesClusterAPI(d discovery.DiscoveryInterface) bool {
 	for _, version := range capi.Versions() {
 		gvr := schema.GroupVersionResource{Group: capi.Group, Version: version, Resource: strings.ToLower(capi.MachineDeployment) + "s"}
-		if view.Serves(d, gvr) {
+		if liveview.CheckServed(d, gvr) == nil {
 			return true
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"draxr.dev/draxr/autoscaler/core"
+	"draxr.dev/draxr/autoscaler/liveview"
 	"draxr.dev/draxr/autoscaler/provisioning"
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/cloudprovider/clusterapi"
@@ -23,7 +24,6 @@ import (
 	"draxr.dev/draxr/simulator/input"
 	"draxr.dev/draxr/simulator/report"
 	"draxr.dev/draxr/simulator/scaleup"
-	"draxr.dev/draxr/simulator/view"
 )
 
 // The plan `draxr simulate -f` makes of a Cluster API dump is the one a
@@ -221,7 +221,7 @@ func dryRunAutoscaler(t *testing.T, client *fake.Clientset, provider cloudprovid
 	more ...func(*core.Config)) (context.Context, *core.Autoscaler) {
 	t.Helper()
 	factory := informers.NewSharedInformerFactory(client, 0)
-	listers := view.FromInformers(factory)
+	listers := liveview.FromInformers(factory)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	factory.Start(ctx.Done())

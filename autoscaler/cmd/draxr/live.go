@@ -12,8 +12,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"draxr.dev/draxr/autoscaler/liveview"
 	"draxr.dev/draxr/simulator/input"
-	"draxr.dev/draxr/simulator/view"
 )
 
 // globalFlags are the connection flags every command shares. They are
@@ -66,7 +66,7 @@ func (g *globalFlags) read(ctx context.Context, groups groupsFunc) (*input.Objec
 	}
 	ctx, cancel := context.WithTimeout(ctx, g.syncTimeout)
 	defer cancel()
-	objs, err := view.Read(ctx, client, cfg)
+	objs, err := liveview.Read(ctx, client, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cfg.Host, err)
 	}
@@ -87,7 +87,7 @@ func (g *globalFlags) watch(ctx context.Context, quiet time.Duration, groups gro
 	if err != nil {
 		return err
 	}
-	err = view.Watch(ctx, client, cfg, g.syncTimeout, quiet, func(objs *input.Objects) error {
+	err = liveview.Watch(ctx, client, cfg, g.syncTimeout, quiet, func(objs *input.Objects) error {
 		if err := groups(ctx, client, cfg, objs); err != nil {
 			return err
 		}

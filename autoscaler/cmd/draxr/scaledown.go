@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"draxr.dev/draxr/autoscaler/core"
+	"draxr.dev/draxr/autoscaler/liveview"
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/cloudprovider/clusterapi"
 	"draxr.dev/draxr/cloudprovider/local"
@@ -108,8 +109,8 @@ func (f *scaleDownFlags) dumpExplainer(objs *input.Objects, groups []*nodegroup.
 func (f *scaleDownFlags) liveExplainer(client kubernetes.Interface, capi *clusterapi.Source, p *providerFlags,
 	groups []*nodegroup.NodeGroup) explainer {
 	return func(ctx context.Context) ([]scaledown.NodeVerdict, error) {
-		factory := view.NewInformerFactory(client)
-		listers := view.FromInformers(factory)
+		factory := liveview.NewInformerFactory(client)
+		listers := liveview.FromInformers(factory)
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		factory.Start(ctx.Done())
