@@ -153,22 +153,6 @@ func affinity(p *v1.Pod, key, value string) *v1.Pod {
 	return p
 }
 
-func hostPort(p *v1.Pod, port int32) *v1.Pod {
-	p.Spec.Containers[0].Ports = []v1.ContainerPort{{ContainerPort: port, HostPort: port, Protocol: v1.ProtocolTCP}}
-	return p
-}
-
-func withVolume(p *v1.Pod, vol v1.Volume) *v1.Pod {
-	p.Spec.Volumes = append(p.Spec.Volumes, vol)
-	return p
-}
-
-func running(p *v1.Pod, node string) *v1.Pod {
-	p.Spec.NodeName = node
-	p.Status.Phase = v1.PodRunning
-	return p
-}
-
 func pendingCases() []pendingCase {
 	var ownClaims []*resourceapi.ResourceClaim
 	var ownClaimPods []*v1.Pod
@@ -191,19 +175,19 @@ func pendingCases() []pendingCase {
 		{name: "claims of their own asking alike", nodes: 1, claims: ownClaims, pending: ownClaimPods},
 		{name: "one shared claim", nodes: 2, claims: []*resourceapi.ResourceClaim{fx.Claim("shared", "gpu.example.com", 3)},
 			pending: []*v1.Pod{fx.WithClaim(fx.Pod("p0", 3000, nil), "gpu", "shared"), fx.WithClaim(fx.Pod("p1", 3000, nil), "gpu", "shared")}},
-		{name: "one volume claim", nodes: 1, pending: []*v1.Pod{withVolume(fx.Pod("p0", 100, nil), pvc), withVolume(fx.Pod("p1", 100, nil), pvc)}},
-		{name: "ephemeral volumes", nodes: 1, pending: []*v1.Pod{withVolume(fx.Pod("p0", 100, nil), ephemeral), withVolume(fx.Pod("p1", 100, nil), ephemeral)}},
-		{name: "host ports", nodes: 2, pending: []*v1.Pod{hostPort(fx.Pod("p0", 100, nil), 8080), hostPort(fx.Pod("p1", 100, nil), 8080),
-			hostPort(fx.Pod("p2", 100, nil), 8080)}},
+		{name: "one volume claim", nodes: 1, pending: []*v1.Pod{fx.WithVolume(fx.Pod("p0", 100, nil), pvc), fx.WithVolume(fx.Pod("p1", 100, nil), pvc)}},
+		{name: "ephemeral volumes", nodes: 1, pending: []*v1.Pod{fx.WithVolume(fx.Pod("p0", 100, nil), ephemeral), fx.WithVolume(fx.Pod("p1", 100, nil), ephemeral)}},
+		{name: "host ports", nodes: 2, pending: []*v1.Pod{fx.WithHostPort(fx.Pod("p0", 100, nil), "", 8080), fx.WithHostPort(fx.Pod("p1", 100, nil), "", 8080),
+			fx.WithHostPort(fx.Pod("p2", 100, nil), "", 8080)}},
 		{name: "anti-affinity to their own kind", nodes: 2, pending: []*v1.Pod{antiAffinity(ownedBy(fx.Pod("p0", 100, nil), web), "app", "web"),
 			antiAffinity(ownedBy(fx.Pod("p1", 100, nil), web), "app", "web"), antiAffinity(ownedBy(fx.Pod("p2", 100, nil), web), "app", "web")}},
 		// Labels are not in the kind: a running pod's anti-affinity
 		// rejects one bare pod of the spec, not the other.
 		{name: "bare pods a running pod's anti-affinity tells apart by label", nodes: 1,
-			running: []*v1.Pod{running(antiAffinity(fx.Pod("guard", 100, nil), "team", "a"), "n0")},
+			running: []*v1.Pod{fx.RunningOn(antiAffinity(fx.Pod("guard", 100, nil), "team", "a"), "n0")},
 			pending: []*v1.Pod{withLabels(fx.Pod("pa", 100, nil), map[string]string{"team": "a"}), withLabels(fx.Pod("pb", 100, nil), map[string]string{"team": "b"})}},
 		{name: "a StatefulSet's pods a running pod's anti-affinity tells apart by pod name", nodes: 1,
-			running: []*v1.Pod{running(antiAffinity(fx.Pod("guard", 100, nil), "statefulset.kubernetes.io/pod-name", "db-0"), "n0")},
+			running: []*v1.Pod{fx.RunningOn(antiAffinity(fx.Pod("guard", 100, nil), "statefulset.kubernetes.io/pod-name", "db-0"), "n0")},
 			pending: []*v1.Pod{statefulPod(0), statefulPod(1)}},
 		// The first pod of a group may go anywhere when it matches its
 		// own affinity term; a pod of the same spec that does not waits.

@@ -181,22 +181,6 @@ func spread(p *v1.Pod, key, value string) *v1.Pod {
 	return p
 }
 
-func hostPort(p *v1.Pod, ip string, port int32) *v1.Pod {
-	p.Spec.Containers[0].Ports = []v1.ContainerPort{{ContainerPort: port, HostPort: port, HostIP: ip, Protocol: v1.ProtocolTCP}}
-	return p
-}
-
-func withVolume(p *v1.Pod, vol v1.Volume) *v1.Pod {
-	p.Spec.Volumes = append(p.Spec.Volumes, vol)
-	return p
-}
-
-func running(p *v1.Pod, node string) *v1.Pod {
-	p.Spec.NodeName = node
-	p.Status.Phase = v1.PodRunning
-	return p
-}
-
 // allocatedOn makes the claim allocated one GPU of node's, as the
 // scheduler leaves a claim it allocated for a pod that then failed.
 func allocatedOn(c *resourceapi.ResourceClaim, node string) *resourceapi.ResourceClaim {
@@ -212,7 +196,7 @@ func allocatedOn(c *resourceapi.ResourceClaim, node string) *resourceapi.Resourc
 func existingCases() []existingCase {
 	web := func(name string) *v1.Pod { return ownedBy(fx.Pod(name, 100, nil), "web") }
 	// A pod taking a node's every core.
-	hog := func(node string) *v1.Pod { return running(fx.Pod("hog-"+node, 4000, nil), node) }
+	hog := func(node string) *v1.Pod { return fx.RunningOn(fx.Pod("hog-"+node, 4000, nil), node) }
 
 	var ownClaims []*resourceapi.ResourceClaim
 	var ownClaimPods, templatePods []*v1.Pod
@@ -248,7 +232,7 @@ func existingCases() []existingCase {
 	// A StatefulSet's volumeClaimTemplates: a volume claim per pod.
 	perPodPVC := func(i int) *v1.Pod {
 		p := ofStatefulSet(fx.Pod(fmt.Sprintf("db-%d", i), 100, nil), "db")
-		return withVolume(p, v1.Volume{Name: "data", VolumeSource: v1.VolumeSource{
+		return fx.WithVolume(p, v1.Volume{Name: "data", VolumeSource: v1.VolumeSource{
 			PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data-" + p.Name}}})
 	}
 	ephemeral := v1.Volume{Name: "scratch", VolumeSource: v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{}}}
@@ -264,13 +248,13 @@ func existingCases() []existingCase {
 		// one waits for its claim). Claims of their own are told apart by
 		// name all the same, so claims bound apart could not share a verdict.
 		{name: "volume claims of their own", nodes: 1, apart: true, pending: []*v1.Pod{perPodPVC(0), perPodPVC(1)}},
-		{name: "ephemeral volumes", nodes: 1, pending: []*v1.Pod{withVolume(web("p0"), ephemeral), withVolume(web("p1"), ephemeral)}},
-		{name: "host ports", nodes: 2, pending: []*v1.Pod{hostPort(web("p0"), "", 8080), hostPort(web("p1"), "", 8080),
-			hostPort(web("p2"), "", 8080)}},
+		{name: "ephemeral volumes", nodes: 1, pending: []*v1.Pod{fx.WithVolume(web("p0"), ephemeral), fx.WithVolume(web("p1"), ephemeral)}},
+		{name: "host ports", nodes: 2, pending: []*v1.Pod{fx.WithHostPort(web("p0"), "", 8080), fx.WithHostPort(web("p1"), "", 8080),
+			fx.WithHostPort(web("p2"), "", 8080)}},
 		// A port taken on one host IP is free on another.
 		{name: "bare pods a running pod's host port tells apart by host IP", nodes: 1, apart: true,
-			running: []*v1.Pod{running(hostPort(fx.Pod("guard", 100, nil), "10.0.0.1", 8080), "n0")},
-			pending: []*v1.Pod{hostPort(fx.Pod("pa", 100, nil), "10.0.0.1", 8080), hostPort(fx.Pod("pb", 100, nil), "10.0.0.2", 8080)}},
+			running: []*v1.Pod{fx.RunningOn(fx.WithHostPort(fx.Pod("guard", 100, nil), "10.0.0.1", 8080), "n0")},
+			pending: []*v1.Pod{fx.WithHostPort(fx.Pod("pa", 100, nil), "10.0.0.1", 8080), fx.WithHostPort(fx.Pod("pb", 100, nil), "10.0.0.2", 8080)}},
 		{name: "anti-affinity to their own kind", nodes: 2, pending: []*v1.Pod{
 			antiAffinity(withLabels(web("p0"), map[string]string{"app": "web"}), "app", "web"),
 			antiAffinity(withLabels(web("p1"), map[string]string{"app": "web"}), "app", "web"),
@@ -279,11 +263,11 @@ func existingCases() []existingCase {
 		// Labels are not in the kind; below, something selects on labels
 		// that differ within it.
 		{name: "bare pods a running pod's anti-affinity tells apart by label", nodes: 1,
-			running: []*v1.Pod{running(antiAffinity(fx.Pod("guard", 100, nil), "team", "a"), "n0")},
+			running: []*v1.Pod{fx.RunningOn(antiAffinity(fx.Pod("guard", 100, nil), "team", "a"), "n0")},
 			pending: []*v1.Pod{withLabels(fx.Pod("pa", 100, nil), map[string]string{"team": "a"}),
 				withLabels(fx.Pod("pb", 100, nil), map[string]string{"team": "b"})}},
 		{name: "a StatefulSet's pods a running pod's anti-affinity tells apart by pod name", nodes: 1,
-			running: []*v1.Pod{running(antiAffinity(fx.Pod("guard", 100, nil), "statefulset.kubernetes.io/pod-name", "db-0"), "n0")},
+			running: []*v1.Pod{fx.RunningOn(antiAffinity(fx.Pod("guard", 100, nil), "statefulset.kubernetes.io/pod-name", "db-0"), "n0")},
 			pending: []*v1.Pod{ofStatefulSet(fx.Pod("db-0", 100, nil), "db"), ofStatefulSet(fx.Pod("db-1", 100, nil), "db")}},
 		// The guard is pending too, placed first (higher priority).
 		{name: "a pending pod's anti-affinity tells a ReplicaSet's pods apart", nodes: 1,
@@ -298,7 +282,7 @@ func existingCases() []existingCase {
 		// runs one leader and n1 none (n1 has no core left), a leader
 		// would make the skew 2, a follower keeps it 1.
 		{name: "spreading counts only the pods it selects", nodes: 2,
-			running: []*v1.Pod{hog("n1"), running(withLabels(fx.Pod("leader", 100, nil), map[string]string{"role": "leader"}), "n0")},
+			running: []*v1.Pod{hog("n1"), fx.RunningOn(withLabels(fx.Pod("leader", 100, nil), map[string]string{"role": "leader"}), "n0")},
 			pending: []*v1.Pod{spread(withLabels(web("pa"), map[string]string{"role": "leader"}), "role", "leader"),
 				spread(withLabels(web("pb"), map[string]string{"role": "follower"}), "role", "leader")}},
 	}
