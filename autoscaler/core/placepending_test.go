@@ -100,12 +100,12 @@ func TestPlacePendingPodsGivesUpOnlyOnInterchangeablePods(t *testing.T) {
 				ready[n] = true
 			}
 			a := &Autoscaler{sd: newScaleDownState()}
-			pending := clonePods(tc.pending)
+			pending := fx.ClonePods(tc.pending)
 			a.placePendingPods(h, &clusterstate.State{Unschedulable: pending, Ready: ready})
 			got := tc.placedNodes(h, pending)
 
 			ref := tc.build(t)
-			each := clonePods(tc.pending)
+			each := fx.ClonePods(tc.pending)
 			for _, p := range each {
 				_, _, _ = ref.PlaceOnAnyNode(p, tc.nodeNames())
 			}
@@ -117,39 +117,10 @@ func TestPlacePendingPodsGivesUpOnlyOnInterchangeablePods(t *testing.T) {
 	}
 }
 
-func clonePods(pods []*v1.Pod) []*v1.Pod {
-	out := make([]*v1.Pod, len(pods))
-	for i, p := range pods {
-		out[i] = p.DeepCopy()
-	}
-	return out
-}
-
 // ownedBy makes pods of one ReplicaSet; labels are the pod's own.
 func ownedBy(p *v1.Pod, labels map[string]string) *v1.Pod {
 	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", UID: "rs-web", Controller: ptr.To(true)}}
 	p.Labels = labels
-	return p
-}
-
-// withLabels gives a bare pod labels.
-func withLabels(p *v1.Pod, labels map[string]string) *v1.Pod {
-	p.Labels = labels
-	return p
-}
-
-// antiAffinity keeps the pod off a node running a pod labelled key=value.
-func antiAffinity(p *v1.Pod, key, value string) *v1.Pod {
-	p.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
-		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{key: value}}, TopologyKey: "kubernetes.io/hostname"}}}}
-	return p
-}
-
-// affinity puts the pod beside a pod labelled key=value (or anywhere when
-// none runs and the pod matches its own term).
-func affinity(p *v1.Pod, key, value string) *v1.Pod {
-	p.Spec.Affinity = &v1.Affinity{PodAffinity: &v1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
-		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{key: value}}, TopologyKey: "kubernetes.io/hostname"}}}}
 	return p
 }
 
@@ -179,20 +150,20 @@ func pendingCases() []pendingCase {
 		{name: "ephemeral volumes", nodes: 1, pending: []*v1.Pod{fx.WithVolume(fx.Pod("p0", 100, nil), ephemeral), fx.WithVolume(fx.Pod("p1", 100, nil), ephemeral)}},
 		{name: "host ports", nodes: 2, pending: []*v1.Pod{fx.WithHostPort(fx.Pod("p0", 100, nil), "", 8080), fx.WithHostPort(fx.Pod("p1", 100, nil), "", 8080),
 			fx.WithHostPort(fx.Pod("p2", 100, nil), "", 8080)}},
-		{name: "anti-affinity to their own kind", nodes: 2, pending: []*v1.Pod{antiAffinity(ownedBy(fx.Pod("p0", 100, nil), web), "app", "web"),
-			antiAffinity(ownedBy(fx.Pod("p1", 100, nil), web), "app", "web"), antiAffinity(ownedBy(fx.Pod("p2", 100, nil), web), "app", "web")}},
+		{name: "anti-affinity to their own kind", nodes: 2, pending: []*v1.Pod{fx.WithPodAntiAffinity(ownedBy(fx.Pod("p0", 100, nil), web), "app", "web"),
+			fx.WithPodAntiAffinity(ownedBy(fx.Pod("p1", 100, nil), web), "app", "web"), fx.WithPodAntiAffinity(ownedBy(fx.Pod("p2", 100, nil), web), "app", "web")}},
 		// Labels are not in the kind: a running pod's anti-affinity
 		// rejects one bare pod of the spec, not the other.
 		{name: "bare pods a running pod's anti-affinity tells apart by label", nodes: 1,
-			running: []*v1.Pod{fx.RunningOn(antiAffinity(fx.Pod("guard", 100, nil), "team", "a"), "n0")},
-			pending: []*v1.Pod{withLabels(fx.Pod("pa", 100, nil), map[string]string{"team": "a"}), withLabels(fx.Pod("pb", 100, nil), map[string]string{"team": "b"})}},
+			running: []*v1.Pod{fx.RunningOn(fx.WithPodAntiAffinity(fx.Pod("guard", 100, nil), "team", "a"), "n0")},
+			pending: []*v1.Pod{fx.WithLabels(fx.Pod("pa", 100, nil), map[string]string{"team": "a"}), fx.WithLabels(fx.Pod("pb", 100, nil), map[string]string{"team": "b"})}},
 		{name: "a StatefulSet's pods a running pod's anti-affinity tells apart by pod name", nodes: 1,
-			running: []*v1.Pod{fx.RunningOn(antiAffinity(fx.Pod("guard", 100, nil), "statefulset.kubernetes.io/pod-name", "db-0"), "n0")},
+			running: []*v1.Pod{fx.RunningOn(fx.WithPodAntiAffinity(fx.Pod("guard", 100, nil), "statefulset.kubernetes.io/pod-name", "db-0"), "n0")},
 			pending: []*v1.Pod{statefulPod(0), statefulPod(1)}},
 		// The first pod of a group may go anywhere when it matches its
 		// own affinity term; a pod of the same spec that does not waits.
 		{name: "affinity only one of them matches itself", nodes: 1,
-			pending: []*v1.Pod{affinity(withLabels(fx.Pod("pb", 100, nil), map[string]string{"app": "other"}), "app", "web"),
-				affinity(withLabels(fx.Pod("pa", 100, nil), web), "app", "web")}},
+			pending: []*v1.Pod{fx.WithPodAffinity(fx.WithLabels(fx.Pod("pb", 100, nil), map[string]string{"app": "other"}), "app", "web"),
+				fx.WithPodAffinity(fx.WithLabels(fx.Pod("pa", 100, nil), web), "app", "web")}},
 	}
 }

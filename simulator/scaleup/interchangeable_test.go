@@ -98,7 +98,7 @@ func TestPlaceOnExistingGivesUpOnlyOnInterchangeablePods(t *testing.T) {
 				}
 				p.FirstFit = firstFit
 				all := append(slices.Clone(tc.others), tc.pending...)
-				pending := clonePods(all)
+				pending := fx.ClonePods(all)
 				plan, err := p.Plan(pending)
 				if err != nil {
 					t.Fatal(err)
@@ -112,7 +112,7 @@ func TestPlaceOnExistingGivesUpOnlyOnInterchangeablePods(t *testing.T) {
 				}
 
 				ref := tc.planner(t)
-				each := clonePods(all)
+				each := fx.ClonePods(all)
 				nodes, last := tc.nodeNames(), ""
 				for _, pod := range SortSchedulerQueue(each) {
 					if firstFit {
@@ -137,40 +137,12 @@ func TestPlaceOnExistingGivesUpOnlyOnInterchangeablePods(t *testing.T) {
 	}
 }
 
-func clonePods(pods []*v1.Pod) []*v1.Pod {
-	out := make([]*v1.Pod, len(pods))
-	for i, p := range pods {
-		out[i] = p.DeepCopy()
-	}
-	return out
-}
-
 // ofStatefulSet makes the pod one of StatefulSet name's, labelled as its
 // controller labels them (app=name and the pod's own name).
 func ofStatefulSet(p *v1.Pod, name string) *v1.Pod {
 	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: name,
 		UID: types.UID("sts-" + name), Controller: ptr.To(true)}}
 	p.Labels = map[string]string{"app": name, "statefulset.kubernetes.io/pod-name": p.Name}
-	return p
-}
-
-func withLabels(p *v1.Pod, labels map[string]string) *v1.Pod {
-	p.Labels = labels
-	return p
-}
-
-// antiAffinity keeps the pod off a node running a pod labelled key=value.
-func antiAffinity(p *v1.Pod, key, value string) *v1.Pod {
-	p.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
-		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{key: value}}, TopologyKey: v1.LabelHostname}}}}
-	return p
-}
-
-// affinity puts the pod beside a pod labelled key=value (or anywhere when
-// none runs and the pod matches its own term).
-func affinity(p *v1.Pod, key, value string) *v1.Pod {
-	p.Spec.Affinity = &v1.Affinity{PodAffinity: &v1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
-		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{key: value}}, TopologyKey: v1.LabelHostname}}}}
 	return p
 }
 
@@ -256,35 +228,35 @@ func existingCases() []existingCase {
 			running: []*v1.Pod{fx.RunningOn(fx.WithHostPort(fx.Pod("guard", 100, nil), "10.0.0.1", 8080), "n0")},
 			pending: []*v1.Pod{fx.WithHostPort(fx.Pod("pa", 100, nil), "10.0.0.1", 8080), fx.WithHostPort(fx.Pod("pb", 100, nil), "10.0.0.2", 8080)}},
 		{name: "anti-affinity to their own kind", nodes: 2, pending: []*v1.Pod{
-			antiAffinity(withLabels(web("p0"), map[string]string{"app": "web"}), "app", "web"),
-			antiAffinity(withLabels(web("p1"), map[string]string{"app": "web"}), "app", "web"),
-			antiAffinity(withLabels(web("p2"), map[string]string{"app": "web"}), "app", "web")}},
+			fx.WithPodAntiAffinity(fx.WithLabels(web("p0"), map[string]string{"app": "web"}), "app", "web"),
+			fx.WithPodAntiAffinity(fx.WithLabels(web("p1"), map[string]string{"app": "web"}), "app", "web"),
+			fx.WithPodAntiAffinity(fx.WithLabels(web("p2"), map[string]string{"app": "web"}), "app", "web")}},
 
 		// Labels are not in the kind; below, something selects on labels
 		// that differ within it.
 		{name: "bare pods a running pod's anti-affinity tells apart by label", nodes: 1,
-			running: []*v1.Pod{fx.RunningOn(antiAffinity(fx.Pod("guard", 100, nil), "team", "a"), "n0")},
-			pending: []*v1.Pod{withLabels(fx.Pod("pa", 100, nil), map[string]string{"team": "a"}),
-				withLabels(fx.Pod("pb", 100, nil), map[string]string{"team": "b"})}},
+			running: []*v1.Pod{fx.RunningOn(fx.WithPodAntiAffinity(fx.Pod("guard", 100, nil), "team", "a"), "n0")},
+			pending: []*v1.Pod{fx.WithLabels(fx.Pod("pa", 100, nil), map[string]string{"team": "a"}),
+				fx.WithLabels(fx.Pod("pb", 100, nil), map[string]string{"team": "b"})}},
 		{name: "a StatefulSet's pods a running pod's anti-affinity tells apart by pod name", nodes: 1,
-			running: []*v1.Pod{fx.RunningOn(antiAffinity(fx.Pod("guard", 100, nil), "statefulset.kubernetes.io/pod-name", "db-0"), "n0")},
+			running: []*v1.Pod{fx.RunningOn(fx.WithPodAntiAffinity(fx.Pod("guard", 100, nil), "statefulset.kubernetes.io/pod-name", "db-0"), "n0")},
 			pending: []*v1.Pod{ofStatefulSet(fx.Pod("db-0", 100, nil), "db"), ofStatefulSet(fx.Pod("db-1", 100, nil), "db")}},
 		// The guard is pending too, placed first (higher priority).
 		{name: "a pending pod's anti-affinity tells a ReplicaSet's pods apart", nodes: 1,
-			others:  []*v1.Pod{prioritized(antiAffinity(fx.Pod("guard", 100, nil), "shard", "0"), 10)},
-			pending: []*v1.Pod{withLabels(web("p0"), map[string]string{"shard": "0"}), withLabels(web("p1"), map[string]string{"shard": "1"})}},
+			others:  []*v1.Pod{prioritized(fx.WithPodAntiAffinity(fx.Pod("guard", 100, nil), "shard", "0"), 10)},
+			pending: []*v1.Pod{fx.WithLabels(web("p0"), map[string]string{"shard": "0"}), fx.WithLabels(web("p1"), map[string]string{"shard": "1"})}},
 		// The first pod of a group may go anywhere when it matches its
 		// own affinity term; a pod of the same spec that does not waits.
 		{name: "affinity only one of them matches itself", nodes: 1,
-			pending: []*v1.Pod{affinity(withLabels(web("pa"), map[string]string{"app": "other"}), "app", "web"),
-				affinity(withLabels(web("pb"), map[string]string{"app": "web"}), "app", "web")}},
+			pending: []*v1.Pod{fx.WithPodAffinity(fx.WithLabels(web("pa"), map[string]string{"app": "other"}), "app", "web"),
+				fx.WithPodAffinity(fx.WithLabels(web("pb"), map[string]string{"app": "web"}), "app", "web")}},
 		// A pod its spread constraint selects counts itself: on n0, which
 		// runs one leader and n1 none (n1 has no core left), a leader
 		// would make the skew 2, a follower keeps it 1.
 		{name: "spreading counts only the pods it selects", nodes: 2,
-			running: []*v1.Pod{hog("n1"), fx.RunningOn(withLabels(fx.Pod("leader", 100, nil), map[string]string{"role": "leader"}), "n0")},
-			pending: []*v1.Pod{spread(withLabels(web("pa"), map[string]string{"role": "leader"}), "role", "leader"),
-				spread(withLabels(web("pb"), map[string]string{"role": "follower"}), "role", "leader")}},
+			running: []*v1.Pod{hog("n1"), fx.RunningOn(fx.WithLabels(fx.Pod("leader", 100, nil), map[string]string{"role": "leader"}), "n0")},
+			pending: []*v1.Pod{spread(fx.WithLabels(web("pa"), map[string]string{"role": "leader"}), "role", "leader"),
+				spread(fx.WithLabels(web("pb"), map[string]string{"role": "follower"}), "role", "leader")}},
 	}
 }
 
