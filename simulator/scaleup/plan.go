@@ -332,12 +332,7 @@ func (p *Planner) placeOnExisting(ctx context.Context, pods []*v1.Pod, plan *Pla
 			return nil, err
 		}
 		kind := kinds.Of(pod)
-		if nowhere.Holds(pod) {
-			if p.Engine.VerifiesShortcuts() {
-				for _, n := range nodes {
-					p.Engine.VerifyRejects("unplaceable pods", pod, n)
-				}
-			}
+		if p.givenUpOn(nowhere, pod, nodes) {
 			remaining = append(remaining, pod)
 			continue
 		}
@@ -345,15 +340,7 @@ func (p *Planner) placeOnExisting(ctx context.Context, pods []*v1.Pod, plan *Pla
 		var placed *v1.Pod
 		var ferr *placement.FitError
 		if p.FirstFit || p.FirstFitFor != nil && p.FirstFitFor(pod) {
-			// A pod's claims may be allocated by then (shared with an
-			// earlier pod): only pods without claims share the test.
-			full, ok := noRoomOf[kind]
-			if !ok || len(pod.Spec.ResourceClaims) > 0 {
-				full = p.Engine.NoRoom(pod)
-				if len(pod.Spec.ResourceClaims) == 0 {
-					noRoomOf[kind] = full
-				}
-			}
+			full := p.noRoomTest(noRoomOf, kind, pod)
 			if dst, copied := runs.copyTo(pods[i:], nodes, last, full); copied != nil {
 				for j, c := range copied {
 					plan.ExistingNodes = append(plan.ExistingNodes, newPlacement(p.Engine, pods[i+j], dst, c))
@@ -388,6 +375,35 @@ func (p *Planner) placeOnExisting(ctx context.Context, pods []*v1.Pod, plan *Pla
 		plan.ExistingNodes = append(plan.ExistingNodes, newPlacement(p.Engine, pod, node, placed))
 	}
 	return remaining, nil
+}
+
+// givenUpOn says whether pod is one Filter cannot tell from a pod that
+// fit nowhere earlier in the pass (checked against every node under the
+// verify switch).
+func (p *Planner) givenUpOn(nowhere *estimator.Unplaceable, pod *v1.Pod, nodes []string) bool {
+	if !nowhere.Holds(pod) {
+		return false
+	}
+	if p.Engine.VerifiesShortcuts() {
+		for _, n := range nodes {
+			p.Engine.VerifyRejects("unplaceable pods", pod, n)
+		}
+	}
+	return true
+}
+
+// noRoomTest is the kind's "plainly no room" test, made once per kind. A
+// pod's claims may be allocated by then (shared with an earlier pod):
+// only pods without claims share the test.
+func (p *Planner) noRoomTest(noRoomOf map[string]func(string) bool, kind string, pod *v1.Pod) func(string) bool {
+	full, ok := noRoomOf[kind]
+	if !ok || len(pod.Spec.ResourceClaims) > 0 {
+		full = p.Engine.NoRoom(pod)
+		if len(pod.Spec.ResourceClaims) == 0 {
+			noRoomOf[kind] = full
+		}
+	}
+	return full
 }
 
 // firstFit places pod on the first node that takes it, searching from
