@@ -47,6 +47,7 @@ import (
 	"draxr.dev/draxr/autoscaler/health"
 	"draxr.dev/draxr/autoscaler/liveview"
 	"draxr.dev/draxr/autoscaler/looptrigger"
+	"draxr.dev/draxr/autoscaler/metrics"
 	"draxr.dev/draxr/autoscaler/provisioning"
 	"draxr.dev/draxr/cloudprovider"
 	"draxr.dev/draxr/cloudprovider/clusterapi"
@@ -194,6 +195,9 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 	}
 	cc := coreConfig(o, client, cluster, profile, exp, provider, recorder)
 	cc.ProvisioningRequests, cc.Buffers = requests, bufferConfig
+	// The metric set is the process's (component-base's legacy
+	// registry): registered here, once; core only updates it.
+	metrics.Register(o.emitPerNodeGroupMetrics)
 	a := core.New(cc)
 
 	// The handlers are registered before the informers start (in the
@@ -263,7 +267,6 @@ func coreConfig(o *options, client kubernetes.Interface, cluster view.View, prof
 		StatusNamespace: o.namespace, StatusName: statusName,
 		ClusterState:            o.failureOptions.clusterState(),
 		Limits:                  o.limits,
-		EmitPerNodeGroupMetrics: o.emitPerNodeGroupMetrics,
 		Taints:                  o.caOptions.taints(),
 		Pods:                    &o.pods, NewPodScaleUpDelay: o.newPodScaleUpDelay,
 	}

@@ -67,8 +67,6 @@ type Config struct {
 	// --max-nodes-per-scaleup and balancing of similar groups; the zero
 	// value limits nothing.
 	Limits limits.Options
-	// EmitPerNodeGroupMetrics is --emit-per-nodegroup-metrics.
-	EmitPerNodeGroupMetrics bool
 	// Pods are CA's flags on which pending pods are planned for
 	// (expendable cutoff, bypassed schedulers); nil plans for all.
 	Pods *scaleup.Flags
@@ -155,7 +153,6 @@ func New(cfg Config) *Autoscaler {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	metrics.Register(cfg.EmitPerNodeGroupMetrics)
 	metrics.SetDryRun(cfg.DryRun)
 	cfg.ScaleDown.ScaleDownActuation = withActuationDefaults(cfg.ScaleDown.ScaleDownActuation)
 	cs := ClusterStateConfig{OkTotalUnreadyCount: clusterstate.DefaultOkTotalUnreadyCount,

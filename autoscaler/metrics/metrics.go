@@ -5,8 +5,10 @@
 // devices per DeviceClass, pods asking for DRA-backed extended resources).
 //
 // The metrics live in component-base's legacyregistry, which /metrics
-// serves. Until Register is called every update is a no-op, as with any
-// component-base metric.
+// serves: one set per process, registered once by the process (app.Run),
+// never by an autoscaler value, so that a CLI or test building several
+// autoscalers registers nothing twice. Until Register is called every
+// update is a no-op, as with any component-base metric.
 package metrics
 
 import (
