@@ -80,6 +80,8 @@ func reaction(b *testing.B, nodes, rounds int) {
 	e.waitCount("nodes Ready", int64(nodes), time.Duration(nodes)*20*time.Millisecond+5*time.Minute, w.ready.Load)
 	e.fillFleet(names, w)
 	m := e.watchMarks()
+	// Whoever shares the machine can tell when the timed part begins.
+	fmt.Printf("bench-live progress: %d nodes and their pods ready, timing starts\n", nodes)
 	for _, mode := range []struct {
 		name  string
 		flags []string
@@ -312,11 +314,19 @@ func scaleUps(b *testing.B, as *proc.Process) int {
 func (e *bench) startCA(binary string) *proc.Process {
 	e.b.Helper()
 	e.b.Setenv("POD_NAMESPACE", "kube-system")
+	// Outside a cluster CA's kwok provider reads $KUBECONFIG.
+	e.b.Setenv("KWOK_PROVIDER_MODE", "local")
+	e.b.Setenv("KUBECONFIG", e.cluster.CP.AdminKubeconfig)
 	p, err := e.cluster.CP.StartProcess("cluster-autoscaler", binary, "--kubeconfig="+e.cluster.CP.AdminKubeconfig,
 		"--cloud-provider=kwok", "--namespace=kube-system", "--scale-down-enabled=false", "--leader-elect=false", "--v=2")
 	if err != nil {
 		e.b.Fatal(err)
 	}
+	e.b.Cleanup(func() {
+		if e.b.Failed() {
+			e.b.Logf("cluster-autoscaler log (tail):\n%s", p.LogTail(20000))
+		}
+	})
 	return p
 }
 
