@@ -265,10 +265,10 @@ func coreConfig(o *options, client kubernetes.Interface, cluster view.View, prof
 		Recorder:        recorder,
 		DryRun:          o.dryRun,
 		StatusNamespace: o.namespace, StatusName: statusName,
-		ClusterState:            o.failureOptions.clusterState(),
-		Limits:                  o.limits,
-		Taints:                  o.caOptions.taints(),
-		Pods:                    &o.pods, NewPodScaleUpDelay: o.newPodScaleUpDelay,
+		ClusterState: o.failureOptions.clusterState(),
+		Limits:       o.limits,
+		Taints:       o.caOptions.taints(),
+		Pods:         &o.pods, NewPodScaleUpDelay: o.newPodScaleUpDelay,
 	}
 }
 
