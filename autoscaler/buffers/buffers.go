@@ -149,6 +149,10 @@ type Loop struct {
 	// Buffers are the buffers served, by namespace/name.
 	Buffers map[string]*cb.CapacityBuffer
 	Errors  []error
+	// inShared: the pods that fit are placed in the loop's shared
+	// simulation itself; unplaced are those that did not fit.
+	inShared bool
+	unplaced []*v1.Pod
 }
 
 // Run reads the buffers, sets their status (controller) and makes the

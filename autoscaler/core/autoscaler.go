@@ -25,6 +25,7 @@ import (
 	"draxr.dev/draxr/autoscaler/backoff"
 	"draxr.dev/draxr/autoscaler/buffers"
 	"draxr.dev/draxr/autoscaler/clusterstate"
+	"draxr.dev/draxr/autoscaler/loopstep"
 	"draxr.dev/draxr/autoscaler/metrics"
 	"draxr.dev/draxr/autoscaler/provisioning"
 	"draxr.dev/draxr/cloudprovider"
@@ -320,7 +321,7 @@ func (l *loop) scaleUp(ctx context.Context) error {
 func (l *loop) scaleUpOnce(ctx context.Context, groups []*nodegroup.NodeGroup, excluded map[string]string) (bool, error) {
 	st, res := l.st, l.res
 	start := time.Now()
-	sim, err := l.sharedSimulation(ctx)
+	sim, err := l.SharedSimulation(ctx)
 	if err != nil {
 		metrics.RegisterError(metrics.ErrorInternal)
 		return true, err
@@ -333,7 +334,7 @@ func (l *loop) scaleUpOnce(ctx context.Context, groups []*nodegroup.NodeGroup, e
 	pending := oldEnough(ctx, st.Unschedulable, l.cfg.NewPodScaleUpDelay, l.cfg.Now())
 	// After every real pod (they were created now): real pods take free
 	// room first, a buffer's pods the rest, or new nodes.
-	pending = append(pending, l.unplacedBufferPods()...)
+	pending = append(pending, l.buffers.Unplaced()...)
 	plan, err := p.PlanContext(ctx, pending)
 	metrics.UpdateDurationFromStart(metrics.FunctionEstimate, start)
 	if err != nil {
@@ -344,13 +345,13 @@ func (l *loop) scaleUpOnce(ctx context.Context, groups []*nodegroup.NodeGroup, e
 	}
 	l.maxNodesTotalReached(plan.NoScaleUp)
 	pods := podsByUID(st.Unschedulable)
-	bufferEvents := newBufferEvents(l)
+	bufferEvents := buffers.NewEvents(l.buffers, l.cfg.Recorder)
 	if l.buffers != nil {
 		for _, p := range l.buffers.Pods {
 			pods[p.UID] = p
 		}
 	}
-	defer bufferEvents.emit()
+	defer bufferEvents.Emit()
 	var missing []error
 	if len(plan.ScaleUps) == 0 {
 		res.NoScaleUp = plan.NoScaleUp
@@ -383,7 +384,7 @@ func (l *loop) scaleUpOnce(ctx context.Context, groups []*nodegroup.NodeGroup, e
 	res.NoScaleUp = plan.NoScaleUp
 	missing = append(missing, l.notTriggered(plan.NoScaleUp, pods, bufferEvents, "")...)
 	for _, pod := range helped {
-		if !bufferEvents.triggered(pod, groupsText) {
+		if !bufferEvents.Triggered(pod, groupsText) {
 			l.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, EventTriggeredScaleUp, "pod triggered scale-up: [%s]", groupsText)
 		}
 	}
@@ -394,7 +395,7 @@ func (l *loop) scaleUpOnce(ctx context.Context, groups []*nodegroup.NodeGroup, e
 // NotTriggerScaleUp event with its reason and notConsidered (the groups
 // left out, or ""); a buffer's pods count toward the buffer's one event.
 // The plan's references to pods not among pods are returned as errors.
-func (l *loop) notTriggered(noScaleUp []scaleup.NoScaleUp, pods podIndex, bufferEvents *bufferEvents, notConsidered string) []error {
+func (l *loop) notTriggered(noScaleUp []scaleup.NoScaleUp, pods podIndex, bufferEvents *buffers.Events, notConsidered string) []error {
 	var missing []error
 	for _, n := range noScaleUp {
 		pod, err := pods.get(n.Pod)
@@ -402,7 +403,7 @@ func (l *loop) notTriggered(noScaleUp []scaleup.NoScaleUp, pods podIndex, buffer
 			missing = append(missing, err)
 			continue
 		}
-		if bufferEvents.notTriggered(pod, n.Reason) {
+		if bufferEvents.NotTriggered(pod, n.Reason) {
 			continue
 		}
 		l.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, EventNotTriggerScaleUp, "pod didn't trigger scale-up: %s%s", n.Reason, notConsidered)
@@ -428,8 +429,8 @@ func (a *Autoscaler) recordScaleUp(su scaleup.ScaleUp, target, maxSize int, help
 // ScaledUpGroup and MaxNodesTotalReached (the others come from
 // clusterstate and scale-down).
 const (
-	EventTriggeredScaleUp     = "TriggeredScaleUp"
-	EventNotTriggerScaleUp    = "NotTriggerScaleUp"
+	EventTriggeredScaleUp     = loopstep.EventTriggeredScaleUp
+	EventNotTriggerScaleUp    = loopstep.EventNotTriggerScaleUp
 	EventScaledUpGroup        = "ScaledUpGroup"
 	EventMaxNodesTotalReached = "MaxNodesTotalReached"
 	EventScaleDownEmpty       = "ScaleDownEmpty"

@@ -27,16 +27,13 @@ type loop struct {
 	// requests is this loop's view of the ProvisioningRequests (nil when
 	// they are not served): every simulation books their capacity.
 	requests *provisioning.Loop
-	// buffers is this loop's CapacityBuffers and their pods (nil when not
-	// served).
+	// buffers is this loop's CapacityBuffers, their pods and where those
+	// stand in the shared simulation (nil when not served).
 	buffers *buffers.Loop
 	// shared is this loop's simulation for scale-up and scale-down, built
 	// once (after the requests are decided); each step forks it and
 	// reverts what it changed.
 	shared *placement.Engine
-	// bufferRoom is where this loop's buffer pods stand in the shared
-	// simulation (placeBuffersInSharedSimulation).
-	bufferRoom bufferRoom
 }
 
 // newLoop starts a loop over the cluster state st.
@@ -112,24 +109,18 @@ func (a *Autoscaler) startLoop(ctx context.Context) (*loop, error) {
 	return l, nil
 }
 
-// serveBuffers reads the CapacityBuffers and, when there is anything to
-// place, places their pods that fit in the shared simulation, for
-// scale-up and scale-down alike.
+// serveBuffers is the loop's CapacityBuffer step (its room:
+// autoscaler/buffers): the buffers' pods, those that fit placed in the
+// shared simulation for scale-up and scale-down alike.
 func (l *loop) serveBuffers(ctx context.Context) {
-	if l.cfg.Buffers != nil {
-		b, err := buffers.Run(ctx, *l.cfg.Buffers, l.st.Objects, l.cfg.Now())
-		if err != nil {
-			l.fail(err)
-		} else {
-			l.buffers = b
-			l.res.BufferPods = len(b.Pods)
-			for _, err := range b.Errors {
-				l.fail(err)
-			}
-		}
+	if l.cfg.Buffers == nil {
+		return
 	}
-	if len(l.st.Unschedulable) > 0 || l.bufferPodCount() > 0 {
-		l.fail(l.placeBuffersInSharedSimulation(ctx))
+	b, err := buffers.Serve(ctx, *l.cfg.Buffers, l)
+	l.fail(err)
+	if b != nil {
+		l.buffers = b
+		l.res.BufferPods = b.PodCount()
 	}
 }
 
@@ -137,7 +128,7 @@ func (l *loop) serveBuffers(ctx context.Context) {
 // executes the plan's first step, unless a request's atomic scale-up was
 // this loop's; pods being bound wait, and say so.
 func (l *loop) scaleUpPods(ctx context.Context) {
-	if (len(l.st.Unschedulable) > 0 || len(l.unplacedBufferPods()) > 0) && l.res.ScaleUp == nil {
+	if (len(l.st.Unschedulable) > 0 || len(l.buffers.Unplaced()) > 0) && l.res.ScaleUp == nil {
 		metrics.UpdateLastTime(metrics.FunctionScaleUp, l.cfg.Now())
 		scaleUpStart := time.Now()
 		l.fail(l.scaleUp(ctx))
@@ -177,10 +168,10 @@ func (l *loop) finish(ctx context.Context) (*LoopResult, error) {
 	return res, err
 }
 
-// simulation builds a fresh snapshot and placement engine for this
+// Simulation builds a fresh snapshot and placement engine for this
 // loop's state, with the served requests' capacity booked; a booking
 // that fails other than for the request itself is given to failed.
-func (l *loop) simulation(ctx context.Context, failed func(error)) (*placement.Engine, error) {
+func (l *loop) Simulation(ctx context.Context, failed func(error)) (*placement.Engine, error) {
 	snap, err := l.st.Objects.Snapshot(l.podInfos)
 	if err != nil {
 		return nil, err
@@ -190,18 +181,18 @@ func (l *loop) simulation(ctx context.Context, failed func(error)) (*placement.E
 		return nil, err
 	}
 	if l.requests != nil {
-		l.bookRequests(ctx, sim, failed)
+		l.requests.Book(ctx, l, sim, failed)
 	}
 	return sim, nil
 }
 
-// sharedSimulation is the loop's simulation for scale-up and scale-down:
+// SharedSimulation is the loop's simulation for scale-up and scale-down:
 // built once, a snapshot of tens of thousands of pods is not built twice.
 // Callers fork it and revert. It is built after the requests' step, so
 // its booking errors are the loop's own.
-func (l *loop) sharedSimulation(ctx context.Context) (*placement.Engine, error) {
+func (l *loop) SharedSimulation(ctx context.Context) (*placement.Engine, error) {
 	if l.shared == nil {
-		sim, err := l.simulation(ctx, l.fail)
+		sim, err := l.Simulation(ctx, l.fail)
 		if err != nil {
 			return nil, err
 		}

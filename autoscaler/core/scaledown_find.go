@@ -32,7 +32,7 @@ import (
 func (l *loop) findScaleDown(ctx context.Context) (*scaleDownFindings, error) {
 	start := l.cfg.Now()
 	findStart := time.Now()
-	sim, err := l.sharedSimulation(ctx)
+	sim, err := l.SharedSimulation(ctx)
 	if err != nil {
 		metrics.RegisterError(metrics.ErrorInternal)
 		return nil, err
@@ -40,7 +40,7 @@ func (l *loop) findScaleDown(ctx context.Context) (*scaleDownFindings, error) {
 	sim.Snapshot().Fork()
 	defer sim.Snapshot().Revert()
 	l.placePendingPods(sim, l.st)
-	l.holdBufferRoom(ctx, sim)
+	l.buffers.HoldRoom(ctx, l, sim)
 	return l.findRemovable(ctx, l.st, sim, start, findStart)
 }
 

@@ -2,8 +2,9 @@
 // processor (--enable-provisioning-requests): each loop it reads the
 // requests, applies CA's timers, books provisioned capacity, picks the
 // requests to decide (one, or a check-capacity batch) and writes their
-// conditions. The decisions themselves are simulator/provreq's; the loop
-// (autoscaler/core) executes an atomic scale-up.
+// conditions (Start, then Serve as the loop's step). The decisions
+// themselves are simulator/provreq's; the loop (autoscaler/core) runs the
+// step and executes the atomic scale-up it asks for (loopstep.Loop).
 package provisioning
 
 import (
@@ -160,6 +161,8 @@ type Loop struct {
 	Changed map[string]provreq.Condition
 	// Deleted lists the finished requests deleted this loop.
 	Deleted []string
+	// Reports are the requests decided this loop, for the loop's result.
+	Reports []provreq.Report
 	Errors  []error
 }
 

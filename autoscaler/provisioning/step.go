@@ -1,4 +1,4 @@
-package core
+package provisioning
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	prv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
 	"k8s.io/klog/v2"
 
+	"draxr.dev/draxr/autoscaler/loopstep"
 	"draxr.dev/draxr/autoscaler/metrics"
 	"draxr.dev/draxr/simulator/placement"
 	"draxr.dev/draxr/simulator/provreq"
@@ -20,38 +21,28 @@ import (
 // maxConsumerEvents bounds the events on consuming pods a loop, as CA's.
 const maxConsumerEvents = 50
 
-// serveRequests is the loop's ProvisioningRequest step: timers, then the
-// requests to decide on a simulation that books the capacity of the
+// Serve is the loop's ProvisioningRequest step, after Start: pods that
+// consume a request leave the regular scale-up, then the requests to
+// decide are decided on a simulation that books the capacity of the
 // provisioned ones; an atomic scale-up is executed here (and is then the
-// loop's scale-up). Pods that consume a request never drive a regular
-// scale-up: they are dropped from the loop's unschedulable pods.
-func (l *loop) serveRequests(ctx context.Context) {
-	if l.cfg.ProvisioningRequests == nil {
-		return
-	}
-	reqs, err := l.cfg.ProvisioningRequests.Start(ctx, l.st.Objects.RunningPods, l.cfg.Now())
-	if err != nil {
-		metrics.RegisterError(metrics.ErrorAPICall)
-		l.fail(err)
-		return
-	}
-	l.requests = reqs
-	l.dropConsumers()
-	todo := reqs.ToDecide()
-	if len(todo) > 0 {
-		if err := l.decideRequests(ctx, todo); err != nil {
-			reqs.Errors = append(reqs.Errors, err)
+// loop's scale-up). Every error of the step is in the one returned.
+func (r *Loop) Serve(ctx context.Context, l loopstep.Loop) error {
+	r.dropConsumers(l)
+	if todo := r.ToDecide(); len(todo) > 0 {
+		if err := r.decide(ctx, l, todo); err != nil {
+			r.Errors = append(r.Errors, err)
 		}
 	}
-	reqs.Log(ctx)
-	metrics.UpdateProvisioningRequests(requestCounts(reqs.Served))
-	l.fail(reqs.Err())
+	r.Log(ctx)
+	metrics.UpdateProvisioningRequests(requestCounts(r.Served))
+	return r.Err()
 }
 
 // dropConsumers takes pods that consume a ProvisioningRequest out of the
-// regular scale-up, with an event on each (at most maxConsumerEvents).
-func (l *loop) dropConsumers() {
-	st := l.st
+// loop's unschedulable pods (they never drive a regular scale-up, as with
+// CA's filter), with an event on each (at most maxConsumerEvents).
+func (r *Loop) dropConsumers(l loopstep.Loop) {
+	st := l.State()
 	kept := st.Unschedulable[:0:0]
 	events := 0
 	for _, pod := range st.Unschedulable {
@@ -60,32 +51,33 @@ func (l *loop) dropConsumers() {
 			kept = append(kept, pod)
 			continue
 		}
-		if events < maxConsumerEvents && l.cfg.Recorder != nil {
+		if rec := l.Recorder(); events < maxConsumerEvents && rec != nil {
 			events++
-			l.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, EventNotTriggerScaleUp,
+			rec.Eventf(pod, v1.EventTypeNormal, loopstep.EventNotTriggerScaleUp,
 				"Unschedulable pod didn't trigger scale-up, because it's consuming ProvisioningRequest %s/%s", pod.Namespace, name)
 		}
 	}
 	st.Unschedulable = kept
 }
 
-// bookRequests places the pods of provisioned requests (less what real
-// pods consume) in h's snapshot. A request whose pods cannot be built
-// fails (FailedToBookCapacity); any other booking error goes to failed.
-func (l *loop) bookRequests(ctx context.Context, sim *placement.Engine, failed func(error)) {
-	booked := l.requests.Booked()
+// Book places the pods of provisioned requests (less what real pods
+// consume) in sim's snapshot; the loop books them in every simulation it
+// builds. A request whose pods cannot be built fails
+// (FailedToBookCapacity); any other booking error goes to failed.
+func (r *Loop) Book(ctx context.Context, l loopstep.Loop, sim *placement.Engine, failed func(error)) {
+	booked := r.Booked()
 	if len(booked) == 0 {
 		return
 	}
-	engine := provreq.Decider{Planner: l.planner(sim, l.st, nil), Templates: l.cfg.ProvisioningRequests.Templates}
-	for _, b := range engine.Book(ctx, booked, l.requests.Consumers) {
+	decider := provreq.Decider{Planner: l.Planner(sim, nil), Templates: r.p.Templates}
+	for _, b := range decider.Book(ctx, booked, r.Consumers) {
 		if b.Err == nil {
 			klog.FromContext(ctx).V(4).Info("Booked ProvisioningRequest capacity", "request", provreq.Key(b.Request),
 				"booked", b.Booked, "unplaced", b.Unplaced, "consumed", b.Consumed)
 			continue
 		}
 		if _, bad := errors.AsType[*provreq.InvalidError](b.Err); bad {
-			l.requests.Record(ctx, provreq.Decision{Request: b.Request, Condition: provreq.Condition{Type: prv1.Failed,
+			r.Record(ctx, provreq.Decision{Request: b.Request, Condition: provreq.Condition{Type: prv1.Failed,
 				Status: metav1.ConditionTrue, Reason: provreq.ReasonFailedToBookCapacity, Message: "Couldn't create pods: " + b.Err.Error()}})
 			continue
 		}
@@ -93,28 +85,27 @@ func (l *loop) bookRequests(ctx context.Context, sim *placement.Engine, failed f
 	}
 }
 
-// decideRequests decides todo in order, on one simulation: a request
-// found or provisioned keeps its pods in it, so the next one in a batch
-// cannot take the same room.
-func (l *loop) decideRequests(ctx context.Context, todo []*prv1.ProvisioningRequest) error {
-	reqs, st := l.requests, l.st
+// decide decides todo in order, on one simulation: a request found or
+// provisioned keeps its pods in it, so the next one in a batch cannot
+// take the same room.
+func (r *Loop) decide(ctx context.Context, l loopstep.Loop, todo []*prv1.ProvisioningRequest) error {
 	// Inside the requests' step its errors are the requests' own.
-	sim, err := l.simulation(ctx, func(err error) { reqs.Errors = append(reqs.Errors, err) })
+	sim, err := l.Simulation(ctx, func(err error) { r.Errors = append(r.Errors, err) })
 	if err != nil {
 		metrics.RegisterError(metrics.ErrorInternal)
 		return err
 	}
-	engine := provreq.Decider{Planner: l.planner(sim, st, st.ScaleUpEligible()), Templates: l.cfg.ProvisioningRequests.Templates}
+	decider := provreq.Decider{Planner: l.Planner(sim, l.State().ScaleUpEligible()), Templates: r.p.Templates}
 	start := time.Now()
 	var errs []error
 	for i, pr := range todo {
-		if i > 0 && time.Since(start) > reqs.Timebox() {
+		if i > 0 && time.Since(start) > r.Timebox() {
 			break // the rest wait for the next loop, as in CA
 		}
-		if pr = reqs.Accept(ctx, pr); pr == nil {
+		if pr = r.Accept(ctx, pr); pr == nil {
 			continue
 		}
-		d, err := engine.Decide(ctx, pr)
+		d, err := decider.Decide(ctx, pr)
 		if err != nil {
 			if ctx.Err() != nil {
 				return err
@@ -126,10 +117,10 @@ func (l *loop) decideRequests(ctx context.Context, todo []*prv1.ProvisioningRequ
 		}
 		var sus []provreq.ReportScaleUp
 		if len(d.ScaleUps) > 0 {
-			d, sus = l.scaleUpAtomically(ctx, d)
+			d, sus = r.scaleUpAllOrNone(ctx, l, d)
 		}
-		pr = reqs.Record(ctx, d)
-		l.res.ProvisioningRequests = append(l.res.ProvisioningRequests, provreq.ReportOf(pr, sus))
+		pr = r.Record(ctx, d)
+		r.Reports = append(r.Reports, provreq.ReportOf(pr, sus))
 		if len(d.ScaleUps) > 0 {
 			break // one scale-up a loop
 		}
@@ -137,28 +128,27 @@ func (l *loop) decideRequests(ctx context.Context, todo []*prv1.ProvisioningRequ
 	return errors.Join(errs...)
 }
 
-// scaleUpAtomically asks the decision's groups for their nodes, all or
+// scaleUpAllOrNone asks the decision's groups for their nodes, all or
 // nothing where the provider can promise it. A refusal backs the group
 // off, and the request is retried (CapacityIsNotFound).
-func (l *loop) scaleUpAtomically(ctx context.Context, d provreq.Decision) (provreq.Decision, []provreq.ReportScaleUp) {
-	r := l.executeStep(ctx, l.st, d.ScaleUps, nil, l.res, true)
-	done := make([]provreq.ReportScaleUp, len(r.done))
-	texts := make([]string, len(r.done))
-	for i, g := range r.done {
-		done[i] = provreq.ReportScaleUp{NodeGroup: g.su.NodeGroup, NewNodes: g.su.NewNodes, Atomic: g.promised}
-		texts[i] = fmt.Sprintf("%s %d->%d", g.su.NodeGroup, g.from, g.from+g.su.NewNodes)
+func (r *Loop) scaleUpAllOrNone(ctx context.Context, l loopstep.Loop, d provreq.Decision) (provreq.Decision, []provreq.ReportScaleUp) {
+	scaled, err := l.ScaleUpAllOrNone(ctx, d.ScaleUps)
+	done := make([]provreq.ReportScaleUp, len(scaled))
+	texts := make([]string, len(scaled))
+	for i, g := range scaled {
+		done[i] = provreq.ReportScaleUp{NodeGroup: g.NodeGroup, NewNodes: g.NewNodes, Atomic: g.Promised}
+		texts[i] = fmt.Sprintf("%s %d->%d", g.NodeGroup, g.From, g.From+g.NewNodes)
 	}
-	if r.err != nil {
-		err := r.err
-		if len(r.done) > 0 {
+	if err != nil {
+		if len(scaled) > 0 {
 			// The balanced groups before it stand: what they added is
 			// upcoming for the next try.
 			err = fmt.Errorf("%w (after %s)", err, strings.Join(texts, ", "))
 		}
 		return provreq.ScaleUpFailed(d, err), done
 	}
-	if l.cfg.Recorder != nil {
-		l.cfg.Recorder.Eventf(requestRef(d.Request), v1.EventTypeNormal, EventTriggeredScaleUp,
+	if rec := l.Recorder(); rec != nil {
+		rec.Eventf(requestRef(d.Request), v1.EventTypeNormal, loopstep.EventTriggeredScaleUp,
 			"ProvisioningRequest triggered scale-up: [%s]", strings.Join(texts, ", "))
 	}
 	return d, done

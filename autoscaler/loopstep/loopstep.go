@@ -1,0 +1,63 @@
+// Package loopstep is the contract between the autoscaler's loop
+// (autoscaler/core) and the steps of its batch features
+// (autoscaler/provisioning, autoscaler/buffers): what a step may read and
+// ask of the loop it runs in, as kube-scheduler's framework.Handle is for
+// its plugins. A feature's room is its package: it reads its objects,
+// decides on the loop's simulations and writes its results; the loop only
+// calls its step in order.
+package loopstep
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/client-go/tools/record"
+
+	"draxr.dev/draxr/autoscaler/clusterstate"
+	"draxr.dev/draxr/simulator/nodegroup"
+	"draxr.dev/draxr/simulator/placement"
+	"draxr.dev/draxr/simulator/scaleup"
+)
+
+// Event reasons the loop and its steps put on pods and batch objects,
+// CA's.
+const (
+	EventTriggeredScaleUp  = "TriggeredScaleUp"
+	EventNotTriggerScaleUp = "NotTriggerScaleUp"
+)
+
+// Loop is one loop as its steps see it.
+type Loop interface {
+	// State is the cluster state the loop decides on. A step may narrow
+	// its Unschedulable pods (pods another step serves).
+	State() *clusterstate.State
+	// Now is the loop's clock.
+	Now() time.Time
+	// Recorder sends events; nil when there is none.
+	Recorder() record.EventRecorder
+	// Simulation is a fresh simulation of the loop's state with the
+	// provisioned requests' capacity booked; a booking error that is not
+	// the request's own goes to failed.
+	Simulation(ctx context.Context, failed func(error)) (*placement.Engine, error)
+	// SharedSimulation is the loop's one simulation for scale-up and
+	// scale-down, built on first use; a step that changes it keeps the
+	// change for every later step.
+	SharedSimulation(ctx context.Context) (*placement.Engine, error)
+	// Planner plans on sim for groups (nil: every group) with the loop's
+	// expander, limits and pod rules.
+	Planner(sim *placement.Engine, groups []*nodegroup.NodeGroup) *scaleup.Planner
+	// ScaleUpAllOrNone asks the groups of one plan step for their nodes,
+	// each all or none where the provider can promise it; it stops at the
+	// first group that fails (backed off), the groups before it stand.
+	ScaleUpAllOrNone(ctx context.Context, step []scaleup.ScaleUp) ([]ScaledUp, error)
+}
+
+// ScaledUp is a group the loop asked for nodes.
+type ScaledUp struct {
+	NodeGroup string
+	// From is the group's target size before.
+	From     int
+	NewNodes int
+	// Promised: the provider promised all the nodes or none.
+	Promised bool
+}
