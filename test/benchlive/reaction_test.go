@@ -323,6 +323,11 @@ func (e *bench) startCA(binary string) *proc.Process {
 		e.b.Fatal(err)
 	}
 	e.b.Cleanup(func() {
+		// Kept for reading why CA's loops started when they did.
+		log := filepath.Join(e.cluster.Root, "bin", "bench-live-cluster-autoscaler.log")
+		if err := os.WriteFile(log, []byte(p.LogTail(64<<20)), 0o644); err != nil {
+			e.b.Log(err)
+		}
 		if e.b.Failed() {
 			e.b.Logf("cluster-autoscaler log (tail):\n%s", p.LogTail(20000))
 		}
