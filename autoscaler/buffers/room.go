@@ -152,23 +152,20 @@ func (e *Events) Emit() {
 	if e.buffers == nil || e.recorder == nil {
 		return
 	}
-	for k, byGroups := range e.triggers {
+	e.emit(e.triggers, loopstep.EventTriggeredScaleUp, "capacity buffer %d fake pods triggered scale-up: [%s]")
+	e.emit(e.notTriggs, loopstep.EventNotTriggerScaleUp, "capacity buffer %d fake pods didn't trigger scale-up: %s")
+}
+
+// emit sends each buffer of byBuffer one event: its pods counted, and
+// their groups or reasons.
+func (e *Events) emit(byBuffer map[string]map[string]int, reason, format string) {
+	for k, counts := range byBuffer {
 		b := e.buffers.Buffers[k]
 		if b == nil {
 			continue
 		}
-		n, texts := summary(byGroups)
-		e.recorder.Eventf(Ref(b), v1.EventTypeNormal, loopstep.EventTriggeredScaleUp,
-			"capacity buffer %d fake pods triggered scale-up: [%s]", n, texts)
-	}
-	for k, reasons := range e.notTriggs {
-		b := e.buffers.Buffers[k]
-		if b == nil {
-			continue
-		}
-		n, texts := summary(reasons)
-		e.recorder.Eventf(Ref(b), v1.EventTypeNormal, loopstep.EventNotTriggerScaleUp,
-			"capacity buffer %d fake pods didn't trigger scale-up: %s", n, texts)
+		n, texts := summary(counts)
+		e.recorder.Eventf(Ref(b), v1.EventTypeNormal, reason, format, n, texts)
 	}
 }
 
