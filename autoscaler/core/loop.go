@@ -118,10 +118,7 @@ func (l *loop) serveBuffers(ctx context.Context) {
 	}
 	b, err := buffers.Serve(ctx, *l.cfg.Buffers, l)
 	l.fail(err)
-	if b != nil {
-		l.buffers = b
-		l.res.BufferPods = b.PodCount()
-	}
+	l.buffers, l.res.BufferPods = b, b.PodCount() // both nil-safe
 }
 
 // scaleUpPods plans for the pending pods and buffer pods left and
