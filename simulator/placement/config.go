@@ -46,7 +46,13 @@ func ParseProfile(data []byte, source, schedulerName string) (*config.KubeSchedu
 	}
 	for i := range cfg.Profiles {
 		if schedulerName == "" || cfg.Profiles[i].SchedulerName == schedulerName {
-			return &cfg.Profiles[i], nil
+			profile := &cfg.Profiles[i]
+			// The scheduler bounds its search by the profile's value, else
+			// the configuration's: the profile carries the one in force.
+			if profile.PercentageOfNodesToScore == nil {
+				profile.PercentageOfNodesToScore = cfg.PercentageOfNodesToScore
+			}
+			return profile, nil
 		}
 	}
 	return nil, fmt.Errorf("scheduler config %s: %s", source,

@@ -9,8 +9,8 @@ import (
 // nodes: every feasible node is scored by the profile's Score plugins and
 // the pod goes to the highest. Where kube-scheduler picks at random among
 // equal scores, this picks the first in candidate order, so results are
-// reproducible. It evaluates every candidate (kube-scheduler may stop at
-// percentageOfNodesToScore in clusters over 100 nodes).
+// reproducible. It evaluates every candidate; PlaceBestScanned stops as
+// kube-scheduler does, at percentageOfNodesToScore.
 func (eng *Engine) PlaceBest(pod *v1.Pod, candidates []string) (string, *v1.Pod, *FitError) {
 	c, fitErr := eng.begin(pod, candidates)
 	if c == nil {
@@ -24,6 +24,12 @@ func (eng *Engine) PlaceBest(pod *v1.Pod, candidates []string) (string, *v1.Pod,
 		}
 		feasible = append(feasible, eng.snap.NodeInfo(name))
 	}
+	return eng.placeOnBest(c, feasible, fitErr)
+}
+
+// placeOnBest commits the pod to the highest-scoring feasible node, the
+// next best when Reserve refuses it.
+func (eng *Engine) placeOnBest(c *cycle, feasible []fwk.NodeInfo, fitErr *FitError) (string, *v1.Pod, *FitError) {
 	for len(feasible) > 0 {
 		best := eng.best(c, feasible)
 		name := feasible[best].Node().Name

@@ -318,6 +318,7 @@ func (p *Planner) placeOnExisting(ctx context.Context, pods []*v1.Pod, plan *Pla
 	var remaining []*v1.Pod
 	nowhere := estimator.NewUnplaceable(p.Engine, kinds, pods)
 	room := p.Engine.NewCandidates()
+	scan := p.Engine.NewNodeScan(nodes)
 	last := "" // FirstFit: the node the last pod went to
 	// FirstFit: the last placed pod of each kind, whose scheduler pod
 	// info its replicas copy.
@@ -356,14 +357,15 @@ func (p *Planner) placeOnExisting(ctx context.Context, pods []*v1.Pod, plan *Pla
 		} else {
 			// Nodes plainly short of the pod's requests are left out
 			// before any plugin runs; scores are only taken among feasible
-			// nodes, so the choice is the same.
+			// nodes, so the choice is the same. The search stops where
+			// kube-scheduler's does (percentageOfNodesToScore).
 			candidates := room.For(pod, kind, nodes)
 			if len(candidates) == 0 {
 				nowhere.Add(pod)
 				remaining = append(remaining, pod)
 				continue
 			}
-			node, placed, ferr = p.Engine.PlaceBest(pod, candidates)
+			node, placed, ferr = p.Engine.PlaceBestScanned(pod, candidates, scan)
 		}
 		if ferr != nil {
 			nowhere.Add(pod)
