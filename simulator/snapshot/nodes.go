@@ -105,11 +105,12 @@ func (s *Snapshot) NodeCount() int { return len(s.nodeOrder) }
 // given; callers hand over ownership.
 func (s *Snapshot) AddPod(pod *v1.Pod) error {
 	info, ok := s.removedInfo[pod.UID]
-	if !ok {
-		return s.addPod(pod, nil)
+	if ok {
+		delete(s.removedInfo, pod.UID)
+	} else {
+		info, ok = s.placedInfo[pod.UID]
 	}
-	delete(s.removedInfo, pod.UID)
-	if !sameRequestsAndTerms(info.Pod, pod) {
+	if !ok || !sameRequestsAndTerms(info.Pod, pod) {
 		return s.addPod(pod, nil)
 	}
 	moved := *info // keeps the cached requests
@@ -232,6 +233,9 @@ func (s *Snapshot) addPod(pod *v1.Pod, info *framework.PodInfo) error {
 		ni.AddPodInfo(info)
 	} else {
 		ni.AddPod(pod)
+		if computed, ok := ni.Pods[len(ni.Pods)-1].(*framework.PodInfo); ok {
+			s.placedInfo[pod.UID] = computed
+		}
 	}
 	s.podsByUID[pod.UID] = podRef{pod: pod, nodeName: pod.Spec.NodeName}
 	s.trackPVCs(pod, 1)

@@ -39,6 +39,10 @@ type Snapshot struct {
 	// moves every pod it evicts, and computing a pod's requests is most of
 	// what adding it costs.
 	removedInfo map[types.UID]*framework.PodInfo
+	// placedInfo keeps the pod info computed when a pod was placed, for
+	// when it is placed again after a Revert: a scale-up estimates the
+	// same pending pods on the template of every node group.
+	placedInfo map[types.UID]*framework.PodInfo
 
 	classes *classes.Index
 
@@ -91,6 +95,7 @@ func NewSized(pods, claims int) *Snapshot {
 		nodes:        map[string]*framework.NodeInfo{},
 		podsByUID:    make(map[types.UID]podRef, pods),
 		removedInfo:  map[types.UID]*framework.PodInfo{},
+		placedInfo:   map[types.UID]*framework.PodInfo{},
 		classes:      classes.NewIndex(),
 		slices:       map[string]*resourceapi.ResourceSlice{},
 		slicesByNode: map[string][]*resourceapi.ResourceSlice{},

@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -316,4 +317,40 @@ func TestClaimTrackerPending(t *testing.T) {
 	if c, _ := tracker.Get("default", "pending"); c.Status.Allocation != nil {
 		t.Error("after clearing, Get still returns the pending allocation")
 	}
+}
+
+// A pod placed again after a Revert reuses the requests computed the
+// first time only while it asks for the same: a pod of the same UID with
+// other requests or other affinity is counted as it is now.
+func TestPlacedAgainAfterRevert(t *testing.T) {
+	s := New()
+	if err := s.AddNode(fx.Node("n", 64, 256, nil)); err != nil {
+		t.Fatal(err)
+	}
+	place := func(milliCPU int64, zoneAffinity bool) {
+		t.Helper()
+		s.Fork()
+		defer s.Revert()
+		pod := fx.Pod("p", milliCPU, nil)
+		pod.Spec.NodeName = "n"
+		if zoneAffinity {
+			pod.Spec.Affinity = &v1.Affinity{PodAffinity: &v1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
+				TopologyKey: v1.LabelTopologyZone, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "p"}}}}}}
+		}
+		if err := s.AddPod(pod); err != nil {
+			t.Fatal(err)
+		}
+		ni := s.NodeInfo("n")
+		if ni.Requested.MilliCPU != milliCPU {
+			t.Errorf("node requests %dm CPU for a pod of %dm", ni.Requested.MilliCPU, milliCPU)
+		}
+		if got := len(ni.PodsWithAffinity) > 0; got != zoneAffinity {
+			t.Errorf("pod with affinity: %v, want %v", got, zoneAffinity)
+		}
+	}
+	place(1000, false)
+	place(1000, false)
+	place(2000, false)
+	place(2000, true)
+	place(1000, false)
 }
