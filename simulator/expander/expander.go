@@ -38,6 +38,17 @@ type Strategy interface {
 // Names lists the strategies New accepts.
 func Names() []string { return []string{"least-waste", "most-pods", "price", "priority", "random"} }
 
+// UsesPrice says whether --expander=name (a name or a comma chain) has
+// the price expander, so the caller knows to read the groups' prices.
+func UsesPrice(name string) bool {
+	for _, entry := range strings.Split(name, ",") {
+		if strings.TrimSpace(entry) == "price" {
+			return true
+		}
+	}
+	return false
+}
+
 // New returns a strategy by name. priorities is the priority expander's
 // config (YAML: priority -> list of group-name regexps), used only by it.
 // A comma list ("priority,least-waste") is a chain of filters, as in the

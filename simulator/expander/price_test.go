@@ -112,3 +112,14 @@ func TestPriceIsNamed(t *testing.T) {
 		t.Error("price named twice: want an error")
 	}
 }
+
+func TestUsesPrice(t *testing.T) {
+	for name, want := range map[string]bool{
+		"price": true, "priority, price": true, "price,least-waste": true,
+		"least-waste": false, "": false, "priority,most-pods": false,
+	} {
+		if got := UsesPrice(name); got != want {
+			t.Errorf("UsesPrice(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
