@@ -13,8 +13,9 @@ import (
 // AsMember and UpcomingNodes): each group's template, its members (the
 // nodes the provider maps to it, by providerID for Cluster API) counted
 // toward its size, and stand-ins for the nodes its target size counts
-// that have not registered. An error is one node's or group's; the others
-// are added regardless.
+// that have not registered; and each group's price, when the provider
+// gives one (a one-off read, so always asked). An error is one node's or
+// group's; the others are added regardless.
 func AddProviderGroups(provider cloudprovider.Provider, objs *input.Objects) []error {
 	var errs []error
 	groups := provider.NodeGroups()
@@ -40,6 +41,9 @@ func AddProviderGroups(provider cloudprovider.Provider, objs *input.Objects) []e
 		if err != nil {
 			errs = append(errs, err)
 			continue
+		}
+		if err := withPrice(g, ng); err != nil {
+			errs = append(errs, err)
 		}
 		target, err := ng.TargetSize()
 		if err != nil {

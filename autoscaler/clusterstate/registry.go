@@ -80,6 +80,10 @@ type RegistryConfig struct {
 	// BindingTimeout is how long the scheduler waits for device binding
 	// conditions (its DynamicResources bindingTimeout); 0: the default.
 	BindingTimeout time.Duration
+	// Prices asks the provider each group's node price (for
+	// --expander=price); off, no provider is asked, as CA asks only for
+	// its price expander.
+	Prices bool
 }
 
 // Registry is the cluster state that must survive between loops: the
@@ -421,6 +425,11 @@ func (c *groupCheck) planningGroup() {
 		}
 	} else {
 		delete(r.templateErrs, id)
+		if r.cfg.Prices {
+			if err := withPrice(g, c.ng); err != nil {
+				st.Errors = append(st.Errors, err)
+			}
+		}
 		st.Groups = append(st.Groups, g)
 		r.labels[id] = MetricLabels(g)
 	}

@@ -189,6 +189,7 @@ func New(cfg Config) *Autoscaler {
 		BindingTimeout:         placement.BindingTimeout(cfg.Profile),
 		BypassedSchedulerNames: bypassed,
 		Taints:                 cfg.Taints,
+		Prices:                 cfg.Expander != nil && expander.UsesPrice(cfg.Expander.Name()),
 		MaxNodeProvisionTime:   cs.MaxNodeProvisionTime, MaxNodeStartupTime: cs.MaxNodeStartupTime,
 		OkTotalUnreadyCount: cs.OkTotalUnreadyCount, MaxTotalUnreadyPercentage: cs.MaxTotalUnreadyPercentage,
 		Backoff:  backoff.New(cs.InitialBackoff, cs.MaxBackoff, cs.BackoffResetTimeout),

@@ -167,6 +167,10 @@ func (g *Group) GetOptions(defaults cloudprovider.NodeGroupOptions) (*cloudprovi
 	return &o, nil
 }
 
+// NodePrice is the group's spec.price (cloudprovider.Pricer);
+// ErrNotImplemented when it has none.
+func (g *Group) NodePrice() (float64, error) { return cloudprovider.SpecPrice(g.Cfg) }
+
 // NodeGroups returns groups as the Provider interface lists them.
 func NodeGroups[G cloudprovider.NodeGroup](groups []G) []cloudprovider.NodeGroup {
 	out := make([]cloudprovider.NodeGroup, len(groups))

@@ -471,6 +471,10 @@ func (g *group) GetOptions(defaults cloudprovider.NodeGroupOptions) (*cloudprovi
 	return &o, nil
 }
 
+// NodePrice is the group's draxr.dev/node-price-per-hour annotation
+// (cloudprovider.Pricer); ErrNotImplemented without one.
+func (g *group) NodePrice() (float64, error) { return cloudprovider.SpecPrice(g.built.Planning) }
+
 // Planning is the group as the planner's NodeGroup.
 func (g *group) Planning() *nodegroup.NodeGroup { return g.built.Planning }
 

@@ -2,6 +2,7 @@ package clusterapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -972,4 +973,37 @@ func fooTemplate(ns, name string) *unstructured.Unstructured {
 		"metadata": map[string]any{"name": name, "namespace": ns},
 		"status":   map[string]any{"capacity": map[string]any{"cpu": "32", "memory": "128Gi"}},
 	}}
+}
+
+// A group's price is its draxr.dev/node-price-per-hour annotation; a bad
+// one leaves that group out with an error naming it and the annotation,
+// and the other groups stay.
+func TestNodePrice(t *testing.T) {
+	f := newFake(t, []runtime.Object{
+		scalable(capi.MachineDeployment, "ns", "priced", 1, bounds(0, 5, capi.PriceAnnotation, "0.75"), nil, ""),
+		scalable(capi.MachineDeployment, "ns", "unpriced", 1, bounds(0, 5), nil, ""),
+		scalable(capi.MachineDeployment, "ns", "typo", 1, bounds(0, 5, capi.PriceAnnotation, "0,75"), nil, ""),
+	})
+	p := f.provider(t)
+	got := map[string]string{}
+	for _, g := range p.NodeGroups() {
+		price, err := cloudprovider.NodePrice(g)
+		switch {
+		case errors.Is(err, cloudprovider.ErrNotImplemented):
+			got[g.Id()] = "unknown"
+		case err != nil:
+			t.Fatalf("%s: %v", g.Id(), err)
+		default:
+			got[g.Id()] = fmt.Sprint(price)
+		}
+	}
+	want := map[string]string{"MachineDeployment/ns/priced": "0.75", "MachineDeployment/ns/unpriced": "unknown"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("prices %v, want %v", got, want)
+	}
+	err := p.GroupErrors()["MachineDeployment/ns/typo"]
+	const wantErr = `MachineDeployment ns/typo: annotation draxr.dev/node-price-per-hour: "0,75" is not a number`
+	if err == nil || !strings.Contains(err.Error(), wantErr) {
+		t.Errorf("typo's error = %v, want %q", err, wantErr)
+	}
 }

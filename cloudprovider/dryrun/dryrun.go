@@ -83,6 +83,10 @@ type group struct {
 	p *Provider
 }
 
+// NodePrice is the wrapped group's: embedding the NodeGroup interface
+// does not pass on its optional Pricer.
+func (g *group) NodePrice() (float64, error) { return cloudprovider.NodePrice(g.NodeGroup) }
+
 func (g *group) IncreaseSize(_ context.Context, delta int) error {
 	return g.increase("IncreaseSize", delta)
 }

@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/client-go/kubernetes"
@@ -300,6 +301,13 @@ type group struct {
 	instances []cloudprovider.Instance
 	// template caches the loop's template (or why there is none).
 	template *template
+	// price caches the loop's PricingNodePrice answer.
+	price *priceAnswer
+}
+
+type priceAnswer struct {
+	perHour float64
+	err     error
 }
 
 func (g *group) Id() string   { return g.id }
@@ -498,4 +506,31 @@ func (g *group) TemplateNodeInfo() (*v1.Node, []*resourceapi.ResourceSlice, erro
 	}
 	node, slices := t.group.NewNode("template-" + nodegroup.NodeNamePrefix(g.id))
 	return node, slices, nil
+}
+
+// NodePrice asks the service what one node of the group's template costs
+// over the next hour (PricingNodePrice, as CA's pricing model asks), once
+// a loop: the answer is kept with the group, which Refresh replaces.
+// Unimplemented is ErrNotImplemented (no price).
+func (g *group) NodePrice() (float64, error) {
+	g.mu.Lock()
+	cached := g.price
+	g.mu.Unlock()
+	if cached != nil {
+		return cached.perHour, cached.err
+	}
+	a := &priceAnswer{}
+	if node, _, err := g.TemplateNodeInfo(); err != nil {
+		a.err = err
+	} else {
+		start := g.p.opts.Now()
+		res, err := call(context.Background(), g.p, g.p.opts.Client.PricingNodePrice, &protos.PricingNodePriceRequest{
+			Node: grpcNode(node), StartTimestamp: timestamppb.New(start), EndTimestamp: timestamppb.New(start.Add(time.Hour)),
+		})
+		a.perHour, a.err = res.GetPrice(), mapError("PricingNodePrice", g.id, err)
+	}
+	g.mu.Lock()
+	g.price = a
+	g.mu.Unlock()
+	return a.perHour, a.err
 }

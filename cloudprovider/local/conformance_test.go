@@ -43,7 +43,7 @@ func TestProviderContract(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				return &providertest.Env{Provider: p, Group: "gpu", Plain: "plain", Member: m, Settle: settle}
+				return &providertest.Env{Provider: p, Group: "gpu", Plain: "plain", Member: m, Settle: settle, GroupPrice: 1.25}
 			})
 		})
 	}

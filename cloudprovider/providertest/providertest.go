@@ -31,6 +31,9 @@ type Env struct {
 	// Settle makes the provider's changes visible to its reads (a Refresh
 	// for most providers).
 	Settle func(ctx context.Context) error
+	// GroupPrice is Group's node price per hour where the provider reads
+	// one (NodeGroups' gpu group has 1.25); 0 when it has none to read.
+	GroupPrice float64
 }
 
 // Setup builds a fresh Env.
@@ -260,6 +263,19 @@ func rows() []row {
 				t.Errorf("plain: %+v, %v; want the defaults", o, err)
 			}
 		}},
+		{"NodePrice is a price >= 0 or not implemented", func(_ context.Context, t *testing.T, e *Env) {
+			for _, id := range []string{e.Group, e.Plain} {
+				price, err := cloudprovider.NodePrice(group(t, e, id))
+				switch {
+				case id == e.Group && e.GroupPrice > 0:
+					if err != nil || price != e.GroupPrice {
+						t.Errorf("%s: price %v, %v; want %v", id, price, err, e.GroupPrice)
+					}
+				case err != nil && !errors.Is(err, cloudprovider.ErrNotImplemented):
+					t.Errorf("%s: %v; want a price or ErrNotImplemented", id, err)
+				}
+			}
+		}},
 		{"Refresh", func(ctx context.Context, t *testing.T, e *Env) {
 			if err := e.Provider.Refresh(ctx); err != nil {
 				t.Fatal(err)
@@ -273,11 +289,11 @@ func rows() []row {
 
 // NodeGroups are the groups the contract is run over by providers whose
 // groups come from NodeGroup objects: gpu (min 1, max 3, 8 devices, a
-// scale-down override) and plain.
+// scale-down override, a price of 1.25 per hour) and plain.
 func NodeGroups() []*nodegroup.NodeGroup {
 	gpu := &nodegroup.NodeGroup{ObjectMeta: metav1.ObjectMeta{Name: "gpu",
 		Annotations: map[string]string{nodegroup.AutoscalingOptionsPrefix + nodegroup.OptScaleDownUnneededTime: "5m"}},
-		Spec: nodegroup.Spec{MinSize: 1, MaxSize: 3, Template: *fx.Node("t", 32, 128, nil)}}
+		Spec: nodegroup.Spec{MinSize: 1, MaxSize: 3, Price: "1.25", Template: *fx.Node("t", 32, 128, nil)}}
 	gpu.Spec.ResourceSlices = append(gpu.Spec.ResourceSlices, fx.GPUSlice("x", 8).Spec)
 	plain := &nodegroup.NodeGroup{ObjectMeta: metav1.ObjectMeta{Name: "plain"},
 		Spec: nodegroup.Spec{MaxSize: 2, Template: *fx.Node("t", 8, 32, nil)}}

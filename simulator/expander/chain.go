@@ -68,6 +68,8 @@ func filterFor(name string, prio func() (filter, error), rng *rand.Rand) (filter
 		return leastWasteFilter, nil
 	case "most-pods":
 		return mostPodsFilter, nil
+	case "price":
+		return cheapestFilter, nil
 	case "random":
 		r := &random{rng: rng}
 		return func(options []Option) []Option { return []Option{r.Best(options)} }, nil

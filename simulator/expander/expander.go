@@ -23,6 +23,10 @@ type Option struct {
 	// Waste is the mean unused share of CPU, memory and the DRA devices of
 	// the classes the pods use, over the new nodes (0 = fully used).
 	Waste float64
+	// Price is what the new nodes cost per hour (NewNodes times the
+	// group's node price); meaningful only when PriceKnown.
+	Price      float64
+	PriceKnown bool
 }
 
 // Strategy picks the best option; options is never empty.
@@ -32,7 +36,18 @@ type Strategy interface {
 }
 
 // Names lists the strategies New accepts.
-func Names() []string { return []string{"least-waste", "most-pods", "priority", "random"} }
+func Names() []string { return []string{"least-waste", "most-pods", "price", "priority", "random"} }
+
+// UsesPrice says whether --expander=name (a name or a comma chain) has
+// the price expander, so the caller knows to read the groups' prices.
+func UsesPrice(name string) bool {
+	for _, entry := range strings.Split(name, ",") {
+		if strings.TrimSpace(entry) == "price" {
+			return true
+		}
+	}
+	return false
+}
 
 // New returns a strategy by name. priorities is the priority expander's
 // config (YAML: priority -> list of group-name regexps), used only by it.
@@ -66,6 +81,8 @@ func build(name string, prio func() (filter, error), seed int64) (Strategy, erro
 		return leastWaste{}, nil
 	case "most-pods":
 		return mostPods{}, nil
+	case "price":
+		return cheapest{}, nil
 	case "random":
 		return &random{rng: rand.New(rand.NewSource(seed))}, nil
 	case "priority":

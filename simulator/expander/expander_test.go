@@ -158,7 +158,7 @@ func TestNewErrors(t *testing.T) {
 		priorities string
 		wantErr    string
 	}{
-		{name: "unknown name", expander: "price", wantErr: `unknown expander "price"`},
+		{name: "unknown name", expander: "grpc", wantErr: `unknown expander "grpc"`},
 		{name: "priority without config", expander: "priority", wantErr: "--expander=priority needs --expander-priorities"},
 		{name: "priority: not YAML", expander: "priority", priorities: "10: [a\n", wantErr: "expander priorities:"},
 		{name: "priority: key not an integer", expander: "priority", priorities: "high:\n  - gpu-.*\n", wantErr: `key "high": must be an integer priority`},

@@ -70,6 +70,9 @@ func checkScalable(u *unstructured.Unstructured) (field.ErrorList, error) {
 	if _, err := res.Options(); err != nil {
 		return nil, err
 	}
+	if _, err := res.Price(); err != nil {
+		return nil, err
+	}
 	node, err := res.TemplateNode()
 	if err != nil {
 		return nil, err

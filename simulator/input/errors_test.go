@@ -68,6 +68,10 @@ func TestBadInput(t *testing.T) {
 		{"alias bomb", aliasBomb, []string{"bad.yaml: document 1: malformed YAML", "excessive aliasing"}},
 		{"NodeGroup min > max", "apiVersion: draxr.dev/v1alpha1\nkind: NodeGroup\nmetadata: {name: g}\nspec: {minSize: 3, maxSize: 1, template: {}}\n",
 			[]string{"bad.yaml: document 1: NodeGroup g: spec.maxSize: Invalid value: 1: must be >= minSize (3)"}},
+		{"NodeGroup negative price", "apiVersion: draxr.dev/v1alpha1\nkind: NodeGroup\nmetadata: {name: g}\nspec: {minSize: 0, maxSize: 1, price: -1, template: {}}\n",
+			[]string{`bad.yaml: document 1: NodeGroup g: spec.price: Invalid value: "-1": must be a number >= 0: one node's price per hour`}},
+		{"NodeGroup price not a number", "apiVersion: draxr.dev/v1alpha1\nkind: NodeGroup\nmetadata: {name: g}\nspec: {minSize: 0, maxSize: 1, price: 'USD 3', template: {}}\n",
+			[]string{`bad.yaml: document 1: NodeGroup g: spec.price: Invalid value: "USD 3": must be a number >= 0`}},
 		{"NodeGroup duplicate device names", `apiVersion: draxr.dev/v1alpha1
 kind: NodeGroup
 metadata: {name: g}
@@ -290,5 +294,19 @@ func TestLoadStdin(t *testing.T) {
 	}
 	if len(o.Nodes) != 1 || o.Nodes[0].Name != "from-stdin" || len(o.PendingPods) != 1 {
 		t.Errorf("got %v, want the node from stdin and the pod from the file", counts(o))
+	}
+}
+
+// A NodeGroup's price loads as a number or a string.
+func TestNodeGroupPrice(t *testing.T) {
+	for _, price := range []string{"0.25", "'0.25'"} {
+		src := "apiVersion: draxr.dev/v1alpha1\nkind: NodeGroup\nmetadata: {name: g}\nspec: {minSize: 0, maxSize: 1, price: " + price + ", template: {}}\n"
+		o, err := Parse([]byte(src), "g.yaml")
+		if err != nil {
+			t.Fatalf("price %s: %v", price, err)
+		}
+		if got, known, err := o.NodeGroups[0].Spec.Price.Value(); got != 0.25 || !known || err != nil {
+			t.Errorf("price %s read as %v, %v, %v; want 0.25", price, got, known, err)
+		}
 	}
 }

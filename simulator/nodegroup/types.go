@@ -39,10 +39,14 @@ type Spec struct {
 	// ResourceSlices are what the node's DRA drivers publish; nodeName and
 	// pool are filled in per node, device names are kept.
 	ResourceSlices []resourceapi.ResourceSliceSpec `json:"resourceSlices,omitempty"`
+	// Price is one node's price per hour, for --expander=price; unset
+	// when unknown.
+	Price Price `json:"price,omitempty"`
 }
 
 // Validate checks what the planner relies on: a valid name,
-// 0 <= minSize <= maxSize, and unique device names in each template slice.
+// 0 <= minSize <= maxSize, a price (when set) that is a number >= 0, and
+// unique device names in each template slice.
 func (g *NodeGroup) Validate() field.ErrorList {
 	var errs field.ErrorList
 	meta := field.NewPath("metadata")
@@ -60,6 +64,10 @@ func (g *NodeGroup) Validate() field.ErrorList {
 	if g.Spec.MaxSize < g.Spec.MinSize {
 		errs = append(errs, field.Invalid(spec.Child("maxSize"), g.Spec.MaxSize,
 			fmt.Sprintf("must be >= minSize (%d)", g.Spec.MinSize)))
+	}
+	if _, _, err := g.Spec.Price.Value(); err != nil {
+		errs = append(errs, field.Invalid(spec.Child("price"), string(g.Spec.Price),
+			"must be a number >= 0: one node's price per hour, e.g. 0.096"))
 	}
 	for i, s := range g.Spec.ResourceSlices {
 		p := spec.Child("resourceSlices").Index(i)
@@ -82,6 +90,7 @@ func (g *NodeGroup) DeepCopy() *NodeGroup {
 	out := &NodeGroup{TypeMeta: g.TypeMeta}
 	g.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
 	out.Spec.MinSize, out.Spec.MaxSize = g.Spec.MinSize, g.Spec.MaxSize
+	out.Spec.Price = g.Spec.Price
 	g.Spec.Template.DeepCopyInto(&out.Spec.Template)
 	for i := range g.Spec.ResourceSlices {
 		out.Spec.ResourceSlices = append(out.Spec.ResourceSlices, *g.Spec.ResourceSlices[i].DeepCopy())

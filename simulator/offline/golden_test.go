@@ -181,6 +181,9 @@ var expectations = map[string]expectation{
 			}
 		},
 	},
+	"price-expander": {
+		scaleUps: map[string]int{"small": 4}, helped: map[string]int{"small": 16},
+	},
 	"workload-expansion": {
 		scaleUps: map[string]int{"gpu": 3}, helped: map[string]int{"gpu": 9},
 		check: func(t *testing.T, out report.SimulateOutput) {

@@ -481,7 +481,7 @@ func (p *Planner) bestOptionFor(ctx context.Context, st *state, pods []*v1.Pod, 
 			if a.option.PodCount >= need {
 				o := a.option
 				o.Group = g.Name
-				options = append(options, o)
+				options = append(options, st.priced(o))
 			}
 			continue
 		}
@@ -497,7 +497,7 @@ func (p *Planner) bestOptionFor(ctx context.Context, st *state, pods []*v1.Pod, 
 		snap.Revert()
 		seen[key] = answer{option: o, group: g.Name, rank: rank[g.Name]}
 		if o.PodCount >= need {
-			options = append(options, o)
+			options = append(options, st.priced(o))
 		}
 	}
 	if len(options) == 0 {

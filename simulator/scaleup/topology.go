@@ -180,7 +180,7 @@ func (p *Planner) planTopologyGang(ctx context.Context, st *state, gp gangPods, 
 		}
 		trials = append(trials, domainTrial{value: v, pods: pods, out: out})
 	}
-	best := p.bestDomain(trials)
+	best := p.bestDomain(st, trials)
 	if best == nil {
 		refuseGang(gp, plan, TopologyDomainNotFound, noDomainReason(gp, d, trials), nil)
 		return nil, nil
@@ -269,7 +269,7 @@ func (p *Planner) tryGangIn(ctx context.Context, st *state, gp gangPods, d *Doma
 // bestDomain is the trial that plans the gang with the fewest new nodes;
 // among equals the expander chooses by their groups, and otherwise the
 // first value. nil when no domain holds the gang.
-func (p *Planner) bestDomain(trials []domainTrial) *domainTrial {
+func (p *Planner) bestDomain(st *state, trials []domainTrial) *domainTrial {
 	var fits []*domainTrial
 	for i := range trials {
 		t := &trials[i]
@@ -297,7 +297,7 @@ func (p *Planner) bestDomain(trials []domainTrial) *domainTrial {
 			continue
 		}
 		byGroup[su.NodeGroup] = t
-		options = append(options, expander.Option{Group: su.NodeGroup, NewNodes: t.out.newNodes(), PodCount: len(su.Pods)})
+		options = append(options, st.pricedSteps(expander.Option{Group: su.NodeGroup, NewNodes: t.out.newNodes(), PodCount: len(su.Pods)}, t.out.scaleUps))
 	}
 	if best := p.Expander.Best(options); best.Group != "" {
 		return byGroup[best.Group]

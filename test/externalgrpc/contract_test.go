@@ -80,7 +80,7 @@ func TestProviderContract(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return &providertest.Env{Provider: e.p, Group: "gpu", Plain: "plain", Member: m, Settle: e.p.Refresh}
+		return &providertest.Env{Provider: e.p, Group: "gpu", Plain: "plain", Member: m, Settle: e.p.Refresh, GroupPrice: 1.25}
 	})
 }
 

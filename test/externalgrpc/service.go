@@ -161,6 +161,25 @@ func (s *Service) NodeGroupForNode(_ context.Context, req *protos.NodeGroupForNo
 	return &protos.NodeGroupForNodeResponse{NodeGroup: pbGroup(g)}, nil
 }
 
+// PricingNodePrice is the price of the node's group (by the group label
+// the template node carries) for the hours asked: the local provider's
+// spec.price per hour, Unimplemented for a group without one.
+func (s *Service) PricingNodePrice(_ context.Context, req *protos.PricingNodePriceRequest) (*protos.PricingNodePriceResponse, error) {
+	g, err := s.p.NodeGroupForNode(node(req.GetNode()))
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if g == nil {
+		return nil, status.Errorf(codes.NotFound, "node %s is in no node group", req.GetNode().GetName())
+	}
+	perHour, err := cloudprovider.NodePrice(g)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	hours := req.GetEndTimestamp().AsTime().Sub(req.GetStartTimestamp().AsTime()).Hours()
+	return &protos.PricingNodePriceResponse{Price: perHour * hours}, nil
+}
+
 // GPULabel answers Options.GPULabel.
 func (s *Service) GPULabel(context.Context, *protos.GPULabelRequest) (*protos.GPULabelResponse, error) {
 	return &protos.GPULabelResponse{Label: s.opts.GPULabel}, nil

@@ -74,7 +74,7 @@ func TestCompletion(t *testing.T) {
 	}{
 		{[]string{"simulate", "-o", ""}, []string{"table", "json", "yaml"}, noFiles},
 		{[]string{"doctor", "--output", "y"}, []string{"yaml"}, noFiles},
-		{[]string{"simulate", "--expander", ""}, []string{"least-waste", "most-pods", "priority", "random"}, noFiles},
+		{[]string{"simulate", "--expander", ""}, []string{"least-waste", "most-pods", "price", "priority", "random"}, noFiles},
 		{[]string{"simulate", "--expander", "priority,m"}, []string{"priority,most-pods"}, noFiles},
 		{[]string{"--kubeconfig", live, "capacity", "--context", ""}, []string{"prod", "prod-west", "staging"}, noFiles},
 		{[]string{"simulate", "--kubeconfig", live, "--context", "prod"}, []string{"prod", "prod-west"}, noFiles},

@@ -69,6 +69,10 @@ const (
 	TemplateSlicesAnnotation          = "draxr.dev/template-resource-slices"
 	TemplateSlicesConfigMapAnnotation = "draxr.dev/template-resource-slices-configmap"
 	TemplateSlicesKey                 = "resourceSlices"
+	// PriceAnnotation is one node's price per hour (a decimal number),
+	// for --expander=price. CA's clusterapi provider has no pricing, so
+	// the name is draxr's.
+	PriceAnnotation = "draxr.dev/node-price-per-hour"
 )
 
 // Resource is the part of a scalable resource the autoscaler reads.
@@ -259,6 +263,23 @@ func (r Resource) Options() (nodegroup.Options, error) {
 		return o, r.annotationErr(oe.Annotation, oe.Err)
 	}
 	return o, err
+}
+
+// Price parses PriceAnnotation: "" (unknown) when unset, an error naming
+// the object and annotation when it is not a number >= 0.
+func (r Resource) Price() (nodegroup.Price, error) {
+	v, ok := r.Annotations[PriceAnnotation]
+	if !ok {
+		return "", nil
+	}
+	p := nodegroup.Price(strings.TrimSpace(v))
+	if _, known, err := p.Value(); err != nil || !known {
+		if err == nil {
+			err = errors.New("the value is empty; give one node's price per hour (e.g. 0.096) or remove the annotation")
+		}
+		return "", r.annotationErr(PriceAnnotation, err)
+	}
+	return p, nil
 }
 
 // CanScaleFromZero is CA's rule: cpu and memory capacity are known, from
@@ -582,6 +603,10 @@ func Build(r Resource, configMapData map[string]string, member *NodeCopy) (*Node
 	if err != nil {
 		return nil, err
 	}
+	price, err := r.Price()
+	if err != nil {
+		return nil, err
+	}
 	// Parse everything, even when a live node will be the template, so a
 	// bad annotation is reported while the group still has nodes.
 	node, err := r.TemplateNode()
@@ -611,6 +636,7 @@ func Build(r Resource, configMapData map[string]string, member *NodeCopy) (*Node
 	g.Spec.MinSize, g.Spec.MaxSize = minSize, maxSize
 	g.Spec.Template = *node
 	g.Spec.ResourceSlices = slices
+	g.Spec.Price = price
 	return &NodeGroup{Resource: r, Options: opts, Planning: g}, nil
 }
 

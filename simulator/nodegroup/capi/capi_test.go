@@ -1,6 +1,7 @@
 package capi
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -404,5 +405,57 @@ func TestSliceSpecsDropDeviceTaints(t *testing.T) {
 	}
 	if len(live.Spec.Devices[0].Taints) != 1 {
 		t.Error("the live slice was changed")
+	}
+}
+
+// The price annotation is a number >= 0; a bad one names the object and
+// the annotation, and Build refuses the group as for any bad annotation.
+func TestPrice(t *testing.T) {
+	tests := []struct {
+		name      string
+		value     *string
+		want      nodegroup.Price
+		wantKnown bool
+		wantErr   string
+	}{
+		{name: "unset is unknown"},
+		{name: "a number", value: ptr.To("0.096"), want: "0.096", wantKnown: true},
+		{name: "spaces around are fine", value: ptr.To(" 3.06 "), want: "3.06", wantKnown: true},
+		{name: "zero", value: ptr.To("0"), want: "0", wantKnown: true},
+		{name: "negative", value: ptr.To("-1"),
+			wantErr: `MachineDeployment ns/gpus: annotation draxr.dev/node-price-per-hour: "-1" is negative`},
+		{name: "not a number", value: ptr.To("$3"),
+			wantErr: `MachineDeployment ns/gpus: annotation draxr.dev/node-price-per-hour: "$3" is not a number`},
+		{name: "empty", value: ptr.To(""),
+			wantErr: `MachineDeployment ns/gpus: annotation draxr.dev/node-price-per-hour: the value is empty`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ann := withSize("0", "3", nil)
+			if tt.value != nil {
+				ann[PriceAnnotation] = *tt.value
+			}
+			r := md(1, ann)
+			g, err := Build(r, nil, nil)
+			if tt.wantErr != "" {
+				if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
+					t.Fatalf("Build error = %v, want %q", err, tt.wantErr)
+				}
+				var ae *AnnotationError
+				if !errors.As(err, &ae) || ae.Annotation != PriceAnnotation {
+					t.Errorf("error %v is not an AnnotationError of %s", err, PriceAnnotation)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g.Planning.Spec.Price != tt.want {
+				t.Errorf("spec.price = %q, want %q", g.Planning.Spec.Price, tt.want)
+			}
+			if _, known, _ := g.Planning.Spec.Price.Value(); known != tt.wantKnown {
+				t.Errorf("known = %v, want %v", known, tt.wantKnown)
+			}
+		})
 	}
 }
