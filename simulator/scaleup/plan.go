@@ -8,6 +8,7 @@ package scaleup
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -150,6 +151,9 @@ type Planner struct {
 	// tried in (inDomain set): placeOnExisting looks at no other.
 	domainNodes []string
 	inDomain    bool
+	// estimates counts the group estimates made, for tests of what
+	// shortcuts spare.
+	estimates int
 
 	// exhaustiveScored makes the scored check schedule every pod against
 	// every new node (estimator.BinPacking.Scored), for tests that hold
@@ -465,17 +469,30 @@ func (p *Planner) bestOptionFor(ctx context.Context, st *state, pods []*v1.Pod, 
 	// the pods had to go on its new nodes.
 	rank := map[string]int{}
 	read, blind := labelsRead(p, pods)
+	var fresh *freshLabels
+	if !blind {
+		fresh = newFreshLabels(p, pods)
+	}
 	for _, g := range st.groups {
 		room := st.stepRoom(g)
 		if room <= 0 {
 			continue
 		}
 		key := fmt.Sprintf("%s/%d", st.signature[g.Name], room)
-		if blind {
+		switch {
+		case blind:
 			// Labels no pod or DaemonSet reads do not change the answer.
 			key = fmt.Sprintf("%s/%d", st.signatureReading(g, read), room)
+		case fresh != nil:
+			// Nor do values no node has yet, where only equality is read.
+			key = fmt.Sprintf("%s/%d", fresh.signature(st, g), room)
 		}
 		if a, ok := seen[key]; ok && !estimator.SelectsNodesByName(pods) {
+			if fresh != nil && p.Engine.VerifiesShortcuts() {
+				if err := p.verifyAlike(ctx, st, g, pods, a.option); err != nil {
+					return expander.Option{}, false, err
+				}
+			}
 			st.copyVerdicts(a.group, g.Name)
 			rank[g.Name] = a.rank
 			if a.option.PodCount >= need {
@@ -508,6 +525,23 @@ func (p *Planner) bestOptionFor(ctx context.Context, st *state, pods []*v1.Pod, 
 	// An expander may allow no group (CA's priority expander with an
 	// invalid ConfigMap): nothing is scaled up.
 	return best, best.Group != "", nil
+}
+
+// verifyAlike estimates g in full and reports a difference from the
+// answer of the group whose signature it shares (under the verify switch).
+func (p *Planner) verifyAlike(ctx context.Context, st *state, g *nodegroup.NodeGroup, pods []*v1.Pod, alike expander.Option) error {
+	snap := p.Engine.Snapshot()
+	snap.Fork()
+	defer snap.Revert()
+	res, err := st.estimate(ctx, g.Name, pods, false)
+	if err != nil {
+		return err
+	}
+	if got := waste(snap, res); len(res.NewNodes) != alike.NewNodes || len(res.Placed) != alike.PodCount || math.Abs(got-alike.Waste) > 1e-9 {
+		placement.ShortcutDiffers("fresh label values", "group %s: %d new nodes, %d pods, waste %.6f in full; %d, %d, %.6f as group %s",
+			g.Name, len(res.NewNodes), len(res.Placed), got, alike.NewNodes, alike.PodCount, alike.Waste, alike.Group)
+	}
+	return nil
 }
 
 // scaleUpOf is one estimate's scale-up: its group, new nodes and pods.

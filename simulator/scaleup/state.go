@@ -196,6 +196,7 @@ func (st *state) binPacking(group string, final bool) *estimator.BinPacking {
 
 func (st *state) estimate(ctx context.Context, group string, pods []*v1.Pod, final bool) (*estimator.Result, error) {
 	g := st.byName[group]
+	st.p.estimates++
 	est := st.binPacking(group, final)
 	res, err := est.EstimateContext(ctx, g, pods, st.stepRoom(g))
 	if err != nil {
@@ -253,6 +254,12 @@ func (st *state) signatureReading(g *nodegroup.NodeGroup, read map[string]bool) 
 			kept[k] = v
 		}
 	}
+	return st.signatureWithLabels(g, kept)
+}
+
+// signatureWithLabels is the group's template signature with the
+// template's labels replaced by kept.
+func (st *state) signatureWithLabels(g *nodegroup.NodeGroup, kept map[string]string) string {
 	memo := fmt.Sprint(g.Name, kept)
 	if sig, ok := st.readingSignature[memo]; ok {
 		return sig
@@ -273,7 +280,18 @@ func labelsRead(p *Planner, pods []*v1.Pod) (read map[string]bool, blind bool) {
 	if !estimator.LabelBlind(p.Engine, pods) || estimator.SelectsNodesByName(pods) || p.Engine.AddsNodeAffinity() {
 		return nil, false
 	}
-	read = map[string]bool{}
+	for _, pod := range pods {
+		if len(pod.Spec.TopologySpreadConstraints) > 0 {
+			return nil, false
+		}
+	}
+	return selectorKeys(p, pods), true
+}
+
+// selectorKeys are the node label keys the pods' and DaemonSets' node
+// selectors and node affinities name.
+func selectorKeys(p *Planner, pods []*v1.Pod) map[string]bool {
+	read := map[string]bool{}
 	add := func(spec *v1.PodSpec) {
 		for k := range spec.NodeSelector {
 			read[k] = true
@@ -291,15 +309,12 @@ func labelsRead(p *Planner, pods []*v1.Pod) (read map[string]bool, blind bool) {
 		}
 	}
 	for _, pod := range pods {
-		if len(pod.Spec.TopologySpreadConstraints) > 0 {
-			return nil, false
-		}
 		add(&pod.Spec)
 	}
 	for _, ds := range p.DaemonSets {
 		add(&ds.Spec.Template.Spec)
 	}
-	return read, true
+	return read
 }
 
 func addTerm(read map[string]bool, t v1.NodeSelectorTerm) {
