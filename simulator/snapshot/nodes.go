@@ -104,12 +104,7 @@ func (s *Snapshot) NodeCount() int { return len(s.nodeOrder) }
 // AddPod records a pod bound to pod.Spec.NodeName. The pod is stored as
 // given; callers hand over ownership.
 func (s *Snapshot) AddPod(pod *v1.Pod) error {
-	info, ok := s.removedInfo[pod.UID]
-	if ok {
-		delete(s.removedInfo, pod.UID)
-	} else {
-		info, ok = s.placedInfo[pod.UID]
-	}
+	info, ok := s.knownInfo[pod.UID]
 	if !ok || !sameRequestsAndTerms(info.Pod, pod) {
 		return s.addPod(pod, nil)
 	}
@@ -234,7 +229,7 @@ func (s *Snapshot) addPod(pod *v1.Pod, info *framework.PodInfo) error {
 	} else {
 		ni.AddPod(pod)
 		if computed, ok := ni.Pods[len(ni.Pods)-1].(*framework.PodInfo); ok {
-			s.placedInfo[pod.UID] = computed
+			s.knownInfo[pod.UID] = computed
 		}
 	}
 	s.podsByUID[pod.UID] = podRef{pod: pod, nodeName: pod.Spec.NodeName}
@@ -274,7 +269,7 @@ func (s *Snapshot) RemovePod(uid types.UID) error {
 	}
 	for _, pi := range ni.Pods {
 		if info, ok := pi.(*framework.PodInfo); ok && info.Pod.UID == uid {
-			s.removedInfo[uid] = info
+			s.knownInfo[uid] = info
 			break
 		}
 	}

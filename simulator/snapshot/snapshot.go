@@ -34,15 +34,12 @@ type Snapshot struct {
 	lists     nodeLists
 
 	podsByUID map[types.UID]podRef
-	// removedInfo keeps the scheduler's pod info (requests computed) of
-	// pods removed, for when they are placed again: a drain simulation
-	// moves every pod it evicts, and computing a pod's requests is most of
-	// what adding it costs.
-	removedInfo map[types.UID]*framework.PodInfo
-	// placedInfo keeps the pod info computed when a pod was placed, for
-	// when it is placed again after a Revert: a scale-up estimates the
-	// same pending pods on the template of every node group.
-	placedInfo map[types.UID]*framework.PodInfo
+	// knownInfo keeps the scheduler's pod info (requests computed) of pods
+	// placed or removed, for when they are placed again: a drain
+	// simulation moves every pod it evicts, a scale-up estimates the same
+	// pending pods on every group's template (reverted in between), and
+	// computing a pod's requests is most of what adding it costs.
+	knownInfo map[types.UID]*framework.PodInfo
 
 	classes *classes.Index
 
@@ -94,8 +91,7 @@ func NewSized(pods, claims int) *Snapshot {
 		logger:       klog.Background(),
 		nodes:        map[string]*framework.NodeInfo{},
 		podsByUID:    make(map[types.UID]podRef, pods),
-		removedInfo:  map[types.UID]*framework.PodInfo{},
-		placedInfo:   map[types.UID]*framework.PodInfo{},
+		knownInfo:    map[types.UID]*framework.PodInfo{},
 		classes:      classes.NewIndex(),
 		slices:       map[string]*resourceapi.ResourceSlice{},
 		slicesByNode: map[string][]*resourceapi.ResourceSlice{},
