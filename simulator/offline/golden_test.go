@@ -3,7 +3,6 @@ package offline_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -13,11 +12,9 @@ import (
 	"strings"
 	"testing"
 
-	"sigs.k8s.io/yaml"
-
-	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/input"
 	"draxr.dev/draxr/simulator/offline"
+	"draxr.dev/draxr/simulator/offline/scenario"
 	"draxr.dev/draxr/simulator/placement"
 	"draxr.dev/draxr/simulator/report"
 	"draxr.dev/draxr/simulator/scaleup"
@@ -29,13 +26,6 @@ var update = flag.Bool("update", false, "rewrite the scenarios' golden.json file
 // `draxr simulate -f` reads), an optional options.yaml, golden.json (what
 // `draxr simulate -o json` prints) and README.md (what it checks and why).
 const scenariosDir = "testdata/scenarios"
-
-// scenarioOptions is options.yaml: the CLI flags a scenario runs with.
-type scenarioOptions struct {
-	Expander           string              `json:"expander,omitempty"`
-	ExpanderPriorities map[string][]string `json:"expanderPriorities,omitempty"`
-	MaxNodesTotal      int                 `json:"maxNodesTotal,omitempty"`
-}
 
 // expectation is a scenario's key outcome, reasoned by hand (see its
 // README.md). It is asserted on the plan itself, so a wrong golden file
@@ -266,7 +256,7 @@ func runScenario(t *testing.T, dir string, want expectation) {
 	if err != nil {
 		t.Fatalf("load: %v", err)
 	}
-	opts, err := loadOptions(filepath.Join(dir, "options.yaml"))
+	opts, err := scenario.Options(filepath.Join(dir, "options.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,31 +287,6 @@ func runScenario(t *testing.T, dir string, want expectation) {
 		t.Errorf("plan differs from %s (check the change, then go test -run TestScenarios -update):\n%s",
 			golden, firstDiff(string(wantJSON), got.String()))
 	}
-}
-
-func loadOptions(path string) (offline.Options, error) {
-	var o scenarioOptions
-	data, err := os.ReadFile(path)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-	case err != nil:
-		return offline.Options{}, err
-	default:
-		if err := yaml.UnmarshalStrict(data, &o); err != nil {
-			return offline.Options{}, fmt.Errorf("%s: %w", path, err)
-		}
-	}
-	var prio []byte
-	if o.ExpanderPriorities != nil {
-		if prio, err = yaml.Marshal(o.ExpanderPriorities); err != nil {
-			return offline.Options{}, err
-		}
-	}
-	exp, err := expander.New(o.Expander, prio, 1) // the CLI's seed
-	if err != nil {
-		return offline.Options{}, fmt.Errorf("%s: %w", path, err)
-	}
-	return offline.Options{Expander: exp, MaxNodesTotal: o.MaxNodesTotal}, nil
 }
 
 func assertExpectation(t *testing.T, out report.SimulateOutput, want expectation) {

@@ -36,35 +36,40 @@ type Options struct {
 	// Pods are CA's flags on which pending pods are planned for; nil
 	// plans for all.
 	Pods *scaleup.Flags
-	// Requests says which ProvisioningRequests draxr-autoscaler serves
-	// (--check-capacity-processor-instance) and how long one not
-	// provisioned waits before it is tried again; Now is the time CA's
-	// timers are read at (time.Now when zero).
-	Requests       provreq.Serving
-	RequestBackoff time.Duration
-	Now            time.Time
+	// Requests is the loop's ProvisioningRequest step; nil leaves the
+	// requests undecided (with a warning). Now is the time CA's timers are
+	// read at (time.Now when zero).
+	Requests RequestStep
+	Now      time.Time
 }
 
-// planRequests runs the requests on p's placement engine as the loop would.
-func planRequests(ctx context.Context, p *scaleup.Planner, objs *input.Objects, opts Options) ([]provreq.Report, error) {
-	templates := map[[2]string]*v1.PodTemplate{}
-	for _, t := range objs.PodTemplates {
-		templates[[2]string{t.Namespace, t.Name}] = t
+// RequestStep decides the ProvisioningRequests of objs at now, before the
+// pending pods are planned, on the plan's simulation sim: what they book
+// or are found or provisioned stays in it, so the pending pods see it.
+// planning is the plan's planner configuration. draxr simulate passes the
+// loop's own step (autoscaler/provisioning), which simulator/ cannot
+// import: one request lifecycle for the loop and the CLI. It returns what
+// the loop writes on each request it serves.
+type RequestStep func(ctx context.Context, objs *input.Objects, sim *placement.Engine, planning scaleup.Config, now time.Time) ([]provreq.Report, error)
+
+// decideRequests runs the request step, or warns that no step decides
+// the requests.
+func decideRequests(ctx context.Context, objs *input.Objects, sim *placement.Engine, planning scaleup.Config, opts Options) ([]provreq.Report, []string, error) {
+	if len(objs.ProvisioningRequests) == 0 {
+		return nil, nil, nil
 	}
-	engine := &provreq.Decider{Planner: p, Templates: func(ns, name string) *v1.PodTemplate { return templates[[2]string{ns, name}] }}
+	if opts.Requests == nil {
+		return nil, []string{fmt.Sprintf("%d ProvisioningRequests are not decided: this plan runs without the loop's request step", len(objs.ProvisioningRequests))}, nil
+	}
 	now := opts.Now
 	if now.IsZero() {
 		now = time.Now()
 	}
-	backoff := opts.RequestBackoff
-	if backoff <= 0 {
-		backoff = provreq.DefaultInitialBackoff
-	}
-	reports, err := engine.PlanAll(ctx, objs.ProvisioningRequests, objs.RunningPods, opts.Requests, backoff, now)
+	reports, err := opts.Requests(ctx, objs, sim, planning, now)
 	if err != nil {
-		return nil, fmt.Errorf("provisioning requests: %w", err)
+		return nil, nil, fmt.Errorf("provisioning requests: %w", err)
 	}
-	return reports, nil
+	return reports, nil, nil
 }
 
 // ConsumesProvisioningRequest: the pod consumes a ProvisioningRequest,
@@ -249,17 +254,16 @@ func Simulate(ctx context.Context, objs *input.Objects, opts Options) (*Result, 
 	if opts.Pods != nil {
 		bypassed = opts.Pods.BypassedSchedulerNames
 	}
-	p := scaleup.NewPlanner(h, scaleup.Config{Groups: objs.NodeGroups, Expander: exp, MaxNodesTotal: opts.MaxNodesTotal,
-		DaemonSets: objs.DaemonSets, Limits: opts.Limits, Pods: opts.Pods, Gangs: objs.Gangs(bypassed, nil)})
-	matcher := p.Matcher
-	var requests []provreq.Report
-	if len(objs.ProvisioningRequests) > 0 {
-		// As the loop: requests first (timers, bookings, decisions, an
-		// atomic request's new nodes), then the other pending pods.
-		if requests, err = planRequests(ctx, p, objs, opts); err != nil {
-			return nil, err
-		}
+	planning := scaleup.Config{Groups: objs.NodeGroups, Expander: exp, MaxNodesTotal: opts.MaxNodesTotal,
+		DaemonSets: objs.DaemonSets, Limits: opts.Limits, Pods: opts.Pods, Gangs: objs.Gangs(bypassed, nil)}
+	// As the loop: requests first (timers, bookings, decisions, an
+	// atomic request's new nodes), then the other pending pods.
+	requests, warnings, err := decideRequests(ctx, objs, h, planning, opts)
+	if err != nil {
+		return nil, err
 	}
+	p := scaleup.NewPlanner(h, planning)
+	matcher := p.Matcher
 	// Pods that consume a request drive no scale-up, request or none.
 	pending, consumers := withoutConsumers(objs.PendingPods)
 	bufferPods, buffers := serveBuffers(objs, opts)
@@ -270,7 +274,7 @@ func Simulate(ctx context.Context, objs *input.Objects, opts Options) (*Result, 
 	}
 	plan.NoScaleUp = append(plan.NoScaleUp, consumers...)
 	plan.NoScaleUp = append(plan.NoScaleUp, waitingForBinding(objs, opts.Profile)...)
-	res := &Result{Plan: plan, Snapshot: snap, Engine: h, ProvisioningRequests: requests, Warnings: nodeAllocatableWarning(objs),
+	res := &Result{Plan: plan, Snapshot: snap, Engine: h, ProvisioningRequests: requests, Warnings: append(warnings, nodeAllocatableWarning(objs)...),
 		CapacityBuffers: placeBuffers(plan, buffers, bufferPods)}
 	classes, _ := snap.Classes().List()
 	for _, c := range classes {

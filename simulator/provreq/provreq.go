@@ -65,10 +65,6 @@ const (
 	DeleteAfter = 7 * 24 * time.Hour
 )
 
-// DefaultInitialBackoff is --provisioning-request-initial-backoff-time's
-// default, CA's.
-const DefaultInitialBackoff = time.Minute
-
 // MaxPods bounds one request's in-memory pods: the API bounds podSets
 // (32) but not count, and a typo of a few zeros must not take the
 // autoscaler's memory.

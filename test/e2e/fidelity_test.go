@@ -15,6 +15,7 @@ import (
 	"context"
 
 	"draxr.dev/draxr/autoscaler/liveview"
+	"draxr.dev/draxr/autoscaler/provisioning"
 	"draxr.dev/draxr/simulator/offline"
 	"draxr.dev/draxr/simulator/placement"
 )
@@ -63,7 +64,8 @@ func TestPlannerFidelity(t *testing.T) {
 	// "fidelity", the pods' schedulerName; the planner only plans pods of
 	// the profile it runs.
 	profile.SchedulerName = "fidelity"
-	res, err := offline.Simulate(e.ctx, objs, offline.Options{Profile: profile})
+	res, err := offline.Simulate(e.ctx, objs, offline.Options{Profile: profile,
+		Requests: provisioning.OfflineStep("", provisioning.DefaultInitialBackoff)})
 	if err != nil {
 		t.Fatal(err)
 	}

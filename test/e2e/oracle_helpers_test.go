@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"draxr.dev/draxr/autoscaler/provisioning"
 	"draxr.dev/draxr/simulator/daemonsets"
 	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/input"
@@ -169,7 +170,8 @@ func (o *oracle) plan(ctx context.Context, paths []string, opts oracleOptions) (
 	if err != nil {
 		return nil, nil, err
 	}
-	simOpts := offline.Options{Profile: profile, MaxNodesTotal: opts.MaxNodesTotal}
+	simOpts := offline.Options{Profile: profile, MaxNodesTotal: opts.MaxNodesTotal,
+		Requests: provisioning.OfflineStep("", provisioning.DefaultInitialBackoff)}
 	if opts.Expander != "" {
 		var priorities []byte
 		if opts.ExpanderPriorities != nil {

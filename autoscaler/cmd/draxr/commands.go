@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"draxr.dev/draxr/autoscaler/provisioning"
 	"draxr.dev/draxr/cloudprovider/clusterapi"
 	"draxr.dev/draxr/simulator/capacity"
 	"draxr.dev/draxr/simulator/dynres"
@@ -23,7 +24,6 @@ import (
 	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/offline"
 	"draxr.dev/draxr/simulator/placement"
-	"draxr.dev/draxr/simulator/provreq"
 	"draxr.dev/draxr/simulator/report"
 	"draxr.dev/draxr/simulator/scaleup"
 )
@@ -217,7 +217,7 @@ type simulateFlags struct {
 	watchQuiet                                time.Duration
 	pods                                      scaleup.Flags
 	sd                                        scaleDownFlags
-	requests                                  provreq.Serving
+	processorInstance                         string
 	requestBackoff                            time.Duration
 }
 
@@ -257,9 +257,9 @@ func (s *simulateFlags) addFlags(cmd *cobra.Command, g *globalFlags) {
 	s.limitFlags.AddFlags(cmd.Flags())
 	s.pods.AddFlags(cmd.Flags())
 	s.sd.add(cmd.Flags())
-	cmd.Flags().StringVar(&s.requests.ProcessorInstance, "check-capacity-processor-instance", "",
+	cmd.Flags().StringVar(&s.processorInstance, "check-capacity-processor-instance", "",
 		"plan the ProvisioningRequests of this check-capacity processor instance, as draxr-autoscaler with the flag serves them")
-	cmd.Flags().DurationVar(&s.requestBackoff, "provisioning-request-initial-backoff-time", provreq.DefaultInitialBackoff,
+	cmd.Flags().DurationVar(&s.requestBackoff, "provisioning-request-initial-backoff-time", provisioning.DefaultInitialBackoff,
 		"a ProvisioningRequest not provisioned is tried again once its last try is this old")
 	completeWith(cmd, "expander", fixedValues(expander.Names(), true))
 	markFiles(cmd, "scheduler-config", "expander-priorities")
@@ -306,7 +306,9 @@ func (s *simulateFlags) run(cmd *cobra.Command, g *globalFlags) error {
 // options are the simulation's options from the flags; a bad flag is the
 // user's input error.
 func (s *simulateFlags) options() (offline.Options, error) {
-	opts := offline.Options{MaxNodesTotal: s.maxNodesTotal, Pods: &s.pods, Requests: s.requests, RequestBackoff: s.requestBackoff}
+	// The requests are decided by the loop's own step, over the dump.
+	opts := offline.Options{MaxNodesTotal: s.maxNodesTotal, Pods: &s.pods,
+		Requests: provisioning.OfflineStep(s.processorInstance, s.requestBackoff)}
 	if s.maxNodesTotal < 0 {
 		return opts, badInput(fmt.Errorf("--max-nodes-total: must be >= 0, got %d", s.maxNodesTotal))
 	}

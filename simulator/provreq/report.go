@@ -1,7 +1,6 @@
 package provreq
 
 import (
-	"context"
 	"errors"
 	"time"
 
@@ -9,8 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	prv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
-
-	"draxr.dev/draxr/simulator/scaleup"
 )
 
 // Report is one request as draxr-autoscaler leaves it: the condition
@@ -104,73 +101,5 @@ func Consumers(running []*v1.Pod) map[string][]*v1.Pod {
 	return out
 }
 
-// PlanAll is what draxr-autoscaler's loops make of the requests while
-// nothing else changes, on the engine's snapshot: CA's timers at now,
-// the bookings of provisioned requests, then every available request
-// decided in order (oldest first), each seeing the room the earlier ones
-// took, an atomic one's new nodes included. The loop decides the same
-// requests one (or a check-capacity batch) at a time, on the same code.
-// backoff is the retry wait a request not provisioned has (the initial
-// one: a plan has no history). It returns a report per request taken,
-// and the requests with their new conditions.
-func (e *Decider) PlanAll(ctx context.Context, prs []*prv1.ProvisioningRequest, running []*v1.Pod, serving Serving,
-	backoff time.Duration, now time.Time) ([]Report, error) {
-	consumers := Consumers(running)
-	var taken []*prv1.ProvisioningRequest
-	for _, pr := range prs {
-		if !serving.Decides(pr) || ShouldDelete(pr, now) {
-			continue
-		}
-		pr = pr.DeepCopy()
-		if c := Lifecycle(pr, len(consumers[Key(pr)]), now); c != nil {
-			Set(pr, *c, now)
-		}
-		taken = append(taken, pr)
-	}
-	Order(taken)
-	var booked []*prv1.ProvisioningRequest
-	for _, pr := range taken {
-		if Books(pr) {
-			booked = append(booked, pr)
-		}
-	}
-	for _, b := range e.Book(ctx, booked, consumers) {
-		if b.Err == nil {
-			continue
-		}
-		if _, bad := errors.AsType[*InvalidError](b.Err); !bad {
-			return nil, b.Err
-		}
-		Set(b.Request, Condition{Type: prv1.Failed, Status: metav1.ConditionTrue, Reason: ReasonFailedToBookCapacity,
-			Message: "Couldn't create pods: " + b.Err.Error()}, now)
-	}
-	out := make([]Report, 0, len(taken))
-	for _, pr := range taken {
-		if !Available(pr, backoff, now) {
-			out = append(out, ReportOf(pr, nil))
-			continue
-		}
-		if !IsTrue(pr, prv1.Accepted) {
-			Set(pr, Condition{Type: prv1.Accepted, Status: metav1.ConditionTrue, Reason: ReasonAccepted, Message: AcceptedMessage}, now)
-		}
-		d, err := e.Decide(ctx, pr)
-		if err != nil {
-			return nil, err
-		}
-		Apply(pr, d, now)
-		out = append(out, ReportOf(pr, ReportScaleUps(d.ScaleUps)))
-	}
-	return out, nil
-}
-
 // AcceptedMessage is the Accepted condition's message.
 const AcceptedMessage = "ProvisioningRequest is accepted by draxr-autoscaler"
-
-// ReportScaleUps lists scale-ups as reports do.
-func ReportScaleUps(sus []scaleup.ScaleUp) []ReportScaleUp {
-	var out []ReportScaleUp
-	for _, su := range sus {
-		out = append(out, ReportScaleUp{NodeGroup: su.NodeGroup, NewNodes: su.NewNodes})
-	}
-	return out
-}
