@@ -15,6 +15,7 @@ import (
 	prv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
 
 	"draxr.dev/draxr/autoscaler/provisioning"
+	"draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/input"
 	"draxr.dev/draxr/simulator/offline"
 	"draxr.dev/draxr/simulator/offline/scenario"
@@ -153,60 +154,16 @@ func TestRequestsCountAsPods(t *testing.T) {
 // each carries.
 func offlineDump(requests ...string) string {
 	var b strings.Builder
-	b.WriteString(`apiVersion: draxr.dev/v1alpha1
-kind: NodeGroup
-metadata: {name: gpu}
-spec:
-  minSize: 0
-  maxSize: 4
-  template:
-    status: {capacity: {cpu: "32", memory: 128Gi, pods: "110"}}
-  resourceSlices:
-  - driver: gpu.example.com
-    devices: [{name: g0}, {name: g1}, {name: g2}, {name: g3}, {name: g4}, {name: g5}, {name: g6}, {name: g7}]
----
-apiVersion: resource.k8s.io/v1
-kind: DeviceClass
-metadata: {name: gpu.example.com}
-spec:
-  extendedResourceName: example.com/gpu
-  selectors: [{cel: {expression: device.driver == "gpu.example.com"}}]
----
-apiVersion: v1
-kind: Node
-metadata:
-  name: gpu-0
-  labels: {draxr.dev/node-group: gpu, kubernetes.io/hostname: gpu-0}
-status:
-  capacity: {cpu: "32", memory: 128Gi, pods: "110"}
-  allocatable: {cpu: "32", memory: 128Gi, pods: "110"}
-  conditions: [{type: Ready, status: "True", lastTransitionTime: "2026-01-01T00:00:00Z"}]
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceSlice
-metadata: {name: gpu-0-gpu}
-spec:
-  driver: gpu.example.com
-  nodeName: gpu-0
-  pool: {name: gpu-0, resourceSliceCount: 1}
-  devices: [{name: g0}, {name: g1}, {name: g2}, {name: g3}, {name: g4}, {name: g5}, {name: g6}, {name: g7}]
----
+	b.WriteString(fixtures.GPUGroupDump(4))
+	b.WriteString(`---
 apiVersion: v1
 kind: PodTemplate
 metadata: {name: one-gpu, namespace: ml}
 template:
   spec:
     containers: [{name: c, image: busybox, resources: {limits: {example.com/gpu: "1"}}}]
----
-apiVersion: v1
-kind: Pod
-metadata: {name: pending, namespace: ml}
-spec:
-  containers: [{name: c, image: busybox, resources: {limits: {example.com/gpu: "1"}}}]
-status:
-  phase: Pending
-  conditions: [{type: PodScheduled, status: "False", reason: Unschedulable}]
 `)
+	b.WriteString(fixtures.PendingGPUPodDoc("pending", "{}"))
 	for i, r := range requests {
 		fmt.Fprintf(&b, "---\napiVersion: autoscaling.x-k8s.io/v1\nkind: ProvisioningRequest\n"+
 			"metadata: {name: %s, namespace: ml, uid: %s, creationTimestamp: \"2026-06-01T11:%02d:00Z\"}\n%s\n", strings.Fields(r)[0], strings.Fields(r)[0], i, r[strings.Index(r, "\n")+1:])

@@ -21,6 +21,7 @@ import (
 	"draxr.dev/draxr/cloudprovider/clusterapi"
 	"draxr.dev/draxr/cloudprovider/local"
 	"draxr.dev/draxr/simulator/expander"
+	"draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/input"
 	"draxr.dev/draxr/simulator/report"
 	"draxr.dev/draxr/simulator/scaleup"
@@ -97,38 +98,7 @@ func TestDumpPlanWithPodsBeingBound(t *testing.T) {
 // one-GPU pods and binding pods the scheduler is binding to gpu-0.
 func localDump(binding int) string {
 	var b strings.Builder
-	b.WriteString(`apiVersion: draxr.dev/v1alpha1
-kind: NodeGroup
-metadata: {name: gpu}
-spec:
-  minSize: 0
-  maxSize: 5
-  template:
-    status: {capacity: {cpu: "32", memory: 128Gi, pods: "110"}}
-  resourceSlices:
-  - driver: gpu.example.com
-    devices: [{name: g0}, {name: g1}, {name: g2}, {name: g3}, {name: g4}, {name: g5}, {name: g6}, {name: g7}]
----
-` + gpuClassDoc + `---
-apiVersion: v1
-kind: Node
-metadata:
-  name: gpu-0
-  labels: {draxr.dev/node-group: gpu, kubernetes.io/hostname: gpu-0}
-status:
-  capacity: {cpu: "32", memory: 128Gi, pods: "110"}
-  allocatable: {cpu: "32", memory: 128Gi, pods: "110"}
-  conditions: [{type: Ready, status: "True", lastTransitionTime: "2026-01-01T00:00:00Z"}]
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceSlice
-metadata: {name: gpu-0-gpu}
-spec:
-  driver: gpu.example.com
-  nodeName: gpu-0
-  pool: {name: gpu-0, resourceSliceCount: 1}
-  devices: [{name: g0}, {name: g1}, {name: g2}, {name: g3}, {name: g4}, {name: g5}, {name: g6}, {name: g7}]
-`)
+	b.WriteString(fixtures.GPUGroupDump(5))
 	for i := range 30 {
 		fmt.Fprintf(&b, `---
 apiVersion: v1

@@ -15,6 +15,7 @@ import (
 
 	"draxr.dev/draxr/autoscaler/provisioning"
 	"draxr.dev/draxr/cloudprovider/local"
+	"draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/input"
 	"draxr.dev/draxr/simulator/provreq"
 )
@@ -73,24 +74,9 @@ spec:
 		if consume != "" {
 			annotations = "{autoscaling.x-k8s.io/consume-provisioning-request: " + consume + "}"
 		}
-		b.WriteString(pendingGPUPod(fmt.Sprintf("pod-%d", i), annotations))
+		b.WriteString(fixtures.PendingGPUPodDoc(fmt.Sprintf("pod-%d", i), annotations))
 	}
 	return b.String()
-}
-
-// pendingGPUPod is a "---" document of an unschedulable pod in ml asking
-// one example.com/gpu, with annotations (YAML flow map).
-func pendingGPUPod(name, annotations string) string {
-	return fmt.Sprintf(`---
-apiVersion: v1
-kind: Pod
-metadata: {name: %s, namespace: ml, annotations: %s}
-spec:
-  containers: [{name: c, image: busybox, resources: {limits: {example.com/gpu: "1"}}}]
-status:
-  phase: Pending
-  conditions: [{type: PodScheduled, status: "False", reason: Unschedulable}]
-`, name, annotations)
 }
 
 // What draxr simulate says of each ProvisioningRequest is what
@@ -233,7 +219,7 @@ func TestSimulateConsumersWithoutTheirRequestDriveNoScaleUp(t *testing.T) {
 		if i == 8 {
 			annotation = provreq.DeprecatedConsumeAnnotation
 		}
-		b.WriteString("\n" + pendingGPUPod(fmt.Sprintf("pod-%d", i), "{"+annotation+": train}"))
+		b.WriteString("\n" + fixtures.PendingGPUPodDoc(fmt.Sprintf("pod-%d", i), "{"+annotation+": train}"))
 	}
 	plan := simulatePlan(t, "-f", writeFile(t, "dump.yaml", b.String()))
 	if len(plan.ScaleUps) != 0 || len(plan.ExistingNodes) != 0 {
