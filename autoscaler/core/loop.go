@@ -30,9 +30,10 @@ type loop struct {
 	// buffers is this loop's CapacityBuffers, their pods and where those
 	// stand in the shared simulation (nil when not served).
 	buffers *buffers.Loop
-	// shared is this loop's simulation for scale-up and scale-down, built
-	// once (after the requests are decided); each step forks it and
-	// reverts what it changed.
+	// shared is this loop's one simulation, built on first use: the
+	// requests' step books and decides in it, the buffers' step places
+	// its pods; scale-up and scale-down fork it and revert what they
+	// change.
 	shared *placement.Engine
 }
 
@@ -165,31 +166,17 @@ func (l *loop) finish(ctx context.Context) (*LoopResult, error) {
 	return res, err
 }
 
-// Simulation builds a fresh snapshot and placement engine for this
-// loop's state, with the served requests' capacity booked; a booking
-// that fails other than for the request itself is given to failed.
-func (l *loop) Simulation(ctx context.Context, failed func(error)) (*placement.Engine, error) {
-	snap, err := l.st.Objects.Snapshot(l.podInfos)
-	if err != nil {
-		return nil, err
-	}
-	sim, err := placement.New(ctx, snap, l.cfg.Profile)
-	if err != nil {
-		return nil, err
-	}
-	if l.requests != nil {
-		l.requests.Book(ctx, l, sim, failed)
-	}
-	return sim, nil
-}
-
-// SharedSimulation is the loop's simulation for scale-up and scale-down:
-// built once, a snapshot of tens of thousands of pods is not built twice.
-// Callers fork it and revert. It is built after the requests' step, so
-// its booking errors are the loop's own.
+// SharedSimulation is the loop's one simulation of its state: built once
+// (a snapshot of tens of thousands of pods is not built twice), on first
+// use. The requests' step books and decides in it, the buffers' step
+// places its pods in it; scale-up and scale-down fork it and revert.
 func (l *loop) SharedSimulation(ctx context.Context) (*placement.Engine, error) {
 	if l.shared == nil {
-		sim, err := l.Simulation(ctx, l.fail)
+		snap, err := l.st.Objects.Snapshot(l.podInfos)
+		if err != nil {
+			return nil, err
+		}
+		sim, err := placement.New(ctx, snap, l.cfg.Profile)
 		if err != nil {
 			return nil, err
 		}

@@ -236,6 +236,27 @@ func TestAtomicRequestProviderAnswers(t *testing.T) {
 	}
 }
 
+// A refused atomic scale-up leaves nothing of the request in the loop's
+// simulation: the regular pod pending beside it is not given the spare
+// room of nodes the cloud did not give, it gets a node of its own.
+func TestRefusedAtomicScaleUpLeavesNoRoom(t *testing.T) {
+	e := newFailureEnv(t, unschedulablePods(1)...)
+	gpu := e.provider.AddGroup(groupOf8GPUs("gpu", 8), fakeprovider.Faults{AtomicIncreaseSizeErr: cloudprovider.OutOfResources("STOCKOUT", "no GPUs")})
+	store := withRequests(t, e, gpuPodTemplate("train"))
+	store.add(t, provReq("train", provreq.BestEffortAtomic, "train", 10, e.now))
+	waitForPods(t, e, 1)
+	res, err := e.a.RunOnce(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := condition(store.get(t, "train"), prv1.Provisioned); got != "False/CapacityIsNotFound" {
+		t.Fatalf("request %s, want False/CapacityIsNotFound (gpu refused)", got)
+	}
+	if res.ScaleUp == nil || res.ScaleUp.NewNodes != 1 || len(res.ScaleUp.Pods) != 1 || fmt.Sprint(gpu.Increases()) != "[1]" {
+		t.Fatalf("regular scale-up %+v (increases %v), want gpu +1 for train-0: the refused nodes are not there", res.ScaleUp, gpu.Increases())
+	}
+}
+
 // check-capacity never scales up; the capacity it finds is booked against
 // regular pods; a retried request waits for its backoff; noRetry fails;
 // a missing template fails only its own request.

@@ -35,16 +35,13 @@ type Loop interface {
 	Now() time.Time
 	// Recorder sends events; nil when there is none.
 	Recorder() record.EventRecorder
-	// Simulation is a fresh simulation of the loop's state with the
-	// provisioned requests' capacity booked; a booking error that is not
-	// the request's own goes to failed.
-	Simulation(ctx context.Context, failed func(error)) (*placement.Engine, error)
-	// SharedSimulation is the loop's one simulation for scale-up and
-	// scale-down, built on first use; a step that changes it keeps the
-	// change for every later step.
+	// SharedSimulation is the loop's one simulation of its state, built
+	// on first use: the requests' step books and decides in it, the
+	// buffers' step places its pods, scale-up and scale-down fork it. A
+	// step that changes it keeps the change for every later step.
 	SharedSimulation(ctx context.Context) (*placement.Engine, error)
-	// Planner plans on sim for groups (nil: every group) with the loop's
-	// expander, limits and pod rules.
+	// Planner plans on sim for groups (nil: none, existing nodes only)
+	// with the loop's expander, limits and pod rules.
 	Planner(sim *placement.Engine, groups []*nodegroup.NodeGroup) *scaleup.Planner
 	// ScaleUpAllOrNone asks the groups of one plan step for their nodes,
 	// each all or none where the provider can promise it; it stops at the

@@ -2,7 +2,6 @@ package provisioning
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -55,19 +54,10 @@ func OfflineStep(instance string, initialBackoff time.Duration) offline.RequestS
 // scale-up its decision asked for.
 func (l *offlineLoop) serveAll(ctx context.Context, p *Processor, running []*v1.Pod) ([]provreq.Report, error) {
 	decided := map[string][]provreq.ReportScaleUp{}
-	for first := true; ; first = false {
+	for {
 		r, err := p.Start(ctx, running, l.now)
 		if err != nil {
 			return nil, err
-		}
-		if first {
-			// Later loops decide on the same simulation, which holds
-			// these bookings already.
-			var errs []error
-			r.Book(ctx, l, l.sim, func(err error) { errs = append(errs, err) })
-			if err := errors.Join(errs...); err != nil {
-				return nil, err
-			}
 		}
 		if err := r.Serve(ctx, l); err != nil {
 			return nil, err
@@ -86,7 +76,8 @@ func (l *offlineLoop) serveAll(ctx context.Context, p *Processor, running []*v1.
 }
 
 // offlineLoop is a loop as the step sees it, on a dump: one simulation
-// for every loop (the plan's), no events, no cloud.
+// for every loop (the plan's: what an earlier loop booked or kept there
+// is not booked again), no events, no cloud.
 type offlineLoop struct {
 	st       *clusterstate.State
 	sim      *placement.Engine
@@ -99,10 +90,6 @@ var _ loopstep.Loop = (*offlineLoop)(nil)
 func (l *offlineLoop) State() *clusterstate.State     { return l.st }
 func (l *offlineLoop) Now() time.Time                 { return l.now }
 func (l *offlineLoop) Recorder() record.EventRecorder { return nil }
-
-func (l *offlineLoop) Simulation(context.Context, func(error)) (*placement.Engine, error) {
-	return l.sim, nil
-}
 
 func (l *offlineLoop) SharedSimulation(context.Context) (*placement.Engine, error) { return l.sim, nil }
 

@@ -5,6 +5,7 @@
 // conditions (Start, then Serve as the loop's step). The decisions
 // themselves are simulator/provreq's; the loop (autoscaler/core) runs the
 // step and executes the atomic scale-up it asks for (loopstep.Loop).
+// draxr simulate runs the same step over a dump (OfflineStep).
 package provisioning
 
 import (

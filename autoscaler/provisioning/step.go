@@ -22,15 +22,23 @@ import (
 const maxConsumerEvents = 50
 
 // Serve is the loop's ProvisioningRequest step, after Start: pods that
-// consume a request leave the regular scale-up, then the requests to
-// decide are decided on a simulation that books the capacity of the
-// provisioned ones; an atomic scale-up is executed here (and is then the
-// loop's scale-up). Every error of the step is in the one returned.
+// consume a request leave the regular scale-up; the provisioned requests'
+// capacity is booked in the loop's shared simulation, then the requests to
+// decide are decided there (a request found or provisioned keeps its pods
+// in it for every later step); an atomic scale-up is executed here (and is
+// then the loop's scale-up). Every error of the step is in the one
+// returned.
 func (r *Loop) Serve(ctx context.Context, l loopstep.Loop) error {
 	r.dropConsumers(l)
-	if todo := r.ToDecide(); len(todo) > 0 {
-		if err := r.decide(ctx, l, todo); err != nil {
+	if todo := r.ToDecide(); len(todo) > 0 || len(r.Booked()) > 0 {
+		if sim, err := l.SharedSimulation(ctx); err != nil {
+			metrics.RegisterError(metrics.ErrorInternal)
 			r.Errors = append(r.Errors, err)
+		} else {
+			r.Book(ctx, l, sim)
+			if err := r.decide(ctx, l, sim, todo); err != nil {
+				r.Errors = append(r.Errors, err)
+			}
 		}
 	}
 	r.Log(ctx)
@@ -61,10 +69,10 @@ func (r *Loop) dropConsumers(l loopstep.Loop) {
 }
 
 // Book places the pods of provisioned requests (less what real pods
-// consume) in sim's snapshot; the loop books them in every simulation it
-// builds. A request whose pods cannot be built fails
-// (FailedToBookCapacity); any other booking error goes to failed.
-func (r *Loop) Book(ctx context.Context, l loopstep.Loop, sim *placement.Engine, failed func(error)) {
+// consume, and less those in sim already) in sim. A request whose pods
+// cannot be built fails (FailedToBookCapacity); any other booking error
+// is the step's.
+func (r *Loop) Book(ctx context.Context, l loopstep.Loop, sim *placement.Engine) {
 	booked := r.Booked()
 	if len(booked) == 0 {
 		return
@@ -81,21 +89,19 @@ func (r *Loop) Book(ctx context.Context, l loopstep.Loop, sim *placement.Engine,
 				Status: metav1.ConditionTrue, Reason: provreq.ReasonFailedToBookCapacity, Message: "Couldn't create pods: " + b.Err.Error()}})
 			continue
 		}
-		failed(fmt.Errorf("book ProvisioningRequest %s: %w", provreq.Key(b.Request), b.Err))
+		r.Errors = append(r.Errors, fmt.Errorf("book ProvisioningRequest %s: %w", provreq.Key(b.Request), b.Err))
 	}
 }
 
-// decide decides todo in order, on one simulation: a request found or
-// provisioned keeps its pods in it, so the next one in a batch cannot
-// take the same room.
-func (r *Loop) decide(ctx context.Context, l loopstep.Loop, todo []*prv1.ProvisioningRequest) error {
-	// Inside the requests' step its errors are the requests' own.
-	sim, err := l.Simulation(ctx, func(err error) { r.Errors = append(r.Errors, err) })
-	if err != nil {
-		metrics.RegisterError(metrics.ErrorInternal)
-		return err
+// decide decides todo in order, in sim: a request found or provisioned
+// keeps its pods there, so the next one in a batch cannot take the same
+// room.
+func (r *Loop) decide(ctx context.Context, l loopstep.Loop, sim *placement.Engine, todo []*prv1.ProvisioningRequest) error {
+	if len(todo) == 0 {
+		return nil
 	}
 	decider := provreq.Decider{Planner: l.Planner(sim, l.State().ScaleUpEligible()), Templates: r.p.Templates}
+	snap := sim.Snapshot()
 	start := time.Now()
 	var errs []error
 	for i, pr := range todo {
@@ -105,9 +111,13 @@ func (r *Loop) decide(ctx context.Context, l loopstep.Loop, todo []*prv1.Provisi
 		if pr = r.Accept(ctx, pr); pr == nil {
 			continue
 		}
+		// What the decision keeps in sim (pods, an atomic request's new
+		// nodes) goes again if the cloud refuses the nodes.
+		snap.Fork()
 		d, err := decider.Decide(ctx, pr)
 		if err != nil {
 			if ctx.Err() != nil {
+				snap.Revert()
 				return err
 			}
 			metrics.RegisterError(metrics.ErrorInternal)
@@ -116,8 +126,15 @@ func (r *Loop) decide(ctx context.Context, l loopstep.Loop, todo []*prv1.Provisi
 			errs = append(errs, fmt.Errorf("ProvisioningRequest %s: %w", provreq.Key(pr), err))
 		}
 		var sus []provreq.ReportScaleUp
+		refused := false
 		if len(d.ScaleUps) > 0 {
 			d, sus = r.scaleUpAllOrNone(ctx, l, d)
+			refused = len(d.ScaleUps) == 0
+		}
+		if refused {
+			snap.Revert()
+		} else {
+			snap.Commit()
 		}
 		pr = r.Record(ctx, d)
 		r.Reports = append(r.Reports, provreq.ReportOf(pr, sus))

@@ -12,6 +12,7 @@ import (
 
 	"draxr.dev/draxr/simulator/drainability"
 	"draxr.dev/draxr/simulator/scaleup"
+	"draxr.dev/draxr/simulator/snapshot"
 )
 
 // Decider decides requests on one loop's placement engine. Its planner's
@@ -237,7 +238,7 @@ func (e *Decider) Book(ctx context.Context, prs []*prv1.ProvisioningRequest, con
 			planner = planner.ForDomain(planner.Domains(t.Key), t.Value)
 			pods = scaleup.InDomain(pods, t.Key, t.Value)
 		}
-		pods = unconsumed(pr, pods, consumers[Key(pr)], e.Templates)
+		pods, held := notHeld(e.Planner.Engine.Snapshot(), unconsumed(pr, pods, consumers[Key(pr)], e.Templates))
 		for _, p := range pods {
 			p.Annotations[drainability.SafeToEvictAnnotation] = "true"
 		}
@@ -247,10 +248,23 @@ func (e *Decider) Book(ctx context.Context, prs []*prv1.ProvisioningRequest, con
 			out = append(out, b)
 			continue
 		}
-		b.Booked, b.Unplaced = len(plan.ExistingNodes), len(plan.NoScaleUp)
+		b.Booked, b.Unplaced = held+len(plan.ExistingNodes), len(plan.NoScaleUp)
 		out = append(out, b)
 	}
 	return out
+}
+
+// notHeld drops the pods the simulation holds already (booked, or kept
+// by the decision that provisioned the request: a pod's UID is the same
+// in every loop), and counts them: a request is never booked twice.
+func notHeld(snap *snapshot.Snapshot, pods []*v1.Pod) ([]*v1.Pod, int) {
+	out := pods[:0:0]
+	for _, p := range pods {
+		if _, _, ok := snap.Pod(p.UID); !ok {
+			out = append(out, p)
+		}
+	}
+	return out, len(pods) - len(out)
 }
 
 // unconsumed drops, per podSet, as many in-memory pods as real pods of
