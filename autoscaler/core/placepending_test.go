@@ -46,7 +46,7 @@ func (tc pendingCase) build(t *testing.T) *placement.Engine {
 	for _, c := range tc.claims {
 		snap.SetResourceClaim(c.DeepCopy())
 	}
-	h, err := placement.New(context.Background(), snap, nil)
+	eng, err := placement.New(context.Background(), snap, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,19 +54,19 @@ func (tc pendingCase) build(t *testing.T) *placement.Engine {
 		p = p.DeepCopy()
 		node := p.Spec.NodeName
 		p.Spec.NodeName = ""
-		if _, ferr := h.Place(p, node); ferr != nil {
+		if _, ferr := eng.Place(p, node); ferr != nil {
 			t.Fatalf("running pod %s on %s: %v", p.Name, node, ferr)
 		}
 	}
-	return h
+	return eng
 }
 
 // placedNodes says, by pending pod name, the node it was placed on ("" for
 // none).
-func (tc pendingCase) placedNodes(h *placement.Engine, pending []*v1.Pod) map[string]string {
+func (tc pendingCase) placedNodes(eng *placement.Engine, pending []*v1.Pod) map[string]string {
 	out := map[string]string{}
 	for _, p := range pending {
-		_, node, _ := h.Snapshot().Pod(p.UID)
+		_, node, _ := eng.Snapshot().Pod(p.UID)
 		out[p.Name] = node
 	}
 	return out

@@ -31,18 +31,18 @@ func TestSharesCountedEverywhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap.SetResourceClaimTemplate(fx.ShareTemplate("share", "gpu.example.com", "20Gi"))
-	h, err := placement.New(context.Background(), snap, nil)
+	eng, err := placement.New(context.Background(), snap, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range 3 {
-		if _, ferr := h.Place(fx.WithTemplateClaim(fx.Pod(fmt.Sprintf("p%d", i), 100, nil), "gpu", "share"), "node-0"); ferr != nil {
+		if _, ferr := eng.Place(fx.WithTemplateClaim(fx.Pod(fmt.Sprintf("p%d", i), 100, nil), "gpu", "share"), "node-0"); ferr != nil {
 			t.Fatal(ferr)
 		}
 	}
 	near := func(got, want float64) bool { return math.Abs(got-want) < 1e-9 }
 
-	if u, devices := scaledown.UtilizationOf(h, "node-0", scaledown.UtilizationIgnores{}); !devices || !near(u, 0.75) {
+	if u, devices := scaledown.UtilizationOf(eng, "node-0", scaledown.UtilizationIgnores{}); !devices || !near(u, 0.75) {
 		t.Errorf("scale-down utilization %v (devices %v), want 0.75 by devices", u, devices)
 	}
 	if u := estimator.NodeUsage(snap, "node-0"); !near(u.Requested.Devices, 0.75) || u.Allocatable.Devices != 1 {

@@ -36,12 +36,12 @@ func TestForNode(t *testing.T) {
 	// Allocatable wins: NodeResourcesFit leaves the name to DRA only at 0.
 	add(fx.Node("both", 8, 32, fx.GPUs(fx.GPUResource, 4)), fx.GPUSlice("both", 8))
 
-	h, err := placement.New(context.Background(), snap, nil)
+	eng, err := placement.New(context.Background(), snap, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"a", "b", "c"} {
-		if _, ferr := h.Place(fx.Pod(name, 100, fx.GPUs(fx.GPUResource, 1)), "dra"); ferr != nil {
+		if _, ferr := eng.Place(fx.Pod(name, 100, fx.GPUs(fx.GPUResource, 1)), "dra"); ferr != nil {
 			t.Fatal(ferr)
 		}
 	}

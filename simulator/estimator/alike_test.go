@@ -74,9 +74,9 @@ func labelled(ps []*v1.Pod, app string) []*v1.Pod {
 
 // repelling adds a zone-a node running a pod that no app=db pod may share
 // the zone with.
-func repelling(t *testing.T, h *placement.Engine) {
+func repelling(t *testing.T, eng *placement.Engine) {
 	t.Helper()
-	snap := h.Snapshot()
+	snap := eng.Snapshot()
 	node := fx.Node("old", 4, 16, nil)
 	node.Labels[zoneLabel] = "a"
 	if err := snap.AddNode(node); err != nil {

@@ -45,11 +45,11 @@ func newEngine(t testing.TB) *placement.Engine {
 	snap := snapshot.New()
 	snap.SetDeviceClass(fx.Class("gpu.example.com", fx.Driver, fx.GPUResource, fx.Epoch))
 	snap.SetDeviceClass(fx.Class("nic.example.com", nicDriver, nicResource, fx.Epoch))
-	h, err := placement.New(context.Background(), snap, nil)
+	eng, err := placement.New(context.Background(), snap, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return h
+	return eng
 }
 
 // pods returns n pods named prefix-i, owned by one controller so they are

@@ -56,14 +56,14 @@ func placed(t *testing.T, specs []resourceapi.ResourceSliceSpec, className strin
 			t.Fatal(err)
 		}
 	}
-	h, err := placement.New(context.Background(), snap, nil)
+	eng, err := placement.New(context.Background(), snap, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := 0
 	for i := range 9 {
 		pod := fx.WithTemplateClaim(fx.Pod(fmt.Sprintf("p-%d", i), 100, nil), "dev", "one")
-		if _, ferr := h.Place(pod, node.Name); ferr == nil {
+		if _, ferr := eng.Place(pod, node.Name); ferr == nil {
 			n++
 		}
 	}

@@ -240,7 +240,7 @@ func Simulate(ctx context.Context, objs *input.Objects, opts Options) (*Result, 
 	if err != nil {
 		return nil, err
 	}
-	h, err := placement.New(ctx, snap, opts.Profile)
+	eng, err := placement.New(ctx, snap, opts.Profile)
 	if err != nil {
 		return nil, err
 	}
@@ -258,11 +258,11 @@ func Simulate(ctx context.Context, objs *input.Objects, opts Options) (*Result, 
 		DaemonSets: objs.DaemonSets, Limits: opts.Limits, Pods: opts.Pods, Gangs: objs.Gangs(bypassed, nil)}
 	// As the loop: requests first (timers, bookings, decisions, an
 	// atomic request's new nodes), then the other pending pods.
-	requests, warnings, err := decideRequests(ctx, objs, h, planning, opts)
+	requests, warnings, err := decideRequests(ctx, objs, eng, planning, opts)
 	if err != nil {
 		return nil, err
 	}
-	p := scaleup.NewPlanner(h, planning)
+	p := scaleup.NewPlanner(eng, planning)
 	matcher := p.Matcher
 	// Pods that consume a request drive no scale-up, request or none.
 	pending, consumers := withoutConsumers(objs.PendingPods)
@@ -274,7 +274,7 @@ func Simulate(ctx context.Context, objs *input.Objects, opts Options) (*Result, 
 	}
 	plan.NoScaleUp = append(plan.NoScaleUp, consumers...)
 	plan.NoScaleUp = append(plan.NoScaleUp, waitingForBinding(objs, opts.Profile)...)
-	res := &Result{Plan: plan, Snapshot: snap, Engine: h, ProvisioningRequests: requests, Warnings: append(warnings, nodeAllocatableWarning(objs)...),
+	res := &Result{Plan: plan, Snapshot: snap, Engine: eng, ProvisioningRequests: requests, Warnings: append(warnings, nodeAllocatableWarning(objs)...),
 		CapacityBuffers: placeBuffers(plan, buffers, bufferPods)}
 	classes, _ := snap.Classes().List()
 	for _, c := range classes {

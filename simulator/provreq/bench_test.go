@@ -26,7 +26,7 @@ func halfFullFleet(b *testing.B, nodes int) *scaleup.Planner {
 	if err := fx.BusyGPUFleet(nodes, 4, gpuClass, nodegroup.GroupLabel, "gpu").AddTo(snap); err != nil {
 		b.Fatal(err)
 	}
-	h, err := placement.New(context.Background(), snap, nil)
+	eng, err := placement.New(context.Background(), snap, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func halfFullFleet(b *testing.B, nodes int) *scaleup.Planner {
 	slice := fx.GPUSlice("x", 8)
 	group := &nodegroup.NodeGroup{ObjectMeta: metav1.ObjectMeta{Name: "gpu"}, Spec: nodegroup.Spec{MaxSize: nodes + 1000,
 		Template: *fx.Node("template", 64, 256, nil), ResourceSlices: []resourceapi.ResourceSliceSpec{slice.Spec}}}
-	return &scaleup.Planner{Engine: h, Groups: []*nodegroup.NodeGroup{group}, Expander: exp}
+	return &scaleup.Planner{Engine: eng, Groups: []*nodegroup.NodeGroup{group}, Expander: exp}
 }
 
 // 100 check-capacity requests of 16 one-GPU pods on a 5,000-node fleet,
@@ -72,7 +72,7 @@ func BenchmarkAtomicDynamicMIG(b *testing.B) {
 		snap.SetDeviceClass(c)
 	}
 	snap.SetResourceClaimTemplate(fx.ClaimTemplate("whole-gpu", "gpu.nvidia.com", 1))
-	h, err := placement.New(context.Background(), snap, nil)
+	eng, err := placement.New(context.Background(), snap, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func BenchmarkAtomicDynamicMIG(b *testing.B) {
 	group := &nodegroup.NodeGroup{ObjectMeta: metav1.ObjectMeta{Name: "h100"},
 		Spec: nodegroup.Spec{MaxSize: 1000, Template: *fx.H100Node("template"), ResourceSlices: specs}}
 	exp, _ := expander.New("least-waste", nil, 1)
-	planner := &scaleup.Planner{Engine: h, Groups: []*nodegroup.NodeGroup{group}, Expander: exp}
+	planner := &scaleup.Planner{Engine: eng, Groups: []*nodegroup.NodeGroup{group}, Expander: exp}
 	whole := podTemplate("whole", fx.WithTemplateClaim(fx.Pod("x", 2000, nil), "gpu", "whole-gpu"))
 	e := &Decider{Planner: planner, Templates: templates(whole)}
 	pr := request("train", BestEffortAtomic, "whole", 512)

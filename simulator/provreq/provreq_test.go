@@ -72,13 +72,13 @@ func cluster(t *testing.T, nodes, used, maxSize int) (*scaleup.Planner, *snapsho
 	snap.SetDeviceClass(fx.Class(gpuClass, fx.Driver, fx.GPUResource, fx.Epoch))
 	snap.SetResourceClaimTemplate(fx.ClaimTemplate("one-gpu", gpuClass, 1))
 	addGPUNodes(t, snap, nodes)
-	h, err := placement.New(context.Background(), snap, nil)
+	eng, err := placement.New(context.Background(), snap, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < used; i++ {
 		pod := fx.Pod(fmt.Sprintf("running-%d", i), 100, fx.GPUs(fx.GPUResource, 1))
-		if _, _, ferr := h.PlaceOnAnyNode(pod, snap.NodeNames()); ferr != nil {
+		if _, _, ferr := eng.PlaceOnAnyNode(pod, snap.NodeNames()); ferr != nil {
 			t.Fatalf("running pod %d: %v", i, ferr)
 		}
 	}
@@ -87,7 +87,7 @@ func cluster(t *testing.T, nodes, used, maxSize int) (*scaleup.Planner, *snapsho
 		Spec: nodegroup.Spec{MaxSize: maxSize, Template: *fx.Node("template", 64, 256, nil),
 			ResourceSlices: []resourceapi.ResourceSliceSpec{slice.Spec}}}
 	exp, _ := expander.New("least-waste", nil, 1)
-	return &scaleup.Planner{Engine: h, Groups: []*nodegroup.NodeGroup{group}, Expander: exp}, snap
+	return &scaleup.Planner{Engine: eng, Groups: []*nodegroup.NodeGroup{group}, Expander: exp}, snap
 }
 
 // addGPUNodes adds nodes node-<i> of the group gpu, 8 GPUs each, and

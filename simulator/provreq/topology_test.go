@@ -58,12 +58,12 @@ func rackCluster(t *testing.T, racks ...rackSpec) (*scaleup.Planner, *snapshot.S
 		groups = append(groups, &nodegroup.NodeGroup{ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: nodegroup.Spec{MaxSize: r.max, Template: tmpl, ResourceSlices: []resourceapi.ResourceSliceSpec{slice.Spec}}})
 	}
-	h, err := placement.New(context.Background(), snap, nil)
+	eng, err := placement.New(context.Background(), snap, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	exp, _ := expander.New("least-waste", nil, 1)
-	return &scaleup.Planner{Engine: h, Groups: groups, Expander: exp}, snap
+	return &scaleup.Planner{Engine: eng, Groups: groups, Expander: exp}, snap
 }
 
 // topoTemplate asks one GPU a pod and carries Kueue's annotation ann=key.

@@ -36,7 +36,7 @@ func spreadClusterWith(t testing.TB, busy, busyPods, light, lightPods int, nodeH
 	t.Helper()
 	snap := snapshot.New()
 	snap.SetDeviceClass(fx.Class("gpu.example.com", fx.Driver, fx.GPUResource, fx.Epoch))
-	h, err := placement.New(context.Background(), snap, nil)
+	eng, err := placement.New(context.Background(), snap, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func spreadClusterWith(t testing.TB, busy, busyPods, light, lightPods int, nodeH
 				if podHook != nil {
 					podHook(pod, name)
 				}
-				if _, ferr := h.Place(pod, name); ferr != nil {
+				if _, ferr := eng.Place(pod, name); ferr != nil {
 					t.Fatal(ferr)
 				}
 			}
@@ -68,7 +68,7 @@ func spreadClusterWith(t testing.TB, busy, busyPods, light, lightPods int, nodeH
 	}
 	add(busy, busyPods, "busy")
 	add(light, lightPods, "light")
-	return h
+	return eng
 }
 
 func TestFindRemovesLightNodesAndKeepsDevicesExact(t *testing.T) {
@@ -306,7 +306,7 @@ func TestUtilizationIgnores(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			snap := snapshot.New()
-			h, err := placement.New(context.Background(), snap, nil)
+			eng, err := placement.New(context.Background(), snap, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -322,14 +322,14 @@ func TestUtilizationIgnores(t *testing.T) {
 				pods = append(pods, fx.Pod("work", tc.workCPU, nil))
 			}
 			for _, p := range pods {
-				if _, ferr := h.Place(p, "small"); ferr != nil {
+				if _, ferr := eng.Place(p, "small"); ferr != nil {
 					t.Fatal(ferr)
 				}
 			}
-			if got, _ := UtilizationOf(h, "small", tc.ignore); got < tc.want-1e-9 || got > tc.want+1e-9 {
+			if got, _ := UtilizationOf(eng, "small", tc.ignore); got < tc.want-1e-9 || got > tc.want+1e-9 {
 				t.Errorf("utilization %v, want %v", got, tc.want)
 			}
-			removals, rejections := Find(h, Options{UtilizationThreshold: 0.5, Ignore: tc.ignore,
+			removals, rejections := Find(eng, Options{UtilizationThreshold: 0.5, Ignore: tc.ignore,
 				MayRemove: func(n *v1.Node) bool { return n.Name == "small" }})
 			if removed := len(removals) == 1 && removals[0].Node == "small"; removed != tc.removable {
 				t.Fatalf("removals %+v, rejections %+v; want small removable: %v", removals, rejections, tc.removable)
@@ -351,7 +351,7 @@ func migCluster(t *testing.T, nodes map[string][2]int) *placement.Engine {
 	small.Spec.Spec.Devices.Requests[0].Exactly.Selectors = []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
 		Expression: `device.attributes["gpu.nvidia.com"].profile == "1g.10gb"`}}}
 	snap.SetResourceClaimTemplate(small)
-	h, err := placement.New(context.Background(), snap, nil)
+	eng, err := placement.New(context.Background(), snap, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,18 +371,18 @@ func migCluster(t *testing.T, nodes map[string][2]int) *placement.Engine {
 		}
 		for i := range nodes[name][0] {
 			pod := fx.WithTemplateClaim(fx.Pod(fmt.Sprintf("%s-whole-%d", name, i), 100, nil), "gpu", "whole-gpu")
-			if _, ferr := h.Place(pod, name); ferr != nil {
+			if _, ferr := eng.Place(pod, name); ferr != nil {
 				t.Fatal(ferr)
 			}
 		}
 		for i := range nodes[name][1] {
 			pod := fx.WithTemplateClaim(fx.Pod(fmt.Sprintf("%s-mig-%d", name, i), 100, nil), "gpu", "mig-1g")
-			if _, ferr := h.Place(pod, name); ferr != nil {
+			if _, ferr := eng.Place(pod, name); ferr != nil {
 				t.Fatal(ferr)
 			}
 		}
 	}
-	return h
+	return eng
 }
 
 // On DynamicMIG nodes utilization is read from the counters: all 8 GPUs
@@ -469,7 +469,7 @@ func TestFindMovesPodsWithClaimsOfTheirOwn(t *testing.T) {
 // pod, alike c1's, now fits.
 func TestFindRetriesTargetsForPodsWithAffinity(t *testing.T) {
 	snap := snapshot.New()
-	h, err := placement.New(context.Background(), snap, nil)
+	eng, err := placement.New(context.Background(), snap, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -501,7 +501,7 @@ func TestFindRetriesTargetsForPodsWithAffinity(t *testing.T) {
 			}
 		}
 	}
-	removals, rejections := Find(h, Options{UtilizationThreshold: 0.5,
+	removals, rejections := Find(eng, Options{UtilizationThreshold: 0.5,
 		MayRemove: func(n *v1.Node) bool { return strings.HasPrefix(n.Name, "c") }})
 	got := map[string]string{}
 	for _, r := range removals {
@@ -520,7 +520,7 @@ func TestFindRetriesTargetsForPodsWithAffinity(t *testing.T) {
 func TestFindMovesPodsSharingAClaimTogether(t *testing.T) {
 	snap := snapshot.New()
 	snap.SetDeviceClass(fx.Class("gpu.example.com", fx.Driver, "", fx.Epoch))
-	h, err := placement.New(context.Background(), snap, nil)
+	eng, err := placement.New(context.Background(), snap, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -536,7 +536,7 @@ func TestFindMovesPodsSharingAClaimTogether(t *testing.T) {
 		if snap.ResourceClaim("default", claim) == nil {
 			snap.SetResourceClaim(fx.Claim(claim, "gpu.example.com", 1))
 		}
-		if _, ferr := h.Place(fx.WithClaim(pod, "gpu", claim), node); ferr != nil {
+		if _, ferr := eng.Place(fx.WithClaim(pod, "gpu", claim), node); ferr != nil {
 			t.Fatal(ferr)
 		}
 	}
@@ -545,7 +545,7 @@ func TestFindMovesPodsSharingAClaimTogether(t *testing.T) {
 	}
 	place(fx.Pod("a", 100, nil), "shared", "light")
 	place(fx.Pod("b", 100, nil), "shared", "light")
-	removals, rejections := Find(h, Options{UtilizationThreshold: 0.5})
+	removals, rejections := Find(eng, Options{UtilizationThreshold: 0.5})
 	if len(removals) != 1 || removals[0].Node != "light" ||
 		!maps.Equal(removals[0].Moves, map[string]string{"default/a": "busy", "default/b": "busy"}) {
 		t.Fatalf("removals %+v (rejections %+v), want light removed, a and b moving to busy", removals, rejections)

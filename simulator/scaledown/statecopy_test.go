@@ -21,12 +21,12 @@ import (
 // copyCluster builds claimCluster's shape, with a hook per node (its node
 // object and slice) and one for the snapshot once filled (nil: none).
 func copyCluster(t testing.TB, nodes int, generated bool, nodeHook func(i int, node *v1.Node, slice *resourceapi.ResourceSlice),
-	after func(h *placement.Engine)) *placement.Engine {
+	after func(eng *placement.Engine)) *placement.Engine {
 	t.Helper()
 	snap := snapshot.New()
 	snap.SetDeviceClass(fx.Class("gpu.example.com", fx.Driver, "", fx.Epoch))
 	snap.SetResourceClaimTemplate(fx.ClaimTemplate("one-gpu", "gpu.example.com", 1))
-	h, err := placement.New(context.Background(), snap, nil)
+	eng, err := placement.New(context.Background(), snap, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,15 +51,15 @@ func copyCluster(t testing.TB, nodes int, generated bool, nodeHook func(i int, n
 				snap.SetResourceClaim(claim)
 				fx.WithClaim(pod, "gpu", claim.Name)
 			}
-			if _, ferr := h.Place(pod, name); ferr != nil {
+			if _, ferr := eng.Place(pod, name); ferr != nil {
 				t.Fatal(ferr)
 			}
 		}
 	}
 	if after != nil {
-		after(h)
+		after(eng)
 	}
-	return h
+	return eng
 }
 
 // State copies are the slow path: on clusters where targets differ in
@@ -71,15 +71,15 @@ func copyCluster(t testing.TB, nodes int, generated bool, nodeHook func(i int, n
 // held to the scheduler's plugins by DRAXR_VERIFY_SHORTCUTS.
 func TestStateCopiesAreTheSlowPath(t *testing.T) {
 	t.Setenv(placement.VerifyShortcutsEnv, "1")
-	busy := func(h *placement.Engine, node string) {
-		if _, ferr := h.Place(fx.Pod(node+"-busy", 30000, nil), node); ferr != nil {
+	busy := func(eng *placement.Engine, node string) {
+		if _, ferr := eng.Place(fx.Pod(node+"-busy", 30000, nil), node); ferr != nil {
 			t.Fatal(ferr)
 		}
 	}
 	cases := []struct {
 		name   string
 		node   func(i int, node *v1.Node, slice *resourceapi.ResourceSlice)
-		after  func(h *placement.Engine)
+		after  func(eng *placement.Engine)
 		copies bool
 	}{
 		{name: "identical", copies: true},
@@ -88,10 +88,10 @@ func TestStateCopiesAreTheSlowPath(t *testing.T) {
 				node.Labels["zone"] = "b"
 			}
 		}},
-		{name: "tainted", copies: true, after: func(h *placement.Engine) {
+		{name: "tainted", copies: true, after: func(eng *placement.Engine) {
 			// Tainted once its pods run, as a node being cordoned is.
 			for _, name := range []string{"node-00009", "node-00010"} {
-				node := h.Snapshot().NodeInfo(name).Node()
+				node := eng.Snapshot().NodeInfo(name).Node()
 				node.Spec.Taints = []v1.Taint{{Key: "dedicated", Value: "x", Effect: v1.TaintEffectNoSchedule}}
 			}
 		}},
@@ -105,33 +105,33 @@ func TestStateCopiesAreTheSlowPath(t *testing.T) {
 				slice.Spec.Pool.Name = "pool-11"
 			}
 		}},
-		{name: "busier", copies: true, after: func(h *placement.Engine) {
-			busy(h, "node-00010")
-			busy(h, "node-00008")
+		{name: "busier", copies: true, after: func(eng *placement.Engine) {
+			busy(eng, "node-00010")
+			busy(eng, "node-00008")
 		}},
-		{name: "anti-affinity", after: func(h *placement.Engine) {
+		{name: "anti-affinity", after: func(eng *placement.Engine) {
 			p := fx.Pod("lonely", 100, nil)
 			p.Labels = map[string]string{"app": "lonely"}
 			p.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
 				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "lonely"}}, TopologyKey: v1.LabelHostname}}}}
-			if _, ferr := h.Place(p, "node-00005"); ferr != nil {
+			if _, ferr := eng.Place(p, "node-00005"); ferr != nil {
 				t.Fatal(ferr)
 			}
 		}},
-		{name: "shared slice", after: func(h *placement.Engine) {
+		{name: "shared slice", after: func(eng *placement.Engine) {
 			// Devices of another driver, which no pod asks for.
 			s := fx.DeviceSlice("shared", "other.example.com", 2, "spare")
 			s.Spec.NodeName, s.Spec.AllNodes = nil, ptr.To(true)
-			if err := h.Snapshot().AddResourceSlice(s); err != nil {
+			if err := eng.Snapshot().AddResourceSlice(s); err != nil {
 				t.Fatal(err)
 			}
 		}},
 		// A pool of all nodes the pods take from: a drain frees its
 		// devices, so targets that rejected a kind may take it again.
-		{name: "shared pool", after: func(h *placement.Engine) {
+		{name: "shared pool", after: func(eng *placement.Engine) {
 			s := fx.DeviceSlice("shared", fx.Driver, 2, "spare")
 			s.Spec.NodeName, s.Spec.AllNodes = nil, ptr.To(true)
-			if err := h.Snapshot().AddResourceSlice(s); err != nil {
+			if err := eng.Snapshot().AddResourceSlice(s); err != nil {
 				t.Fatal(err)
 			}
 		}},
@@ -140,8 +140,8 @@ func TestStateCopiesAreTheSlowPath(t *testing.T) {
 		for _, generated := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/generated=%t", c.name, generated), func(t *testing.T) {
 				var used *placement.StateCopies
-				withCopies := Options{UtilizationThreshold: 0.5, stateCopies: func(h *placement.Engine) *placement.StateCopies {
-					used = h.NewStateCopies()
+				withCopies := Options{UtilizationThreshold: 0.5, stateCopies: func(eng *placement.Engine) *placement.StateCopies {
+					used = eng.NewStateCopies()
 					return used
 				}}
 				removals, rejections := Find(copyCluster(t, 12, generated, c.node, c.after), withCopies)
@@ -172,7 +172,7 @@ func TestVerifyShortcutsCatchesPodsLeavingOneByOneThatShare(t *testing.T) {
 	t.Setenv(placement.VerifyShortcutsEnv, "1")
 	snap := snapshot.New()
 	snap.SetDeviceClass(fx.Class("gpu.example.com", fx.Driver, "", fx.Epoch))
-	h, err := placement.New(context.Background(), snap, nil)
+	eng, err := placement.New(context.Background(), snap, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,13 +187,13 @@ func TestVerifyShortcutsCatchesPodsLeavingOneByOneThatShare(t *testing.T) {
 	snap.SetResourceClaim(fx.Claim("shared", "gpu.example.com", 1))
 	var uids []types.UID
 	for _, name := range []string{"a", "b"} {
-		placed, ferr := h.Place(fx.WithClaim(fx.Pod(name, 100, nil), "gpu", "shared"), "light")
+		placed, ferr := eng.Place(fx.WithClaim(fx.Pod(name, 100, nil), "gpu", "shared"), "light")
 		if ferr != nil {
 			t.Fatal(ferr)
 		}
 		uids = append(uids, placed.UID)
 	}
-	d := newDrainer(h, Options{}, []string{"busy", "light"})
+	d := newDrainer(eng, Options{}, []string{"busy", "light"})
 	if d.independent(uids) {
 		t.Fatal("pods sharing a claim are independent")
 	}
@@ -214,7 +214,7 @@ func TestVerifyShortcutsCatchesPodsLeavingOneByOneThatShare(t *testing.T) {
 func TestFindForgetsRejectionsWhenAnAntiAffinityPodLeaves(t *testing.T) {
 	t.Setenv(placement.VerifyShortcutsEnv, "1")
 	snap := snapshot.New()
-	h, err := placement.New(context.Background(), snap, nil)
+	eng, err := placement.New(context.Background(), snap, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func TestFindForgetsRejectionsWhenAnAntiAffinityPodLeaves(t *testing.T) {
 		}
 	}
 	place := func(p *v1.Pod, node string) {
-		if _, ferr := h.Place(p, node); ferr != nil {
+		if _, ferr := eng.Place(p, node); ferr != nil {
 			t.Fatal(ferr)
 		}
 	}
@@ -247,7 +247,7 @@ func TestFindForgetsRejectionsWhenAnAntiAffinityPodLeaves(t *testing.T) {
 	for i := range 25 {
 		place(kind(fmt.Sprintf("k3-%d", i)), "d3")
 	}
-	removals, rejections := Find(h, Options{UtilizationThreshold: 0.5})
+	removals, rejections := Find(eng, Options{UtilizationThreshold: 0.5})
 	if len(removals) != 3 {
 		t.Fatalf("removals %+v, rejections %+v; want d2, d1 and d3 removed", removals, rejections)
 	}

@@ -53,12 +53,12 @@ func replicas(prefix string, n int, milliCPU int64, extended v1.ResourceList) []
 func newPlanner(t testing.TB, snap *snapshot.Snapshot, groups ...*nodegroup.NodeGroup) *Planner {
 	t.Helper()
 	snap.SetDeviceClass(fx.Class("gpu.example.com", fx.Driver, fx.GPUResource, fx.Epoch))
-	h, err := placement.New(context.Background(), snap, nil)
+	eng, err := placement.New(context.Background(), snap, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	exp, _ := expander.New("least-waste", nil, 1)
-	return &Planner{Engine: h, Groups: groups, Expander: exp}
+	return &Planner{Engine: eng, Groups: groups, Expander: exp}
 }
 
 func TestPlanCountsDRADevices(t *testing.T) {

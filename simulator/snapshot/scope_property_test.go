@@ -102,9 +102,9 @@ func newWorld(t *testing.T, rng *rand.Rand, scoped bool) *world {
 		}
 		w.pods = append(w.pods, pod)
 	}
-	h, err := placement.New(context.Background(), snap, nil)
+	eng, err := placement.New(context.Background(), snap, nil)
 	must(err)
-	w.h = h
+	w.h = eng
 	return w
 }
 
