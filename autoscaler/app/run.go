@@ -404,9 +404,7 @@ func newBuffers(o *options, cfg *rest.Config, client kubernetes.Interface, facto
 	if o.dryRun {
 		writer, templates = buffers.DryRunWriter(), buffers.DryRunTemplates(cluster.PodTemplates)
 	}
-	return &buffers.Config{Buffers: cluster.CapacityBuffers, Templates: cluster.PodTemplates,
-		Deployments: cluster.Deployments, ReplicaSets: cluster.ReplicaSets, StatefulSets: cluster.StatefulSets, Jobs: cluster.Jobs,
-		Quotas: cluster.ResourceQuotas, PodTemplates: templates,
+	return &buffers.Config{Cluster: *cluster, Templates: templates,
 		Client: writer, Controller: o.bufferController, Injection: o.bufferInjection}, f, nil
 }
 

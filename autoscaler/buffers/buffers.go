@@ -22,35 +22,27 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	appslisters "k8s.io/client-go/listers/apps/v1"
-	batchlisters "k8s.io/client-go/listers/batch/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
 	corev1defaults "k8s.io/kubernetes/pkg/apis/core/v1"
 	"k8s.io/utils/ptr"
 
 	cb "draxr.dev/draxr/simulator/capacitybuffer"
 	"draxr.dev/draxr/simulator/input"
+	"draxr.dev/draxr/simulator/view"
 )
 
 // Config is what the step reads and writes through, and CA's flags.
 type Config struct {
-	// Buffers is the CapacityBuffer informer's lister (unstructured).
-	Buffers   cache.GenericLister
-	Templates corelisters.PodTemplateLister
-	// Workloads are the listers of the kinds a scalableRef may name; nil
-	// ones answer "not found".
-	Deployments  appslisters.DeploymentLister
-	ReplicaSets  appslisters.ReplicaSetLister
-	StatefulSets appslisters.StatefulSetLister
-	Jobs         batchlisters.JobLister
-	// Quotas are the namespaces' ResourceQuotas, which cap buffers.
-	Quotas corelisters.ResourceQuotaLister
-	Client StatusWriter
-	// PodTemplates keeps the PodTemplate of each scalableRef buffer, as
-	// CA's controller does; nil keeps none (the pods come from the
-	// workload's template, and the status names no template).
-	PodTemplates TemplateWriter
+	// Cluster holds the batch kinds of the loop's View: CapacityBuffers
+	// (unstructured), the PodTemplates and workloads a buffer names, and
+	// the ResourceQuotas that cap buffers. A nil workload or quota lister
+	// answers "not found" or "none".
+	Cluster view.View
+	Client  StatusWriter
+	// Templates keeps the PodTemplate of each scalableRef buffer, as CA's
+	// controller does; nil keeps none (the pods come from the workload's
+	// template, and the status names no template).
+	Templates TemplateWriter
 	// Controller sets the buffers' status; Injection makes their pods.
 	Controller, Injection bool
 }
@@ -160,7 +152,7 @@ type Loop struct {
 // (DeviceClasses and claim templates count devices). One bad buffer gets
 // its condition; the others go on.
 func Run(ctx context.Context, cfg Config, objs *input.Objects, now time.Time) (*Loop, error) {
-	list, err := cfg.Buffers.List(labels.Everything())
+	list, err := cfg.Cluster.CapacityBuffers.List(labels.Everything())
 	if err != nil {
 		return nil, fmt.Errorf("list CapacityBuffers: %w", err)
 	}
@@ -179,18 +171,18 @@ func Run(ctx context.Context, cfg Config, objs *input.Objects, now time.Time) (*
 	sort.Slice(all, func(i, j int) bool { return all[i].Key() < all[j].Key() })
 	devices := cb.NewDevices(objs.DeviceClasses, objs.ResourceClaimTemplates)
 	src := cb.Sources{Templates: func(ns, name string) *v1.PodTemplate {
-		t, err := cfg.Templates.PodTemplates(ns).Get(name)
+		t, err := cfg.Cluster.PodTemplates.PodTemplates(ns).Get(name)
 		if err != nil {
 			return nil
 		}
 		return t
 	}, Workloads: cfg.workload}
-	if cfg.PodTemplates != nil {
-		src.Manage = func(t *v1.PodTemplate) (*v1.PodTemplate, error) { return cfg.PodTemplates.Ensure(ctx, t) }
+	if cfg.Templates != nil {
+		src.Manage = func(t *v1.PodTemplate) (*v1.PodTemplate, error) { return cfg.Templates.Ensure(ctx, t) }
 	}
 	var quotas []*v1.ResourceQuota
-	if cfg.Quotas != nil {
-		if quotas, err = cfg.Quotas.List(labels.Everything()); err != nil {
+	if cfg.Cluster.ResourceQuotas != nil {
+		if quotas, err = cfg.Cluster.ResourceQuotas.List(labels.Everything()); err != nil {
 			return nil, fmt.Errorf("list ResourceQuotas: %w", err)
 		}
 	}
@@ -215,26 +207,26 @@ func Run(ctx context.Context, cfg Config, objs *input.Objects, now time.Time) (*
 func (cfg Config) workload(ns string, ref cb.ScalableRef) (*v1.PodTemplateSpec, int32, bool) {
 	switch ref.Kind {
 	case "Deployment":
-		if cfg.Deployments != nil {
-			if d, err := cfg.Deployments.Deployments(ns).Get(ref.Name); err == nil {
+		if cfg.Cluster.Deployments != nil {
+			if d, err := cfg.Cluster.Deployments.Deployments(ns).Get(ref.Name); err == nil {
 				return &d.Spec.Template, ptr.Deref(d.Spec.Replicas, 1), true
 			}
 		}
 	case "ReplicaSet":
-		if cfg.ReplicaSets != nil {
-			if r, err := cfg.ReplicaSets.ReplicaSets(ns).Get(ref.Name); err == nil {
+		if cfg.Cluster.ReplicaSets != nil {
+			if r, err := cfg.Cluster.ReplicaSets.ReplicaSets(ns).Get(ref.Name); err == nil {
 				return &r.Spec.Template, ptr.Deref(r.Spec.Replicas, 1), true
 			}
 		}
 	case "StatefulSet":
-		if cfg.StatefulSets != nil {
-			if s, err := cfg.StatefulSets.StatefulSets(ns).Get(ref.Name); err == nil {
+		if cfg.Cluster.StatefulSets != nil {
+			if s, err := cfg.Cluster.StatefulSets.StatefulSets(ns).Get(ref.Name); err == nil {
 				return &s.Spec.Template, ptr.Deref(s.Spec.Replicas, 1), true
 			}
 		}
 	case "Job":
-		if cfg.Jobs != nil {
-			if j, err := cfg.Jobs.Jobs(ns).Get(ref.Name); err == nil {
+		if cfg.Cluster.Jobs != nil {
+			if j, err := cfg.Cluster.Jobs.Jobs(ns).Get(ref.Name); err == nil {
 				return &j.Spec.Template, ptr.Deref(j.Spec.Parallelism, 1), true
 			}
 		}

@@ -19,6 +19,7 @@ import (
 
 	cb "draxr.dev/draxr/simulator/capacitybuffer"
 	"draxr.dev/draxr/simulator/input"
+	"draxr.dev/draxr/simulator/view"
 )
 
 // A buffer naming a Deployment gets the PodTemplate CA's controller keeps
@@ -133,8 +134,8 @@ func newBufferFixture(t *testing.T, dryRun bool) *bufferFixture {
 	if dryRun {
 		writer = DryRunTemplates(templates.Lister())
 	}
-	f.cfg = Config{Buffers: cache.NewGenericLister(buffers, cb.GroupVersionResource().GroupResource()),
-		Templates: templates.Lister(), Deployments: appslisters.NewDeploymentLister(f.deployments), PodTemplates: writer,
+	f.cfg = Config{Cluster: view.View{CapacityBuffers: cache.NewGenericLister(buffers, cb.GroupVersionResource().GroupResource()),
+		PodTemplates: templates.Lister(), Deployments: appslisters.NewDeploymentLister(f.deployments)}, Templates: writer,
 		Client: recordingWriter{f}, Controller: true, Injection: true}
 	return f
 }
@@ -165,7 +166,7 @@ func (f *bufferFixture) writes(verb string) int {
 func (f *bufferFixture) waitTemplate(t *testing.T, image string) {
 	t.Helper()
 	for range 200 {
-		if got, err := f.cfg.Templates.PodTemplates("ml").Get("capacitybuffer-warm-pod-template"); err == nil && got.Template.Spec.Containers[0].Image == image {
+		if got, err := f.cfg.Cluster.PodTemplates.PodTemplates("ml").Get("capacitybuffer-warm-pod-template"); err == nil && got.Template.Spec.Containers[0].Image == image {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)

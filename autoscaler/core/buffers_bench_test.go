@@ -17,6 +17,7 @@ import (
 	"draxr.dev/draxr/autoscaler/buffers"
 	cb "draxr.dev/draxr/simulator/capacitybuffer"
 	fx "draxr.dev/draxr/simulator/fixtures"
+	"draxr.dev/draxr/simulator/view"
 )
 
 // A quiet loop at fleet size (2,500 full 8-GPU nodes, 50 free ones,
@@ -76,6 +77,6 @@ func benchBuffers(b *testing.B, n int) *buffers.Config {
 	if err := tmpl.Add(gpuPodTemplate("train")); err != nil {
 		b.Fatal(err)
 	}
-	return &buffers.Config{Buffers: cache.NewGenericLister(idx, cb.GroupVersionResource().GroupResource()),
-		Templates: corelisters.NewPodTemplateLister(tmpl), Client: buffers.DryRunWriter(), Controller: true, Injection: true}
+	return &buffers.Config{Cluster: view.View{CapacityBuffers: cache.NewGenericLister(idx, cb.GroupVersionResource().GroupResource()),
+		PodTemplates: corelisters.NewPodTemplateLister(tmpl)}, Client: buffers.DryRunWriter(), Controller: true, Injection: true}
 }

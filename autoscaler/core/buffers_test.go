@@ -18,6 +18,7 @@ import (
 
 	"draxr.dev/draxr/autoscaler/buffers"
 	cb "draxr.dev/draxr/simulator/capacitybuffer"
+	"draxr.dev/draxr/simulator/view"
 	"draxr.dev/draxr/test/fakeprovider"
 )
 
@@ -54,8 +55,8 @@ func TestBufferScalesUpAndKeepsItsNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	writes := &bufferWrites{last: map[string]*cb.CapacityBuffer{}}
-	e.a.cfg.Buffers = &buffers.Config{Buffers: cache.NewGenericLister(idx, cb.GroupVersionResource().GroupResource()),
-		Templates: corelisters.NewPodTemplateLister(templateIndexer(t, gpuPodTemplate("train"))), Client: writes,
+	e.a.cfg.Buffers = &buffers.Config{Cluster: view.View{CapacityBuffers: cache.NewGenericLister(idx, cb.GroupVersionResource().GroupResource()),
+		PodTemplates: corelisters.NewPodTemplateLister(templateIndexer(t, gpuPodTemplate("train")))}, Client: writes,
 		Controller: true, Injection: true}
 	res, err := e.a.RunOnce(e.ctx)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"draxr.dev/draxr/cloudprovider/local"
 	cb "draxr.dev/draxr/simulator/capacitybuffer"
 	"draxr.dev/draxr/simulator/input"
+	"draxr.dev/draxr/simulator/view"
 )
 
 // buffersDump: the group gpu of 8-GPU nodes and its node gpu-0 (8 free
@@ -116,8 +117,8 @@ func TestSimulateBuffersAreTheLoops(t *testing.T) {
 		}
 	}
 	ctx, a := dryRunAutoscaler(t, client, provider, nil, func(c *core.Config) {
-		c.Buffers = &buffers.Config{Buffers: cache.NewGenericLister(bufferIdx, cb.GroupVersionResource().GroupResource()),
-			Templates: corelisters.NewPodTemplateLister(templates), Client: buffers.DryRunWriter(), Controller: true, Injection: true}
+		c.Buffers = &buffers.Config{Cluster: view.View{CapacityBuffers: cache.NewGenericLister(bufferIdx, cb.GroupVersionResource().GroupResource()),
+			PodTemplates: corelisters.NewPodTemplateLister(templates)}, Client: buffers.DryRunWriter(), Controller: true, Injection: true}
 	})
 	res, err := a.RunOnce(ctx)
 	if err != nil {
