@@ -15,7 +15,11 @@ import (
 // to the pod. A pod without either is never cached. Entries no build has
 // used since the one before are dropped. Not safe for concurrent use.
 type PodInfos struct {
-	last, current map[podVersion]*framework.PodInfo
+	// entries are by pod version, each with the last build that used it:
+	// one lookup a pod, where a map of the last build's entries and one of
+	// this build's took three.
+	entries map[podVersion]*podEntry
+	build   int
 	// alike holds, per podShape, the last few pod infos computed in this
 	// build: most bound pods of a fleet ask what many others ask (replicas,
 	// or pods of one template under different owners), so a new pod's info
@@ -52,19 +56,28 @@ type podVersion struct {
 	resourceVersion string
 }
 
+type podEntry struct {
+	info *framework.PodInfo
+	used int // the last build that used it
+}
+
 // NewPodInfos returns an empty cache.
 func NewPodInfos() *PodInfos {
-	return &PodInfos{current: map[podVersion]*framework.PodInfo{}}
+	return &PodInfos{}
 }
 
 // startBuild begins a snapshot build of n pods: entries the previous
-// build did not use are dropped. The last build's entries are the size
-// to expect; a first build has only n to go by.
+// build did not use are dropped.
 func (c *PodInfos) startBuild(n int) {
-	if len(c.current) > 0 {
-		n = len(c.current)
+	c.build++
+	if c.entries == nil {
+		c.entries = make(map[podVersion]*podEntry, n)
 	}
-	c.last, c.current = c.current, make(map[podVersion]*framework.PodInfo, n)
+	for key, e := range c.entries {
+		if e.used < c.build-1 {
+			delete(c.entries, key)
+		}
+	}
 	c.alike = map[podShape][]*framework.PodInfo{}
 }
 
@@ -79,13 +92,13 @@ func (c *PodInfos) infoFor(p *v1.Pod) *framework.PodInfo {
 		info = c.replicaOf(p)
 	} else {
 		key := podVersion{uid: p.UID, resourceVersion: p.ResourceVersion}
-		var ok bool
-		if info, ok = c.current[key]; !ok {
-			if info, ok = c.last[key]; !ok {
-				info = c.replicaOf(p)
-			}
-			c.current[key] = info
+		e, ok := c.entries[key]
+		if !ok {
+			e = &podEntry{info: c.replicaOf(p)}
+			c.entries[key] = e
 		}
+		e.used = c.build
+		info = e.info
 	}
 	out := *info
 	out.Pod = p
