@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
@@ -13,7 +14,8 @@ import (
 // loop costs at fleet size. An entry stands for one version of a pod: its
 // UID and resourceVersion, which the API server changes with any change
 // to the pod. A pod without either is never cached. Entries no build has
-// used since the one before are dropped. Not safe for concurrent use.
+// used since the one before are dropped. It keeps what setting a claim
+// derives from it likewise (claimfacts.go). Not safe for concurrent use.
 type PodInfos struct {
 	// entries are by pod version, each with the last build that used it:
 	// one lookup a pod, where a map of the last build's entries and one of
@@ -27,6 +29,10 @@ type PodInfos struct {
 	// AddPodLike copies one. Computing requests allocates some 10 kB a
 	// pod: a cold build of 45,000 pods spent half a GB on it.
 	alike map[podShape][]*framework.PodInfo
+	// claims keep, by claim object, what setting a claim derives from it
+	// (claimfacts.go), claimBuild counting the builds as build does.
+	claims     map[*resourceapi.ResourceClaim]*claimEntry
+	claimBuild int
 }
 
 // podShape is a cheap key for pods that may share pod info: what
