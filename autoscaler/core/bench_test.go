@@ -186,6 +186,7 @@ func fleetObjects(s fleetShape) []k8sruntime.Object {
 		for d := 0; d < 8; d++ {
 			pod := running(fx.Pod(fmt.Sprintf("%s-gpu-%d", node, d), 100, fx.GPUs(fx.GPUResource, 1)), node)
 			claim := fx.ExtendedResourceClaim(pod, "gpu.example.com", fx.Driver, node, 1, fmt.Sprintf("gpu-%d", d))
+			claim.ResourceVersion = "1" // as the pods'
 			pod.Status.ExtendedResourceClaimStatus = &v1.PodExtendedResourceClaimStatus{ResourceClaimName: claim.Name,
 				RequestMappings: []v1.ContainerExtendedResourceRequest{{ContainerName: "main",
 					ResourceName: string(fx.GPUResource), RequestName: claim.Spec.Devices.Requests[0].Name}}}
