@@ -60,7 +60,9 @@ func (s *Snapshot) AddResourceSlice(slice *resourceapi.ResourceSlice) error {
 	s.slices[slice.Name] = slice
 	s.slicesByNode[node] = append(s.slicesByNode[node], slice)
 	s.sliceList = nil
-	s.onUndo(func() { s.dropSlice(slice) })
+	if s.forking() {
+		s.onUndo(func() { s.dropSlice(slice) })
+	}
 	return nil
 }
 
@@ -141,7 +143,7 @@ func (s *Snapshot) setResourceClaim(claim *resourceapi.ResourceClaim, facts *cla
 	key := claimKey{claim.Namespace, claim.Name}
 	previous := s.claims[key]
 	s.replaceClaim(key, previous, claim, facts)
-	if len(s.forkMarks) > 0 { // no closure made for a build's thousands of claims
+	if s.forking() { // no closure made for a build's thousands of claims
 		s.onUndo(func() { s.replaceClaim(key, claim, previous, nil) })
 	}
 }
