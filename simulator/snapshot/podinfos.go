@@ -99,23 +99,18 @@ func (c *PodInfos) startBuild(n int) {
 	c.alike = map[podShape][]*framework.PodInfo{}
 }
 
-// infoFor returns pod info for p, computed or from the cache, as a copy
-// whose Pod is p. A pod without a UID and resourceVersion is not cached
-// across builds.
+// infoFor returns pod info for p, computed or from the cache: shared,
+// to be copied, never handed out. A pod without a UID and resourceVersion
+// is not cached across builds.
 func (c *PodInfos) infoFor(p *v1.Pod) *framework.PodInfo {
-	var info *framework.PodInfo
 	if p.UID == "" || p.ResourceVersion == "" {
 		// Not kept for the next build, but still shared with pods alike
 		// in this one.
-		info = c.replicaOf(p)
-	} else {
-		e := c.entry(p)
-		e.used = c.build
-		info = e.info
+		return c.replicaOf(p)
 	}
-	out := *info
-	out.Pod = p
-	return &out
+	e := c.entry(p)
+	e.used = c.build
+	return e.info
 }
 
 // entry is p's entry, found by object or by version, or made.
@@ -146,9 +141,12 @@ func (s *Snapshot) AddBoundPods(pods []*v1.Pod, infos *PodInfos) error {
 		return nil
 	}
 	infos.startBuild(len(pods))
-	for _, p := range pods {
-		info := infos.infoFor(p)
-		if err := s.addPod(p, info); err != nil {
+	// The pods' own infos, allocated at once rather than one by one.
+	own := make([]framework.PodInfo, len(pods))
+	for i, p := range pods {
+		own[i] = *infos.infoFor(p)
+		own[i].Pod = p
+		if err := s.addPod(p, &own[i]); err != nil {
 			return err
 		}
 	}
