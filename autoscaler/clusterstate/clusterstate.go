@@ -113,7 +113,7 @@ func (st *State) ScaleUpEligible() []*nodegroup.NodeGroup {
 	return out
 }
 
-func (st *State) addPods(l view.View, bypassed []string, wait input.BindingWait, order *podOrder) error {
+func (st *State) addPods(l view.View, bypassed []string, wait input.BindingWait, carry *carried) error {
 	pods, err := l.Pods.List(labels.Everything())
 	if err != nil {
 		return err
@@ -129,13 +129,13 @@ func (st *State) addPods(l view.View, bypassed []string, wait input.BindingWait,
 		}
 	}
 	st.Objects.ResourceClaims = input.DropFailedBindings(st.Objects.ResourceClaims, wait)
-	inBinding := input.PodsInBinding(st.Objects.ResourceClaims)
+	inBinding := carry.binding.podsInBinding(st.Objects.ResourceClaims)
 	st.WaitingForBinding = input.WaitingOnBindingConditions(st.Objects.ResourceClaims, wait)
 	inSnapshot := map[string]bool{}
 	for _, n := range st.Objects.Nodes {
 		inSnapshot[n.Name] = true
 	}
-	order.sort(pods)
+	carry.order.sort(pods)
 	classes := make([]input.PodClass, len(pods))
 	for i, p := range pods {
 		classes[i] = input.ClassifyPod(p, inBinding)

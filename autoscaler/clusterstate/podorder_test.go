@@ -1,20 +1,15 @@
 package clusterstate
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes/fake"
 
-	"draxr.dev/draxr/autoscaler/liveview"
 	fx "draxr.dev/draxr/simulator/fixtures"
 )
 
@@ -55,13 +50,7 @@ func TestPodOrderSortsAsAFullSort(t *testing.T) {
 // state, not the one the reused order remembers.
 func TestChangedPodSeenNextLoop(t *testing.T) {
 	waiting := pending("waiting", false, false)
-	client := fake.NewClientset(fx.Node("n", 8, 32, nil), waiting, fx.Pod("other", 100, nil))
-	f := informers.NewSharedInformerFactory(client, 0)
-	l := liveview.FromInformers(f)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	f.Start(ctx.Done())
-	f.WaitForCacheSync(ctx.Done())
+	ctx, client, l := informerView(t, fx.Node("n", 8, 32, nil), waiting, fx.Pod("other", 100, nil))
 	r := NewRegistry(RegistryConfig{})
 	provider := fakeProvider{}
 	st, err := readState(r, l, provider)
@@ -76,17 +65,10 @@ func TestChangedPodSeenNextLoop(t *testing.T) {
 	if _, err := client.CoreV1().Pods(marked.Namespace).Update(ctx, marked, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	waitFor(t, "the marked pod", func() bool {
 		p, err := l.Pods.Pods(marked.Namespace).Get(marked.Name)
-		if err == nil && len(p.Status.Conditions) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("informer never saw the update")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return err == nil && len(p.Status.Conditions) > 0
+	})
 	st, err = readState(r, l, provider)
 	if err != nil {
 		t.Fatal(err)

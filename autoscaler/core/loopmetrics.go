@@ -83,8 +83,8 @@ func (a *Autoscaler) recordStateMetrics(st *clusterstate.State) {
 // they were counted from: a fleet's 20,000 claims took a tenth of a quiet
 // loop to count again.
 type deviceCountsMemo struct {
-	slices    sameObjects[*resourceapi.ResourceSlice]
-	claims    sameObjects[*resourceapi.ResourceClaim]
+	slices    clusterstate.SameObjects[*resourceapi.ResourceSlice]
+	claims    clusterstate.SameObjects[*resourceapi.ResourceClaim]
 	inUse     map[string]float64
 	published map[string]int
 }
@@ -92,8 +92,8 @@ type deviceCountsMemo struct {
 // counts is deviceCounts, the last loop's when slices and claims are the
 // very objects it counted.
 func (m *deviceCountsMemo) counts(slices []*resourceapi.ResourceSlice, claims []*resourceapi.ResourceClaim) (map[string]float64, map[string]int) {
-	sameSlices := m.slices.same(slices)
-	if sameClaims := m.claims.same(claims); !sameSlices || !sameClaims || m.inUse == nil {
+	sameSlices := m.slices.Same(slices)
+	if sameClaims := m.claims.Same(claims); !sameSlices || !sameClaims || m.inUse == nil {
 		m.inUse, m.published = deviceCounts(slices, claims)
 	}
 	return m.inUse, m.published

@@ -1,18 +1,18 @@
-package core
+package clusterstate
 
-// versioned is an API object as the informers hand it out: a pointer,
+// Versioned is an API object as the informers hand it out: a pointer,
 // with the resourceVersion the API server changes with any change.
-type versioned interface {
+type Versioned interface {
 	comparable
 	GetResourceVersion() string
 }
 
-// sameObjects tells whether a list holds the very objects of the list
+// SameObjects tells whether a list holds the very objects of the list
 // it was last given: the same pointers (an informer replaces an object
 // that changes, never edits it) at the same resourceVersions, in any
 // order. What is computed from such a list alone may then be reused.
 // An object without a resourceVersion is never the same.
-type sameObjects[T versioned] struct {
+type SameObjects[T Versioned] struct {
 	last map[T]*seenObject
 	call int
 }
@@ -22,9 +22,9 @@ type seenObject struct {
 	call            int // the last call that found it, to catch duplicates
 }
 
-// same reports whether list holds the objects of the last call's list,
+// Same reports whether list holds the objects of the last call's list,
 // and remembers list for the next call.
-func (s *sameObjects[T]) same(list []T) bool {
+func (s *SameObjects[T]) Same(list []T) bool {
 	s.call++
 	if s.last != nil && len(list) == len(s.last) && s.found(list) {
 		return true
@@ -38,7 +38,7 @@ func (s *sameObjects[T]) same(list []T) bool {
 
 // found reports every object of list in last, once each, at the version
 // remembered.
-func (s *sameObjects[T]) found(list []T) bool {
+func (s *SameObjects[T]) found(list []T) bool {
 	for _, o := range list {
 		seen, ok := s.last[o]
 		if !ok || seen.call == s.call || seen.resourceVersion == "" || seen.resourceVersion != o.GetResourceVersion() {
