@@ -16,8 +16,8 @@ type claimFacts struct {
 	xr    bool
 }
 
-func factsOf(c *resourceapi.ResourceClaim) *claimFacts {
-	f := &claimFacts{ids: deviceIDs(c)}
+func factsOf(c *resourceapi.ResourceClaim) claimFacts {
+	f := claimFacts{ids: deviceIDs(c)}
 	f.owner, f.xr = extendedResourceClaimOwner(c)
 	return f
 }
@@ -25,7 +25,7 @@ func factsOf(c *resourceapi.ResourceClaim) *claimFacts {
 // claimEntry is one claim object's facts, kept across builds while the
 // object stays the same.
 type claimEntry struct {
-	facts *claimFacts
+	facts claimFacts // in the entry: one allocation a claim, not two
 	// uid and resourceVersion are the object's when its facts were read:
 	// the API server changes the version with any change, so an object
 	// edited in place under a new version is read again.
@@ -40,7 +40,8 @@ type claimEntry struct {
 // without a UID or resourceVersion is never kept.
 func (c *PodInfos) claimFactsFor(claim *resourceapi.ResourceClaim) *claimFacts {
 	if claim.UID == "" || claim.ResourceVersion == "" {
-		return factsOf(claim)
+		f := factsOf(claim)
+		return &f
 	}
 	e, ok := c.claims[claim]
 	if !ok || e.uid != claim.UID || e.resourceVersion != claim.ResourceVersion {
@@ -48,7 +49,7 @@ func (c *PodInfos) claimFactsFor(claim *resourceapi.ResourceClaim) *claimFacts {
 		c.claims[claim] = e
 	}
 	e.used = c.claimBuild
-	return e.facts
+	return &e.facts
 }
 
 // startClaims begins a build's claims: entries the previous build did
