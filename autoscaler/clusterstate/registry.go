@@ -97,6 +97,8 @@ type Registry struct {
 	labels map[string]metrics.GroupLabels
 	// templateErrs are the groups' template problems already reported.
 	templateErrs map[string]string
+	// carried is what the last loop read that the next may reuse.
+	carried carried
 }
 
 type scaleUpRequest struct {
@@ -293,7 +295,7 @@ func (r *Registry) State(as *Assessment) (*State, error) {
 	}
 	st.Healthy = r.healthy(st.Readiness.Unready, as.registered)
 	wait := input.BindingWait{Now: as.now, Timeout: cmp.Or(r.cfg.BindingTimeout, input.DefaultBindingTimeout)}
-	if err := st.addPods(as.listers, r.cfg.BypassedSchedulerNames, wait); err != nil {
+	if err := st.addPods(as.listers, r.cfg.BypassedSchedulerNames, wait, &r.carried); err != nil {
 		return nil, err
 	}
 	if err := st.addDRA(as.listers); err != nil {

@@ -147,6 +147,9 @@ type Autoscaler struct {
 	// podInfos carries the running pods' computed requests from one
 	// loop's snapshot to the next.
 	podInfos *snapshot.PodInfos
+	// devices are the last loop's device counts (metrics), kept while
+	// the slices and claims are the same objects.
+	devices deviceCountsMemo
 }
 
 // New returns an autoscaler.

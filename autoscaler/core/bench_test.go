@@ -173,6 +173,12 @@ func benchProvider(b *testing.B, maxSize int) (cloudprovider.Provider, *[]int) {
 // fleetObjects builds the shape's API objects.
 func fleetObjects(s fleetShape) []k8sruntime.Object {
 	objs := []k8sruntime.Object{fx.Class("gpu.example.com", fx.Driver, fx.GPUResource, fx.Epoch)}
+	// An API server's objects always carry a resourceVersion.
+	slice := func(node string) *resourceapi.ResourceSlice {
+		s := fx.GPUSlice(node, 8)
+		s.ResourceVersion = "1"
+		return s
+	}
 	running := func(p *v1.Pod, node string) *v1.Pod {
 		p.Spec.NodeName = node
 		p.ResourceVersion = "1" // as the API server's: informers' pods carry one
@@ -182,10 +188,11 @@ func fleetObjects(s fleetShape) []k8sruntime.Object {
 	}
 	for n := 0; n < s.gpuNodes; n++ {
 		node := fmt.Sprintf("gpu-node-%d", n)
-		objs = append(objs, fx.Node(node, 64, 256, nil), fx.GPUSlice(node, 8))
+		objs = append(objs, fx.Node(node, 64, 256, nil), slice(node))
 		for d := 0; d < 8; d++ {
 			pod := running(fx.Pod(fmt.Sprintf("%s-gpu-%d", node, d), 100, fx.GPUs(fx.GPUResource, 1)), node)
 			claim := fx.ExtendedResourceClaim(pod, "gpu.example.com", fx.Driver, node, 1, fmt.Sprintf("gpu-%d", d))
+			claim.ResourceVersion = "1" // as the pods'
 			pod.Status.ExtendedResourceClaimStatus = &v1.PodExtendedResourceClaimStatus{ResourceClaimName: claim.Name,
 				RequestMappings: []v1.ContainerExtendedResourceRequest{{ContainerName: "main",
 					ResourceName: string(fx.GPUResource), RequestName: claim.Spec.Devices.Requests[0].Name}}}
@@ -194,7 +201,7 @@ func fleetObjects(s fleetShape) []k8sruntime.Object {
 	}
 	for n := 0; n < s.emptyGPUNodes; n++ {
 		node := fmt.Sprintf("free-gpu-node-%d", n)
-		objs = append(objs, fx.Node(node, 64, 256, nil), fx.GPUSlice(node, 8))
+		objs = append(objs, fx.Node(node, 64, 256, nil), slice(node))
 	}
 	for n := 0; n < s.cpuNodes; n++ {
 		node := fmt.Sprintf("cpu-node-%d", n)

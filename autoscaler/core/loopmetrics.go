@@ -74,9 +74,29 @@ func (a *Autoscaler) recordStateMetrics(st *clusterstate.State) {
 			byNode[*s.Spec.NodeName] = append(byNode[*s.Spec.NodeName], s)
 		}
 	}
-	inUse, published := deviceCounts(slices, st.Objects.ResourceClaims)
+	inUse, published := a.devices.counts(slices, st.Objects.ResourceClaims)
 	metrics.UpdateDevices(inUse, published)
 	metrics.UpdateDRATemplateMismatch(a.templateMismatch(st, byNode))
+}
+
+// deviceCountsMemo keeps the last loop's device counts with the objects
+// they were counted from: a fleet's 20,000 claims took a tenth of a quiet
+// loop to count again.
+type deviceCountsMemo struct {
+	slices    clusterstate.SameObjects[*resourceapi.ResourceSlice]
+	claims    clusterstate.SameObjects[*resourceapi.ResourceClaim]
+	inUse     map[string]float64
+	published map[string]int
+}
+
+// counts is deviceCounts, the last loop's when slices and claims are the
+// very objects it counted.
+func (m *deviceCountsMemo) counts(slices []*resourceapi.ResourceSlice, claims []*resourceapi.ResourceClaim) (map[string]float64, map[string]int) {
+	sameSlices := m.slices.Same(slices)
+	if sameClaims := m.claims.Same(claims); !sameSlices || !sameClaims || m.inUse == nil {
+		m.inUse, m.published = deviceCounts(slices, claims)
+	}
+	return m.inUse, m.published
 }
 
 // deviceCounts counts devices as hardware: in use per DeviceClass and

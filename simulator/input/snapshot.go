@@ -32,9 +32,7 @@ func (o *Objects) Snapshot(infos *snapshot.PodInfos) (*snapshot.Snapshot, error)
 			return nil, err
 		}
 	}
-	for _, c := range o.ResourceClaims {
-		snap.SetResourceClaim(c)
-	}
+	snap.SetResourceClaims(o.ResourceClaims, infos)
 	if err := snap.AddBoundPods(o.RunningPods, infos); err != nil {
 		return nil, err
 	}

@@ -63,18 +63,39 @@ func (u DeviceUsage) Consumed(id structured.DeviceID) structured.ConsumedCapacit
 	return u.a.capacity[id]
 }
 
-func (a *allocatedDevices) add(claim *resourceapi.ResourceClaim)    { a.apply(claim, true) }
-func (a *allocatedDevices) remove(claim *resourceapi.ResourceClaim) { a.apply(claim, false) }
+func (a *allocatedDevices) add(claim *resourceapi.ResourceClaim)    { a.apply(claim, nil, true) }
+func (a *allocatedDevices) remove(claim *resourceapi.ResourceClaim) { a.apply(claim, nil, false) }
 
-func (a *allocatedDevices) apply(claim *resourceapi.ResourceClaim, add bool) {
+// deviceIDs are the device IDs of the claim's allocation results, by
+// result index (nil without an allocation).
+func deviceIDs(claim *resourceapi.ResourceClaim) []structured.DeviceID {
+	if claim.Status.Allocation == nil {
+		return nil
+	}
+	results := claim.Status.Allocation.Devices.Results
+	ids := make([]structured.DeviceID, len(results))
+	for i, r := range results {
+		ids[i] = structured.MakeDeviceID(r.Driver, r.Pool, r.Device)
+	}
+	return ids
+}
+
+// apply adds or removes the claim's devices; ids are its deviceIDs when
+// known (nil: made here).
+func (a *allocatedDevices) apply(claim *resourceapi.ResourceClaim, ids []structured.DeviceID, add bool) {
 	if claim.Status.Allocation == nil {
 		return
 	}
-	for _, r := range claim.Status.Allocation.Devices.Results {
+	for i, r := range claim.Status.Allocation.Devices.Results {
 		if ptr.Deref(r.AdminAccess, false) {
 			continue
 		}
-		id := structured.MakeDeviceID(r.Driver, r.Pool, r.Device)
+		var id structured.DeviceID
+		if ids != nil {
+			id = ids[i]
+		} else {
+			id = structured.MakeDeviceID(r.Driver, r.Pool, r.Device)
+		}
 		if r.ShareID != nil {
 			sid := structured.MakeSharedDeviceID(id, r.ShareID)
 			var consumed structured.DeviceConsumedCapacity

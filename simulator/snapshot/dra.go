@@ -60,7 +60,9 @@ func (s *Snapshot) AddResourceSlice(slice *resourceapi.ResourceSlice) error {
 	s.slices[slice.Name] = slice
 	s.slicesByNode[node] = append(s.slicesByNode[node], slice)
 	s.sliceList = nil
-	s.onUndo(func() { s.dropSlice(slice) })
+	if s.forking() {
+		s.onUndo(func() { s.dropSlice(slice) })
+	}
 	return nil
 }
 
@@ -132,10 +134,18 @@ func (s *Snapshot) AllResourceSlices() []*resourceapi.ResourceSlice {
 // SetResourceClaim adds or replaces a claim (by namespace/name) and keeps
 // the allocated-device index in step. The claim is stored as given.
 func (s *Snapshot) SetResourceClaim(claim *resourceapi.ResourceClaim) {
+	s.setResourceClaim(claim, nil)
+}
+
+// setResourceClaim is SetResourceClaim with what is known of the claim
+// (nil: computed here).
+func (s *Snapshot) setResourceClaim(claim *resourceapi.ResourceClaim, facts *claimFacts) {
 	key := claimKey{claim.Namespace, claim.Name}
 	previous := s.claims[key]
-	s.replaceClaim(key, previous, claim)
-	s.onUndo(func() { s.replaceClaim(key, claim, previous) })
+	s.replaceClaim(key, previous, claim, facts)
+	if s.forking() { // no closure made for a build's thousands of claims
+		s.onUndo(func() { s.replaceClaim(key, claim, previous, nil) })
+	}
 }
 
 // DeleteResourceClaim removes a claim and frees its devices.
@@ -145,11 +155,12 @@ func (s *Snapshot) DeleteResourceClaim(namespace, name string) {
 	if previous == nil {
 		return
 	}
-	s.replaceClaim(key, previous, nil)
-	s.onUndo(func() { s.replaceClaim(key, nil, previous) })
+	s.replaceClaim(key, previous, nil, nil)
+	s.onUndo(func() { s.replaceClaim(key, nil, previous, nil) })
 }
 
-func (s *Snapshot) replaceClaim(key claimKey, old, new *resourceapi.ResourceClaim) {
+// replaceClaim puts new in old's place; facts are new's when known.
+func (s *Snapshot) replaceClaim(key claimKey, old, new *resourceapi.ResourceClaim, facts *claimFacts) {
 	if old != nil {
 		s.allocated.remove(old)
 		delete(s.claimsByUID, old.UID)
@@ -159,12 +170,20 @@ func (s *Snapshot) replaceClaim(key claimKey, old, new *resourceapi.ResourceClai
 		}
 	}
 	if new != nil {
-		s.allocated.add(new)
+		var ids []structured.DeviceID // nil: made by apply, as nothing is kept of a simulation's claims
+		var owner types.UID
+		var xr bool
+		if facts != nil {
+			ids, owner, xr = facts.ids, facts.owner, facts.xr
+		} else {
+			owner, xr = extendedResourceClaimOwner(new)
+		}
+		s.allocated.apply(new, ids, true)
 		s.claims[key] = new
 		if new.UID != "" {
 			s.claimsByUID[new.UID] = new
 		}
-		if owner, ok := extendedResourceClaimOwner(new); ok {
+		if xr {
 			s.xrClaims[owner] = new
 		}
 	}

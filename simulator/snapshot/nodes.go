@@ -55,11 +55,13 @@ func (s *Snapshot) AddNode(node *v1.Node) error {
 	s.nodes[node.Name] = ni
 	s.nodeOrder = append(s.nodeOrder, node.Name)
 	s.lists.invalidate()
-	s.onUndo(func() {
-		delete(s.nodes, node.Name)
-		s.nodeOrder = s.nodeOrder[:len(s.nodeOrder)-1]
-		s.lists.invalidate()
-	})
+	if s.forking() {
+		s.onUndo(func() {
+			delete(s.nodes, node.Name)
+			s.nodeOrder = s.nodeOrder[:len(s.nodeOrder)-1]
+			s.lists.invalidate()
+		})
+	}
 	return nil
 }
 
@@ -237,23 +239,28 @@ func (s *Snapshot) addPod(pod *v1.Pod, info *framework.PodInfo) error {
 	if hasAffinity(pod) {
 		s.lists.invalidateAffinity()
 	}
-	s.onUndo(func() {
-		_ = ni.RemovePod(s.logger, pod) // the pod is last, so order is restored
-		for name := range ni.Requested.ScalarResources {
-			if !slices.Contains(scalarsBefore, name) {
-				delete(ni.Requested.ScalarResources, name)
-			}
-		}
-		if scalarsWereNil && len(ni.Requested.ScalarResources) == 0 {
-			ni.Requested.ScalarResources = nil
-		}
-		delete(s.podsByUID, pod.UID)
-		s.trackPVCs(pod, -1)
-		if hasAffinity(pod) {
-			s.lists.invalidateAffinity()
-		}
-	})
+	if s.forking() { // no closure made for a build's tens of thousands of pods
+		s.onUndo(func() { s.undoAddPod(ni, pod, scalarsBefore, scalarsWereNil) })
+	}
 	return nil
+}
+
+// undoAddPod takes back addPod's pod, the last on ni.
+func (s *Snapshot) undoAddPod(ni *framework.NodeInfo, pod *v1.Pod, scalarsBefore []v1.ResourceName, scalarsWereNil bool) {
+	_ = ni.RemovePod(s.logger, pod) // the pod is last, so order is restored
+	for name := range ni.Requested.ScalarResources {
+		if !slices.Contains(scalarsBefore, name) {
+			delete(ni.Requested.ScalarResources, name)
+		}
+	}
+	if scalarsWereNil && len(ni.Requested.ScalarResources) == 0 {
+		ni.Requested.ScalarResources = nil
+	}
+	delete(s.podsByUID, pod.UID)
+	s.trackPVCs(pod, -1)
+	if hasAffinity(pod) {
+		s.lists.invalidateAffinity()
+	}
 }
 
 // RemovePod removes a placed pod from its node. It does not touch claims.

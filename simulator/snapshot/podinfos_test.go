@@ -187,3 +187,36 @@ func TestPodsAlikeShareInfo(t *testing.T) {
 		t.Errorf("node requests %dm CPU, want %dm", got, want)
 	}
 }
+
+// An entry found by pod object stands for that object's version only:
+// the same object edited in place under a new resourceVersion is
+// computed again in the next build.
+func TestPodInfosFollowObjectsEditedInPlace(t *testing.T) {
+	infos := NewPodInfos()
+	p := fx.Pod("a", 1000, nil)
+	p.UID, p.ResourceVersion, p.Spec.NodeName = "uid-a", "1", "n"
+	build := func() int64 {
+		t.Helper()
+		s := New()
+		if err := s.AddNode(fx.Node("n", 32, 64, nil)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AddBoundPods([]*v1.Pod{p}, infos); err != nil {
+			t.Fatal(err)
+		}
+		return s.NodeInfo("n").Requested.MilliCPU
+	}
+	if got := build(); got != 1000 {
+		t.Fatalf("first build: %dm CPU, want 1000m", got)
+	}
+	p.ResourceVersion = "2"
+	p.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse("3")
+	if got := build(); got != 3000 {
+		t.Errorf("the object edited under a new version: %dm CPU, want 3000m", got)
+	}
+	p.UID = "uid-b"
+	p.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse("5")
+	if got := build(); got != 5000 {
+		t.Errorf("the object edited under a new UID: %dm CPU, want 5000m", got)
+	}
+}

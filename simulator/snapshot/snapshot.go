@@ -148,10 +148,15 @@ func (s *Snapshot) ForkDepth() int { return len(s.forkMarks) }
 type claimKey struct{ namespace, name string }
 
 func (s *Snapshot) onUndo(f func()) {
-	if len(s.forkMarks) > 0 {
+	if s.forking() {
 		s.undo = append(s.undo, f)
 	}
 }
+
+// forking reports an open fork, whose changes are recorded to be undone.
+// Callers that change the snapshot often ask first: an undo closure is
+// made (allocated) wherever it is written, even if onUndo drops it.
+func (s *Snapshot) forking() bool { return len(s.forkMarks) > 0 }
 
 // DeviceClasses exposes the class index (lister and resolver).
 func (s *Snapshot) Classes() *classes.Index { return s.classes }
