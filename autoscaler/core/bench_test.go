@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
@@ -34,6 +35,7 @@ type fleetShape struct {
 	gpuNodes, cpuNodes    int
 	cpuPodsPerNode        int
 	emptyGPUNodes         int
+	busyGPUNodes          int // GPUs free, CPUs taken by cpuPodsPerNode pods of 6 CPUs
 	pending               int
 	wantNodes, groupLimit int
 }
@@ -126,6 +128,87 @@ func BenchmarkRunOnceSteady(b *testing.B) {
 	}
 }
 
+// BenchmarkRunOnceNewPod times the loop the live reaction benchmark
+// waits for: on the full fleet of BenchmarkRunOnceSteady, one new pod
+// that needs a new 8-GPU node. Between loops the previous pod's node
+// joins, full, and a new pod arrives, as in the live rounds, so the
+// objects a long-lived autoscaler carries from loop to loop change as
+// they do there.
+func BenchmarkRunOnceNewPod(b *testing.B) {
+	shape := fleetShape{gpuNodes: 2500, cpuNodes: 2500, cpuPodsPerNode: 10}
+	if os.Getenv("BENCH_LIVE_SHAPE") == "1" {
+		shape = fleetShape{busyGPUNodes: 5000, cpuPodsPerNode: 10}
+	}
+	ctx, client, listers, exp := fleetClient(b, shape)
+	provider, requested := benchProvider(b, 1000)
+	a := New(Config{Client: client, View: listers, Provider: provider, Expander: exp,
+		Recorder: &record.FakeRecorder{}, StatusNamespace: "kube-system",
+		ScaleDown: ScaleDownConfig{Enabled: true, UtilizationThreshold: 0.5}})
+	if _, err := a.RunOnce(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		if i > 0 {
+			if err := client.CoreV1().Pods("default").Delete(ctx, fmt.Sprintf("round-%d", i-1), metav1.DeleteOptions{}); err != nil {
+				b.Fatal(err)
+			}
+			createObjects(ctx, b, client, fullGPUNode(fmt.Sprintf("joined-%d", i-1)))
+		}
+		pod := fx.Pod(fmt.Sprintf("round-%d", i), 8000, fx.GPUs(fx.GPUResource, 8))
+		pod.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: v1.PodReasonUnschedulable}}
+		createObjects(ctx, b, client, []k8sruntime.Object{pod})
+		waitForInformers(b, listers, pod.Name, 2500+2500+i)
+		*requested = nil
+		b.StartTimer()
+		res, err := a.RunOnce(ctx)
+		b.StopTimer()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(*requested) != 1 || (*requested)[0] != 1 || res.Unschedulable != 1 {
+			b.Fatalf("round %d: IncreaseSize calls %v for %d unschedulable pods; want one call for 1 node", i, *requested, res.Unschedulable)
+		}
+		b.StartTimer()
+	}
+}
+
+// createObjects creates the objects through the fake API server.
+func createObjects(ctx context.Context, b *testing.B, client *fake.Clientset, objs []k8sruntime.Object) {
+	for _, o := range objs {
+		var err error
+		switch o := o.(type) {
+		case *v1.Node:
+			_, err = client.CoreV1().Nodes().Create(ctx, o, metav1.CreateOptions{})
+		case *v1.Pod:
+			_, err = client.CoreV1().Pods(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *resourceapi.ResourceSlice:
+			_, err = client.ResourceV1().ResourceSlices().Create(ctx, o, metav1.CreateOptions{})
+		case *resourceapi.ResourceClaim:
+			_, err = client.ResourceV1().ResourceClaims(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		default:
+			err = fmt.Errorf("cannot create a %T", o)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// waitForInformers waits until the informers hold the pod and the nodes.
+func waitForInformers(b *testing.B, listers view.View, pod string, nodes int) {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		_, err := listers.Pods.Pods("default").Get(pod)
+		all, _ := listers.Nodes.List(labels.Everything())
+		if err == nil && len(all) == nodes {
+			return
+		}
+	}
+	b.Fatalf("the informers do not hold pod %s and %d nodes after 30s", pod, nodes)
+}
+
 // fleetClient serves the shape's objects from a fake API server through
 // synced informers, until the benchmark ends.
 func fleetClient(b *testing.B, shape fleetShape) (context.Context, *fake.Clientset, view.View, expander.Strategy) {
@@ -173,41 +256,25 @@ func benchProvider(b *testing.B, maxSize int) (cloudprovider.Provider, *[]int) {
 // fleetObjects builds the shape's API objects.
 func fleetObjects(s fleetShape) []k8sruntime.Object {
 	objs := []k8sruntime.Object{fx.Class("gpu.example.com", fx.Driver, fx.GPUResource, fx.Epoch)}
-	// An API server's objects always carry a resourceVersion.
-	slice := func(node string) *resourceapi.ResourceSlice {
-		s := fx.GPUSlice(node, 8)
-		s.ResourceVersion = "1"
-		return s
-	}
-	running := func(p *v1.Pod, node string) *v1.Pod {
-		p.Spec.NodeName = node
-		p.ResourceVersion = "1" // as the API server's: informers' pods carry one
-		p.Status.Phase = v1.PodRunning
-		p.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionTrue}}
-		return p
-	}
 	for n := 0; n < s.gpuNodes; n++ {
-		node := fmt.Sprintf("gpu-node-%d", n)
-		objs = append(objs, fx.Node(node, 64, 256, nil), slice(node))
-		for d := 0; d < 8; d++ {
-			pod := running(fx.Pod(fmt.Sprintf("%s-gpu-%d", node, d), 100, fx.GPUs(fx.GPUResource, 1)), node)
-			claim := fx.ExtendedResourceClaim(pod, "gpu.example.com", fx.Driver, node, 1, fmt.Sprintf("gpu-%d", d))
-			claim.ResourceVersion = "1" // as the pods'
-			pod.Status.ExtendedResourceClaimStatus = &v1.PodExtendedResourceClaimStatus{ResourceClaimName: claim.Name,
-				RequestMappings: []v1.ContainerExtendedResourceRequest{{ContainerName: "main",
-					ResourceName: string(fx.GPUResource), RequestName: claim.Spec.Devices.Requests[0].Name}}}
-			objs = append(objs, pod, claim)
-		}
+		objs = append(objs, fullGPUNode(fmt.Sprintf("gpu-node-%d", n))...)
 	}
 	for n := 0; n < s.emptyGPUNodes; n++ {
 		node := fmt.Sprintf("free-gpu-node-%d", n)
-		objs = append(objs, fx.Node(node, 64, 256, nil), slice(node))
+		objs = append(objs, fx.Node(node, 64, 256, nil), versionedGPUSlice(node))
+	}
+	for n := 0; n < s.busyGPUNodes; n++ {
+		node := fmt.Sprintf("busy-gpu-node-%d", n)
+		objs = append(objs, fx.Node(node, 64, 256, nil), versionedGPUSlice(node))
+		for i := 0; i < s.cpuPodsPerNode; i++ {
+			objs = append(objs, runningOn(fx.Pod(fmt.Sprintf("%s-web-%d", node, i), 6000, nil), node))
+		}
 	}
 	for n := 0; n < s.cpuNodes; n++ {
 		node := fmt.Sprintf("cpu-node-%d", n)
 		objs = append(objs, fx.Node(node, 32, 128, nil))
 		for i := 0; i < s.cpuPodsPerNode; i++ {
-			objs = append(objs, running(fx.Pod(fmt.Sprintf("%s-web-%d", node, i), 1000, nil), node))
+			objs = append(objs, runningOn(fx.Pod(fmt.Sprintf("%s-web-%d", node, i), 1000, nil), node))
 		}
 	}
 	for i := 0; i < s.pending; i++ {
@@ -216,6 +283,40 @@ func fleetObjects(s fleetShape) []k8sruntime.Object {
 		objs = append(objs, p)
 	}
 	return objs
+}
+
+// fullGPUNode is an 8-GPU node running eight one-GPU pods, each with its
+// allocated extended-resource claim.
+func fullGPUNode(node string) []k8sruntime.Object {
+	objs := []k8sruntime.Object{fx.Node(node, 64, 256, nil), versionedGPUSlice(node)}
+	for d := 0; d < 8; d++ {
+		pod := runningOn(fx.Pod(fmt.Sprintf("%s-gpu-%d", node, d), 100, fx.GPUs(fx.GPUResource, 1)), node)
+		claim := fx.ExtendedResourceClaim(pod, "gpu.example.com", fx.Driver, node, 1, fmt.Sprintf("gpu-%d", d))
+		claim.ResourceVersion = "1" // as the pods'
+		pod.Status.ExtendedResourceClaimStatus = &v1.PodExtendedResourceClaimStatus{ResourceClaimName: claim.Name,
+			RequestMappings: []v1.ContainerExtendedResourceRequest{{ContainerName: "main",
+				ResourceName: string(fx.GPUResource), RequestName: claim.Spec.Devices.Requests[0].Name}}}
+		objs = append(objs, pod, claim)
+	}
+	return objs
+}
+
+// versionedGPUSlice is the node's 8-GPU slice as an API server serves it,
+// with a resourceVersion.
+func versionedGPUSlice(node string) *resourceapi.ResourceSlice {
+	s := fx.GPUSlice(node, 8)
+	s.ResourceVersion = "1"
+	return s
+}
+
+// runningOn binds p to node, running, as the API server serves it
+// (informers' pods carry a resourceVersion).
+func runningOn(p *v1.Pod, node string) *v1.Pod {
+	p.Spec.NodeName = node
+	p.ResourceVersion = "1"
+	p.Status.Phase = v1.PodRunning
+	p.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionTrue}}
+	return p
 }
 
 // watchHeapPeak samples the live heap until the returned function is

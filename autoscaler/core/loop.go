@@ -98,7 +98,6 @@ func (a *Autoscaler) startLoop(ctx context.Context) (*loop, error) {
 		metrics.RegisterError(metrics.ErrorCloudProvider)
 		logger.Error(err, "Cluster state")
 	}
-	a.recordStateMetrics(st)
 	if err := a.scaleDownHousekeeping(ctx, st); err != nil {
 		logger.Error(err, "Removing stale scale-down taints")
 	}
@@ -159,6 +158,9 @@ func (l *loop) finish(ctx context.Context) (*LoopResult, error) {
 			res.WouldCall = append(res.WouldCall, c.String())
 		}
 	}
+	// The state's gauges wait for the loop's actions: counting a fleet's
+	// devices is not worth delaying a scale-up for.
+	l.recordStateMetrics(l.st)
 	l.recordLoopMetrics(res)
 	l.writeStatus(ctx, err)
 	klog.FromContext(ctx).V(2).Info("Loop done", "unschedulable", res.Unschedulable, "upcoming", res.Upcoming,
