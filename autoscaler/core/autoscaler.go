@@ -150,6 +150,9 @@ type Autoscaler struct {
 	// devices are the last loop's device counts (metrics), kept while
 	// the slices and claims are the same objects.
 	devices deviceCountsMemo
+	// nodeDevices are the Ready group members' device groups of the last
+	// loop, by node, for the template mismatch metric.
+	nodeDevices map[string]nodeDevices
 }
 
 // New returns an autoscaler.

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -171,21 +172,79 @@ func deviceCounts(slices []*resourceapi.ResourceSlice, claims []*resourceapi.Res
 
 // templateMismatch compares the ResourceSlices of every Ready node of a
 // group with those the group's template says it gets, as CA's
-// dra_node_template_resources_mismatch does.
+// dra_node_template_resources_mismatch does. A template's device groups
+// are read once a loop; a node's are kept while its slices are the very
+// objects they were read from (a fleet's nodes took a sixth of a loop).
 func (a *Autoscaler) templateMismatch(st *clusterstate.State, byNode map[string][]*resourceapi.ResourceSlice) map[metrics.MismatchKey]int {
 	groups := map[string]*nodegroup.NodeGroup{}
 	for _, g := range st.Groups {
 		groups[g.Name] = g
 	}
+	templates := map[string][]poolGroup{}
+	kept := make(map[string]nodeDevices, len(st.GroupOf))
 	out := map[metrics.MismatchKey]int{}
 	for node, group := range st.GroupOf {
 		g := groups[group]
 		if g == nil || !st.Ready[node] {
 			continue
 		}
-		_, tmpl := g.NewNode(node)
-		for k, n := range compareSlices(tmpl, byNode[node]) {
+		tg, ok := templates[group]
+		if !ok {
+			_, tmpl := g.NewNode(node)
+			tg = poolGroups(tmpl, nil)
+			templates[group] = tg
+		}
+		nd := a.nodeDevices[node]
+		if !nd.readFrom(byNode[node]) {
+			nd = newNodeDevices(byNode[node])
+		}
+		kept[node] = nd
+		for k, n := range compareGroups(withoutDrivers(tg, nd.flux), nd.groups) {
 			out[k] += n
+		}
+	}
+	a.nodeDevices = kept
+	return out
+}
+
+// nodeDevices is a node's device groups as compareGroups takes them,
+// with the slices they were read from.
+type nodeDevices struct {
+	slices []*resourceapi.ResourceSlice
+	flux   map[string]bool
+	groups []poolGroup
+}
+
+func newNodeDevices(slices []*resourceapi.ResourceSlice) nodeDevices {
+	flux := driversInFlux(slices)
+	return nodeDevices{slices: slices, flux: flux, groups: poolGroups(slices, flux)}
+}
+
+// readFrom says whether d was read from exactly these slices, each the
+// same object at a resourceVersion (the informer replaces an object that
+// changes; one without a version may have been changed in place). The
+// informer lists them in no fixed order.
+func (d nodeDevices) readFrom(read []*resourceapi.ResourceSlice) bool {
+	if d.slices == nil || len(d.slices) != len(read) {
+		return false
+	}
+	for _, s := range read {
+		if s.ResourceVersion == "" || !slices.Contains(d.slices, s) {
+			return false
+		}
+	}
+	return true
+}
+
+// withoutDrivers drops the groups of the drivers in skip.
+func withoutDrivers(groups []poolGroup, skip map[string]bool) []poolGroup {
+	if len(skip) == 0 {
+		return groups
+	}
+	var out []poolGroup
+	for _, g := range groups {
+		if !skip[g.driver] {
+			out = append(out, g)
 		}
 	}
 	return out
@@ -208,7 +267,12 @@ type poolGroup struct {
 // mixed) are not compared.
 func compareSlices(template, node []*resourceapi.ResourceSlice) map[metrics.MismatchKey]int {
 	flux := driversInFlux(node)
-	tg, ng := poolGroups(template, flux), poolGroups(node, flux)
+	return compareGroups(poolGroups(template, flux), poolGroups(node, flux))
+}
+
+// compareGroups is compareSlices on the template's and the node's device
+// groups, read without the drivers in flux.
+func compareGroups(tg, ng []poolGroup) map[metrics.MismatchKey]int {
 	out := map[metrics.MismatchKey]int{}
 	// Exact matches.
 	for i := 0; i < len(tg); i++ {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/mock/gomock"
 	v1 "k8s.io/api/core/v1"
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -220,9 +222,12 @@ func TestCompareSlices(t *testing.T) {
 // group's template promised show in dra_node_template_resources_mismatch.
 func TestTemplateMismatchMetric(t *testing.T) {
 	ctrl := gomock.NewController(t)
+	// Versioned, as an API server's: a node's device groups are kept from
+	// loop to loop while its slices are the same objects.
+	full, half := fx.GPUSlice("gpu-full", 8), fx.GPUSlice("gpu-half", 4)
+	full.ResourceVersion, half.ResourceVersion = "1", "1"
 	client := fake.NewClientset(fx.Class("gpu.example.com", fx.Driver, fx.GPUResource, fx.Epoch),
-		fx.Node("gpu-full", 64, 256, nil), fx.GPUSlice("gpu-full", 8),
-		fx.Node("gpu-half", 64, 256, nil), fx.GPUSlice("gpu-half", 4))
+		fx.Node("gpu-full", 64, 256, nil), full, fx.Node("gpu-half", 64, 256, nil), half)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	listers := liveview.FromInformers(factory)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -243,21 +248,39 @@ func TestTemplateMismatchMetric(t *testing.T) {
 	provider := mocks.NewMockProvider(ctrl)
 	provider.EXPECT().NodeGroups().Return([]cloudprovider.NodeGroup{group}).AnyTimes()
 	provider.EXPECT().NodeGroupForNode(gomock.Any()).Return(group, nil).AnyTimes()
-	provider.EXPECT().Refresh(gomock.Any()).Return(nil)
+	provider.EXPECT().Refresh(gomock.Any()).Return(nil).AnyTimes()
 	exp, _ := expander.New("least-waste", nil, 1)
 	a := New(Config{Client: client, View: listers, Provider: provider, Expander: exp, Recorder: record.NewFakeRecorder(100)})
-	if _, err := a.RunOnce(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	for typ, want := range map[string]float64{metrics.MismatchMismatch: 1, metrics.MismatchMissing: 0, metrics.MismatchExtra: 0} {
-		labels := map[string]string{"driver": fx.Driver, "mismatch_type": typ}
-		if got := scrape(t, "cluster_autoscaler_dra_node_template_resources_mismatch", labels); got != want {
-			t.Errorf("dra_node_template_resources_mismatch%v = %v, want %v (gpu-half has 4 of 8 GPUs)", labels, got, want)
+	loop := func(mismatched, published float64, why string) {
+		t.Helper()
+		if _, err := a.RunOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		for typ, want := range map[string]float64{metrics.MismatchMismatch: mismatched, metrics.MismatchMissing: 0, metrics.MismatchExtra: 0} {
+			labels := map[string]string{"driver": fx.Driver, "mismatch_type": typ}
+			if got := scrape(t, "cluster_autoscaler_dra_node_template_resources_mismatch", labels); got != want {
+				t.Errorf("dra_node_template_resources_mismatch%v = %v, want %v (%s)", labels, got, want, why)
+			}
+		}
+		if got := scrape(t, "draxr_autoscaler_devices", map[string]string{"driver": fx.Driver}); got != published {
+			t.Errorf("draxr_autoscaler_devices{driver} = %v, want %v published (%s)", got, published, why)
 		}
 	}
-	if got := scrape(t, "draxr_autoscaler_devices", map[string]string{"driver": fx.Driver}); got != 12 {
-		t.Errorf("draxr_autoscaler_devices{driver} = %v, want 12 published", got)
+	loop(1, 12, "gpu-half has 4 of 8 GPUs")
+	loop(1, 12, "nothing changed")
+	// The driver publishes all 8: the next loop reads the new slice.
+	republished := fx.GPUSlice("gpu-half", 8)
+	republished.ResourceVersion = "2"
+	if _, err := client.ResourceV1().ResourceSlices().Update(ctx, republished, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
 	}
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		s, err := listers.Slices.Get(republished.Name)
+		return err == nil && s.ResourceVersion == "2", nil
+	}); err != nil {
+		t.Fatal("the informer never saw the republished slice")
+	}
+	loop(0, 16, "gpu-half republished with 8 GPUs")
 }
 
 // A failed eviction: ScaleDownFailed on the pod and on the node, CA's

@@ -383,9 +383,8 @@ func (g *group) TemplateNodeInfo() (*v1.Node, []*resourceapi.ResourceSlice, erro
 // hasSlices reports whether the informer holds every template slice of
 // the node (by name, as NewNode names them).
 func (g *group) hasSlices(n *v1.Node) bool {
-	_, want := g.Cfg.NewNode(n.Name)
-	for _, s := range want {
-		if _, err := g.p.opts.Slices.Get(s.Name); err != nil {
+	for _, name := range g.Cfg.SliceNames(n.Name) {
+		if _, err := g.p.opts.Slices.Get(name); err != nil {
 			return false
 		}
 	}

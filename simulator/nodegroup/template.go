@@ -91,7 +91,22 @@ func hasReadyCondition(node *v1.Node) bool {
 }
 
 func sliceMeta(nodeName, driver string, i int) (m metav1.ObjectMeta) {
-	m.Name = fmt.Sprintf("%s-%s-%d", nodeName, strings.ReplaceAll(driver, ".", "-"), i)
+	m.Name = sliceName(nodeName, driver, i)
 	m.UID = types.UID("draxr-slice-" + m.Name)
 	return m
+}
+
+func sliceName(nodeName, driver string, i int) string {
+	return fmt.Sprintf("%s-%s-%d", nodeName, strings.ReplaceAll(driver, ".", "-"), i)
+}
+
+// SliceNames are the names of the slices NewNode(name) returns, without
+// making them: a provider checking each of thousands of nodes for its
+// slices made a node and its slices for each.
+func (g *NodeGroup) SliceNames(name string) []string {
+	names := make([]string, len(g.Spec.ResourceSlices))
+	for i := range g.Spec.ResourceSlices {
+		names[i] = sliceName(name, g.Spec.ResourceSlices[i].Driver, i)
+	}
+	return names
 }

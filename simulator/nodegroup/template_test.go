@@ -36,3 +36,20 @@ func TestNewNodeLikeIsNewNode(t *testing.T) {
 		t.Errorf("NewNodeLike changed the model (-before +after):\n%s", diff)
 	}
 }
+
+// SliceNames are the names of NewNode's slices, in order, for every
+// driver and slice of a group.
+func TestSliceNamesAreNewNodes(t *testing.T) {
+	nic := fx.GPUSlice("x", 2).Spec
+	nic.Driver = "nic.example.com"
+	g := &nodegroup.NodeGroup{ObjectMeta: metav1.ObjectMeta{Name: "gpu"}, Spec: nodegroup.Spec{Template: *fx.Node("t", 64, 256, nil),
+		ResourceSlices: []resourceapi.ResourceSliceSpec{fx.GPUSlice("x", 8).Spec, nic, fx.GPUSlice("x", 4).Spec}}}
+	_, slices := g.NewNode("gpu-a")
+	var want []string
+	for _, s := range slices {
+		want = append(want, s.Name)
+	}
+	if diff := cmp.Diff(want, g.SliceNames("gpu-a")); diff != "" || len(want) != 3 {
+		t.Errorf("SliceNames differ from NewNode's slices (-want +got):\n%s", diff)
+	}
+}
