@@ -50,6 +50,8 @@ type Engine struct {
 	like types.UID
 	// verify holds the shortcuts to the full path (VerifyShortcutsEnv).
 	verify bool
+	// scored is the names of the nodes being scored, reused.
+	scored []string
 }
 
 // New builds the framework from a profile (nil: kube-scheduler's default

@@ -16,7 +16,9 @@ import (
 //     claims still reach the allocator through GatherAllocatedState.
 //   - ResourceSlices are read to build an allocator that is then asked
 //     about candidate nodes only, so the scoped list holds the slices local
-//     to those nodes plus every slice not local to one node.
+//     to those nodes plus every slice not local to one node. In Score,
+//     NodeResourcesFit counts each scored node's devices from the slices
+//     that name or select it: the scope is the nodes scored.
 type cycleScope struct {
 	pod   types.UID
 	nodes []string // nil: all slices

@@ -10,6 +10,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/utils/ptr"
 
 	fx "draxr.dev/draxr/simulator/fixtures"
@@ -52,7 +53,7 @@ type world struct {
 // newWorld builds the same cluster for the same rng state: nodes in two
 // racks, some with node-local GPUs; a two-slice allNodes pool and a
 // per-rack nodeSelector pool of network devices; classes for both.
-func newWorld(t *testing.T, rng *rand.Rand, scoped bool) *world {
+func newWorld(t *testing.T, rng *rand.Rand, scoped bool, profile *config.KubeSchedulerProfile) *world {
 	t.Helper()
 	snap := snapshot.New()
 	if !scoped {
@@ -102,7 +103,7 @@ func newWorld(t *testing.T, rng *rand.Rand, scoped bool) *world {
 		}
 		w.pods = append(w.pods, pod)
 	}
-	eng, err := placement.New(context.Background(), snap, nil)
+	eng, err := placement.New(context.Background(), snap, profile)
 	must(err)
 	w.h = eng
 	return w
@@ -169,15 +170,39 @@ func (w *world) devices(pod *v1.Pod) []string {
 
 // The scoped DRA listers (scope.go) must change only the cost of a
 // placement, never its outcome: same node, same devices, same errors.
+// Under kube-scheduler's default profile and under one that scores the
+// devices too (as draxr's deployment does: NodeResourcesFit then counts
+// each scored node's devices from the slice list).
 func TestScopedListersPlaceLikeUnscoped(t *testing.T) {
+	devicesScored, err := placement.ParseProfile([]byte(`apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+  pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+        type: MostAllocated
+        resources:
+        - {name: cpu, weight: 1}
+        - {name: `+string(fx.GPUResource)+`, weight: 5}
+        - {name: `+string(netResource)+`, weight: 3}
+`), "devices scored", "")
+	if err != nil {
+		t.Fatal(err)
+	}
 	const cases = 60
 	for c := 0; c < cases; c++ {
 		seed := int64(1000 + c)
-		t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
+		profile, name := (*config.KubeSchedulerProfile)(nil), "default"
+		if c%2 == 1 {
+			profile, name = devicesScored, "devices-scored"
+		}
+		t.Run(fmt.Sprintf("seed-%d-%s", seed, name), func(t *testing.T) {
 			var logs [2][]string
 			for i, scoped := range []bool{true, false} {
 				rng := rand.New(rand.NewSource(seed))
-				logs[i] = newWorld(t, rng, scoped).play(rng)
+				logs[i] = newWorld(t, rng, scoped, profile).play(rng)
 			}
 			placedSome := false
 			for i := range logs[0] {
