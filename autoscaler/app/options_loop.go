@@ -12,14 +12,16 @@ import (
 // loopOptions say when a loop starts: CA's --frequent-loops-enabled and
 // draxr's event batching windows (autoscaler/looptrigger).
 type loopOptions struct {
-	frequentLoops  bool
-	eventBatchIdle time.Duration
-	eventBatchMax  time.Duration
+	frequentLoops   bool
+	eventBatchIdle  time.Duration
+	eventBatchMax   time.Duration
+	eventBatchEarly bool
 }
 
 const (
-	flagEventBatchIdle = "event-batch-idle-duration"
-	flagEventBatchMax  = "event-batch-max-duration"
+	flagEventBatchIdle  = "event-batch-idle-duration"
+	flagEventBatchMax   = "event-batch-max-duration"
+	flagEventBatchEarly = "event-batch-early-start"
 )
 
 func (o *loopOptions) addFlags(fs *pflag.FlagSet) {
@@ -34,6 +36,10 @@ func (o *loopOptions) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.eventBatchMax, flagEventBatchMax, 10*time.Second,
 		"with --frequent-loops-enabled: events start a loop at the latest this long after the first of them, even while more keep coming; "+
 			"at most --scan-interval, and the default is lowered to a shorter --scan-interval")
+	fs.BoolVar(&o.eventBatchEarly, flagEventBatchEarly, true,
+		"with --frequent-loops-enabled: a batch's loop starts at its first event and holds its scale-up until the batch closes "+
+			"(its planning runs while the batch waits); an event after it started makes it ask for nothing, and the batch gets "+
+			"its loop when it closes. false: the loop starts when the batch closes")
 }
 
 // loopDefaults lowers the batching windows left at their defaults to the
@@ -50,7 +56,7 @@ func (o *options) loopDefaults(fs *pflag.FlagSet) {
 // loopWarnings name the batching flags given with frequent loops off.
 func (o *options) loopWarnings(fs *pflag.FlagSet) []string {
 	var warnings []string
-	for _, name := range []string{flagEventBatchIdle, flagEventBatchMax} {
+	for _, name := range []string{flagEventBatchIdle, flagEventBatchMax, flagEventBatchEarly} {
 		if !o.frequentLoops && fs.Changed(name) {
 			warnings = append(warnings, fmt.Sprintf("--%s has no effect with --frequent-loops-enabled=false: loops start every --scan-interval only", name))
 		}
@@ -77,5 +83,5 @@ func (o *loopOptions) validate(scanInterval time.Duration) error {
 // trigger is the loop's trigger configuration.
 func (o *options) trigger() looptrigger.Config {
 	return looptrigger.Config{ScanInterval: o.scanInterval, FrequentLoops: o.frequentLoops,
-		BatchIdle: o.eventBatchIdle, BatchMax: o.eventBatchMax}
+		BatchIdle: o.eventBatchIdle, BatchMax: o.eventBatchMax, EarlyStart: o.eventBatchEarly}
 }

@@ -195,14 +195,15 @@ func run(ctx context.Context, o *options, launcher local.Launcher) error {
 	}
 	cc := coreConfig(o, client, cluster, profile, exp, provider, recorder)
 	cc.ProvisioningRequests, cc.Buffers = requests, bufferConfig
+	// The handlers are registered before the informers start (in the
+	// loop, once leading).
+	trigger := looptrigger.New(o.trigger(), clock.RealClock{})
+	cc.Hold = trigger.Hold
 	// The metric set is the process's (component-base's legacy
 	// registry): registered here, once; core only updates it.
 	metrics.Register(o.emitPerNodeGroupMetrics)
 	a := core.New(cc)
 
-	// The handlers are registered before the informers start (in the
-	// loop, once leading).
-	trigger := looptrigger.New(o.trigger(), clock.RealClock{})
 	if o.frequentLoops {
 		if err := watchLoopEvents(trigger, factory, requestFactory, bufferFactory, cluster.PodGroups != nil); err != nil {
 			return err

@@ -52,6 +52,10 @@ type Config struct {
 	MaxNodesTotal int
 	ScaleDown     ScaleDownConfig
 	Recorder      record.EventRecorder
+	// Hold, when set, is called before a loop's first scale-up; false
+	// says the loop is superseded (looptrigger.Trigger.Hold: later events
+	// will get their own loop): it asks for no nodes and removes none.
+	Hold func(context.Context) bool
 	// DryRun (shadow mode) runs the whole loop and changes nothing in the
 	// cluster or the cloud: the provider's changes are recorded, not made
 	// (cloudprovider/dryrun), no node is tainted, drained or deleted, and
@@ -238,6 +242,10 @@ type LoopResult struct {
 	WouldCall []string
 	// ProvisioningRequests are the requests decided this loop.
 	ProvisioningRequests []provreq.Report
+	// Superseded is set when events after the loop started made it give
+	// up its scale-up (Config.Hold): it asked for no nodes and removed
+	// none; the loop of those events decides.
+	Superseded bool
 	// BufferPods counts the CapacityBuffers' pods this loop kept room for.
 	BufferPods int
 }
@@ -370,6 +378,9 @@ func (l *loop) scaleUpOnce(ctx context.Context, groups []*nodegroup.NodeGroup, e
 		step = plan.ScaleUps[:1]
 	}
 	r := l.executeStep(ctx, st, step, pods, res, false)
+	if r.superseded {
+		return true, nil
+	}
 	if r.err != nil {
 		missing = append(missing, r.err)
 	}

@@ -247,3 +247,45 @@ func expectFlagOptions(group *mocks.MockNodeGroup) {
 		return &d, nil
 	}).AnyTimes()
 }
+
+// A loop the trigger holds (Config.Hold, looptrigger's early start) asks
+// the cloud for nothing when later events supersede it: no IncreaseSize,
+// no scale-up events, not productive; one that goes ahead scales up as
+// any loop. Hold is asked once, before the first scale-up.
+func TestSupersededLoopAsksNothing(t *testing.T) {
+	for _, goAhead := range []bool{false, true} {
+		t.Run(fmt.Sprintf("go ahead %v", goAhead), func(t *testing.T) {
+			a, provider, group, recorder := setup(t, unschedulablePods(20)...)
+			provider.EXPECT().Refresh(gomock.Any()).Return(nil)
+			holds := 0
+			a.cfg.Hold = func(context.Context) bool { holds++; return goAhead }
+			if goAhead {
+				group.EXPECT().IncreaseSize(gomock.Any(), 3).Return(nil)
+			}
+			res, err := a.RunOnce(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if holds != 1 {
+				t.Errorf("Hold asked %d times, want once", holds)
+			}
+			scaleUpEvents := 0
+			for _, e := range events(recorder) {
+				if strings.Contains(e, "TriggeredScaleUp") || strings.Contains(e, "NotTriggerScaleUp") {
+					scaleUpEvents++
+				}
+			}
+			if goAhead {
+				if res.Superseded || res.ScaleUp == nil || !res.Productive() || scaleUpEvents != 20 {
+					t.Errorf("going ahead: superseded %v, scale-up %+v, productive %v, %d scale-up events; want gpu +3 and 20 events",
+						res.Superseded, res.ScaleUp, res.Productive(), scaleUpEvents)
+				}
+				return
+			}
+			if !res.Superseded || res.ScaleUp != nil || res.Productive() || scaleUpEvents != 0 {
+				t.Errorf("superseded: superseded %v, scale-up %+v, productive %v, %d scale-up events; want none",
+					res.Superseded, res.ScaleUp, res.Productive(), scaleUpEvents)
+			}
+		})
+	}
+}

@@ -37,6 +37,9 @@ type stepResult struct {
 	failed       string
 	backoffUntil time.Time
 	err          error
+	// superseded: the loop gave up its scale-up (Config.Hold); nothing
+	// was asked.
+	superseded bool
 }
 
 // executeStep asks the groups of one step of a plan for their nodes, in
@@ -47,9 +50,14 @@ type stepResult struct {
 // pods of pods it takes (nil: in-memory pods, none to name). allOrNone
 // asks every group for all or none where the provider can promise it
 // (ProvisioningRequests); otherwise a gang's scale-up only asks so.
-func (a *Autoscaler) executeStep(ctx context.Context, st *clusterstate.State, step []scaleup.ScaleUp, pods podIndex,
+func (l *loop) executeStep(ctx context.Context, st *clusterstate.State, step []scaleup.ScaleUp, pods podIndex,
 	res *LoopResult, allOrNone bool) stepResult {
 	var r stepResult
+	if !l.holdForBatch(ctx) {
+		r.superseded = true
+		return r
+	}
+	a := l.Autoscaler
 	var missing []error
 	for _, su := range step {
 		group := a.group(su.NodeGroup)

@@ -35,6 +35,18 @@ type loop struct {
 	// its pods; scale-up and scale-down fork it and revert what they
 	// change.
 	shared *placement.Engine
+	// held says Config.Hold was asked, before the loop's first scale-up.
+	held bool
+}
+
+// holdForBatch asks Config.Hold, once a loop, before its first scale-up;
+// false when the loop is superseded.
+func (l *loop) holdForBatch(ctx context.Context) bool {
+	if !l.held {
+		l.held = true
+		l.res.Superseded = l.cfg.Hold != nil && !l.cfg.Hold(ctx)
+	}
+	return !l.res.Superseded
 }
 
 // newLoop starts a loop over the cluster state st.
@@ -69,7 +81,9 @@ func (a *Autoscaler) RunOnce(ctx context.Context) (*LoopResult, error) {
 	l.serveRequests(ctx)
 	l.serveBuffers(ctx)
 	l.scaleUpPods(ctx)
-	l.scaleDownNodes(ctx)
+	if !l.res.Superseded {
+		l.scaleDownNodes(ctx)
+	}
 	return l.finish(ctx)
 }
 

@@ -369,3 +369,37 @@ func TestConsumersDoNotScaleUp(t *testing.T) {
 	}
 	_ = group
 }
+
+// A loop superseded before its scale-up (Config.Hold false) leaves a
+// best-effort-atomic request undecided: no nodes asked for, no
+// Provisioned condition written, nothing reported; the next loop decides
+// it as if the superseded one had not run.
+func TestSupersededLoopLeavesRequestUndecided(t *testing.T) {
+	e := newFailureEnv(t)
+	group := e.provider.AddGroup(groupOf8GPUs("gpu", 8), fakeprovider.Faults{})
+	store := withRequests(t, e, gpuPodTemplate("train"))
+	store.add(t, provReq("train", provreq.BestEffortAtomic, "train", 16, e.now))
+	goAhead := false
+	e.a.cfg.Hold = func(context.Context) bool { return goAhead }
+	res, err := e.a.RunOnce(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(group.AtomicIncreases()) != 0 || len(group.Increases()) != 0 || !res.Superseded || len(res.ProvisioningRequests) != 0 {
+		t.Fatalf("superseded loop: atomic increases %v, increases %v, superseded %v, reports %+v; want nothing",
+			group.AtomicIncreases(), group.Increases(), res.Superseded, res.ProvisioningRequests)
+	}
+	if got := condition(store.get(t, "train"), prv1.Provisioned); got != "none" {
+		t.Fatalf("Provisioned = %s after a superseded loop, want none", got)
+	}
+	goAhead = true
+	if _, err := e.a.RunOnce(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := group.AtomicIncreases(); len(got) != 1 || got[0] != 2 {
+		t.Fatalf("atomic increases %v in the next loop, want one +2", got)
+	}
+	if got := condition(store.get(t, "train"), prv1.Provisioned); got != "True/CapacityIsProvisioned" {
+		t.Fatalf("Provisioned = %s, want True/CapacityIsProvisioned", got)
+	}
+}

@@ -28,6 +28,9 @@ func (l *loop) Planner(sim *placement.Engine, groups []*nodegroup.NodeGroup) *sc
 
 func (l *loop) ScaleUpAllOrNone(ctx context.Context, step []scaleup.ScaleUp) ([]loopstep.ScaledUp, error) {
 	r := l.executeStep(ctx, l.st, step, nil, l.res, true)
+	if r.superseded {
+		return nil, loopstep.ErrSuperseded
+	}
 	out := make([]loopstep.ScaledUp, len(r.done))
 	for i, g := range r.done {
 		out[i] = loopstep.ScaledUp{NodeGroup: g.su.NodeGroup, From: g.from, NewNodes: g.su.NewNodes, Promised: g.promised}

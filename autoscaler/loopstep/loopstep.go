@@ -9,6 +9,7 @@ package loopstep
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"k8s.io/client-go/tools/record"
@@ -46,8 +47,14 @@ type Loop interface {
 	// ScaleUpAllOrNone asks the groups of one plan step for their nodes,
 	// each all or none where the provider can promise it; it stops at the
 	// first group that fails (backed off), the groups before it stand.
+	// ErrSuperseded: the loop asked for nothing and the step records
+	// nothing of its decision.
 	ScaleUpAllOrNone(ctx context.Context, step []scaleup.ScaleUp) ([]ScaledUp, error)
 }
+
+// ErrSuperseded says the loop gave up its scale-up: events after it
+// started will have a loop of their own, which decides again.
+var ErrSuperseded = errors.New("loop superseded by later events")
 
 // ScaledUp is a group the loop asked for nodes.
 type ScaledUp struct {

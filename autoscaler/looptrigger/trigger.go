@@ -15,6 +15,13 @@
 // Two loop starts are never closer than MinGap, except when the scan
 // interval itself is shorter, and the scan interval still bounds the time
 // between two loops.
+//
+// With EarlyStart a batch's loop starts at its first event instead, and
+// holds its first scale-up (Hold) until the batch closes: the loop's work
+// runs while the idle window passes instead of after it. An event after
+// the loop started supersedes it: it asks for no nodes and the batch, with
+// the new events, gets a loop when it closes, so a burst still gets one
+// scale-up.
 package looptrigger
 
 import (
@@ -41,6 +48,9 @@ const (
 	ScanInterval Reason = "scan-interval"
 	// Events: a batch of events closed.
 	Events Reason = "events"
+	// EventsOpened: a batch's first event, with EarlyStart: the loop holds
+	// its scale-up until the batch closes.
+	EventsOpened Reason = "events-opened"
 	// Productive: the last loop scaled up, removed nodes or decided a
 	// ProvisioningRequest.
 	Productive Reason = "productive"
@@ -55,6 +65,9 @@ type Config struct {
 	// BatchIdle closes a batch when no event has come for that long;
 	// BatchMax closes it that long after its first event.
 	BatchIdle, BatchMax time.Duration
+	// EarlyStart starts a batch's loop at its first event; the loop's
+	// scale-up waits for the batch to close (Hold).
+	EarlyStart bool
 }
 
 // Trigger is safe for Notify from informer handlers while one goroutine
@@ -71,6 +84,13 @@ type Trigger struct {
 	productive            bool
 	firstEvent, lastEvent time.Time // zero when no batch is open
 	batch                 map[string]int
+	// events counts every event; early is set while a loop that started
+	// at its batch's first event runs, eventsAtStart the count then;
+	// earlyTried keeps a batch from starting a second such loop.
+	events        int
+	early         bool
+	eventsAtStart int
+	earlyTried    bool
 }
 
 // New returns a trigger on clk (clock.RealClock{} outside tests).
@@ -91,6 +111,7 @@ func (t *Trigger) Notify(kind string) {
 	}
 	t.lastEvent = now
 	t.batch[kind]++
+	t.events++
 	t.mu.Unlock()
 	select {
 	case t.wake <- struct{}{}:
@@ -98,11 +119,17 @@ func (t *Trigger) Notify(kind string) {
 	}
 }
 
-// LoopDone records whether the loop that just ended was productive.
+// LoopDone records whether the loop that just ended was productive. A
+// loop started at its batch's first event that asked for no nodes saw
+// the whole batch if no event came after it started: the batch is done.
 func (t *Trigger) LoopDone(productive bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.productive = productive && t.cfg.FrequentLoops
+	if t.early && t.events == t.eventsAtStart {
+		t.closeBatch()
+	}
+	t.early = false
 }
 
 // Next is when the next loop is due, and why, given what has been seen so
@@ -129,10 +156,16 @@ func (t *Trigger) next() (time.Time, Reason) {
 		return earliest, Productive
 	}
 	if !t.firstEvent.IsZero() {
-		closes := t.lastEvent.Add(t.cfg.BatchIdle)
-		if limit := t.firstEvent.Add(t.cfg.BatchMax); limit.Before(closes) {
-			closes = limit
+		if t.cfg.EarlyStart && !t.earlyTried {
+			opened := t.firstEvent
+			if opened.Before(earliest) {
+				opened = earliest
+			}
+			if opened.Before(due) {
+				return opened, EventsOpened
+			}
 		}
+		closes := t.closes()
 		if closes.Before(earliest) {
 			closes = earliest
 		}
@@ -141,6 +174,63 @@ func (t *Trigger) next() (time.Time, Reason) {
 		}
 	}
 	return due, reason
+}
+
+// closes is when the open batch closes; t.mu is held.
+func (t *Trigger) closes() time.Time {
+	closes := t.lastEvent.Add(t.cfg.BatchIdle)
+	if limit := t.firstEvent.Add(t.cfg.BatchMax); limit.Before(closes) {
+		closes = limit
+	}
+	return closes
+}
+
+// closeBatch ends the open batch; t.mu is held.
+func (t *Trigger) closeBatch() {
+	t.firstEvent, t.lastEvent = time.Time{}, time.Time{}
+	clear(t.batch)
+	t.earlyTried = false
+}
+
+// Hold is called by a loop before its first scale-up. A loop started at
+// its batch's first event waits until the batch closes and goes ahead
+// (true) if no event came after it started; at the first event that did,
+// it returns false: the loop is superseded and asks for no nodes, and the
+// batch's loop starts when it closes. Any other loop goes ahead at once.
+// false also when ctx ends.
+func (t *Trigger) Hold(ctx context.Context) bool {
+	for {
+		t.mu.Lock()
+		if !t.early {
+			t.mu.Unlock()
+			return true
+		}
+		if t.events != t.eventsAtStart {
+			t.early = false
+			t.mu.Unlock()
+			klog.FromContext(ctx).V(2).Info("Loop superseded by later events; the batch gets its own loop", "events", t.batch)
+			return false
+		}
+		closes, now := t.closes(), t.clock.Now()
+		if !now.Before(closes) {
+			klog.FromContext(ctx).V(2).Info("Loop's batch closed; going ahead", "events", t.batch,
+				"sinceFirst", now.Sub(t.firstEvent), "sinceLast", now.Sub(t.lastEvent))
+			t.early = false
+			t.closeBatch()
+			t.mu.Unlock()
+			return true
+		}
+		t.mu.Unlock()
+		timer := t.clock.NewTimer(closes.Sub(now))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return false
+		case <-t.wake:
+			timer.Stop()
+		case <-timer.C():
+		}
+	}
 }
 
 // Wait blocks until the next loop is due and returns why; false when ctx
@@ -172,13 +262,19 @@ func (t *Trigger) Wait(ctx context.Context) (Reason, bool) {
 
 // start records a loop start; t.mu is held.
 func (t *Trigger) start(ctx context.Context, now time.Time, reason Reason) {
-	if reason == Events {
-		klog.FromContext(ctx).V(2).Info("Loop triggered by events", "events", t.batch,
+	switch reason {
+	case Events, EventsOpened:
+		klog.FromContext(ctx).V(2).Info("Loop triggered by events", "events", t.batch, "early", reason == EventsOpened,
 			"sinceFirst", now.Sub(t.firstEvent), "sinceLast", now.Sub(t.lastEvent))
-	} else {
+	default:
 		klog.FromContext(ctx).V(4).Info("Loop triggered", "reason", reason)
 	}
 	t.started, t.lastStart, t.productive = true, now, false
-	t.firstEvent, t.lastEvent = time.Time{}, time.Time{}
-	clear(t.batch)
+	if reason == EventsOpened {
+		// The batch stays open: the loop's scale-up waits for it (Hold).
+		t.early, t.earlyTried, t.eventsAtStart = true, true, t.events
+		return
+	}
+	t.early = false
+	t.closeBatch()
 }

@@ -237,3 +237,139 @@ func TestWaitSleeps(t *testing.T) {
 		t.Errorf("after cancel: %+v, want false", r)
 	}
 }
+
+// With EarlyStart a batch's loop starts at its first event and its
+// scale-up waits for the batch to close; an event after the loop started
+// supersedes it, and the batch gets the loop it would have had without
+// EarlyStart. A loop that asks for no nodes and saw every event of its
+// batch ends the batch.
+func TestEarlyStart(t *testing.T) {
+	early := defaults
+	early.EarlyStart = true
+	ctx := context.Background()
+	setup := func(t *testing.T) (*testingclock.FakeClock, *Trigger) {
+		clk := testingclock.NewFakeClock(t0)
+		trig := New(early, clk)
+		if r, ok := trig.Wait(ctx); !ok || r != First {
+			t.Fatalf("first Wait = %v, %v", r, ok)
+		}
+		trig.LoopDone(false)
+		return clk, trig
+	}
+	waitAt := func(t *testing.T, clk *testingclock.FakeClock, trig *Trigger, at time.Duration, want Reason) {
+		t.Helper()
+		due, reason := trig.Next()
+		if due.Sub(t0) != at || reason != want {
+			t.Fatalf("next loop %v at %v, want %v at %v", reason, due.Sub(t0), want, at)
+		}
+		clk.SetTime(due)
+		if r, ok := trig.Wait(ctx); !ok || r != want {
+			t.Fatalf("Wait = %v, %v, want %v", r, ok, want)
+		}
+	}
+	// hold runs Hold in the background and returns what it said and
+	// when, after the clock was stepped by step.
+	hold := func(clk *testingclock.FakeClock, trig *Trigger, step time.Duration) (bool, time.Duration) {
+		done := make(chan bool, 1)
+		go func() { done <- trig.Hold(ctx) }()
+		for !clk.HasWaiters() {
+			time.Sleep(ms)
+		}
+		clk.Step(step)
+		return <-done, clk.Since(t0)
+	}
+
+	t.Run("one pod: the loop starts at once and scales up when the idle window passed", func(t *testing.T) {
+		clk, trig := setup(t)
+		clk.SetTime(t0.Add(3 * time.Second))
+		trig.Notify("unschedulable pod")
+		waitAt(t, clk, trig, 3*time.Second, EventsOpened)
+		clk.Step(300 * ms) // the loop's planning
+		if ok, at := hold(clk, trig, 700*ms); !ok || at != 4*time.Second {
+			t.Fatalf("Hold = %v at %v, want true at 4s", ok, at)
+		}
+		trig.LoopDone(true)
+		waitAt(t, clk, trig, 4*time.Second, Productive)
+		trig.LoopDone(false)
+		waitAt(t, clk, trig, 14*time.Second, ScanInterval)
+	})
+	t.Run("a loop longer than the idle window goes ahead at once", func(t *testing.T) {
+		clk, trig := setup(t)
+		clk.SetTime(t0.Add(3 * time.Second))
+		trig.Notify("unschedulable pod")
+		waitAt(t, clk, trig, 3*time.Second, EventsOpened)
+		clk.Step(1500 * ms)
+		if !trig.Hold(ctx) {
+			t.Fatal("Hold after the batch closed = false, want true")
+		}
+	})
+	t.Run("a burst of 1,000 pods in 5s: the first loop is superseded, one loop scales up", func(t *testing.T) {
+		clk, trig := setup(t)
+		clk.SetTime(t0.Add(time.Second))
+		trig.Notify("unschedulable pod")
+		waitAt(t, clk, trig, time.Second, EventsOpened)
+		for i := 1; i < 1000; i++ {
+			clk.SetTime(t0.Add(time.Second + time.Duration(i)*5*ms))
+			trig.Notify("unschedulable pod")
+			if i == 20 && trig.Hold(ctx) {
+				t.Fatal("Hold after later events = true, want false (superseded)")
+			}
+			if i == 20 {
+				trig.LoopDone(false)
+			}
+		}
+		waitAt(t, clk, trig, 6995*ms, Events)
+		if !trig.Hold(ctx) {
+			t.Fatal("Hold in the batch's own loop = false, want true")
+		}
+	})
+	t.Run("an event while the loop holds supersedes it at once", func(t *testing.T) {
+		clk, trig := setup(t)
+		clk.SetTime(t0.Add(3 * time.Second))
+		trig.Notify("unschedulable pod")
+		waitAt(t, clk, trig, 3*time.Second, EventsOpened)
+		done := make(chan bool, 1)
+		go func() { done <- trig.Hold(ctx) }()
+		for !clk.HasWaiters() {
+			time.Sleep(ms)
+		}
+		clk.Step(200 * ms)
+		trig.Notify("unschedulable pod")
+		if <-done {
+			t.Fatal("Hold = true after an event during the hold, want false")
+		}
+		trig.LoopDone(false)
+		waitAt(t, clk, trig, 4200*ms, Events)
+	})
+	t.Run("a loop that asks for no nodes and saw the whole batch ends it", func(t *testing.T) {
+		clk, trig := setup(t)
+		clk.SetTime(t0.Add(3 * time.Second))
+		trig.Notify("unschedulable pod")
+		waitAt(t, clk, trig, 3*time.Second, EventsOpened)
+		clk.Step(100 * ms)
+		trig.LoopDone(false)
+		waitAt(t, clk, trig, 13*time.Second, ScanInterval)
+	})
+	t.Run("events after such a loop started get their loop when the batch closes", func(t *testing.T) {
+		clk, trig := setup(t)
+		clk.SetTime(t0.Add(3 * time.Second))
+		trig.Notify("unschedulable pod")
+		waitAt(t, clk, trig, 3*time.Second, EventsOpened)
+		clk.Step(100 * ms)
+		trig.Notify("unschedulable pod")
+		trig.LoopDone(false)
+		waitAt(t, clk, trig, 4100*ms, Events)
+	})
+	t.Run("the first event soon after a loop: the loop starts a second after that one", func(t *testing.T) {
+		clk, trig := setup(t)
+		clk.SetTime(t0.Add(500 * ms))
+		trig.Notify("unschedulable pod")
+		waitAt(t, clk, trig, time.Second, EventsOpened)
+	})
+	t.Run("a loop not started early goes ahead at once", func(t *testing.T) {
+		_, trig := setup(t)
+		if !trig.Hold(ctx) {
+			t.Fatal("Hold in the first loop = false, want true")
+		}
+	})
+}

@@ -128,7 +128,13 @@ func (r *Loop) decide(ctx context.Context, l loopstep.Loop, sim *placement.Engin
 		var sus []provreq.ReportScaleUp
 		refused := false
 		if len(d.ScaleUps) > 0 {
-			d, sus = r.scaleUpAllOrNone(ctx, l, d)
+			var superseded bool
+			d, sus, superseded = r.scaleUpAllOrNone(ctx, l, d)
+			if superseded {
+				// The loop of the events that came since decides again.
+				snap.Revert()
+				break
+			}
 			refused = len(d.ScaleUps) == 0
 		}
 		if refused {
@@ -147,9 +153,13 @@ func (r *Loop) decide(ctx context.Context, l loopstep.Loop, sim *placement.Engin
 
 // scaleUpAllOrNone asks the decision's groups for their nodes, all or
 // nothing where the provider can promise it. A refusal backs the group
-// off, and the request is retried (CapacityIsNotFound).
-func (r *Loop) scaleUpAllOrNone(ctx context.Context, l loopstep.Loop, d provreq.Decision) (provreq.Decision, []provreq.ReportScaleUp) {
+// off, and the request is retried (CapacityIsNotFound). superseded: the
+// loop asked for nothing (loopstep.ErrSuperseded).
+func (r *Loop) scaleUpAllOrNone(ctx context.Context, l loopstep.Loop, d provreq.Decision) (_ provreq.Decision, _ []provreq.ReportScaleUp, superseded bool) {
 	scaled, err := l.ScaleUpAllOrNone(ctx, d.ScaleUps)
+	if errors.Is(err, loopstep.ErrSuperseded) {
+		return d, nil, true
+	}
 	done := make([]provreq.ReportScaleUp, len(scaled))
 	texts := make([]string, len(scaled))
 	for i, g := range scaled {
@@ -162,13 +172,13 @@ func (r *Loop) scaleUpAllOrNone(ctx context.Context, l loopstep.Loop, d provreq.
 			// upcoming for the next try.
 			err = fmt.Errorf("%w (after %s)", err, strings.Join(texts, ", "))
 		}
-		return provreq.ScaleUpFailed(d, err), done
+		return provreq.ScaleUpFailed(d, err), done, false
 	}
 	if rec := l.Recorder(); rec != nil {
 		rec.Eventf(requestRef(d.Request), v1.EventTypeNormal, loopstep.EventTriggeredScaleUp,
 			"ProvisioningRequest triggered scale-up: [%s]", strings.Join(texts, ", "))
 	}
-	return d, done
+	return d, done, false
 }
 
 // requestRef is the request with its kind set, so that the event
