@@ -106,15 +106,7 @@ func BenchmarkRunOnce(b *testing.B) {
 // the live controller, so what it carries from loop to loop counts.
 func BenchmarkRunOnceSteady(b *testing.B) {
 	shape := fleetShape{gpuNodes: 2500, cpuNodes: 2500, cpuPodsPerNode: 10}
-	ctx, client, listers, exp := fleetClient(b, shape)
-	provider, requested := benchProvider(b, 1000)
-	a := New(Config{Client: client, View: listers, Provider: provider, Expander: exp,
-		Recorder: &record.FakeRecorder{}, StatusNamespace: "kube-system",
-		ScaleDown: ScaleDownConfig{Enabled: true, UtilizationThreshold: 0.5}})
-	// The first loop writes the status and fills what later loops reuse.
-	if _, err := a.RunOnce(ctx); err != nil {
-		b.Fatal(err)
-	}
+	ctx, _, _, a, requested := longLivedAutoscaler(b, shape)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
@@ -139,14 +131,7 @@ func BenchmarkRunOnceNewPod(b *testing.B) {
 	if os.Getenv("BENCH_LIVE_SHAPE") == "1" {
 		shape = fleetShape{busyGPUNodes: 5000, cpuPodsPerNode: 10}
 	}
-	ctx, client, listers, exp := fleetClient(b, shape)
-	provider, requested := benchProvider(b, 1000)
-	a := New(Config{Client: client, View: listers, Provider: provider, Expander: exp,
-		Recorder: &record.FakeRecorder{}, StatusNamespace: "kube-system",
-		ScaleDown: ScaleDownConfig{Enabled: true, UtilizationThreshold: 0.5}})
-	if _, err := a.RunOnce(ctx); err != nil {
-		b.Fatal(err)
-	}
+	ctx, client, listers, a, requested := longLivedAutoscaler(b, shape)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
@@ -173,6 +158,21 @@ func BenchmarkRunOnceNewPod(b *testing.B) {
 		}
 		b.StartTimer()
 	}
+}
+
+// longLivedAutoscaler is an autoscaler (scale-down on) over the shape's
+// objects that has run its first loop, which writes the status and fills
+// what later loops reuse, with its API client and view.
+func longLivedAutoscaler(b *testing.B, shape fleetShape) (context.Context, *fake.Clientset, view.View, *Autoscaler, *[]int) {
+	ctx, client, listers, exp := fleetClient(b, shape)
+	provider, requested := benchProvider(b, 1000)
+	a := New(Config{Client: client, View: listers, Provider: provider, Expander: exp,
+		Recorder: &record.FakeRecorder{}, StatusNamespace: "kube-system",
+		ScaleDown: ScaleDownConfig{Enabled: true, UtilizationThreshold: 0.5}})
+	if _, err := a.RunOnce(ctx); err != nil {
+		b.Fatal(err)
+	}
+	return ctx, client, listers, a, requested
 }
 
 // createObjects creates the objects through the fake API server.

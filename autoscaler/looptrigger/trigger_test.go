@@ -267,6 +267,16 @@ func TestEarlyStart(t *testing.T) {
 			t.Fatalf("Wait = %v, %v, want %v", r, ok, want)
 		}
 	}
+	// openedAt3s is a trigger whose batch opened with an event at 3s
+	// and started its loop.
+	openedAt3s := func(t *testing.T) (*testingclock.FakeClock, *Trigger) {
+		t.Helper()
+		clk, trig := setup(t)
+		clk.SetTime(t0.Add(3 * time.Second))
+		trig.Notify("unschedulable pod")
+		waitAt(t, clk, trig, 3*time.Second, EventsOpened)
+		return clk, trig
+	}
 	// hold runs Hold in the background and returns what it said and
 	// when, after the clock was stepped by step.
 	hold := func(clk *testingclock.FakeClock, trig *Trigger, step time.Duration) (bool, time.Duration) {
@@ -280,10 +290,7 @@ func TestEarlyStart(t *testing.T) {
 	}
 
 	t.Run("one pod: the loop starts at once and scales up when the idle window passed", func(t *testing.T) {
-		clk, trig := setup(t)
-		clk.SetTime(t0.Add(3 * time.Second))
-		trig.Notify("unschedulable pod")
-		waitAt(t, clk, trig, 3*time.Second, EventsOpened)
+		clk, trig := openedAt3s(t)
 		clk.Step(300 * ms) // the loop's planning
 		if ok, at := hold(clk, trig, 700*ms); !ok || at != 4*time.Second {
 			t.Fatalf("Hold = %v at %v, want true at 4s", ok, at)
@@ -294,10 +301,7 @@ func TestEarlyStart(t *testing.T) {
 		waitAt(t, clk, trig, 14*time.Second, ScanInterval)
 	})
 	t.Run("a loop longer than the idle window goes ahead at once", func(t *testing.T) {
-		clk, trig := setup(t)
-		clk.SetTime(t0.Add(3 * time.Second))
-		trig.Notify("unschedulable pod")
-		waitAt(t, clk, trig, 3*time.Second, EventsOpened)
+		clk, trig := openedAt3s(t)
 		clk.Step(1500 * ms)
 		if !trig.Hold(ctx) {
 			t.Fatal("Hold after the batch closed = false, want true")
@@ -324,10 +328,7 @@ func TestEarlyStart(t *testing.T) {
 		}
 	})
 	t.Run("an event while the loop holds supersedes it at once", func(t *testing.T) {
-		clk, trig := setup(t)
-		clk.SetTime(t0.Add(3 * time.Second))
-		trig.Notify("unschedulable pod")
-		waitAt(t, clk, trig, 3*time.Second, EventsOpened)
+		clk, trig := openedAt3s(t)
 		done := make(chan bool, 1)
 		go func() { done <- trig.Hold(ctx) }()
 		for !clk.HasWaiters() {
@@ -342,19 +343,13 @@ func TestEarlyStart(t *testing.T) {
 		waitAt(t, clk, trig, 4200*ms, Events)
 	})
 	t.Run("a loop that asks for no nodes and saw the whole batch ends it", func(t *testing.T) {
-		clk, trig := setup(t)
-		clk.SetTime(t0.Add(3 * time.Second))
-		trig.Notify("unschedulable pod")
-		waitAt(t, clk, trig, 3*time.Second, EventsOpened)
+		clk, trig := openedAt3s(t)
 		clk.Step(100 * ms)
 		trig.LoopDone(false)
 		waitAt(t, clk, trig, 13*time.Second, ScanInterval)
 	})
 	t.Run("events after such a loop started get their loop when the batch closes", func(t *testing.T) {
-		clk, trig := setup(t)
-		clk.SetTime(t0.Add(3 * time.Second))
-		trig.Notify("unschedulable pod")
-		waitAt(t, clk, trig, 3*time.Second, EventsOpened)
+		clk, trig := openedAt3s(t)
 		clk.Step(100 * ms)
 		trig.Notify("unschedulable pod")
 		trig.LoopDone(false)
