@@ -49,7 +49,9 @@ type stepResult struct {
 // nodes are upcoming next loop. Each executed group is recorded with the
 // pods of pods it takes (nil: in-memory pods, none to name). allOrNone
 // asks every group for all or none where the provider can promise it
-// (ProvisioningRequests); otherwise a gang's scale-up only asks so.
+// (ProvisioningRequests); otherwise a gang's scale-up only asks so. The
+// loop's first step waits for the batch of events that started it to
+// close (holdForBatch); a loop superseded by later events asks nothing.
 func (l *loop) executeStep(ctx context.Context, st *clusterstate.State, step []scaleup.ScaleUp, pods podIndex,
 	res *LoopResult, allOrNone bool) stepResult {
 	var r stepResult
