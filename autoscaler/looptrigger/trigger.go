@@ -206,9 +206,9 @@ func (t *Trigger) Hold(ctx context.Context) bool {
 			return true
 		}
 		if t.events != t.eventsAtStart {
+			klog.FromContext(ctx).V(2).Info("Loop superseded by later events; the batch gets its own loop", "events", t.batch)
 			t.early = false
 			t.mu.Unlock()
-			klog.FromContext(ctx).V(2).Info("Loop superseded by later events; the batch gets its own loop", "events", t.batch)
 			return false
 		}
 		closes, now := t.closes(), t.clock.Now()
@@ -221,16 +221,24 @@ func (t *Trigger) Hold(ctx context.Context) bool {
 			return true
 		}
 		t.mu.Unlock()
-		timer := t.clock.NewTimer(closes.Sub(now))
-		select {
-		case <-ctx.Done():
-			timer.Stop()
+		if !t.sleep(ctx, closes.Sub(now)) {
 			return false
-		case <-t.wake:
-			timer.Stop()
-		case <-timer.C():
 		}
 	}
+}
+
+// sleep waits d, or less when an event may have moved what is waited
+// for; false when ctx ended first.
+func (t *Trigger) sleep(ctx context.Context, d time.Duration) bool {
+	timer := t.clock.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.wake:
+	case <-timer.C():
+	}
+	return true
 }
 
 // Wait blocks until the next loop is due and returns why; false when ctx
@@ -248,14 +256,8 @@ func (t *Trigger) Wait(ctx context.Context) (Reason, bool) {
 			return reason, true
 		}
 		t.mu.Unlock()
-		timer := t.clock.NewTimer(due.Sub(now))
-		select {
-		case <-ctx.Done():
-			timer.Stop()
+		if !t.sleep(ctx, due.Sub(now)) {
 			return "", false
-		case <-t.wake:
-			timer.Stop()
-		case <-timer.C():
 		}
 	}
 }
