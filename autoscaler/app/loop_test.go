@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
 	testingclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
 	"draxr.dev/draxr/autoscaler/core"
 	"draxr.dev/draxr/autoscaler/liveview"
@@ -125,6 +126,13 @@ func (e *loopEnv) markUnschedulable(pod *v1.Pod) {
 	if _, err := e.client.CoreV1().Pods(pod.Namespace).UpdateStatus(e.ctx, pod, metav1.UpdateOptions{}); err != nil {
 		e.t.Fatal(err)
 	}
+	e.waitForEvent(pod.Name)
+}
+
+// waitForEvent waits until the trigger has seen an event now about the
+// named pod: the next loop is then due one idle window after now.
+func (e *loopEnv) waitForEvent(pod string) {
+	e.t.Helper()
 	want := e.clk.Now().Add(time.Second)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -133,7 +141,7 @@ func (e *loopEnv) markUnschedulable(pod *v1.Pod) {
 			return
 		}
 		if time.Now().After(deadline) {
-			e.t.Fatalf("the Unschedulable condition of %s did not reach the trigger: next loop %v (%s), want %v", pod.Name, due, reason, want)
+			e.t.Fatalf("no event about %s reached the trigger: next loop %v (%s), want %v", pod, due, reason, want)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -203,5 +211,35 @@ func TestBurstMakesOneScaleUp(t *testing.T) {
 	got := e.scaleUps()
 	if len(got) != 1 || got[0].delta != 10 || got[0].at.Sub(last) != time.Second {
 		t.Errorf("IncreaseSize calls %+v, want one of +10 (80 one-GPU pods, 8 GPUs a node) one second after the last pod", got)
+	}
+}
+
+// A Job whose controller is still creating its 80 pods when the scheduler
+// finds the first ones unschedulable: each pod created beside a marked
+// sibling keeps the batch open, so the loop runs once the last is there
+// and asks for all of them at once, not for those marked so far and then
+// for the rest.
+func TestBurstStillBeingCreatedMakesOneScaleUp(t *testing.T) {
+	job := &metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: "train", UID: "job-train", Controller: ptr.To(true)}
+	pods := gpuPods(80)
+	for _, p := range pods {
+		p.OwnerReferences = []metav1.OwnerReference{*job}
+	}
+	e := newLoopEnv(t, pods[:8]...)
+	for _, p := range pods[:8] {
+		e.markUnschedulable(p)
+	}
+	for _, p := range pods[8:] {
+		e.clk.Step(50 * time.Millisecond)
+		if _, err := e.client.CoreV1().Pods(p.Namespace).Create(e.ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		e.waitForEvent(p.Name)
+	}
+	last := e.clk.Now()
+	e.runDueLoop()
+	got := e.scaleUps()
+	if len(got) != 1 || got[0].delta != 10 || got[0].at.Sub(last) != time.Second {
+		t.Errorf("IncreaseSize calls %+v, want one of +10 (80 one-GPU pods, 8 GPUs a node) one second after the last pod was created", got)
 	}
 }

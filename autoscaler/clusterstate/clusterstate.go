@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -146,7 +145,7 @@ func (st *State) addPods(l view.View, bypassed []string, wait input.BindingWait,
 	givenUp := givenUpControllers(pods, classes)
 	for i, p := range pods {
 		class := classes[i]
-		if class == input.PodUnprocessed && !input.Tried(p) && givenUp[controllerAndScheduler(p)] {
+		if class == input.PodUnprocessed && !input.Tried(p) && givenUpSibling(givenUp, p) {
 			// The scheduler gave up on a sibling and has not reached this
 			// one yet: a burst (a 1,000-pod Job) gets one scale-up, not one
 			// a batch of marks. It is planned like the sibling: on free
@@ -280,46 +279,30 @@ func MetricLabels(g *nodegroup.NodeGroup) metrics.GroupLabels {
 	return l
 }
 
-// unprocessedBypassed reports a pod of a bypassed scheduler that no
-// scheduler has tried yet (no PodScheduled condition).
-// siblingKey is a controller (by UID) and the scheduler of its pods.
-type siblingKey struct {
-	controller types.UID
-	scheduler  string
-}
-
-// controllerAndScheduler is the pod's siblingKey; the zero key for a pod
-// no controller owns.
-func controllerAndScheduler(p *v1.Pod) siblingKey {
-	ref := metav1.GetControllerOfNoCopy(p)
-	if ref == nil {
-		return siblingKey{}
-	}
-	return siblingKey{controller: ref.UID, scheduler: schedulerName(p)}
-}
-
 // givenUpControllers are the controllers (with their pods' scheduler)
 // one of whose pods the scheduler gave up on.
-func givenUpControllers(pods []*v1.Pod, classes []input.PodClass) map[siblingKey]bool {
-	out := map[siblingKey]bool{}
+func givenUpControllers(pods []*v1.Pod, classes []input.PodClass) map[input.SiblingKey]bool {
+	out := map[input.SiblingKey]bool{}
 	for i, p := range pods {
 		if classes[i] != input.PodUnschedulable {
 			continue
 		}
-		if key := controllerAndScheduler(p); key != (siblingKey{}) {
+		if key, ok := input.SiblingKeyOf(p); ok {
 			out[key] = true
 		}
 	}
 	return out
 }
 
-func schedulerName(p *v1.Pod) string {
-	if p.Spec.SchedulerName == "" {
-		return v1.DefaultSchedulerName
-	}
-	return p.Spec.SchedulerName
+// unprocessedBypassed reports a pod of a bypassed scheduler that no
+// scheduler has tried yet (no PodScheduled condition).
+func unprocessedBypassed(p *v1.Pod, bypassed []string) bool {
+	return slices.Contains(bypassed, input.SchedulerName(p)) && !input.Tried(p)
 }
 
-func unprocessedBypassed(p *v1.Pod, bypassed []string) bool {
-	return slices.Contains(bypassed, schedulerName(p)) && !input.Tried(p)
+// givenUpSibling is true for a pod one of whose siblings the scheduler
+// gave up on.
+func givenUpSibling(givenUp map[input.SiblingKey]bool, p *v1.Pod) bool {
+	key, ok := input.SiblingKeyOf(p)
+	return ok && givenUp[key]
 }

@@ -1,7 +1,9 @@
 package looptrigger
 
 import (
+	"maps"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
@@ -10,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	prv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"draxr.dev/draxr/simulator/input"
 )
 
 // Kinds of events, as Notify takes them (and the log shows them).
@@ -18,6 +22,7 @@ const (
 	KindProvisioningRequest = "ProvisioningRequest"
 	KindCapacityBuffer      = "CapacityBuffer"
 	KindGangComplete        = "PodGroup complete"
+	KindSiblingCreated      = "pod created beside an unschedulable sibling"
 )
 
 // The handlers below ignore the informers' initial list: the first loop
@@ -25,22 +30,79 @@ const (
 
 // UnschedulablePods notifies t when a pod becomes unschedulable: the
 // scheduler set PodScheduled=False with reason Unschedulable (what CA's
-// pod observer waits for too).
+// pod observer waits for too). A pod created while a sibling (same
+// controller, same scheduler) was found unschedulable within the batch's
+// maximum window is an event too: its controller is still creating a
+// burst the scheduler has not reached, and the loop plans such pods with
+// their sibling, so the batch stays open until the burst is all there
+// instead of closing between the scheduler's marks.
 func UnschedulablePods(t *Trigger) cache.ResourceEventHandler {
+	m := &marks{t: t, at: map[input.SiblingKey]time.Time{}}
 	return cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initialList bool) {
-			if pod, ok := obj.(*v1.Pod); ok && !initialList && unschedulableSince(pod) != nil {
+			pod, ok := obj.(*v1.Pod)
+			switch {
+			case !ok || initialList:
+			case unschedulableSince(pod) != nil:
+				m.marked(pod)
 				t.Notify(KindUnschedulablePod)
+			case m.siblingMarked(pod):
+				t.Notify(KindSiblingCreated)
 			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {
 			old, ok1 := oldObj.(*v1.Pod)
 			pod, ok2 := newObj.(*v1.Pod)
 			if ok1 && ok2 && BecameUnschedulable(old, pod) {
+				m.marked(pod)
 				t.Notify(KindUnschedulablePod)
 			}
 		},
 	}
+}
+
+// marks remembers when a pod of each controller was last found
+// unschedulable, for the batch's maximum window.
+type marks struct {
+	t *Trigger
+
+	mu     sync.Mutex
+	at     map[input.SiblingKey]time.Time
+	pruned time.Time
+}
+
+func (m *marks) marked(pod *v1.Pod) {
+	key, ok := input.SiblingKeyOf(pod)
+	if !ok {
+		return
+	}
+	now := m.t.clock.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.at[key] = now
+	// Forget controllers whose marks are past the window, once a window.
+	if window := m.t.cfg.BatchMax; now.Sub(m.pruned) > window {
+		maps.DeleteFunc(m.at, func(_ input.SiblingKey, at time.Time) bool { return now.Sub(at) > window })
+		m.pruned = now
+	}
+}
+
+// siblingMarked is true for a new pod the scheduler has not tried (not
+// bound, not gated, no PodScheduled condition) one of whose siblings was
+// found unschedulable within the window.
+func (m *marks) siblingMarked(pod *v1.Pod) bool {
+	if pod.Spec.NodeName != "" || len(pod.Spec.SchedulingGates) > 0 || input.Tried(pod) ||
+		pod.Status.Phase != v1.PodPending && pod.Status.Phase != "" {
+		return false
+	}
+	key, ok := input.SiblingKeyOf(pod)
+	if !ok {
+		return false
+	}
+	m.mu.Lock()
+	at, seen := m.at[key]
+	m.mu.Unlock()
+	return seen && m.t.clock.Since(at) <= m.t.cfg.BatchMax
 }
 
 // BecameUnschedulable is true when pod is unschedulable and old was not,

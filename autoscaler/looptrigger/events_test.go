@@ -8,6 +8,7 @@ import (
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	prv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
 	"k8s.io/client-go/tools/cache"
 	testingclock "k8s.io/utils/clock/testing"
@@ -63,6 +64,63 @@ func TestUnschedulablePods(t *testing.T) {
 			tc.send(UnschedulablePods(trig))
 			if got := events(trig, KindUnschedulablePod); got != tc.want {
 				t.Errorf("%d events, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// A pod created while the scheduler has found a sibling unschedulable
+// (the same controller, the same scheduler) within the batch's maximum
+// window keeps the batch open: its controller is still creating a burst.
+func TestSiblingCreated(t *testing.T) {
+	jobUID := types.UID("job-1")
+	ownedBy := func(uid types.UID, pod *v1.Pod) *v1.Pod {
+		pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "j", UID: uid, Controller: ptr.To(true)}}
+		return pod
+	}
+	marked := func(h cache.ResourceEventHandler) {
+		h.OnUpdate(ownedBy(jobUID, pendingPod("p0")), ownedBy(jobUID, pendingPod("p0", unschedulable(t0, "0/3 nodes are available"))))
+	}
+	otherScheduler := ownedBy(jobUID, pendingPod("p1"))
+	otherScheduler.Spec.SchedulerName = "kueue-scheduler"
+	gated := ownedBy(jobUID, pendingPod("p1"))
+	gated.Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "kueue.x-k8s.io/admission"}}
+	bound := ownedBy(jobUID, pendingPod("p1"))
+	bound.Spec.NodeName = "n1"
+	tried := ownedBy(jobUID, pendingPod("p1", v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue}))
+	tests := []struct {
+		name string
+		// after is how long after the mark the pod is created.
+		after time.Duration
+		mark  bool
+		pod   *v1.Pod
+		list  bool
+		want  int
+	}{
+		{"a sibling created after the mark", time.Second, true, ownedBy(jobUID, pendingPod("p1")), false, 1},
+		{"a sibling created at the window's end", 10 * time.Second, true, ownedBy(jobUID, pendingPod("p1")), false, 1},
+		{"a sibling created after the window", 11 * time.Second, true, ownedBy(jobUID, pendingPod("p1")), false, 0},
+		{"no sibling marked", time.Second, false, ownedBy(jobUID, pendingPod("p1")), false, 0},
+		{"another controller's pod", time.Second, true, ownedBy("job-2", pendingPod("p1")), false, 0},
+		{"a pod no controller owns", time.Second, true, pendingPod("p1"), false, 0},
+		{"a sibling for another scheduler", time.Second, true, otherScheduler, false, 0},
+		{"a gated sibling", time.Second, true, gated, false, 0},
+		{"a sibling created bound", time.Second, true, bound, false, 0},
+		{"a sibling the scheduler tried", time.Second, true, tried, false, 0},
+		{"a sibling in the initial list", time.Second, true, ownedBy(jobUID, pendingPod("p1")), true, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := testingclock.NewFakeClock(t0)
+			trig := New(defaults, clk)
+			h := UnschedulablePods(trig)
+			if tc.mark {
+				marked(h)
+			}
+			clk.Step(tc.after)
+			h.OnAdd(tc.pod, tc.list)
+			if got := events(trig, KindSiblingCreated); got != tc.want {
+				t.Errorf("%d %q events, want %d", got, KindSiblingCreated, tc.want)
 			}
 		})
 	}

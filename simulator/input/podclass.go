@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 )
@@ -95,6 +96,33 @@ func GivenUpOn(p *v1.Pod) bool {
 func Tried(p *v1.Pod) bool {
 	_, c := podutil.GetPodCondition(&p.Status, v1.PodScheduled)
 	return c != nil
+}
+
+// SchedulerName is the pod's scheduler; the API server defaults an empty
+// name to default-scheduler.
+func SchedulerName(p *v1.Pod) string {
+	if p.Spec.SchedulerName == "" {
+		return v1.DefaultSchedulerName
+	}
+	return p.Spec.SchedulerName
+}
+
+// SiblingKey is a controller (by UID) and the scheduler of its pods: the
+// pods of one key are siblings, which a burst (a Job's 1,000 pods) is
+// planned and batched as.
+type SiblingKey struct {
+	Controller types.UID
+	Scheduler  string
+}
+
+// SiblingKeyOf is the pod's SiblingKey; false for a pod no controller
+// owns.
+func SiblingKeyOf(p *v1.Pod) (SiblingKey, bool) {
+	ref := metav1.GetControllerOfNoCopy(p)
+	if ref == nil {
+		return SiblingKey{}, false
+	}
+	return SiblingKey{Controller: ref.UID, Scheduler: SchedulerName(p)}, true
 }
 
 // Filing is what a reader does with a pod of a class.
