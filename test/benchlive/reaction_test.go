@@ -96,8 +96,8 @@ func reaction(b *testing.B, nodes, rounds int) {
 		e.waitLoops(addr, 0, 1, 5*time.Minute)
 		m.rounds(b, e, w, "draxr "+mode.name, "react-"+mode.name, rounds, func(name string) *v1.Pod { return gpuPod(name, reactGroup, gpusPerNode, 4) })
 		if mode.flags == nil {
-			requestRounds(b, e, prs, gpuPod("x", reactGroup, gpusPerNode, 4), max(rounds/2, 1))
-			m.burst(b, e, w, as)
+			requests := requestRounds(b, e, prs, gpuPod("x", reactGroup, gpusPerNode, 4), max(rounds/2, 1))
+			m.burst(b, e, w, as, requests)
 			if caBinary != "" {
 				m.rounds(b, e, w, "draxr frequent-loops, a CPU pod", "cpu-draxr", rounds, func(name string) *v1.Pod { return cpuPod(name) })
 			}
@@ -230,8 +230,11 @@ func (m *marks) rounds(b *testing.B, e *bench, w *watcher, who, prefix string, n
 // scale-ups. The Job names another controller (spec.managedBy, as
 // Kueue's MultiKueue does) which creates its pods: the benchmark, at the
 // pace it sets (kube-controller-manager's 20-QPS client would take 50 s).
-func (m *marks) burst(b *testing.B, e *bench, w *watcher, as *proc.Process) {
+// freeNodes are the group's empty nodes (the ended requests'): the
+// scheduler puts pods there, the rest need new nodes.
+func (m *marks) burst(b *testing.B, e *bench, w *watcher, as *proc.Process, freeNodes int) {
 	b.Helper()
+	needed := burst/gpusPerNode - freeNodes
 	job := burstJob(b, e, m.c)
 	scaleUps0 := scaleUps(b, as)
 	bound, nodes0 := w.bound.Load(), w.nodes.Load()
@@ -257,11 +260,11 @@ func (m *marks) burst(b *testing.B, e *bench, w *watcher, as *proc.Process) {
 	created := time.Since(first)
 	// What is measured is how many scale-ups asked for the burst's nodes;
 	// a superfluous one after them would come within the next loops.
-	e.waitCount("burst nodes", nodes0+burst/gpusPerNode, 10*time.Minute, w.nodes.Load)
+	e.waitCount("burst nodes", nodes0+int64(needed), 10*time.Minute, w.nodes.Load)
 	nodesAt := time.Since(first)
 	time.Sleep(time.Minute)
 	fmt.Printf("bench-live reaction burst pods=%d created-in=%.1fs scale-ups=%d new-nodes=%d (needed %d) all-created=%.1fs\n",
-		burst, created.Seconds(), scaleUps(b, as)-scaleUps0, w.nodes.Load()-nodes0, burst/gpusPerNode, nodesAt.Seconds())
+		burst, created.Seconds(), scaleUps(b, as)-scaleUps0, w.nodes.Load()-nodes0, needed, nodesAt.Seconds())
 	// The scheduler's binding of 1,000 pods is reported, not required: at
 	// 5,000 nodes it takes this scheduler longer than the autoscaler.
 	allBound := "no (20m)"
@@ -372,9 +375,13 @@ func (e *bench) provisioningRequests() prclient.Interface {
 
 // requestRounds creates n best-effort-atomic ProvisioningRequests for one
 // pod like pod each, one at a time, and reports the time from each
-// creation to its Provisioned=True. Each is kept, booking its new node,
-// so that the next needs a new node too.
-func requestRounds(b *testing.B, e *bench, prs prclient.Interface, pod *v1.Pod, n int) {
+// creation to its Provisioned=True. Each is kept while the rounds run,
+// booking its new node, so that the next needs a new node too; then they
+// are deleted, as Kueue deletes a finished workload's: their bookings end
+// and their n nodes are empty. (Kept, a booking displaced by the next
+// pods' scheduling takes room of the nodes they scale up, as in CA, and
+// asks for more.)
+func requestRounds(b *testing.B, e *bench, prs prclient.Interface, pod *v1.Pod, n int) int {
 	b.Helper()
 	pt := &v1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Name: "react-request", Namespace: namespace}, Template: v1.PodTemplateSpec{Spec: pod.Spec}}
 	if _, err := e.cluster.CP.Client.CoreV1().PodTemplates(namespace).Create(e.ctx, pt, metav1.CreateOptions{}); err != nil {
@@ -406,6 +413,12 @@ func requestRounds(b *testing.B, e *bench, prs prclient.Interface, pod *v1.Pod, 
 	}
 	fmt.Printf("bench-live reaction provisioning-requests=%d class=%s created->Provisioned %s\n",
 		n, prv1.ProvisioningClassBestEffortAtomicScaleUp, quantiles(took))
+	for i := range n {
+		if err := prs.AutoscalingV1().ProvisioningRequests(namespace).Delete(e.ctx, fmt.Sprintf("react-request-%02d", i), metav1.DeleteOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return n
 }
 
 // quantiles are the median, 99th percentile and extremes of ds.
