@@ -96,7 +96,8 @@ func reaction(b *testing.B, nodes, rounds int) {
 		e.waitLoops(addr, 0, 1, 5*time.Minute)
 		m.rounds(b, e, w, "draxr "+mode.name, "react-"+mode.name, rounds, func(name string) *v1.Pod { return gpuPod(name, reactGroup, gpusPerNode, 4) })
 		if mode.flags == nil {
-			requests := requestRounds(b, e, prs, gpuPod("x", reactGroup, gpusPerNode, 4), max(rounds/2, 1))
+			requests := max(rounds/2, 1)
+			requestRounds(b, e, prs, gpuPod("x", reactGroup, gpusPerNode, 4), requests)
 			m.burst(b, e, w, as, requests)
 			if caBinary != "" {
 				m.rounds(b, e, w, "draxr frequent-loops, a CPU pod", "cpu-draxr", rounds, func(name string) *v1.Pod { return cpuPod(name) })
@@ -381,15 +382,17 @@ func (e *bench) provisioningRequests() prclient.Interface {
 // and their n nodes are empty. (Kept, a booking displaced by the next
 // pods' scheduling takes room of the nodes they scale up, as in CA, and
 // asks for more.)
-func requestRounds(b *testing.B, e *bench, prs prclient.Interface, pod *v1.Pod, n int) int {
+func requestRounds(b *testing.B, e *bench, prs prclient.Interface, pod *v1.Pod, n int) {
 	b.Helper()
 	pt := &v1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Name: "react-request", Namespace: namespace}, Template: v1.PodTemplateSpec{Spec: pod.Spec}}
 	if _, err := e.cluster.CP.Client.CoreV1().PodTemplates(namespace).Create(e.ctx, pt, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	var took []time.Duration
+	var names []string
 	for i := range n {
 		name := fmt.Sprintf("react-request-%02d", i)
+		names = append(names, name)
 		pr := &prv1.ProvisioningRequest{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
 			Spec: prv1.ProvisioningRequestSpec{ProvisioningClassName: prv1.ProvisioningClassBestEffortAtomicScaleUp,
 				PodSets: []prv1.PodSet{{PodTemplateRef: prv1.Reference{Name: pt.Name}, Count: 1}}}}
@@ -413,12 +416,11 @@ func requestRounds(b *testing.B, e *bench, prs prclient.Interface, pod *v1.Pod, 
 	}
 	fmt.Printf("bench-live reaction provisioning-requests=%d class=%s created->Provisioned %s\n",
 		n, prv1.ProvisioningClassBestEffortAtomicScaleUp, quantiles(took))
-	for i := range n {
-		if err := prs.AutoscalingV1().ProvisioningRequests(namespace).Delete(e.ctx, fmt.Sprintf("react-request-%02d", i), metav1.DeleteOptions{}); err != nil {
+	for _, name := range names {
+		if err := prs.AutoscalingV1().ProvisioningRequests(namespace).Delete(e.ctx, name, metav1.DeleteOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
-	return n
 }
 
 // quantiles are the median, 99th percentile and extremes of ds.
