@@ -52,6 +52,8 @@ type Engine struct {
 	verify bool
 	// scored is the names of the nodes being scored, reused.
 	scored []string
+	// kept is the spread and affinity PreFilter state kept across cycles.
+	kept *keptStates
 }
 
 // New builds the framework from a profile (nil: kube-scheduler's default
@@ -74,6 +76,9 @@ func New(ctx context.Context, snap *snapshot.Snapshot, profile *config.KubeSched
 	if err := registry.Merge(aliases.Registry(nil, nil)); err != nil {
 		return nil, err
 	}
+	verify := verifyEnabled()
+	kept := newKeptStates(snap, verify)
+	kept.wrap(registry)
 	fw, err := frameworkruntime.NewFramework(ctx, registry, profile,
 		frameworkruntime.WithInformerFactory(factory),
 		frameworkruntime.WithSnapshotSharedLister(snap),
@@ -88,7 +93,7 @@ func New(ctx context.Context, snap *snapshot.Snapshot, profile *config.KubeSched
 		return nil, fmt.Errorf("build scheduler framework for profile %q: %w", profile.SchedulerName, err)
 	}
 	return &Engine{logger: klog.FromContext(ctx), fw: fw, snap: snap, schedulerName: profile.SchedulerName, profile: profile,
-		verify: verifyEnabled()}, nil
+		verify: verify, kept: kept}, nil
 }
 
 // context is what the plugins run with: the pass's logger, no deadline.

@@ -236,6 +236,7 @@ func (s *Snapshot) addPod(pod *v1.Pod, info *framework.PodInfo) error {
 	}
 	s.podsByUID[pod.UID] = podRef{pod: pod, nodeName: pod.Spec.NodeName}
 	s.trackPVCs(pod, 1)
+	s.log.podAdded(ni.Pods[len(ni.Pods)-1], ni)
 	if hasAffinity(pod) {
 		s.lists.invalidateAffinity()
 	}
@@ -285,6 +286,7 @@ func (s *Snapshot) RemovePod(uid types.UID) error {
 	}
 	delete(s.podsByUID, uid)
 	s.trackPVCs(ref.pod, -1)
+	s.log.newEra()
 	// The node stays in the lists (same NodeInfo); only the affinity
 	// lists can change, as in addPod. Rebuilding all of them walks every
 	// node, once per pod a drain simulation moves.

@@ -70,6 +70,7 @@ type Snapshot struct {
 
 	undo      []func()
 	forkMarks []int
+	log       podLog
 }
 
 type podRef struct {
@@ -119,6 +120,9 @@ func (s *Snapshot) Revert() {
 	}
 	mark := s.forkMarks[len(s.forkMarks)-1]
 	s.forkMarks = s.forkMarks[:len(s.forkMarks)-1]
+	if mark < len(s.undo) {
+		s.log.newEra()
+	}
 	for i := len(s.undo) - 1; i >= mark; i-- {
 		s.undo[i]()
 		s.undo[i] = nil
