@@ -4,33 +4,48 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
+	"reflect"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/interpodaffinity"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/podtopologyspread"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"draxr.dev/draxr/simulator/snapshot"
 )
 
-// keptStates keeps InterPodAffinity's PreFilter state across scheduling
-// cycles. Its PreFilter walks every placed pod with anti-affinity, and
-// every placed pod for a pod with terms of its own, once per pod
-// scheduled: placing thousands of pods beside anti-affinity costs the
-// square of their number. The state is the same for pods alike in what
-// the plugin reads (namespace, labels, inter-pod terms), it counts pods
-// only (an empty node added changes nothing), and the plugin's own
-// PreFilterExtensions AddPod brings it up to date with the pods placed
-// since, as the scheduler's preemption does. It is built afresh when pods
-// were removed or a fork reverted. PodTopologySpread's state is not kept:
-// its AddPod tracks only the two least-loaded domains, which adding pod
-// after pod leaves wrong (the third-least domain is lost). Under the
-// verify switch every kept state is held to a fresh one: both must give
-// every node the same Filter verdict (docs/shortcuts.md).
+// keptStates keeps the PreFilter state of InterPodAffinity and
+// PodTopologySpread across scheduling cycles. Both walk every placed pod
+// (InterPodAffinity those with anti-affinity, and all for a pod with
+// terms of its own) once per pod scheduled: placing thousands of pods
+// with spread or anti-affinity costs the square of their number. The
+// state is the same for pods alike in what the plugins read (namespace,
+// labels, node selection, tolerations, inter-pod terms, spread
+// constraints), and the plugins' own PreFilterExtensions AddPod brings it
+// up to date with the pods placed since, as the scheduler's preemption
+// does. What AddPod does not cover is mended with the plugins' own code
+// or the state is built afresh:
+//   - a pod or node removed, a fork reverted, a terminating pod added
+//     (spreading leaves those out, AddPod does not): afresh;
+//   - nodes added: InterPodAffinity counts pods only; PodTopologySpread's
+//     domains are the eligible nodes', so its PreFilter runs over the new
+//     nodes alone and their domains join the counts (spreadDomainsAdded);
+//   - PodTopologySpread's AddPod keeps its least-loaded domain right only
+//     while that domain gains no pod, so the least-loaded domains are
+//     found again from the counts (spreadMinimum);
+//   - InterPodAffinity's Skip (a pod with no terms that no placed pod's
+//     anti-affinity selects) holds until a pod whose anti-affinity selects
+//     the pod's labels is added (affinitySkipHolds).
+//
+// Under the verify switch every kept state is held to a fresh one: both
+// must give every node the same Filter verdict (docs/shortcuts.md).
 type keptStates struct {
 	snap   *snapshot.Snapshot
 	verify bool
@@ -38,17 +53,18 @@ type keptStates struct {
 	off     bool
 	keys    map[*v1.Pod]string
 	entries map[string]*keptState
-	// hits counts the cycles that used a kept state.
-	hits int
+	// hits counts the cycles that used a kept state, by plugin.
+	hits map[string]int
 }
 
 // keptState is one plugin's state for one kind of pod, computed for pod
-// and brought up to mark.
+// and brought up to mark; skipped when PreFilter said Skip.
 type keptState struct {
-	pod   *v1.Pod
-	state *framework.CycleState // holds data, for AddPod to read
-	data  fwk.StateData
-	mark  snapshot.LogMark
+	pod     *v1.Pod
+	skipped bool
+	state   *framework.CycleState // holds data, for AddPod to read
+	data    fwk.StateData
+	mark    snapshot.LogMark
 }
 
 // maxKept bounds the kinds kept; past it they are all built afresh.
@@ -60,17 +76,36 @@ type statePlugin interface {
 	fwk.FilterPlugin
 }
 
-func newKeptStates(snap *snapshot.Snapshot, verify bool) *keptStates {
-	snap.LogPodAdds()
-	return &keptStates{snap: snap, verify: verify, keys: map[*v1.Pod]string{}, entries: map[string]*keptState{}}
+// keptPlugin says how one plugin's state is kept.
+type keptPlugin struct {
+	statePlugin
+	// nodesAdded brings a state up to date with nodes added since it was
+	// (the pods on them AddPod has counted); nil: nodes do not matter.
+	nodesAdded func(ctx context.Context, pl statePlugin, e *keptState, nodes []*framework.NodeInfo) bool
+	// podsAdded fixes what AddPod leaves wrong; false when it cannot.
+	podsAdded func(fwk.StateData) bool
+	// skipHolds says whether a Skip for rep still holds once pod is
+	// added; nil: a Skip is not kept.
+	skipHolds func(rep *v1.Pod, pod fwk.PodInfo) bool
 }
 
-// wrap makes the registry build InterPodAffinity with its state kept.
+func newKeptStates(snap *snapshot.Snapshot, verify bool) *keptStates {
+	snap.LogAdditions()
+	return &keptStates{snap: snap, verify: verify, keys: map[*v1.Pod]string{}, entries: map[string]*keptState{}, hits: map[string]int{}}
+}
+
+// wrap makes the registry build the two plugins with their state kept.
 func (k *keptStates) wrap(registry frameworkruntime.Registry) {
 	for name, keep := range map[string]func(fwk.Plugin) fwk.Plugin{
 		names.InterPodAffinity: func(p fwk.Plugin) fwk.Plugin {
 			if pl, ok := p.(*interpodaffinity.InterPodAffinity); ok {
-				return &keptInterPodAffinity{pl, k}
+				return &keptInterPodAffinity{pl, k, keptPlugin{statePlugin: pl, skipHolds: affinitySkipHolds}}
+			}
+			return p
+		},
+		names.PodTopologySpread: func(p fwk.Plugin) fwk.Plugin {
+			if pl, ok := p.(*podtopologyspread.PodTopologySpread); ok {
+				return &keptPodTopologySpread{pl, k, keptPlugin{statePlugin: pl, nodesAdded: spreadDomainsAdded, podsAdded: spreadMinimum}}
 			}
 			return p
 		},
@@ -89,20 +124,34 @@ func (k *keptStates) wrap(registry frameworkruntime.Registry) {
 	}
 }
 
+// keptInterPodAffinity counts pods only: an empty node added changes
+// nothing it counts.
 type keptInterPodAffinity struct {
 	*interpodaffinity.InterPodAffinity
 	kept *keptStates
+	how  keptPlugin
 }
 
 func (pl *keptInterPodAffinity) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	return pl.kept.preFilter(ctx, pl.InterPodAffinity, cs, pod, nodes)
+	return pl.kept.preFilter(ctx, pl.how, cs, pod, nodes)
+}
+
+// keptPodTopologySpread counts per domain of the eligible nodes.
+type keptPodTopologySpread struct {
+	*podtopologyspread.PodTopologySpread
+	kept *keptStates
+	how  keptPlugin
+}
+
+func (pl *keptPodTopologySpread) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	return pl.kept.preFilter(ctx, pl.how, cs, pod, nodes)
 }
 
 // preFilter writes the kept state of the pod's kind, brought up to date,
-// or runs the plugin's PreFilter and keeps what it wrote. Only a state
-// written with success is kept: Skip and a node-name result are cheap to
-// compute and may stop holding once pods are added.
-func (k *keptStates) preFilter(ctx context.Context, pl statePlugin, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+// or runs the plugin's PreFilter and keeps what it wrote. A state written
+// with success is kept, and a Skip where the plugin says how long it
+// holds; a node-name result is not.
+func (k *keptStates) preFilter(ctx context.Context, pl keptPlugin, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	key := k.keyOf(pod)
 	if key == "" {
 		return pl.PreFilter(ctx, cs, pod, nodes)
@@ -111,43 +160,71 @@ func (k *keptStates) preFilter(ctx context.Context, pl statePlugin, cs fwk.Cycle
 	entry := pl.Name() + "\x00" + key
 	if e := k.entries[entry]; e != nil {
 		if k.catchUp(ctx, pl, e) {
-			data := e.data.Clone()
+			k.hits[pl.Name()]++
+			var data fwk.StateData
+			if !e.skipped {
+				data = e.data.Clone()
+			}
 			if k.verify {
 				k.verifyKept(ctx, pl, pod, nodes, data)
 			}
+			if e.skipped {
+				return nil, fwk.NewStatus(fwk.Skip)
+			}
 			cs.Write(stateKey, data)
-			k.hits++
 			return nil, nil
 		}
 		delete(k.entries, entry)
 	}
 	res, st := pl.PreFilter(ctx, cs, pod, nodes)
-	if res != nil || !st.IsSuccess() {
+	if res != nil || !st.IsSuccess() && (!st.IsSkip() || pl.skipHolds == nil) {
 		return res, st
 	}
-	data, err := cs.Read(stateKey)
-	if err != nil {
-		return res, st
+	e := &keptState{pod: pod, skipped: st.IsSkip(), mark: k.snap.Mark()}
+	if !e.skipped {
+		data, err := cs.Read(stateKey)
+		if err != nil {
+			return res, st
+		}
+		e.state, e.data = framework.NewCycleState(), data.Clone()
+		e.state.Write(stateKey, e.data)
 	}
 	if len(k.entries) >= maxKept {
 		clear(k.entries)
 	}
-	e := &keptState{pod: pod, state: framework.NewCycleState(), data: data.Clone(), mark: k.snap.Mark()}
-	e.state.Write(stateKey, e.data)
 	k.entries[entry] = e
 	return res, st
 }
 
-// catchUp adds to the kept state the pods placed since it was brought up
-// to date; false when that cannot make it what PreFilter would compute.
-func (k *keptStates) catchUp(ctx context.Context, pl statePlugin, e *keptState) bool {
+// catchUp adds to the kept state the pods and nodes added since it was
+// brought up to date; false when that cannot make it what PreFilter would
+// compute.
+func (k *keptStates) catchUp(ctx context.Context, pl keptPlugin, e *keptState) bool {
 	added, ok := k.snap.AddedSince(e.mark)
 	if !ok {
 		return false
 	}
+	if len(added.Pods) == 0 && (len(added.Nodes) == 0 || pl.nodesAdded == nil || e.skipped) {
+		return true
+	}
 	ext := pl.PreFilterExtensions()
-	for _, a := range added {
-		if st := ext.AddPod(ctx, e.state, e.pod, a.Info, a.Node); !st.IsSuccess() {
+	for _, a := range added.Pods {
+		switch {
+		case a.Info.GetPod().DeletionTimestamp != nil:
+			return false
+		case e.skipped:
+			if !pl.skipHolds(e.pod, a.Info) {
+				return false
+			}
+		case !ext.AddPod(ctx, e.state, e.pod, a.Info, a.Node).IsSuccess():
+			return false
+		}
+	}
+	if !e.skipped {
+		if len(added.Nodes) > 0 && pl.nodesAdded != nil && !pl.nodesAdded(ctx, pl.statePlugin, e, added.Nodes) {
+			return false
+		}
+		if pl.podsAdded != nil && !pl.podsAdded(e.data) {
 			return false
 		}
 	}
@@ -155,13 +232,123 @@ func (k *keptStates) catchUp(ctx context.Context, pl statePlugin, e *keptState) 
 	return true
 }
 
-// kindKey is what InterPodAffinity's PreFilter reads of the pod being
+// affinitySkipHolds: InterPodAffinity skips a pod with no terms of its
+// own while no placed pod's anti-affinity can match it. A pod added whose
+// required anti-affinity selects the pod's labels (in any namespace: a
+// test wider than the plugin's) may end that.
+func affinitySkipHolds(rep *v1.Pod, pod fwk.PodInfo) bool {
+	for _, t := range pod.GetRequiredAntiAffinityTerms() {
+		if t.Selector == nil || t.Selector.Matches(labels.Set(rep.Labels)) {
+			return false
+		}
+	}
+	return true
+}
+
+// spreadDomainsAdded adds to PodTopologySpread's counts the domains of
+// nodes added since, found by its own PreFilter over those nodes alone: a
+// domain no pod has reached yet counts no pods, and an eligible node of
+// it makes it one the pod may be placed in (the minimum may fall to 0).
+// Domains pods were added to are counted already (AddPod).
+func spreadDomainsAdded(ctx context.Context, pl statePlugin, e *keptState, nodes []*framework.NodeInfo) bool {
+	added := make([]fwk.NodeInfo, len(nodes))
+	for i, ni := range nodes {
+		added[i] = ni
+	}
+	fresh := framework.NewCycleState()
+	if _, st := pl.PreFilter(ctx, fresh, e.pod, added); !st.IsSuccess() {
+		return false
+	}
+	stateKey := fwk.StateKey("PreFilter" + pl.Name())
+	data, err := fresh.Read(stateKey)
+	if err != nil {
+		return false
+	}
+	from, ok := spreadCounts(data)
+	into, ok2 := spreadCounts(e.data)
+	if !ok || !ok2 || len(from) != len(into) {
+		return false
+	}
+	for i, byValue := range from {
+		for v, n := range byValue {
+			if _, seen := into[i][v]; !seen {
+				into[i][v] = n
+			}
+		}
+	}
+	return true
+}
+
+// spreadCounts is PodTopologySpread's matching pods per constraint and
+// domain, read by field name (the maps themselves, to add to).
+func spreadCounts(data fwk.StateData) ([]map[string]int, bool) {
+	s := reflect.ValueOf(data)
+	if s.Kind() != reflect.Pointer || s.Elem().Kind() != reflect.Struct {
+		return nil, false
+	}
+	counts := s.Elem().FieldByName("TpValueToMatchNum")
+	if !counts.IsValid() || !counts.CanInterface() {
+		return nil, false
+	}
+	perConstraint, ok := counts.Interface().([]map[string]int)
+	return perConstraint, ok
+}
+
+// spreadMinimum sets PodTopologySpread's least-loaded domains (its
+// critical paths, of which Filter reads the least count) from the counts
+// per domain, as its PreFilter finds them. The fields are the plugin's,
+// read by name; false when they are not there (upstream changed them),
+// and the state is computed afresh.
+func spreadMinimum(data fwk.StateData) bool {
+	perConstraint, ok := spreadCounts(data)
+	if !ok {
+		return false
+	}
+	paths := reflect.ValueOf(data).Elem().FieldByName("CriticalPaths")
+	if !paths.IsValid() || paths.Kind() != reflect.Slice || paths.Len() != len(perConstraint) {
+		return false
+	}
+	for i, byValue := range perConstraint {
+		two := paths.Index(i)
+		if two.Kind() != reflect.Pointer || two.IsNil() || two.Elem().Kind() != reflect.Array || two.Elem().Len() != 2 {
+			return false
+		}
+		var least [2]struct {
+			value string
+			n     int
+		}
+		least[0].n, least[1].n = math.MaxInt32, math.MaxInt32
+		for v, n := range byValue {
+			switch {
+			case n < least[0].n || n == least[0].n && v < least[0].value:
+				least[1], least[0] = least[0], least[1]
+				least[0].value, least[0].n = v, n
+			case n < least[1].n || n == least[1].n && v < least[1].value:
+				least[1].value, least[1].n = v, n
+			}
+		}
+		for j := range 2 {
+			path := two.Elem().Index(j)
+			value, num := path.FieldByName("TopologyValue"), path.FieldByName("MatchNum")
+			if !value.CanSet() || !num.CanSet() || value.Kind() != reflect.String || num.Kind() != reflect.Int {
+				return false
+			}
+			value.SetString(least[j].value)
+			num.SetInt(int64(least[j].n))
+		}
+	}
+	return true
+}
+
+// kindKey is what the two plugins' PreFilter read of the pod being
 // scheduled: pods alike in it get the same state.
 type kindKey struct {
-	Namespace string              `json:"n"`
-	Labels    map[string]string   `json:"l,omitempty"`
-	Affinity  *v1.PodAffinity     `json:"a,omitempty"`
-	Anti      *v1.PodAntiAffinity `json:"x,omitempty"`
+	Namespace    string                        `json:"n"`
+	Labels       map[string]string             `json:"l,omitempty"`
+	NodeSelector map[string]string             `json:"s,omitempty"`
+	Affinity     *v1.Affinity                  `json:"a,omitempty"`
+	Tolerations  []v1.Toleration               `json:"t,omitempty"`
+	Spread       []v1.TopologySpreadConstraint `json:"c,omitempty"`
 }
 
 // keyOf is the pod's kind for kept states, "" when its state is not kept:
@@ -175,11 +362,8 @@ func (k *keptStates) keyOf(pod *v1.Pod) string {
 	}
 	key := ""
 	if !slices.ContainsFunc(pod.Status.Conditions, func(c v1.PodCondition) bool { return c.Type == v1.PodResizePending }) {
-		kind := kindKey{Namespace: pod.Namespace, Labels: pod.Labels}
-		if a := pod.Spec.Affinity; a != nil {
-			kind.Affinity, kind.Anti = a.PodAffinity, a.PodAntiAffinity
-		}
-		if b, err := json.Marshal(kind); err == nil {
+		if b, err := json.Marshal(kindKey{Namespace: pod.Namespace, Labels: pod.Labels, NodeSelector: pod.Spec.NodeSelector,
+			Affinity: pod.Spec.Affinity, Tolerations: pod.Spec.Tolerations, Spread: pod.Spec.TopologySpreadConstraints}); err == nil {
 			key = string(b)
 		}
 	}
@@ -190,20 +374,26 @@ func (k *keptStates) keyOf(pod *v1.Pod) string {
 	return key
 }
 
-// verifyKept holds a kept state to the one PreFilter computes now: every
-// node must get the same Filter verdict from both.
-func (k *keptStates) verifyKept(ctx context.Context, pl statePlugin, pod *v1.Pod, nodes []fwk.NodeInfo, kept fwk.StateData) {
+// verifyKept holds a kept state (nil: a kept Skip, which passes every
+// node) to the one PreFilter computes now: every node must get the same
+// Filter verdict from both.
+func (k *keptStates) verifyKept(ctx context.Context, pl keptPlugin, pod *v1.Pod, nodes []fwk.NodeInfo, kept fwk.StateData) {
 	stateKey := fwk.StateKey("PreFilter" + pl.Name())
 	keptCS := framework.NewCycleState()
-	keptCS.Write(stateKey, kept.Clone())
+	if kept != nil {
+		keptCS.Write(stateKey, kept.Clone())
+	}
 	freshCS := framework.NewCycleState()
 	_, st := pl.PreFilter(ctx, freshCS, pod, nodes)
 	for _, ni := range nodes {
-		want := ""
+		want, got := "", ""
 		if !st.IsSkip() {
 			want = verdict(pl.Filter(ctx, freshCS, pod, ni))
 		}
-		if got := verdict(pl.Filter(ctx, keptCS, pod, ni)); got != want {
+		if kept != nil {
+			got = verdict(pl.Filter(ctx, keptCS, pod, ni))
+		}
+		if got != want {
 			ShortcutDiffers("kept PreFilter state", "%s: pod %s on node %s: %q kept, %q computed afresh",
 				pl.Name(), podKey(pod), ni.Node().Name, got, want)
 		}

@@ -9,6 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
+
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/snapshot"
 )
@@ -45,7 +47,7 @@ func term(key, kind string) v1.PodAffinityTerm {
 
 // keptScript replays one random sequence of node adds, placements,
 // removals and forks on an engine and returns where each pod went.
-func keptScript(t *testing.T, seed uint64, keep bool) ([]string, int) {
+func keptScript(t *testing.T, seed uint64, keep bool) ([]string, map[string]int) {
 	t.Helper()
 	snap := snapshot.New()
 	h := newEngine(t, snap)
@@ -106,18 +108,19 @@ func keptScript(t *testing.T, seed uint64, keep bool) ([]string, int) {
 }
 
 // TestKeptStateMatchesFreshState replays random sequences with the
-// affinity state kept across cycles and computed afresh for every pod:
-// every pod must go to the same node. Nodes added, pods removed and forks
-// reverted are each in the sequences; without the rule that drops a kept
-// state after a removal or a revert, pods land elsewhere.
+// spread and affinity state kept across cycles and computed afresh for
+// every pod: every pod must go to the same node. Nodes added (new
+// domains), pods removed and forks reverted are each in the sequences;
+// without the rules that drop a kept state after them, or without
+// finding the least-loaded spread domain again, pods land elsewhere.
 func TestKeptStateMatchesFreshState(t *testing.T) {
 	t.Setenv(VerifyShortcutsEnv, "1")
 	for seed := range uint64(8) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			fresh, _ := keptScript(t, seed, false)
 			kept, hits := keptScript(t, seed, true)
-			if hits == 0 {
-				t.Fatal("no kept state was used: the test checks nothing")
+			if hits[names.InterPodAffinity] == 0 || hits[names.PodTopologySpread] == 0 {
+				t.Fatalf("kept states used %v: the test checks too little", hits)
 			}
 			for i := range fresh {
 				if i >= len(kept) || kept[i] != fresh[i] {
@@ -162,7 +165,69 @@ func TestKeptAffinitySeesRemovedPod(t *testing.T) {
 		t.Fatal("a pod joined its anti-affine sibling")
 	}
 	snap.Revert()
-	if h.kept.hits == 0 {
+	if h.kept.hits[names.InterPodAffinity] == 0 {
 		t.Fatal("no kept state was used")
+	}
+}
+
+// TestKeptSpreadSeesNewNode: a node added after the spread state was kept
+// is a new domain with no pods, which lowers the minimum; the pod must go
+// there, not next to its sibling.
+func TestKeptSpreadSeesNewNode(t *testing.T) {
+	snap := snapshot.New()
+	h := newEngine(t, snap)
+	addNode(t, snap, "a", nil)
+	addNode(t, snap, "b", nil)
+	pod := func(i int) *v1.Pod {
+		p := fx.Pod(fmt.Sprintf("web-%d", i), 100, nil)
+		p.Labels = map[string]string{"kind": "host-spread"}
+		p.Spec.TopologySpreadConstraints = spread(v1.LabelHostname, "host-spread")
+		return p
+	}
+	// After a and b hold one each, c comes: it holds none, so the third
+	// pod goes there, and the fourth, with one everywhere, back to a.
+	for i, want := range []string{"a", "b", "c", "a"} {
+		if i == 2 {
+			addNode(t, snap, "c", nil)
+		}
+		if node, _, ferr := h.PlaceOnAnyNode(pod(i), []string{"a", "b", "c"}[:snap.NodeCount()]); ferr != nil || node != want {
+			t.Fatalf("pod %d went to %q (%v), want %s", i, node, ferr, want)
+		}
+	}
+	if h.kept.hits[names.PodTopologySpread] == 0 {
+		t.Fatal("no kept spread state was used")
+	}
+}
+
+// TestKeptAffinitySkipEnds: InterPodAffinity skips a plain pod while no
+// placed pod's anti-affinity selects it; once one is placed, the next
+// plain pod must keep out of its zone.
+func TestKeptAffinitySkipEnds(t *testing.T) {
+	snap := snapshot.New()
+	h := newEngine(t, snap)
+	for i, name := range []string{"a", "b"} {
+		n := fx.Node(name, 4, 16, nil)
+		n.Labels[v1.LabelTopologyZone] = fmt.Sprintf("zone-%d", i)
+		if err := snap.AddNode(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plain := func(i int) *v1.Pod {
+		p := fx.Pod(fmt.Sprintf("plain-%d", i), 100, nil)
+		p.Labels = map[string]string{"kind": "plain"}
+		return p
+	}
+	mustPlace(t, h, plain(0), "a")
+	mustPlace(t, h, plain(1), "a") // the Skip is kept and used
+	avoid := fx.Pod("avoid", 100, nil)
+	avoid.Labels = map[string]string{"kind": "zone-anti-plain"}
+	avoid.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{term(v1.LabelTopologyZone, "plain")}}}
+	mustPlace(t, h, avoid, "b")
+	if node, _, ferr := h.PlaceOnAnyNode(plain(2), []string{"b", "a"}); ferr != nil || node != "a" {
+		t.Fatalf("plain pod went to %q (%v), want a: b's zone holds a pod that keeps plain pods out", node, ferr)
+	}
+	if h.kept.hits[names.InterPodAffinity] == 0 {
+		t.Fatal("no kept Skip was used")
 	}
 }

@@ -55,6 +55,7 @@ func (s *Snapshot) AddNode(node *v1.Node) error {
 	s.nodes[node.Name] = ni
 	s.nodeOrder = append(s.nodeOrder, node.Name)
 	s.lists.invalidate()
+	s.log.nodeAdded(ni)
 	if s.forking() {
 		s.onUndo(func() {
 			delete(s.nodes, node.Name)
@@ -84,6 +85,7 @@ func (s *Snapshot) RemoveNode(name string) error {
 	delete(s.nodes, name)
 	s.nodeOrder = slices.Delete(s.nodeOrder, idx, idx+1)
 	s.lists.drop(ni)
+	s.log.newEra()
 	s.onUndo(func() {
 		s.nodes[name] = ni
 		s.nodeOrder = slices.Insert(s.nodeOrder, idx, name)

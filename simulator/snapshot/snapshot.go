@@ -70,7 +70,7 @@ type Snapshot struct {
 
 	undo      []func()
 	forkMarks []int
-	log       podLog
+	log       changeLog
 }
 
 type podRef struct {
