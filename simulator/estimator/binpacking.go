@@ -293,7 +293,7 @@ func (r *run) onExisting(pod *v1.Pod, kind string) (string, error) {
 			return "", err
 		}
 		j := len(r.simulated) - 1
-		if _, _, ferr := r.b.Engine.PlaceOnAnyNode(pod, r.simulated[j:]); ferr == nil {
+		if _, _, ferr := r.b.Engine.PlaceOnFirstFitting(pod, r.simulated[j:]); ferr == nil {
 			r.fill.placed(c.name, kind)
 			r.record(pod, c.name)
 			return c.name, nil
@@ -331,7 +331,7 @@ func (r *run) firstFit(pod *v1.Pod, kind string) string {
 	}
 	node := ""
 	if len(candidates) > 0 {
-		node, _, _ = r.b.Engine.PlaceOnAnyNode(pod, candidates)
+		node, _, _ = r.b.Engine.PlaceOnFirstFitting(pod, candidates)
 	}
 	for j := from; j < len(r.simulated) && r.simulated[j] != node; j++ {
 		r.fill.full(r.b.Engine, r.simulated[j], kind)

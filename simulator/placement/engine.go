@@ -54,6 +54,8 @@ type Engine struct {
 	scored []string
 	// kept is the spread and affinity PreFilter state kept across cycles.
 	kept *keptStates
+	// anti is the nodes anti-affinity kept kinds of pod off.
+	anti *antiRejects
 }
 
 // New builds the framework from a profile (nil: kube-scheduler's default
@@ -93,7 +95,7 @@ func New(ctx context.Context, snap *snapshot.Snapshot, profile *config.KubeSched
 		return nil, fmt.Errorf("build scheduler framework for profile %q: %w", profile.SchedulerName, err)
 	}
 	return &Engine{logger: klog.FromContext(ctx), fw: fw, snap: snap, schedulerName: profile.SchedulerName, profile: profile,
-		verify: verify, kept: kept}, nil
+		verify: verify, kept: kept, anti: newAntiRejects(snap)}, nil
 }
 
 // context is what the plugins run with: the pass's logger, no deadline.
@@ -141,6 +143,33 @@ func (eng *Engine) filter(c *cycle, nodeName string) []Reason {
 	return reasonsFromStatus(eng.fw.RunFilterPlugins(eng.context(), c.state, c.pod, ni))
 }
 
+// fits is filter without the reasons. A node anti-affinity rejected the
+// pod's kind on, with only additions since, is not filtered again.
+func (eng *Engine) fits(c *cycle, nodeName string) bool {
+	ni := eng.snap.NodeInfo(nodeName)
+	if ni == nil || c.filter != nil && !c.filter.AllNodes() && !c.filter.NodeNames.Has(nodeName) {
+		return false
+	}
+	kind := eng.kept.keyOf(c.pod)
+	if eng.anti.rejects(kind, nodeName) {
+		if eng.verify {
+			eng.verifyAntiRejects(c, ni)
+		}
+		return false
+	}
+	st := eng.fw.RunFilterPlugins(eng.context(), c.state, c.pod, ni)
+	eng.anti.saw(kind, nodeName, st)
+	return st.IsSuccess()
+}
+
+// verifyAntiRejects holds a remembered anti-affinity rejection to the
+// full Filter, in the same cycle.
+func (eng *Engine) verifyAntiRejects(c *cycle, ni fwk.NodeInfo) {
+	if eng.fw.RunFilterPlugins(eng.context(), c.state, c.pod, ni).IsSuccess() {
+		ShortcutDiffers("remembered anti-affinity rejection", "pod %s was kept off node %s, which the scheduler's plugins accept", podKey(c.pod), ni.Node().Name)
+	}
+}
+
 // CheckPredicates runs PreFilter and Filter for a pod on a node and changes
 // nothing. It returns nil when the pod fits.
 func (eng *Engine) CheckPredicates(pod *v1.Pod, nodeName string) *FitError {
@@ -166,18 +195,36 @@ func (eng *Engine) Place(pod *v1.Pod, nodeName string) (*v1.Pod, *FitError) {
 // PlaceOnAnyNode tries the candidate nodes in order and places the pod on
 // the first that fits. It returns the node, the placed pod, or why none fit.
 func (eng *Engine) PlaceOnAnyNode(pod *v1.Pod, candidates []string) (string, *v1.Pod, *FitError) {
+	return eng.placeOnFirst(pod, candidates, true)
+}
+
+// PlaceOnFirstFitting is PlaceOnAnyNode for callers that do not read why
+// nodes rejected the pod: the reasons are not gathered (a first fit over
+// hundreds of new nodes would build them for each). The FitError, when
+// no node takes the pod, holds only a PreFilter rejection.
+func (eng *Engine) PlaceOnFirstFitting(pod *v1.Pod, candidates []string) (string, *v1.Pod, *FitError) {
+	return eng.placeOnFirst(pod, candidates, false)
+}
+
+func (eng *Engine) placeOnFirst(pod *v1.Pod, candidates []string, why bool) (string, *v1.Pod, *FitError) {
 	c, fitErr := eng.begin(pod, candidates)
 	if c == nil {
 		return "", nil, fitErr
 	}
 	for _, nodeName := range candidates {
-		if rs := eng.filter(c, nodeName); len(rs) > 0 {
-			fitErr.PerNode[nodeName] = rs
+		if why {
+			if rs := eng.filter(c, nodeName); len(rs) > 0 {
+				fitErr.PerNode[nodeName] = rs
+				continue
+			}
+		} else if !eng.fits(c, nodeName) {
 			continue
 		}
 		placed, rs := eng.reserveAndCommit(c, nodeName)
 		if len(rs) > 0 {
-			fitErr.PerNode[nodeName] = rs
+			if why {
+				fitErr.PerNode[nodeName] = rs
+			}
 			continue
 		}
 		return nodeName, placed, nil

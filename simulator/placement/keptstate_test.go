@@ -2,6 +2,7 @@ package placement
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -30,6 +31,9 @@ var keptKinds = []struct {
 	}},
 	{"host-anti", func(p *v1.Pod) {
 		p.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{term(v1.LabelHostname, "host-anti")}}}
+	}},
+	{"near-plain", func(p *v1.Pod) { // only in a zone plain pods reached: a rejection that ends
+		p.Spec.Affinity = &v1.Affinity{PodAffinity: &v1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{term(v1.LabelTopologyZone, "plain")}}}
 	}},
 	{"zone-anti-plain", func(p *v1.Pod) { // keeps plain pods out of its zone, and stays out of theirs
 		p.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{term(v1.LabelTopologyZone, "plain")}}}
@@ -95,7 +99,11 @@ func keptScript(t *testing.T, seed uint64, keep bool) ([]string, map[string]int)
 			p := fx.Pod(fmt.Sprintf("%s-%d", k.name, i), 100+rng.Int64N(900), nil)
 			p.Labels = map[string]string{"kind": k.name}
 			k.shape(p)
-			node, got, ferr := h.PlaceOnAnyNode(p, nodes)
+			place := h.PlaceOnAnyNode
+			if rng.IntN(2) == 0 {
+				place = h.PlaceOnFirstFitting // remembers anti-affinity rejections
+			}
+			node, got, ferr := place(p, nodes)
 			if ferr != nil {
 				out = append(out, p.Name+" nowhere")
 				continue
@@ -104,12 +112,15 @@ func keptScript(t *testing.T, seed uint64, keep bool) ([]string, map[string]int)
 			placed = append(placed, got)
 		}
 	}
-	return out, h.kept.hits
+	hits := maps.Clone(h.kept.hits)
+	hits["antiRejects"] = h.anti.used
+	return out, hits
 }
 
 // TestKeptStateMatchesFreshState replays random sequences with the
-// spread and affinity state kept across cycles and computed afresh for
-// every pod: every pod must go to the same node. Nodes added (new
+// spread and affinity state kept across cycles (and anti-affinity
+// rejections remembered) and computed afresh for every pod: every pod
+// must go to the same node. Nodes added (new
 // domains), pods removed and forks reverted are each in the sequences;
 // without the rules that drop a kept state after them, or without
 // finding the least-loaded spread domain again, pods land elsewhere.
@@ -119,7 +130,7 @@ func TestKeptStateMatchesFreshState(t *testing.T) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			fresh, _ := keptScript(t, seed, false)
 			kept, hits := keptScript(t, seed, true)
-			if hits[names.InterPodAffinity] == 0 || hits[names.PodTopologySpread] == 0 {
+			if hits[names.InterPodAffinity] == 0 || hits[names.PodTopologySpread] == 0 || hits["antiRejects"] == 0 {
 				t.Fatalf("kept states used %v: the test checks too little", hits)
 			}
 			for i := range fresh {
