@@ -161,17 +161,17 @@ func (k *keptStates) preFilter(ctx context.Context, pl keptPlugin, cs fwk.CycleS
 	if e := k.entries[entry]; e != nil {
 		if k.catchUp(ctx, pl, e) {
 			k.hits[pl.Name()]++
-			var data fwk.StateData
-			if !e.skipped {
-				data = e.data.Clone()
-			}
 			if k.verify {
-				k.verifyKept(ctx, pl, pod, nodes, data)
+				k.verifyKept(ctx, pl, pod, nodes, e.data)
 			}
 			if e.skipped {
 				return nil, fwk.NewStatus(fwk.Skip)
 			}
-			cs.Write(stateKey, data)
+			// The kept state itself, not a copy (copying is most of what
+			// keeping costs): Filter and Score only read it, and every
+			// cycle of the engine ends before the next one's PreFilter
+			// brings it up to date.
+			cs.Write(stateKey, e.data)
 			return nil, nil
 		}
 		delete(k.entries, entry)
