@@ -56,6 +56,8 @@ type Engine struct {
 	kept *keptStates
 	// anti is the nodes anti-affinity kept kinds of pod off.
 	anti *antiRejects
+	// requests memoizes pods' requests (requestsOf).
+	requests map[*v1.Pod]v1.ResourceList
 }
 
 // New builds the framework from a profile (nil: kube-scheduler's default

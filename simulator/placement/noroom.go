@@ -24,8 +24,7 @@ func (eng *Engine) NoRoom(pod *v1.Pod) func(nodeName string) bool {
 	if pod.Spec.Resources != nil || !eng.filtersOnResources() {
 		return nil
 	}
-	// The plugin's own computation for a pod not yet scheduled.
-	req := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{SkipPodLevelResources: true})
+	req := eng.requestsOf(pod)
 	milliCPU, memory, storage := req.Cpu().MilliValue(), req.Memory().Value(), req.StorageEphemeral().Value()
 	noDevice := eng.noFreeDevice(pod, extendedRequests(req))
 	return func(nodeName string) bool {
@@ -44,6 +43,22 @@ func (eng *Engine) NoRoom(pod *v1.Pod) func(nodeName string) bool {
 		}
 		return full
 	}
+}
+
+// requestsOf is the pod's requests as NodeResourcesFit computes them for a
+// pod not yet scheduled, once per pod: a pod is tried on the nodes of
+// hundreds of groups' templates, and summing them is most of what NoRoom
+// allocates. Pods are never changed once handed to the engine.
+func (eng *Engine) requestsOf(pod *v1.Pod) v1.ResourceList {
+	if req, ok := eng.requests[pod]; ok {
+		return req
+	}
+	req := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{SkipPodLevelResources: true})
+	if eng.requests == nil || len(eng.requests) >= 1<<16 {
+		eng.requests = map[*v1.Pod]v1.ResourceList{}
+	}
+	eng.requests[pod] = req
+	return req
 }
 
 // filtersOnResources reports whether NodeResourcesFit (under its upstream
