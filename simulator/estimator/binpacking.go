@@ -34,6 +34,9 @@ type Result struct {
 	Unplaced []Unplaced
 	// Counted are the CountOnly nodes, which are not in the snapshot.
 	Counted []CountedNode
+	// Abandoned is set when GiveUp stopped the estimate part-way: the
+	// pods after the last one placed were not tried.
+	Abandoned bool
 }
 
 // CountedNode is a CountOnly node: a copy of Source holding Pods pods of
@@ -93,6 +96,10 @@ type BinPacking struct {
 	// Templates, when set, keeps the new nodes made, for estimates that
 	// add them again after a Revert.
 	Templates *Templates
+	// GiveUp, when set, is asked each time the estimate has opened more
+	// nodes; true stops it (Result.Abandoned): its caller can tell the
+	// answer no longer matters (it cannot beat one it has).
+	GiveUp func(*Result) bool
 }
 
 // Templates keeps each new node and its ResourceSlices as the group's
@@ -163,9 +170,17 @@ func (b *BinPacking) EstimateContext(ctx context.Context, g *nodegroup.NodeGroup
 	if b.labelBlind(pods) {
 		r.kindOf = r.kinds.Alike
 	}
+	opened := 0
 	for i := 0; i < len(pods); i++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
+		}
+		if b.GiveUp != nil && len(r.res.NewNodes) > opened {
+			opened = len(r.res.NewNodes)
+			if b.GiveUp(r.res) {
+				r.res.Abandoned = true
+				break
+			}
 		}
 		n, err := r.place(pods, i, maxNodes)
 		if err != nil {

@@ -47,3 +47,8 @@ func (u NodeUsageInfo) Waste() float64 {
 	}
 	return sum / dims
 }
+
+// Plus is u and v together.
+func (u Usage) Plus(v Usage) Usage {
+	return Usage{MilliCPU: u.MilliCPU + v.MilliCPU, Memory: u.Memory + v.Memory, Devices: u.Devices + v.Devices}
+}

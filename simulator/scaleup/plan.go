@@ -154,6 +154,8 @@ type Planner struct {
 	// estimates counts the group estimates made, for tests of what
 	// shortcuts spare.
 	estimates int
+	// abandoned counts the estimates given up on (wasteBound), likewise.
+	abandoned int
 
 	// exhaustiveScored makes the scored check schedule every pod against
 	// every new node (estimator.BinPacking.Scored), for tests that hold
@@ -463,11 +465,15 @@ func (p *Planner) bestOptionFor(ctx context.Context, st *state, pods []*v1.Pod, 
 		option expander.Option
 		group  string
 		rank   int
+		// abandoned: least-waste would not choose it (wasteBound).
+		abandoned bool
 	}
 	seen := map[string]answer{}
 	// rank is, per group, how far down their claims' firstAvailable lists
 	// the pods had to go on its new nodes.
 	rank := map[string]int{}
+	bound := newWasteBound(p.Expander.Name(), pods, p.DaemonSets)
+	bestWaste := math.Inf(1) // of the options the expander will see
 	read, blind := labelsRead(p, pods)
 	var fresh *freshLabels
 	if !blind {
@@ -488,6 +494,10 @@ func (p *Planner) bestOptionFor(ctx context.Context, st *state, pods []*v1.Pod, 
 			key = fmt.Sprintf("%s/%d", fresh.signature(st, g), room)
 		}
 		if a, ok := seen[key]; ok && !estimator.SelectsNodesByName(pods) {
+			if a.abandoned {
+				st.copyVerdicts(a.group, g.Name)
+				continue
+			}
 			if fresh != nil && p.Engine.VerifiesShortcuts() {
 				if err := p.verifyAlike(ctx, st, g, pods, a.option); err != nil {
 					return expander.Option{}, false, err
@@ -504,10 +514,25 @@ func (p *Planner) bestOptionFor(ctx context.Context, st *state, pods []*v1.Pod, 
 		}
 		snap := p.Engine.Snapshot()
 		snap.Fork()
-		res, err := st.estimate(ctx, g.Name, pods, false)
+		var giveUp func(*estimator.Result) bool
+		if !math.IsInf(bestWaste, 1) {
+			giveUp = bound.giveUp(snap, bestWaste)
+		}
+		res, err := st.estimateUnless(ctx, g.Name, pods, false, giveUp)
 		if err != nil {
 			snap.Revert()
 			return expander.Option{}, false, err
+		}
+		if res.Abandoned {
+			snap.Revert()
+			p.abandoned++
+			if p.Engine.VerifiesShortcuts() {
+				if err := p.verifyAbandoned(ctx, st, g.Name, pods, bestWaste); err != nil {
+					return expander.Option{}, false, err
+				}
+			}
+			seen[key] = answer{group: g.Name, abandoned: true}
+			continue
 		}
 		o := expander.Option{Group: g.Name, NewNodes: len(res.NewNodes), PodCount: len(res.Placed), Waste: waste(snap, res)}
 		rank[g.Name] = firstAvailableRank(p.Engine, st.kinds, res)
@@ -515,6 +540,7 @@ func (p *Planner) bestOptionFor(ctx context.Context, st *state, pods []*v1.Pod, 
 		seen[key] = answer{option: o, group: g.Name, rank: rank[g.Name]}
 		if o.PodCount >= need {
 			options = append(options, st.priced(o))
+			bestWaste = min(bestWaste, o.Waste)
 		}
 	}
 	if len(options) == 0 {
@@ -540,6 +566,22 @@ func (p *Planner) verifyAlike(ctx context.Context, st *state, g *nodegroup.NodeG
 	if got := waste(snap, res); len(res.NewNodes) != alike.NewNodes || len(res.Placed) != alike.PodCount || math.Abs(got-alike.Waste) > 1e-9 {
 		placement.ShortcutDiffers("fresh label values", "group %s: %d new nodes, %d pods, waste %.6f in full; %d, %d, %.6f as group %s",
 			g.Name, len(res.NewNodes), len(res.Placed), got, alike.NewNodes, alike.PodCount, alike.Waste, alike.Group)
+	}
+	return nil
+}
+
+// verifyAbandoned estimates g in full and reports when least-waste could
+// have chosen it over an option of waste best (under the verify switch).
+func (p *Planner) verifyAbandoned(ctx context.Context, st *state, group string, pods []*v1.Pod, best float64) error {
+	snap := p.Engine.Snapshot()
+	snap.Fork()
+	defer snap.Revert()
+	res, err := st.estimate(ctx, group, pods, false)
+	if err != nil {
+		return err
+	}
+	if got := waste(snap, res); got <= best+wasteTie {
+		placement.ShortcutDiffers("waste bound", "group %s was given up on, but in full it wastes %.6f, no more than the best option's %.6f", group, got, best)
 	}
 	return nil
 }

@@ -195,9 +195,16 @@ func (st *state) binPacking(group string, final bool) *estimator.BinPacking {
 }
 
 func (st *state) estimate(ctx context.Context, group string, pods []*v1.Pod, final bool) (*estimator.Result, error) {
+	return st.estimateUnless(ctx, group, pods, final, nil)
+}
+
+// estimateUnless is estimate that stops once giveUp says the answer no
+// longer matters (nil: never).
+func (st *state) estimateUnless(ctx context.Context, group string, pods []*v1.Pod, final bool, giveUp func(*estimator.Result) bool) (*estimator.Result, error) {
 	g := st.byName[group]
 	st.p.estimates++
 	est := st.binPacking(group, final)
+	est.GiveUp = giveUp
 	res, err := est.EstimateContext(ctx, g, pods, st.stepRoom(g))
 	if err != nil {
 		return nil, err

@@ -1,0 +1,73 @@
+package scaleup
+
+import (
+	"encoding/json"
+	"testing"
+
+	"draxr.dev/draxr/simulator/expander"
+	"draxr.dev/draxr/simulator/nodegroup"
+	"draxr.dev/draxr/simulator/snapshot"
+)
+
+// unbounded is least-waste under another name: the planner does not
+// know its choice, so it estimates every group in full.
+type unbounded struct{ expander.Strategy }
+
+func (unbounded) Name() string { return "least-waste, unbounded" }
+
+// TestWasteBoundGivesUpOnlyOnLosers: with many instance-type groups,
+// least-waste stops estimating the groups that cannot beat the best so
+// far, and the plan is the one every group estimated in full gives.
+func TestWasteBoundGivesUpOnlyOnLosers(t *testing.T) {
+	pods := fiveKinds(60)
+	plan := func(exp func(expander.Strategy) expander.Strategy) (string, *Planner) {
+		groups := instanceTypeGroups(false)[:60]
+		p := newPlanner(t, snapshot.New(), groups...)
+		p.Expander = exp(p.Expander)
+		got, err := p.Plan(pods)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.NoScaleUp) > 0 {
+			t.Fatalf("%d pods get no node", len(got.NoScaleUp))
+		}
+		b, _ := json.Marshal(got)
+		return string(b), p
+	}
+	bounded, p := plan(func(e expander.Strategy) expander.Strategy { return e })
+	full, pf := plan(func(e expander.Strategy) expander.Strategy { return unbounded{e} })
+	if bounded != full {
+		t.Fatalf("the plan changed when groups were given up on:\n%s\nin full:\n%s", bounded, full)
+	}
+	if p.abandoned == 0 || pf.abandoned != 0 {
+		t.Fatalf("estimates given up on: %d bounded, %d in full; want some, none", p.abandoned, pf.abandoned)
+	}
+}
+
+// TestWasteBoundOnlyForLeastWaste: most-pods takes the big group that
+// holds every pod, though it wastes more than the small one, which is
+// at its max size: a bound on waste must not hide it.
+func TestWasteBoundOnlyForLeastWaste(t *testing.T) {
+	groups := func() []*nodegroup.NodeGroup {
+		gs := instanceTypeGroups(false)
+		small, big := gs[1], gs[99] // 2 and 100 vCPUs
+		small.Spec.MaxSize = 2
+		return []*nodegroup.NodeGroup{small, big}
+	}
+	pods := replicas("web", 20, 500, nil)
+	for _, tc := range []struct{ expander, want string }{{"least-waste", "fake-it-1"}, {"most-pods", "fake-it-99"}} {
+		p := newPlanner(t, snapshot.New(), groups()...)
+		exp, err := expander.New(tc.expander, nil, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Expander = exp
+		plan, err := p.Plan(pods)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(plan.ScaleUps) == 0 || plan.ScaleUps[0].NodeGroup != tc.want {
+			t.Fatalf("%s: first scale-up %+v, want %s", tc.expander, plan.ScaleUps, tc.want)
+		}
+	}
+}
