@@ -8,6 +8,7 @@ package estimator
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
@@ -161,7 +162,7 @@ func (b *BinPacking) EstimateContext(ctx context.Context, g *nodegroup.NodeGroup
 		// Sized for every pod placed: growing a map of thousands of pods
 		// allocates twice what it ends up holding.
 		res:    &Result{Group: g.Name, Placed: make(map[types.UID]string, len(pods)), PlacedOrder: make([]*v1.Pod, 0, len(pods))},
-		cursor: map[string]int{}, rejects: map[string]*placement.FitError{},
+		cursor: map[string]int{}, index: map[string]int{}, rejects: map[string]*placement.FitError{},
 		fill: fillMemo{noReplicate: map[string]bool{}}, noFitCopy: map[string]map[string]int{}, filling: map[string]*countedNode{}}
 	if r.kinds == nil {
 		r.kinds = &Kinds{}
@@ -209,7 +210,8 @@ type run struct {
 	// Nodes only fill up, so a node that rejected a kind of pod keeps
 	// rejecting it: each kind keeps a cursor into simulated.
 	cursor    map[string]int
-	simulated []string // new nodes that exist in the snapshot
+	simulated []string       // new nodes that exist in the snapshot
+	index     map[string]int // position in simulated
 	rejects   map[string]*placement.FitError
 	fill      fillMemo
 	// counted are CountOnly nodes; they are materialized (replicated into
@@ -269,7 +271,7 @@ func (r *run) place(pods []*v1.Pod, i, maxNodes int) (int, error) {
 		}
 		if r.fill.runOf(pods[i:], kind, m.n, r.kindOf, r.kinds.OwnsNamedClaims) {
 			if r.b.replicate(r.g, m, pods[i:i+m.n], r.res) {
-				r.simulated = append(r.simulated, r.res.NewNodes[len(r.res.NewNodes)-1])
+				r.addSimulated(r.res.NewNodes[len(r.res.NewNodes)-1])
 				r.cursor[kind] = len(r.simulated) // the copy is as full as its source
 				return m.n, nil
 			}
@@ -348,15 +350,28 @@ func (r *run) firstFit(pod *v1.Pod, kind string) string {
 	if len(candidates) > 0 {
 		node, _, _ = r.b.Engine.PlaceOnFirstFitting(pod, candidates)
 	}
-	for j := from; j < len(r.simulated) && r.simulated[j] != node; j++ {
-		r.fill.full(r.b.Engine, r.simulated[j], kind)
-		r.cursor[kind] = j + 1
+	// Every node from the cursor to the one taken rejected the kind. Of
+	// those, only nodes holding the kind can teach the fill memo: with
+	// every pod its own kind, walking them all costs a pass over the new
+	// nodes per pod.
+	end := len(r.simulated)
+	if node != "" {
+		end = r.index[node]
+	}
+	r.fill.fullBetween(r.b.Engine, kind, r.index, from, end)
+	if end > from {
+		r.cursor[kind] = end
 	}
 	if node != "" {
 		r.fill.placed(node, kind)
 		r.record(pod, node)
 	}
 	return node
+}
+
+func (r *run) addSimulated(name string) {
+	r.index[name] = len(r.simulated)
+	r.simulated = append(r.simulated, name)
 }
 
 // materialize replicates a counted node's pods into the snapshot.
@@ -368,7 +383,7 @@ func (r *run) materialize(c *countedNode) error {
 		return fmt.Errorf("node group %s: %w", r.g.Name, err)
 	}
 	c.materialized = true
-	r.simulated = append(r.simulated, c.name)
+	r.addSimulated(c.name)
 	for _, p := range c.pods {
 		r.fill.placed(c.name, r.kindOf(p))
 	}
@@ -392,7 +407,7 @@ func (r *run) openNode(pod *v1.Pod, kind string) error {
 	}
 	r.snap.Commit()
 	r.res.NewNodes = append(r.res.NewNodes, name)
-	r.simulated = append(r.simulated, name)
+	r.addSimulated(name)
 	r.fill.placed(name, kind)
 	r.record(pod, name)
 	return nil
@@ -483,6 +498,7 @@ func (b *BinPacking) addNode(g *nodegroup.NodeGroup, name string) error {
 type fillMemo struct {
 	perNode     map[string]filled
 	onNode      map[string]map[string]int // node -> kind -> pods
+	nodesOf     map[string][]string       // kind -> nodes holding it
 	noReplicate map[string]bool           // kinds whose placements could not be copied
 }
 
@@ -500,7 +516,28 @@ func (f *fillMemo) placed(node, kind string) {
 	if f.onNode[node] == nil {
 		f.onNode[node] = map[string]int{}
 	}
+	if f.onNode[node][kind] == 0 {
+		if f.nodesOf == nil {
+			f.nodesOf = map[string][]string{}
+		}
+		f.nodesOf[kind] = append(f.nodesOf[kind], node)
+	}
 	f.onNode[node][kind]++
+}
+
+// fullBetween is full for each node holding the kind whose position is
+// in [from, end), in position order.
+func (f *fillMemo) fullBetween(sim *placement.Engine, kind string, index map[string]int, from, end int) {
+	var between []string
+	for _, n := range f.nodesOf[kind] {
+		if j, ok := index[n]; ok && j >= from && j < end {
+			between = append(between, n)
+		}
+	}
+	slices.SortFunc(between, func(a, b string) int { return index[a] - index[b] })
+	for _, n := range between {
+		f.full(sim, n, kind)
+	}
 }
 
 func (f *fillMemo) full(sim *placement.Engine, node, kind string) {
