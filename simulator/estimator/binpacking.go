@@ -8,6 +8,7 @@ package estimator
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -212,6 +213,7 @@ type run struct {
 	cursor    map[string]int
 	simulated []string       // new nodes that exist in the snapshot
 	index     map[string]int // position in simulated
+	blocks    []roomBlock    // by position in simulated / roomBlockSize
 	rejects   map[string]*placement.FitError
 	fill      fillMemo
 	// counted are CountOnly nodes; they are materialized (replicated into
@@ -339,12 +341,7 @@ func (r *run) firstFit(pod *v1.Pod, kind string) string {
 	}
 	candidates := r.simulated[from:]
 	if noRoom := r.b.Engine.NoRoom(pod); noRoom != nil {
-		candidates = make([]string, 0, len(candidates))
-		for _, n := range r.simulated[from:] {
-			if !noRoom(n) {
-				candidates = append(candidates, n)
-			}
-		}
+		candidates = r.roomy(pod, from, noRoom)
 	}
 	node := ""
 	if len(candidates) > 0 {
@@ -367,6 +364,75 @@ func (r *run) firstFit(pod *v1.Pod, kind string) string {
 		r.record(pod, node)
 	}
 	return node
+}
+
+// roomy is the simulated nodes from position from that NoRoom does not
+// rule out. Whole blocks of nodes none of which has the CPU, memory or a
+// pod slot the pod needs are skipped unread: with thousands of new nodes
+// and every pod its own kind, asking each node for each pod costs the
+// square of their number.
+func (r *run) roomy(pod *v1.Pod, from int, noRoom func(string) bool) []string {
+	cpu, mem, ok := r.b.Engine.RoomNeeded(pod)
+	out := make([]string, 0, len(r.simulated)-from)
+	for start := from - from%roomBlockSize; start < len(r.simulated); start += roomBlockSize {
+		end := min(start+roomBlockSize, len(r.simulated))
+		b := start / roomBlockSize
+		for len(r.blocks) <= b {
+			r.blocks = append(r.blocks, roomBlock{})
+		}
+		blk := &r.blocks[b]
+		if ok && blk.nodes == end-start && blk.short(cpu, mem) {
+			if r.b.Engine.VerifiesShortcuts() {
+				for _, n := range r.simulated[max(start, from):end] {
+					if !noRoom(n) {
+						placement.ShortcutDiffers("room blocks", "node %s was skipped for pod %s/%s, which NoRoom does not rule it out for", n, pod.Namespace, pod.Name)
+					}
+				}
+			}
+			continue
+		}
+		// Read the block afresh while asking its nodes: what filled up
+		// since, and nodes added to it.
+		fresh := roomBlock{cpu: math.MinInt64, mem: math.MinInt64, slots: math.MinInt64, nodes: end - start}
+		for j := start; j < end; j++ {
+			n := r.simulated[j]
+			fresh.add(r.snap, n)
+			if j >= from && !noRoom(n) {
+				out = append(out, n)
+			}
+		}
+		*blk = fresh
+	}
+	return out
+}
+
+// roomBlockSize is how many new nodes share a most-free summary.
+const roomBlockSize = 32
+
+// roomBlock is the most any of a block's nodes had free when it was read:
+// nodes only fill up during an estimate, so it never says less than
+// there is.
+type roomBlock struct {
+	cpu, mem, slots int64
+	nodes           int // how many of the block's nodes it covers
+}
+
+// short says whether no node of the block has cpu and mem free with a
+// pod slot.
+func (blk *roomBlock) short(cpu, mem int64) bool {
+	return blk.slots < 1 || cpu > 0 && blk.cpu < cpu || mem > 0 && blk.mem < mem
+}
+
+func (blk *roomBlock) add(snap *snapshot.Snapshot, node string) {
+	ni := snap.NodeInfo(node)
+	if ni == nil {
+		blk.cpu, blk.mem, blk.slots = math.MaxInt64, math.MaxInt64, math.MaxInt64 // unknown: never skipped
+		return
+	}
+	a, u := ni.Allocatable, ni.Requested
+	blk.cpu = max(blk.cpu, a.MilliCPU-u.MilliCPU)
+	blk.mem = max(blk.mem, a.Memory-u.Memory)
+	blk.slots = max(blk.slots, int64(a.AllowedPodNumber-len(ni.Pods)))
 }
 
 func (r *run) addSimulated(name string) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -420,4 +421,36 @@ func countKinds(ps []*v1.Pod) int {
 		seen[EquivalenceKey(p)] = true
 	}
 	return len(seen)
+}
+
+// TestRoomBlocksSkipOnlyFullNodes: 70 pods of 3 CPUs leave each 4-CPU
+// node one CPU; 70 pods of 1 CPU, each its own kind, must then fill those
+// nodes in order, through blocks of nodes whose most-free summary was read
+// when they had more room, and open none.
+func TestRoomBlocksSkipOnlyFullNodes(t *testing.T) {
+	eng := newEngine(t)
+	var all []*v1.Pod
+	for i := range 70 {
+		all = append(all, fx.Pod(fmt.Sprintf("big-%d", i), 3000, nil))
+	}
+	for i := range 70 {
+		p := fx.Pod(fmt.Sprintf("small-%d", i), 1000, nil)
+		p.Spec.Containers[0].Resources.Requests[v1.ResourceMemory] = *resource.NewQuantity(int64(i+1)<<20, resource.BinarySI) // each its own kind
+		all = append(all, p)
+	}
+	est := &BinPacking{Engine: eng, Namer: func(g string, i int) string { return fmt.Sprintf("%s-%d", g, i) }}
+	eng.Snapshot().Fork()
+	defer eng.Snapshot().Revert()
+	res, err := est.Estimate(group("g", 4, 0, 0), all, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.NewNodes) != 70 || len(res.Placed) != 140 {
+		t.Fatalf("%d new nodes for %d pods, want 70 for 140", len(res.NewNodes), len(res.Placed))
+	}
+	for i := range 70 {
+		if got, want := res.Placed[all[70+i].UID], fmt.Sprintf("g-%d", i); got != want {
+			t.Fatalf("small-%d went to %s, want %s", i, got, want)
+		}
+	}
 }

@@ -45,6 +45,18 @@ func (eng *Engine) NoRoom(pod *v1.Pod) func(nodeName string) bool {
 	}
 }
 
+// RoomNeeded is the free CPU (millicores) and memory (bytes) a node must
+// have, with a free pod slot, for NoRoom not to rule it out; ok is false
+// where NoRoom is nil. A caller may skip nodes short of it without
+// asking NoRoom node by node.
+func (eng *Engine) RoomNeeded(pod *v1.Pod) (milliCPU, memory int64, ok bool) {
+	if pod.Spec.Resources != nil || !eng.filtersOnResources() {
+		return 0, 0, false
+	}
+	req := eng.requestsOf(pod)
+	return req.Cpu().MilliValue(), req.Memory().Value(), true
+}
+
 // requestsOf is the pod's requests as NodeResourcesFit computes them for a
 // pod not yet scheduled, once per pod: a pod is tried on the nodes of
 // hundreds of groups' templates, and summing them is most of what NoRoom
