@@ -461,86 +461,46 @@ func (p *Planner) bestOptionFor(ctx context.Context, st *state, pods []*v1.Pod, 
 	var options []expander.Option
 	// Groups with the same template and the same room give the same answer
 	// but for their name: estimate one of them.
-	type answer struct {
-		option expander.Option
-		group  string
-		rank   int
-		// abandoned: least-waste would not choose it (wasteBound).
-		abandoned bool
-	}
-	seen := map[string]answer{}
+	seen := map[string]groupAnswer{}
 	// rank is, per group, how far down their claims' firstAvailable lists
 	// the pods had to go on its new nodes.
 	rank := map[string]int{}
 	bound := newWasteBound(p.Expander.Name(), pods, p.DaemonSets)
 	bestWaste := math.Inf(1) // of the options the expander will see
-	read, blind := labelsRead(p, pods)
-	var fresh *freshLabels
-	if !blind {
-		fresh = newFreshLabels(p, pods)
-	}
+	alike := newAlikeKeys(p, pods)
 	for _, g := range st.groups {
 		room := st.stepRoom(g)
 		if room <= 0 {
 			continue
 		}
-		key := fmt.Sprintf("%s/%d", st.signature[g.Name], room)
+		key := alike.key(st, g, room)
+		a, ok := seen[key]
 		switch {
-		case blind:
-			// Labels no pod or DaemonSet reads do not change the answer.
-			key = fmt.Sprintf("%s/%d", st.signatureReading(g, read), room)
-		case fresh != nil:
-			// Nor do values no node has yet, where only equality is read.
-			key = fmt.Sprintf("%s/%d", fresh.signature(st, g), room)
-		}
-		if a, ok := seen[key]; ok && !estimator.SelectsNodesByName(pods) {
-			if a.abandoned {
-				st.copyVerdicts(a.group, g.Name)
-				continue
-			}
-			if fresh != nil && p.Engine.VerifiesShortcuts() {
+		case ok && !estimator.SelectsNodesByName(pods):
+			if !a.abandoned && alike.fresh != nil && p.Engine.VerifiesShortcuts() {
 				if err := p.verifyAlike(ctx, st, g, pods, a.option); err != nil {
 					return expander.Option{}, false, err
 				}
 			}
 			st.copyVerdicts(a.group, g.Name)
-			rank[g.Name] = a.rank
-			if a.option.PodCount >= need {
-				o := a.option
-				o.Group = g.Name
-				options = append(options, st.priced(o))
+			if a.abandoned {
+				continue
 			}
-			continue
-		}
-		snap := p.Engine.Snapshot()
-		snap.Fork()
-		var giveUp func(*estimator.Result) bool
-		if !math.IsInf(bestWaste, 1) {
-			giveUp = bound.giveUp(snap, bestWaste)
-		}
-		res, err := st.estimateUnless(ctx, g.Name, pods, false, giveUp)
-		if err != nil {
-			snap.Revert()
-			return expander.Option{}, false, err
-		}
-		if res.Abandoned {
-			snap.Revert()
-			p.abandoned++
-			if p.Engine.VerifiesShortcuts() {
-				if err := p.verifyAbandoned(ctx, st, g.Name, pods, bestWaste); err != nil {
-					return expander.Option{}, false, err
-				}
+			a.option.Group = g.Name
+		default:
+			var err error
+			if a, err = p.estimateOption(ctx, st, g.Name, pods, bound, bestWaste); err != nil {
+				return expander.Option{}, false, err
 			}
-			seen[key] = answer{group: g.Name, abandoned: true}
-			continue
+			seen[key] = a
+			if a.abandoned {
+				continue
+			}
 		}
-		o := expander.Option{Group: g.Name, NewNodes: len(res.NewNodes), PodCount: len(res.Placed), Waste: waste(snap, res)}
-		rank[g.Name] = firstAvailableRank(p.Engine, st.kinds, res)
-		snap.Revert()
-		seen[key] = answer{option: o, group: g.Name, rank: rank[g.Name]}
-		if o.PodCount >= need {
-			options = append(options, st.priced(o))
-			bestWaste = min(bestWaste, o.Waste)
+		rank[g.Name] = a.rank
+		if a.option.PodCount >= need {
+			options = append(options, st.priced(a.option))
+			bestWaste = min(bestWaste, a.option.Waste)
 		}
 	}
 	if len(options) == 0 {
@@ -551,6 +511,73 @@ func (p *Planner) bestOptionFor(ctx context.Context, st *state, pods []*v1.Pod, 
 	// An expander may allow no group (CA's priority expander with an
 	// invalid ConfigMap): nothing is scaled up.
 	return best, best.Group != "", nil
+}
+
+// groupAnswer is one group's estimate as the expander sees it.
+type groupAnswer struct {
+	option expander.Option
+	group  string
+	rank   int
+	// abandoned: least-waste would not choose it (wasteBound).
+	abandoned bool
+}
+
+// alikeKeys keys groups by what makes their answers differ.
+type alikeKeys struct {
+	read  map[string]bool
+	blind bool
+	fresh *freshLabels
+}
+
+func newAlikeKeys(p *Planner, pods []*v1.Pod) alikeKeys {
+	k := alikeKeys{}
+	k.read, k.blind = labelsRead(p, pods)
+	if !k.blind {
+		k.fresh = newFreshLabels(p, pods)
+	}
+	return k
+}
+
+func (k alikeKeys) key(st *state, g *nodegroup.NodeGroup, room int) string {
+	switch {
+	case k.blind:
+		// Labels no pod or DaemonSet reads do not change the answer.
+		return fmt.Sprintf("%s/%d", st.signatureReading(g, k.read), room)
+	case k.fresh != nil:
+		// Nor do values no node has yet, where only equality is read.
+		return fmt.Sprintf("%s/%d", k.fresh.signature(st, g), room)
+	}
+	return fmt.Sprintf("%s/%d", st.signature[g.Name], room)
+}
+
+// estimateOption estimates the group on a fork, given up on once least-
+// waste could not choose it over an option of waste bestWaste.
+func (p *Planner) estimateOption(ctx context.Context, st *state, group string, pods []*v1.Pod, bound wasteBound, bestWaste float64) (groupAnswer, error) {
+	snap := p.Engine.Snapshot()
+	snap.Fork()
+	var giveUp func(*estimator.Result) bool
+	if !math.IsInf(bestWaste, 1) {
+		giveUp = bound.giveUp(snap, bestWaste)
+	}
+	res, err := st.estimateUnless(ctx, group, pods, false, giveUp)
+	if err != nil {
+		snap.Revert()
+		return groupAnswer{}, err
+	}
+	if res.Abandoned {
+		snap.Revert()
+		p.abandoned++
+		if p.Engine.VerifiesShortcuts() {
+			if err := p.verifyAbandoned(ctx, st, group, pods, bestWaste); err != nil {
+				return groupAnswer{}, err
+			}
+		}
+		return groupAnswer{group: group, abandoned: true}, nil
+	}
+	o := expander.Option{Group: group, NewNodes: len(res.NewNodes), PodCount: len(res.Placed), Waste: waste(snap, res)}
+	a := groupAnswer{option: o, group: group, rank: firstAvailableRank(p.Engine, st.kinds, res)}
+	snap.Revert()
+	return a, nil
 }
 
 // verifyAlike estimates g in full and reports a difference from the
