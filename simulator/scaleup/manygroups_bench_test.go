@@ -24,22 +24,22 @@ import (
 // one per node), 100m-1500m CPU and 100Mi-4Gi memory each, against 400
 // instance types fake-it-i of i+1 vCPU, 2(i+1) GiB and 10(i+1) pods: one
 // NodeGroup per type (each in one of three zones), or one per type and
-// zone (1,200). Every pod must get a node. It reports the nodes and
-// vCPUs planned and the process CPU a plan takes (cpu-s/op).
+// zone (1,200). Every pod must get a node. It reports the nodes, vCPUs
+// and price planned (Karpenter's fake price: 0.1 per vCPU and per 10^9
+// bytes of memory, per node) and the process CPU a plan takes (cpu-s/op).
 //
-// 5,000 and 20,000 pods run only with BENCH_MANYGROUPS_LARGE=1: today a
-// plan of 5,000 pods on 400 groups takes longer than 150 cpu-s
-// (docs/performance.md).
+// 5,000 and 20,000 pods run only with BENCH_MANYGROUPS_LARGE=1: they
+// take half a minute and six minutes (docs/performance.md).
 func BenchmarkManyGroups(b *testing.B) {
 	for _, layout := range []struct {
 		name   string
 		groups func() []*nodegroup.NodeGroup
 	}{{"groups-400", func() []*nodegroup.NodeGroup { return instanceTypeGroups(false) }},
 		{"groups-1200", func() []*nodegroup.NodeGroup { return instanceTypeGroups(true) }}} {
-		for _, n := range []int{100, 1000, 5000, 20000} {
+		for _, n := range []int{100, 500, 1000, 5000, 20000} {
 			b.Run(fmt.Sprintf("%s/pods-%d", layout.name, n), func(b *testing.B) {
 				if n > 1000 && os.Getenv("BENCH_MANYGROUPS_LARGE") != "1" {
-					b.Skip("set BENCH_MANYGROUPS_LARGE=1: a plan this size takes minutes to hours today")
+					b.Skip("set BENCH_MANYGROUPS_LARGE=1: a plan this size takes from half a minute to minutes")
 				}
 				benchManyGroups(b, layout.groups, fiveKinds(n))
 			})
@@ -49,14 +49,16 @@ func BenchmarkManyGroups(b *testing.B) {
 
 func benchManyGroups(b *testing.B, groups func() []*nodegroup.NodeGroup, pods []*v1.Pod) {
 	b.ReportAllocs()
-	var cpu float64
+	var cpu, price float64
 	nodes, vcpus := 0, int64(0)
 	for range b.N {
 		b.StopTimer()
 		gs := groups()
-		cores := map[string]int64{}
+		cores, prices := map[string]int64{}, map[string]float64{}
 		for _, g := range gs {
-			cores[g.Name] = g.Spec.Template.Status.Allocatable.Cpu().Value()
+			alloc := g.Spec.Template.Status.Allocatable
+			cores[g.Name] = alloc.Cpu().Value()
+			prices[g.Name] = 0.1*float64(alloc.Cpu().Value()) + 0.1*float64(alloc.Memory().Value())/1e9
 		}
 		p := newPlanner(b, snapshot.New(), gs...)
 		b.StartTimer()
@@ -69,14 +71,16 @@ func benchManyGroups(b *testing.B, groups func() []*nodegroup.NodeGroup, pods []
 		if len(plan.NoScaleUp) != 0 {
 			b.Fatalf("%d of %d pods get no node (first: %v)", len(plan.NoScaleUp), len(pods), first(plan.NoScaleUp))
 		}
-		nodes, vcpus = 0, 0
+		nodes, vcpus, price = 0, 0, 0
 		for _, su := range plan.ScaleUps {
 			nodes += su.NewNodes
 			vcpus += int64(su.NewNodes) * cores[su.NodeGroup]
+			price += float64(su.NewNodes) * prices[su.NodeGroup]
 		}
 	}
 	b.ReportMetric(float64(nodes), "nodes")
 	b.ReportMetric(float64(vcpus), "vcpus")
+	b.ReportMetric(price, "price")
 	b.ReportMetric(cpu/float64(b.N), "cpu-s/op")
 }
 
