@@ -465,8 +465,8 @@ func (p *Planner) bestOptionFor(ctx context.Context, st *state, pods []*v1.Pod, 
 	// rank is, per group, how far down their claims' firstAvailable lists
 	// the pods had to go on its new nodes.
 	rank := map[string]int{}
-	bound := newWasteBound(p.Expander.Name(), pods, p.DaemonSets)
-	bestWaste := math.Inf(1) // of the options the expander will see
+	bound := newOptionBound(p.Expander.Name(), pods, p.DaemonSets)
+	best := noBestYet() // of the options the expander will see
 	alike := newAlikeKeys(p, pods)
 	for _, g := range st.groups {
 		room := st.stepRoom(g)
@@ -489,7 +489,7 @@ func (p *Planner) bestOptionFor(ctx context.Context, st *state, pods []*v1.Pod, 
 			a.option.Group = g.Name
 		default:
 			var err error
-			if a, err = p.estimateOption(ctx, st, g.Name, pods, bound, bestWaste); err != nil {
+			if a, err = p.estimateOption(ctx, st, g.Name, pods, bound, best); err != nil {
 				return expander.Option{}, false, err
 			}
 			seen[key] = a
@@ -499,18 +499,19 @@ func (p *Planner) bestOptionFor(ctx context.Context, st *state, pods []*v1.Pod, 
 		}
 		rank[g.Name] = a.rank
 		if a.option.PodCount >= need {
-			options = append(options, st.priced(a.option))
-			bestWaste = min(bestWaste, a.option.Waste)
+			o := st.priced(a.option)
+			options = append(options, o)
+			best.add(o)
 		}
 	}
 	if len(options) == 0 {
 		return expander.Option{}, false, nil
 	}
 	options = preferredChoices(options, rank)
-	best := p.Expander.Best(options)
+	chosen := p.Expander.Best(options)
 	// An expander may allow no group (CA's priority expander with an
 	// invalid ConfigMap): nothing is scaled up.
-	return best, best.Group != "", nil
+	return chosen, chosen.Group != "", nil
 }
 
 // groupAnswer is one group's estimate as the expander sees it.
@@ -550,16 +551,12 @@ func (k alikeKeys) key(st *state, g *nodegroup.NodeGroup, room int) string {
 	return fmt.Sprintf("%s/%d", st.signature[g.Name], room)
 }
 
-// estimateOption estimates the group on a fork, given up on once least-
-// waste could not choose it over an option of waste bestWaste.
-func (p *Planner) estimateOption(ctx context.Context, st *state, group string, pods []*v1.Pod, bound wasteBound, bestWaste float64) (groupAnswer, error) {
+// estimateOption estimates the group on a fork, given up on once the
+// expander could not choose it over the best option so far.
+func (p *Planner) estimateOption(ctx context.Context, st *state, group string, pods []*v1.Pod, bound optionBound, best bestSoFar) (groupAnswer, error) {
 	snap := p.Engine.Snapshot()
 	snap.Fork()
-	var giveUp func(*estimator.Result) bool
-	if !math.IsInf(bestWaste, 1) {
-		giveUp = bound.giveUp(snap, bestWaste)
-	}
-	res, err := st.estimateUnless(ctx, group, pods, false, giveUp)
+	res, err := st.estimateUnless(ctx, group, pods, false, bound.giveUp(st, snap, group, best))
 	if err != nil {
 		snap.Revert()
 		return groupAnswer{}, err
@@ -568,7 +565,7 @@ func (p *Planner) estimateOption(ctx context.Context, st *state, group string, p
 		snap.Revert()
 		p.abandoned++
 		if p.Engine.VerifiesShortcuts() {
-			if err := p.verifyAbandoned(ctx, st, group, pods, bestWaste); err != nil {
+			if err := p.verifyAbandoned(ctx, st, group, pods, best); err != nil {
 				return groupAnswer{}, err
 			}
 		}
@@ -597,9 +594,9 @@ func (p *Planner) verifyAlike(ctx context.Context, st *state, g *nodegroup.NodeG
 	return nil
 }
 
-// verifyAbandoned estimates g in full and reports when least-waste could
-// have chosen it over an option of waste best (under the verify switch).
-func (p *Planner) verifyAbandoned(ctx context.Context, st *state, group string, pods []*v1.Pod, best float64) error {
+// verifyAbandoned estimates g in full and reports when the expander could
+// have chosen it over the best so far (under the verify switch).
+func (p *Planner) verifyAbandoned(ctx context.Context, st *state, group string, pods []*v1.Pod, best bestSoFar) error {
 	snap := p.Engine.Snapshot()
 	snap.Fork()
 	defer snap.Revert()
@@ -607,8 +604,16 @@ func (p *Planner) verifyAbandoned(ctx context.Context, st *state, group string, 
 	if err != nil {
 		return err
 	}
-	if got := waste(snap, res); got <= best+wasteTie {
-		placement.ShortcutDiffers("waste bound", "group %s was given up on, but in full it wastes %.6f, no more than the best option's %.6f", group, got, best)
+	o := st.priced(expander.Option{Group: group, NewNodes: len(res.NewNodes), PodCount: len(res.Placed), Waste: waste(snap, res)})
+	switch p.Expander.Name() {
+	case "least-waste":
+		if o.Waste <= best.waste+wasteTie {
+			placement.ShortcutDiffers("waste bound", "group %s was given up on, but in full it wastes %.6f, no more than the best option's %.6f", group, o.Waste, best.waste)
+		}
+	case "price":
+		if o.PodCount > 0 && o.Price/float64(o.PodCount) <= best.costPerPod+priceTie {
+			placement.ShortcutDiffers("price bound", "group %s was given up on, but in full it costs %.6f per pod, no more than the best option's %.6f", group, o.Price/float64(o.PodCount), best.costPerPod)
+		}
 	}
 	return nil
 }

@@ -9,21 +9,36 @@ import (
 	"draxr.dev/draxr/simulator/snapshot"
 )
 
-// unbounded is least-waste under another name: the planner does not
+// unbounded is an expander under another name: the planner does not
 // know its choice, so it estimates every group in full.
 type unbounded struct{ expander.Strategy }
 
-func (unbounded) Name() string { return "least-waste, unbounded" }
+func (unbounded) Name() string { return "unbounded" }
 
-// TestWasteBoundGivesUpOnlyOnLosers: with many instance-type groups,
-// least-waste stops estimating the groups that cannot beat the best so
-// far, and the plan is the one every group estimated in full gives.
-func TestWasteBoundGivesUpOnlyOnLosers(t *testing.T) {
+// TestBoundsGiveUpOnlyOnLosers: with many instance-type groups,
+// least-waste and price stop estimating the groups that cannot beat the
+// best so far, and the plan is the one every group estimated in full
+// gives.
+func TestBoundsGiveUpOnlyOnLosers(t *testing.T) {
+	for _, name := range []string{"least-waste", "price"} {
+		t.Run(name, func(t *testing.T) { boundsGiveUpOnlyOnLosers(t, name) })
+	}
+}
+
+func boundsGiveUpOnlyOnLosers(t *testing.T, name string) {
 	pods := fiveKinds(60)
 	plan := func(exp func(expander.Strategy) expander.Strategy) (string, *Planner) {
 		groups := instanceTypeGroups(false)[:60]
+		for _, g := range groups {
+			alloc := g.Spec.Template.Status.Allocatable // Karpenter's fake price
+			g.Spec.Price = nodegroup.PriceOf(0.1*float64(alloc.Cpu().Value()) + 0.1*float64(alloc.Memory().Value())/1e9)
+		}
 		p := newPlanner(t, snapshot.New(), groups...)
-		p.Expander = exp(p.Expander)
+		strategy, err := expander.New(name, nil, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Expander = exp(strategy)
 		got, err := p.Plan(pods)
 		if err != nil {
 			t.Fatal(err)

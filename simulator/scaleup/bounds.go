@@ -1,11 +1,14 @@
 package scaleup
 
 import (
+	"math"
+
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"draxr.dev/draxr/simulator/estimator"
+	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/snapshot"
 )
 
@@ -30,12 +33,8 @@ type wasteBound struct {
 }
 
 // newWasteBound is the bound for these pods, or one that never gives up
-// (ok false) when the expander is not least-waste alone or the pods read
-// more than CPU and memory.
-func newWasteBound(expanderName string, pods []*v1.Pod, daemonSets []*appsv1.DaemonSet) wasteBound {
-	if expanderName != "least-waste" {
-		return wasteBound{}
-	}
+// (ok false) when the pods read more than CPU and memory.
+func newWasteBound(pods []*v1.Pod, daemonSets []*appsv1.DaemonSet) wasteBound {
 	w := wasteBound{ok: true}
 	for _, pod := range pods {
 		if pod.Spec.Resources != nil || !usesNoDevices(pod) {
@@ -91,3 +90,61 @@ func (w wasteBound) least(n float64, alloc estimator.Usage) float64 {
 	}
 	return 1 - used/dims
 }
+
+// optionBound gives up on a group's estimate once the expander in use
+// could not choose it over the best option found so far: least-waste by
+// wasteBound; price by the cost per pod, which is at least the nodes
+// opened so far at the group's price over every pod given (more nodes
+// only cost more, and no estimate places more pods than it is given).
+// Other expanders (and chains) see every group in full.
+type optionBound struct {
+	expander string
+	waste    wasteBound
+	pods     int
+}
+
+func newOptionBound(expanderName string, pods []*v1.Pod, daemonSets []*appsv1.DaemonSet) optionBound {
+	b := optionBound{expander: expanderName, pods: len(pods)}
+	if expanderName == "least-waste" {
+		b.waste = newWasteBound(pods, daemonSets)
+	}
+	return b
+}
+
+// bestSoFar is what an option must beat to be chosen: the least waste
+// and the least cost per pod of the options the expander will see.
+type bestSoFar struct{ waste, costPerPod float64 }
+
+func noBestYet() bestSoFar { return bestSoFar{waste: math.Inf(1), costPerPod: math.Inf(1)} }
+
+// add takes in an option the expander will see.
+func (b *bestSoFar) add(o expander.Option) {
+	b.waste = min(b.waste, o.Waste)
+	if o.PriceKnown && o.PodCount > 0 {
+		b.costPerPod = min(b.costPerPod, o.Price/float64(o.PodCount))
+	}
+}
+
+// giveUp is the estimator's GiveUp for group, nil when nothing can be
+// told yet.
+func (b optionBound) giveUp(st *state, snap *snapshot.Snapshot, group string, best bestSoFar) func(*estimator.Result) bool {
+	switch b.expander {
+	case "least-waste":
+		if math.IsInf(best.waste, 1) {
+			return nil
+		}
+		return b.waste.giveUp(snap, best.waste)
+	case "price":
+		perHour, known := st.nodePrice(group)
+		if !known || math.IsInf(best.costPerPod, 1) || b.pods == 0 {
+			return nil
+		}
+		return func(res *estimator.Result) bool {
+			return perHour*float64(len(res.NewNodes))/float64(b.pods) > best.costPerPod+priceTie
+		}
+	}
+	return nil
+}
+
+// priceTie is the price expander's margin within which costs are equal.
+const priceTie = 1e-9
