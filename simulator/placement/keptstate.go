@@ -95,7 +95,8 @@ func newKeptStates(snap *snapshot.Snapshot, verify bool) *keptStates {
 	return &keptStates{snap: snap, verify: verify, keys: map[*v1.Pod]string{}, entries: map[string]*keptState{}, hits: map[string]int{}}
 }
 
-// wrap makes the registry build the two plugins with their state kept.
+// wrap makes the registry build InterPodAffinity, PodTopologySpread and
+// NodeResourcesFit with their PreFilter state kept.
 func (k *keptStates) wrap(registry frameworkruntime.Registry) {
 	for name, keep := range map[string]func(fwk.Plugin) fwk.Plugin{
 		names.InterPodAffinity: func(p fwk.Plugin) fwk.Plugin {
