@@ -53,7 +53,7 @@ type keptStates struct {
 	// off turns keeping off (tests compare with the full path).
 	off     bool
 	keys    map[*v1.Pod]string
-	entries map[string]*keptState
+	entries map[keptKey]*keptState
 	// hits counts the cycles that used a kept state, by plugin.
 	hits map[string]int
 }
@@ -68,6 +68,9 @@ type keptState struct {
 	mark    snapshot.LogMark
 }
 
+// keptKey is a plugin's name and a kind of pod (keyOf).
+type keptKey struct{ plugin, kind string }
+
 // maxKept bounds the kinds kept; past it they are all built afresh.
 const maxKept = 64
 
@@ -80,9 +83,11 @@ type statePlugin interface {
 // keptPlugin says how one plugin's state is kept.
 type keptPlugin struct {
 	statePlugin
+	// stateKey is where the plugin's PreFilter writes its state.
+	stateKey fwk.StateKey
 	// nodesAdded brings a state up to date with nodes added since it was
 	// (the pods on them AddPod has counted); nil: nodes do not matter.
-	nodesAdded func(ctx context.Context, pl statePlugin, e *keptState, nodes []*framework.NodeInfo) bool
+	nodesAdded func(ctx context.Context, pl keptPlugin, e *keptState, nodes []*framework.NodeInfo) bool
 	// podsAdded fixes what AddPod leaves wrong; false when it cannot.
 	podsAdded func(fwk.StateData) bool
 	// skipHolds says whether a Skip for rep still holds once pod is
@@ -92,7 +97,7 @@ type keptPlugin struct {
 
 func newKeptStates(snap *snapshot.Snapshot, verify bool) *keptStates {
 	snap.LogAdditions()
-	return &keptStates{snap: snap, verify: verify, keys: map[*v1.Pod]string{}, entries: map[string]*keptState{}, hits: map[string]int{}}
+	return &keptStates{snap: snap, verify: verify, keys: map[*v1.Pod]string{}, entries: map[keptKey]*keptState{}, hits: map[string]int{}}
 }
 
 // wrap makes the registry build InterPodAffinity, PodTopologySpread and
@@ -101,19 +106,20 @@ func (k *keptStates) wrap(registry frameworkruntime.Registry) {
 	for name, keep := range map[string]func(fwk.Plugin) fwk.Plugin{
 		names.InterPodAffinity: func(p fwk.Plugin) fwk.Plugin {
 			if pl, ok := p.(*interpodaffinity.InterPodAffinity); ok {
-				return &keptInterPodAffinity{pl, k, keptPlugin{statePlugin: pl, skipHolds: affinitySkipHolds}}
+				return &keptInterPodAffinity{pl, k, keptPlugin{statePlugin: pl, stateKey: preFilterStateKey(pl), skipHolds: affinitySkipHolds}}
 			}
 			return p
 		},
 		names.PodTopologySpread: func(p fwk.Plugin) fwk.Plugin {
 			if pl, ok := p.(*podtopologyspread.PodTopologySpread); ok {
-				return &keptPodTopologySpread{pl, k, keptPlugin{statePlugin: pl, nodesAdded: spreadDomainsAdded, podsAdded: spreadMinimum}}
+				return &keptPodTopologySpread{pl, k, keptPlugin{statePlugin: pl, stateKey: preFilterStateKey(pl),
+					nodesAdded: spreadDomainsAdded, podsAdded: spreadMinimum}}
 			}
 			return p
 		},
 		names.NodeResourcesFit: func(p fwk.Plugin) fwk.Plugin {
 			if pl, ok := p.(*noderesources.Fit); ok {
-				return &keptFit{Fit: pl, states: map[*v1.Pod]fwk.StateData{}}
+				return &keptFit{Fit: pl, stateKey: preFilterStateKey(pl), states: map[*v1.Pod]fwk.StateData{}}
 			}
 			return p
 		},
@@ -131,6 +137,10 @@ func (k *keptStates) wrap(registry frameworkruntime.Registry) {
 		}
 	}
 }
+
+// preFilterStateKey is where an in-tree plugin's PreFilter writes its
+// state (each names it "PreFilter" and its own name).
+func preFilterStateKey(pl fwk.Plugin) fwk.StateKey { return fwk.StateKey("PreFilter" + pl.Name()) }
 
 // keptInterPodAffinity counts pods only: an empty node added changes
 // nothing it counts.
@@ -162,20 +172,20 @@ func (pl *keptPodTopologySpread) PreFilter(ctx context.Context, cs fwk.CycleStat
 // Pods are never changed once handed to the engine.
 type keptFit struct {
 	*noderesources.Fit
-	states map[*v1.Pod]fwk.StateData
+	stateKey fwk.StateKey
+	states   map[*v1.Pod]fwk.StateData
 }
 
 func (pl *keptFit) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	stateKey := fwk.StateKey("PreFilter" + pl.Name())
 	if data, ok := pl.states[pod]; ok {
-		cs.Write(stateKey, data)
+		cs.Write(pl.stateKey, data)
 		return nil, nil
 	}
 	res, st := pl.Fit.PreFilter(ctx, cs, pod, nodes)
 	if res != nil || !st.IsSuccess() {
 		return res, st
 	}
-	if data, err := cs.Read(stateKey); err == nil {
+	if data, err := cs.Read(pl.stateKey); err == nil {
 		if len(pl.states) >= 1<<16 {
 			clear(pl.states)
 		}
@@ -193,8 +203,7 @@ func (k *keptStates) preFilter(ctx context.Context, pl keptPlugin, cs fwk.CycleS
 	if key == "" {
 		return pl.PreFilter(ctx, cs, pod, nodes)
 	}
-	stateKey := fwk.StateKey("PreFilter" + pl.Name())
-	entry := pl.Name() + "\x00" + key
+	entry := keptKey{plugin: pl.Name(), kind: key}
 	if e := k.entries[entry]; e != nil {
 		if k.catchUp(ctx, pl, e) {
 			k.hits[pl.Name()]++
@@ -208,7 +217,7 @@ func (k *keptStates) preFilter(ctx context.Context, pl keptPlugin, cs fwk.CycleS
 			// keeping costs): Filter and Score only read it, and every
 			// cycle of the engine ends before the next one's PreFilter
 			// brings it up to date.
-			cs.Write(stateKey, e.data)
+			cs.Write(pl.stateKey, e.data)
 			return nil, nil
 		}
 		delete(k.entries, entry)
@@ -219,12 +228,12 @@ func (k *keptStates) preFilter(ctx context.Context, pl keptPlugin, cs fwk.CycleS
 	}
 	e := &keptState{pod: pod, skipped: st.IsSkip(), mark: k.snap.Mark()}
 	if !e.skipped {
-		data, err := cs.Read(stateKey)
+		data, err := cs.Read(pl.stateKey)
 		if err != nil {
 			return res, st
 		}
 		e.state, e.data = framework.NewCycleState(), data.Clone()
-		e.state.Write(stateKey, e.data)
+		e.state.Write(pl.stateKey, e.data)
 	}
 	if len(k.entries) >= maxKept {
 		clear(k.entries)
@@ -258,7 +267,7 @@ func (k *keptStates) catchUp(ctx context.Context, pl keptPlugin, e *keptState) b
 		}
 	}
 	if !e.skipped {
-		if len(added.Nodes) > 0 && pl.nodesAdded != nil && !pl.nodesAdded(ctx, pl.statePlugin, e, added.Nodes) {
+		if len(added.Nodes) > 0 && pl.nodesAdded != nil && !pl.nodesAdded(ctx, pl, e, added.Nodes) {
 			return false
 		}
 		if pl.podsAdded != nil && !pl.podsAdded(e.data) {
@@ -287,7 +296,7 @@ func affinitySkipHolds(rep *v1.Pod, pod fwk.PodInfo) bool {
 // domain no pod has reached yet counts no pods, and an eligible node of
 // it makes it one the pod may be placed in (the minimum may fall to 0).
 // Domains pods were added to are counted already (AddPod).
-func spreadDomainsAdded(ctx context.Context, pl statePlugin, e *keptState, nodes []*framework.NodeInfo) bool {
+func spreadDomainsAdded(ctx context.Context, pl keptPlugin, e *keptState, nodes []*framework.NodeInfo) bool {
 	added := make([]fwk.NodeInfo, len(nodes))
 	for i, ni := range nodes {
 		added[i] = ni
@@ -296,8 +305,7 @@ func spreadDomainsAdded(ctx context.Context, pl statePlugin, e *keptState, nodes
 	if _, st := pl.PreFilter(ctx, fresh, e.pod, added); !st.IsSuccess() {
 		return false
 	}
-	stateKey := fwk.StateKey("PreFilter" + pl.Name())
-	data, err := fresh.Read(stateKey)
+	data, err := fresh.Read(pl.stateKey)
 	if err != nil {
 		return false
 	}
@@ -415,10 +423,9 @@ func (k *keptStates) keyOf(pod *v1.Pod) string {
 // node) to the one PreFilter computes now: every node must get the same
 // Filter verdict from both.
 func (k *keptStates) verifyKept(ctx context.Context, pl keptPlugin, pod *v1.Pod, nodes []fwk.NodeInfo, kept fwk.StateData) {
-	stateKey := fwk.StateKey("PreFilter" + pl.Name())
 	keptCS := framework.NewCycleState()
 	if kept != nil {
-		keptCS.Write(stateKey, kept.Clone())
+		keptCS.Write(pl.stateKey, kept.Clone())
 	}
 	freshCS := framework.NewCycleState()
 	_, st := pl.PreFilter(ctx, freshCS, pod, nodes)
