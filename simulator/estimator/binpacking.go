@@ -214,6 +214,7 @@ type run struct {
 	simulated []string       // new nodes that exist in the snapshot
 	index     map[string]int // position in simulated
 	blocks    []roomBlock    // by position in simulated / roomBlockSize
+	roomBuf   []string       // a roomScan's block, reused
 	rejects   map[string]*placement.FitError
 	fill      fillMemo
 	// counted are CountOnly nodes; they are materialized (replicated into
@@ -339,13 +340,13 @@ func (r *run) firstFit(pod *v1.Pod, kind string) string {
 	if from >= len(r.simulated) {
 		return ""
 	}
-	candidates := r.simulated[from:]
-	if noRoom := r.b.Engine.NoRoom(pod); noRoom != nil {
-		candidates = r.roomy(pod, from, noRoom)
-	}
 	node := ""
-	if len(candidates) > 0 {
-		node, _, _ = r.b.Engine.PlaceOnFirstFitting(pod, candidates)
+	if noRoom := r.b.Engine.NoRoom(pod); noRoom == nil {
+		node, _, _ = r.b.Engine.PlaceOnFirstFitting(pod, r.simulated[from:])
+	} else if scan := r.roomScan(pod, from, noRoom); scan.next() {
+		// The scope is every node from the cursor: the nodes with room are
+		// found only as the first fit reaches them.
+		node, _, _ = r.b.Engine.PlaceOnFirstFittingOf(pod, r.simulated[from:], scan.nodes)
 	}
 	// Every node from the cursor to the one taken rejected the kind. Of
 	// those, only nodes holding the kind can teach the fill memo: with
@@ -366,29 +367,49 @@ func (r *run) firstFit(pod *v1.Pod, kind string) string {
 	return node
 }
 
-// roomy is the simulated nodes from position from that NoRoom does not
-// rule out. Whole blocks of nodes none of which has the CPU, memory or a
-// pod slot the pod needs are skipped unread: with thousands of new nodes
-// and every pod its own kind, asking each node for each pod costs the
-// square of their number.
-func (r *run) roomy(pod *v1.Pod, from int, noRoom func(string) bool) []string {
+// roomScan walks the simulated nodes from a position, yielding those
+// NoRoom does not rule out, a block at a time as the first fit reaches
+// them. Whole blocks of nodes none of which has the CPU, memory or a pod
+// slot the pod needs are skipped unread: with thousands of new nodes and
+// every pod its own kind, asking each node for each pod costs the square
+// of their number, and reading blocks past the node taken is wasted.
+type roomScan struct {
+	r        *run
+	pod      *v1.Pod
+	noRoom   func(string) bool
+	cpu, mem int64
+	sized    bool // cpu and mem are known: blocks may be skipped
+	from     int
+	start    int      // the next block's first position
+	found    []string // the block read last: its nodes with room
+	taken    int      // how many of found were yielded
+}
+
+func (r *run) roomScan(pod *v1.Pod, from int, noRoom func(string) bool) *roomScan {
 	cpu, mem, ok := r.b.Engine.RoomNeeded(pod)
-	out := make([]string, 0, len(r.simulated)-from)
-	for start := from - from%roomBlockSize; start < len(r.simulated); start += roomBlockSize {
+	s := &roomScan{r: r, pod: pod, noRoom: noRoom, cpu: cpu, mem: mem, sized: ok, from: from,
+		start: from - from%roomBlockSize, found: r.roomBuf[:0]}
+	return s
+}
+
+// next reads blocks until one has a node with room and reports whether
+// a node is left to yield.
+func (s *roomScan) next() bool {
+	r := s.r
+	if s.taken == len(s.found) {
+		s.found, s.taken = s.found[:0], 0
+	}
+	for len(s.found) == 0 && s.start < len(r.simulated) {
+		start := s.start
 		end := min(start+roomBlockSize, len(r.simulated))
+		s.start = end
 		b := start / roomBlockSize
 		for len(r.blocks) <= b {
 			r.blocks = append(r.blocks, roomBlock{})
 		}
 		blk := &r.blocks[b]
-		if ok && blk.nodes == end-start && blk.short(cpu, mem) {
-			if r.b.Engine.VerifiesShortcuts() {
-				for _, n := range r.simulated[max(start, from):end] {
-					if !noRoom(n) {
-						placement.ShortcutDiffers("room blocks", "node %s was skipped for pod %s/%s, which NoRoom does not rule it out for", n, pod.Namespace, pod.Name)
-					}
-				}
-			}
+		if s.sized && blk.nodes == end-start && blk.short(s.cpu, s.mem) {
+			s.verifySkipped(start, end)
 			continue
 		}
 		// Read the block afresh while asking its nodes: what filled up
@@ -397,13 +418,39 @@ func (r *run) roomy(pod *v1.Pod, from int, noRoom func(string) bool) []string {
 		for j := start; j < end; j++ {
 			n := r.simulated[j]
 			fresh.add(r.snap, n)
-			if j >= from && !noRoom(n) {
-				out = append(out, n)
+			if j >= s.from && !s.noRoom(n) {
+				s.found = append(s.found, n)
 			}
 		}
 		*blk = fresh
 	}
-	return out
+	return s.taken < len(s.found)
+}
+
+// nodes yields the nodes with room in position order, reading blocks
+// only as far as the caller takes them.
+func (s *roomScan) nodes(yield func(string) bool) {
+	defer func() { s.r.roomBuf = s.found[:0] }()
+	for s.next() {
+		n := s.found[s.taken]
+		s.taken++
+		if !yield(n) {
+			return
+		}
+	}
+}
+
+// verifySkipped holds a skipped block to NoRoom under the verify switch.
+func (s *roomScan) verifySkipped(start, end int) {
+	r := s.r
+	if !r.b.Engine.VerifiesShortcuts() {
+		return
+	}
+	for _, n := range r.simulated[max(start, s.from):end] {
+		if !s.noRoom(n) {
+			placement.ShortcutDiffers("room blocks", "node %s was skipped for pod %s/%s, which NoRoom does not rule it out for", n, s.pod.Namespace, s.pod.Name)
+		}
+	}
 }
 
 // roomBlockSize is how many new nodes share a most-free summary.

@@ -10,6 +10,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
+	"slices"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -31,10 +33,10 @@ var initMetrics sync.Once
 
 // Engine binds one framework instance to one snapshot.
 type Engine struct {
-	// logger is the pass's logger. A simulation is in-memory work that
-	// is never cancelled half-way, so plugin calls get a fresh context
-	// carrying it instead of a stored one.
-	logger klog.Logger
+	// pluginCtx carries the pass's logger and no deadline: a simulation
+	// is in-memory work that is never cancelled half-way. It is made
+	// once, not per plugin call (thousands of calls per pod).
+	pluginCtx context.Context
 	fw     framework.Framework
 	snap   *snapshot.Snapshot
 	// schedulerName is the profile's: the scheduler only tries pods whose
@@ -96,14 +98,12 @@ func New(ctx context.Context, snap *snapshot.Snapshot, profile *config.KubeSched
 	if err != nil {
 		return nil, fmt.Errorf("build scheduler framework for profile %q: %w", profile.SchedulerName, err)
 	}
-	return &Engine{logger: klog.FromContext(ctx), fw: fw, snap: snap, schedulerName: profile.SchedulerName, profile: profile,
+	return &Engine{pluginCtx: klog.NewContext(context.Background(), klog.FromContext(ctx)), fw: fw, snap: snap, schedulerName: profile.SchedulerName, profile: profile,
 		verify: verify, kept: kept, anti: newAntiRejects(snap)}, nil
 }
 
 // context is what the plugins run with: the pass's logger, no deadline.
-func (eng *Engine) context() context.Context {
-	return klog.NewContext(context.Background(), eng.logger)
-}
+func (eng *Engine) context() context.Context { return eng.pluginCtx }
 
 // SchedulerName is the name of the profile the placement engine runs.
 func (eng *Engine) SchedulerName() string { return eng.schedulerName }
@@ -197,7 +197,7 @@ func (eng *Engine) Place(pod *v1.Pod, nodeName string) (*v1.Pod, *FitError) {
 // PlaceOnAnyNode tries the candidate nodes in order and places the pod on
 // the first that fits. It returns the node, the placed pod, or why none fit.
 func (eng *Engine) PlaceOnAnyNode(pod *v1.Pod, candidates []string) (string, *v1.Pod, *FitError) {
-	return eng.placeOnFirst(pod, candidates, true)
+	return eng.placeOnFirst(pod, candidates, slices.Values(candidates), true)
 }
 
 // PlaceOnFirstFitting is PlaceOnAnyNode for callers that do not read why
@@ -205,15 +205,22 @@ func (eng *Engine) PlaceOnAnyNode(pod *v1.Pod, candidates []string) (string, *v1
 // hundreds of new nodes would build them for each). The FitError, when
 // no node takes the pod, holds only a PreFilter rejection.
 func (eng *Engine) PlaceOnFirstFitting(pod *v1.Pod, candidates []string) (string, *v1.Pod, *FitError) {
-	return eng.placeOnFirst(pod, candidates, false)
+	return eng.placeOnFirst(pod, candidates, slices.Values(candidates), false)
 }
 
-func (eng *Engine) placeOnFirst(pod *v1.Pod, candidates []string, why bool) (string, *v1.Pod, *FitError) {
-	c, fitErr := eng.begin(pod, candidates)
+// PlaceOnFirstFittingOf is PlaceOnFirstFitting over candidates found as
+// they are tried, all of them among scope (the nodes PreFilter is run
+// for): the first fit stops reading them at the node it takes.
+func (eng *Engine) PlaceOnFirstFittingOf(pod *v1.Pod, scope []string, candidates iter.Seq[string]) (string, *v1.Pod, *FitError) {
+	return eng.placeOnFirst(pod, scope, candidates, false)
+}
+
+func (eng *Engine) placeOnFirst(pod *v1.Pod, scope []string, candidates iter.Seq[string], why bool) (string, *v1.Pod, *FitError) {
+	c, fitErr := eng.begin(pod, scope)
 	if c == nil {
 		return "", nil, fitErr
 	}
-	for _, nodeName := range candidates {
+	for nodeName := range candidates {
 		if why {
 			if rs := eng.filter(c, nodeName); len(rs) > 0 {
 				fitErr.PerNode[nodeName] = rs

@@ -39,8 +39,8 @@ import (
 //     domains are the eligible nodes', so its PreFilter runs over the new
 //     nodes alone and their domains join the counts (spreadDomainsAdded);
 //   - PodTopologySpread's AddPod keeps its least-loaded domain right only
-//     while that domain gains no pod, so the least-loaded domains are
-//     found again from the counts (spreadMinimum);
+//     while that domain gains no pod, so the least count is found again
+//     (spreadMinimum: from a few domains known to hold it, or from all);
 //   - InterPodAffinity's Skip (a pod with no terms that no placed pod's
 //     anti-affinity selects) holds until a pod whose anti-affinity selects
 //     the pod's labels is added (affinitySkipHolds).
@@ -66,6 +66,8 @@ type keptState struct {
 	state   *framework.CycleState // holds data, for AddPod to read
 	data    fwk.StateData
 	mark    snapshot.LogMark
+	// least is spreadMinimum's, per spread constraint.
+	least []spreadLeast
 }
 
 // keptKey is a plugin's name and a kind of pod (keyOf).
@@ -88,8 +90,9 @@ type keptPlugin struct {
 	// nodesAdded brings a state up to date with nodes added since it was
 	// (the pods on them AddPod has counted); nil: nodes do not matter.
 	nodesAdded func(ctx context.Context, pl keptPlugin, e *keptState, nodes []*framework.NodeInfo) bool
-	// podsAdded fixes what AddPod leaves wrong; false when it cannot.
-	podsAdded func(fwk.StateData) bool
+	// podsAdded fixes what AddPod leaves wrong, after the pods and nodes
+	// added are counted; false when it cannot.
+	podsAdded func(e *keptState, added snapshot.Added) bool
 	// skipHolds says whether a Skip for rep still holds once pod is
 	// added; nil: a Skip is not kept.
 	skipHolds func(rep *v1.Pod, pod fwk.PodInfo) bool
@@ -270,7 +273,7 @@ func (k *keptStates) catchUp(ctx context.Context, pl keptPlugin, e *keptState) b
 		if len(added.Nodes) > 0 && pl.nodesAdded != nil && !pl.nodesAdded(ctx, pl, e, added.Nodes) {
 			return false
 		}
-		if pl.podsAdded != nil && !pl.podsAdded(e.data) {
+		if pl.podsAdded != nil && !pl.podsAdded(e, added) {
 			return false
 		}
 	}
@@ -341,48 +344,146 @@ func spreadCounts(data fwk.StateData) ([]map[string]int, bool) {
 
 // spreadMinimum sets PodTopologySpread's least-loaded domains (its
 // critical paths, of which Filter reads the least count) from the counts
-// per domain, as its PreFilter finds them. The fields are the plugin's,
-// read by name; false when they are not there (upstream changed them),
-// and the state is computed afresh.
-func spreadMinimum(data fwk.StateData) bool {
-	perConstraint, ok := spreadCounts(data)
+// per domain. The fields are the plugin's, read by name; false when they
+// are not there (upstream changed them), and the state is computed
+// afresh. Walking every domain per catch-up costs a pass over thousands
+// of hostname domains per pod, so the least count is kept with a few
+// domains that held it (spreadLeast) and the domains are walked only when
+// none of those holds it any more.
+func spreadMinimum(e *keptState, added snapshot.Added) bool {
+	perConstraint, ok := spreadCounts(e.data)
 	if !ok {
 		return false
 	}
-	paths := reflect.ValueOf(data).Elem().FieldByName("CriticalPaths")
+	paths := reflect.ValueOf(e.data).Elem().FieldByName("CriticalPaths")
 	if !paths.IsValid() || paths.Kind() != reflect.Slice || paths.Len() != len(perConstraint) {
 		return false
 	}
+	keys, ok := spreadKeys(e.data, len(perConstraint))
+	if !ok {
+		return false
+	}
+	if len(e.least) != len(perConstraint) {
+		e.least = make([]spreadLeast, len(perConstraint))
+	}
 	for i, byValue := range perConstraint {
+		l := &e.least[i]
+		l.catchUp(byValue, keys[i], added)
 		two := paths.Index(i)
 		if two.Kind() != reflect.Pointer || two.IsNil() || two.Elem().Kind() != reflect.Array || two.Elem().Len() != 2 {
 			return false
 		}
-		var least [2]struct {
-			value string
-			n     int
-		}
-		least[0].n, least[1].n = math.MaxInt32, math.MaxInt32
-		for v, n := range byValue {
-			switch {
-			case n < least[0].n || n == least[0].n && v < least[0].value:
-				least[1], least[0] = least[0], least[1]
-				least[0].value, least[0].n = v, n
-			case n < least[1].n || n == least[1].n && v < least[1].value:
-				least[1].value, least[1].n = v, n
-			}
-		}
-		for j := range 2 {
+		for j, d := range l.paths() {
 			path := two.Elem().Index(j)
 			value, num := path.FieldByName("TopologyValue"), path.FieldByName("MatchNum")
 			if !value.CanSet() || !num.CanSet() || value.Kind() != reflect.String || num.Kind() != reflect.Int {
 				return false
 			}
-			value.SetString(least[j].value)
-			num.SetInt(int64(least[j].n))
+			value.SetString(d.value)
+			num.SetInt(int64(d.n))
 		}
 	}
 	return true
+}
+
+// spreadKeys is the topology key of each of PodTopologySpread's
+// constraints in its state, read by field name.
+func spreadKeys(data fwk.StateData, n int) ([]string, bool) {
+	cs := reflect.ValueOf(data).Elem().FieldByName("Constraints")
+	if !cs.IsValid() || cs.Kind() != reflect.Slice || cs.Len() != n {
+		return nil, false
+	}
+	keys := make([]string, n)
+	for i := range n {
+		k := cs.Index(i).FieldByName("TopologyKey")
+		if !k.IsValid() || k.Kind() != reflect.String {
+			return nil, false
+		}
+		keys[i] = k.String()
+	}
+	return keys, true
+}
+
+// spreadLeast is one constraint's least count and up to spreadWitnesses
+// domains that held it. Between catch-ups counts only grow (a removal
+// builds the state afresh), so the least is unchanged while one of those
+// domains still holds it, unless a domain new since holds fewer: new
+// domains are only those of the nodes added and of the nodes pods were
+// added to. With fewer than two left, every domain is walked again.
+type spreadLeast struct {
+	n      int
+	at     []string
+	second domainCount // the least domain after at[0] when at has one
+	known  bool
+}
+
+type domainCount struct {
+	value string
+	n     int
+}
+
+const spreadWitnesses = 16
+
+func (l *spreadLeast) catchUp(byValue map[string]int, key string, added snapshot.Added) {
+	if l.known {
+		for _, a := range added.Pods {
+			l.consider(byValue, a.Node.Node().Labels[key])
+		}
+		for _, ni := range added.Nodes {
+			l.consider(byValue, ni.Node().Labels[key])
+		}
+		l.at = slices.DeleteFunc(l.at, func(v string) bool { return byValue[v] != l.n })
+	}
+	if len(l.at) < 2 {
+		l.walk(byValue)
+	}
+}
+
+// consider takes in a domain that may be new since the last catch-up.
+func (l *spreadLeast) consider(byValue map[string]int, v string) {
+	c, ok := byValue[v]
+	switch {
+	case !ok || c > l.n:
+	case c < l.n:
+		l.n, l.at = c, append(l.at[:0], v)
+	case len(l.at) < spreadWitnesses && !slices.Contains(l.at, v):
+		l.at = append(l.at, v)
+	}
+}
+
+// walk finds the least count, its domains (up to spreadWitnesses, the
+// least values first among those seen) and the next least domain.
+func (l *spreadLeast) walk(byValue map[string]int) {
+	l.n, l.at, l.known = math.MaxInt32, l.at[:0], true
+	l.second = domainCount{n: math.MaxInt32}
+	for v, c := range byValue {
+		switch {
+		case c < l.n:
+			if len(l.at) > 0 {
+				l.second = domainCount{l.at[0], l.n}
+			}
+			l.n, l.at = c, append(l.at[:0], v)
+		case c == l.n:
+			if len(l.at) < spreadWitnesses {
+				l.at = append(l.at, v)
+			}
+		case c < l.second.n:
+			l.second = domainCount{v, c}
+		}
+	}
+	slices.Sort(l.at)
+}
+
+// paths are the two least-loaded domains, as the plugin's critical paths
+// hold them.
+func (l *spreadLeast) paths() [2]domainCount {
+	switch len(l.at) {
+	case 0:
+		return [2]domainCount{{n: math.MaxInt32}, {n: math.MaxInt32}}
+	case 1:
+		return [2]domainCount{{l.at[0], l.n}, l.second}
+	}
+	return [2]domainCount{{l.at[0], l.n}, {l.at[1], l.n}}
 }
 
 // kindKey is what the two plugins' PreFilter read of the pod being

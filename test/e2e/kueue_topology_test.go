@@ -202,7 +202,7 @@ func TestKueueTopology(t *testing.T) {
 	if want := fmt.Sprintf("Provisioned=True CapacityIsProvisioned [{kueuetas-b 2 false}] map[%s:b]", rackKey); len(planned) != 1 || planned[0] != want {
 		t.Errorf("draxr simulate plans %s as %q, want %q", pr, planned, want)
 	}
-	e.autoscaler(groups, args...)
+	second := e.autoscaler(groups, args...)
 	c := e.waitCondition(pr, prv1.Provisioned, metav1.ConditionTrue, provreq.ReasonCapacityIsProvisioned, time.Minute)
 	got, err := e.pr.AutoscalingV1().ProvisioningRequests(e.ns).Get(e.ctx, pr, metav1.GetOptions{})
 	if err != nil {
@@ -301,9 +301,14 @@ func TestKueueTopology(t *testing.T) {
 	// Without the mapping, Kueue's second pass ignores the rack draxr
 	// chose. A request made without Kueue books rack a's 8 free GPUs, so
 	// draxr provisions an 8-GPU Job of queue "unmapped" in rack b (a new
-	// node). Kueue does not know the booking: its second pass sees 8 free
-	// in each rack, takes the first (a) and the pods take the booked room,
-	// while rack b's new node stays empty.
+	// node). Kueue does not know the booking: its second pass runs as
+	// soon as the request is Provisioned, while the new node boots (a
+	// cloud's node takes minutes; here the local provider waits 45 s),
+	// sees 8 free in rack a alone and the pods take the booked room, while
+	// rack b's new node stays empty. With a node Ready at once, Kueue would
+	// see 8 free in each rack and either could win.
+	second.Stop(10 * time.Second)
+	e.autoscaler(groups, append(args, "--local-node-ready-delay=45s")...)
 	e.podTemplate("held", 1, "")
 	e.request("held", provreq.CheckCapacity, "held", 8)
 	e.waitCondition("held", prv1.Provisioned, metav1.ConditionTrue, provreq.ReasonCapacityIsFound, time.Minute)
