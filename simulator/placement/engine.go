@@ -37,8 +37,8 @@ type Engine struct {
 	// is in-memory work that is never cancelled half-way. It is made
 	// once, not per plugin call (thousands of calls per pod).
 	pluginCtx context.Context
-	fw     framework.Framework
-	snap   *snapshot.Snapshot
+	fw        framework.Framework
+	snap      *snapshot.Snapshot
 	// schedulerName is the profile's: the scheduler only tries pods whose
 	// spec.schedulerName it is.
 	schedulerName string
