@@ -57,7 +57,7 @@ type Engine struct {
 	// kept is the spread and affinity PreFilter state kept across cycles.
 	kept *keptStates
 	// anti is the nodes anti-affinity kept kinds of pod off.
-	anti *antiRejects
+	rejects *rejectMemo
 	// requests memoizes pods' requests (requestsOf).
 	requests map[*v1.Pod]v1.ResourceList
 }
@@ -99,7 +99,7 @@ func New(ctx context.Context, snap *snapshot.Snapshot, profile *config.KubeSched
 		return nil, fmt.Errorf("build scheduler framework for profile %q: %w", profile.SchedulerName, err)
 	}
 	return &Engine{pluginCtx: klog.NewContext(context.Background(), klog.FromContext(ctx)), fw: fw, snap: snap, schedulerName: profile.SchedulerName, profile: profile,
-		verify: verify, kept: kept, anti: newAntiRejects(snap)}, nil
+		verify: verify, kept: kept, rejects: newRejectMemo(snap)}, nil
 }
 
 // context is what the plugins run with: the pass's logger, no deadline.
@@ -117,6 +117,9 @@ type cycle struct {
 	pod    *v1.Pod
 	state  *framework.CycleState
 	filter *fwk.PreFilterResult
+	// least is PodTopologySpread's least counts (spreadLeast), read once.
+	least     []int
+	leastRead bool
 }
 
 func (eng *Engine) preFilter(pod *v1.Pod, candidates []string) (*cycle, *FitError) {
@@ -153,22 +156,22 @@ func (eng *Engine) fits(c *cycle, nodeName string) bool {
 		return false
 	}
 	kind := eng.kept.keyOf(c.pod)
-	if eng.anti.rejects(kind, nodeName) {
+	if eng.rejects.rejects(kind, nodeName, c) {
 		if eng.verify {
-			eng.verifyAntiRejects(c, ni)
+			eng.verifyRejects(c, ni)
 		}
 		return false
 	}
 	st := eng.fw.RunFilterPlugins(eng.context(), c.state, c.pod, ni)
-	eng.anti.saw(kind, nodeName, st)
+	eng.rejects.saw(kind, nodeName, st, c)
 	return st.IsSuccess()
 }
 
-// verifyAntiRejects holds a remembered anti-affinity rejection to the
-// full Filter, in the same cycle.
-func (eng *Engine) verifyAntiRejects(c *cycle, ni fwk.NodeInfo) {
+// verifyRejects holds a remembered rejection to the full Filter, in the
+// same cycle.
+func (eng *Engine) verifyRejects(c *cycle, ni fwk.NodeInfo) {
 	if eng.fw.RunFilterPlugins(eng.context(), c.state, c.pod, ni).IsSuccess() {
-		ShortcutDiffers("remembered anti-affinity rejection", "pod %s was kept off node %s, which the scheduler's plugins accept", podKey(c.pod), ni.Node().Name)
+		ShortcutDiffers("remembered rejection", "pod %s was kept off node %s, which the scheduler's plugins accept", podKey(c.pod), ni.Node().Name)
 	}
 }
 

@@ -101,7 +101,7 @@ func keptScript(t *testing.T, seed uint64, keep bool) ([]string, map[string]int)
 			k.shape(p)
 			place := h.PlaceOnAnyNode
 			if rng.IntN(2) == 0 {
-				place = h.PlaceOnFirstFitting // remembers anti-affinity rejections
+				place = h.PlaceOnFirstFitting // remembers anti-affinity and spread rejections
 			}
 			node, got, ferr := place(p, nodes)
 			if ferr != nil {
@@ -113,13 +113,13 @@ func keptScript(t *testing.T, seed uint64, keep bool) ([]string, map[string]int)
 		}
 	}
 	hits := maps.Clone(h.kept.hits)
-	hits["antiRejects"] = h.anti.used
+	hits["antiRejects"], hits["spreadRejects"] = h.rejects.used[names.InterPodAffinity], h.rejects.used[names.PodTopologySpread]
 	return out, hits
 }
 
 // TestKeptStateMatchesFreshState replays random sequences with the
-// spread and affinity state kept across cycles (and anti-affinity
-// rejections remembered) and computed afresh for every pod: every pod
+// spread and affinity state kept across cycles (and anti-affinity and
+// spread rejections remembered) and computed afresh for every pod: every pod
 // must go to the same node. Nodes added (new
 // domains), pods removed and forks reverted are each in the sequences;
 // without the rules that drop a kept state after them, or without
@@ -130,7 +130,7 @@ func TestKeptStateMatchesFreshState(t *testing.T) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			fresh, _ := keptScript(t, seed, false)
 			kept, hits := keptScript(t, seed, true)
-			if hits[names.InterPodAffinity] == 0 || hits[names.PodTopologySpread] == 0 || hits["antiRejects"] == 0 {
+			if hits[names.InterPodAffinity] == 0 || hits[names.PodTopologySpread] == 0 || hits["antiRejects"] == 0 || hits["spreadRejects"] == 0 {
 				t.Fatalf("kept states used %v: the test checks too little", hits)
 			}
 			for i := range fresh {
