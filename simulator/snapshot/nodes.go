@@ -31,6 +31,28 @@ func (l *nodeLists) invalidateAffinity() {
 	l.affinityValid, l.antiAffValid, l.nonHostAntiAffValid = false, false, false
 }
 
+// added puts a new node, last in node order and with no pods, at the end
+// of the list of all nodes when it is valid: rebuilding walks every node,
+// once per node an estimate opens. The affinity lists do not hold a node
+// without pods.
+func (l *nodeLists) added(ni *framework.NodeInfo) {
+	if l.allValid {
+		l.all = append(l.all, ni)
+	}
+}
+
+// removedLast takes back added: the node is last in node order, and its
+// pods were taken off first (the affinity lists were made invalid then if
+// any pod of it had affinity).
+func (l *nodeLists) removedLast(ni *framework.NodeInfo) {
+	if n := len(l.all); l.allValid && n > 0 && l.all[n-1] == fwk.NodeInfo(ni) {
+		l.all[n-1] = nil
+		l.all = l.all[:n-1]
+		return
+	}
+	l.allValid = false
+}
+
 // drop takes a removed node out of the lists that are valid, in place as
 // a rebuild would be: rebuilding walks every node, once per node a drain
 // simulation removes.
@@ -54,13 +76,13 @@ func (s *Snapshot) AddNode(node *v1.Node) error {
 	ni.SetNode(node)
 	s.nodes[node.Name] = ni
 	s.nodeOrder = append(s.nodeOrder, node.Name)
-	s.lists.invalidate()
+	s.lists.added(ni)
 	s.log.nodeAdded(ni)
 	if s.forking() {
 		s.onUndo(func() {
 			delete(s.nodes, node.Name)
 			s.nodeOrder = s.nodeOrder[:len(s.nodeOrder)-1]
-			s.lists.invalidate()
+			s.lists.removedLast(ni)
 		})
 	}
 	return nil

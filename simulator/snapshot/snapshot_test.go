@@ -187,6 +187,11 @@ func TestSnapshotForkRevert(t *testing.T) {
 			must(t, s.RemovePod(fx.Pod("a", 0, nil).UID))
 			must(t, s.RemoveNode("node-0"))
 		}},
+		{"add a node with the lists cached", func(t *testing.T, s *Snapshot) {
+			_, _ = s.NodeInfos().List()
+			must(t, s.AddNode(fx.Node("node-2", 8, 32, nil)))
+			must(t, s.AddPod(boundPod("x", "node-2", 1)))
+		}},
 		{"slices", func(t *testing.T, s *Snapshot) {
 			s.RemoveResourceSlice(fx.GPUSlice("node-0", 4).Name)
 			must(t, s.AddResourceSlice(fx.DeviceSlice("node-1", "other.example.com", 2, "x")))
