@@ -16,6 +16,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"draxr.dev/draxr/simulator/daemonsets"
 	"draxr.dev/draxr/simulator/nodegroup"
@@ -211,10 +212,11 @@ type run struct {
 	// Nodes only fill up, so a node that rejected a kind of pod keeps
 	// rejecting it: each kind keeps a cursor into simulated.
 	cursor    map[string]int
-	simulated []string       // new nodes that exist in the snapshot
-	index     map[string]int // position in simulated
-	blocks    []roomBlock    // by position in simulated / roomBlockSize
-	roomBuf   []string       // a roomScan's block, reused
+	simulated []string              // new nodes that exist in the snapshot
+	infos     []*framework.NodeInfo // their NodeInfos, by position: read for every pod, a lookup by name each costs most of a scan
+	index     map[string]int        // position in simulated
+	blocks    []roomBlock           // by position in simulated / roomBlockSize
+	roomBuf   []string              // a roomScan's block, reused
 	rejects   map[string]*placement.FitError
 	fill      fillMemo
 	// counted are CountOnly nodes; they are materialized (replicated into
@@ -416,10 +418,17 @@ func (s *roomScan) next() bool {
 		// since, and nodes added to it.
 		fresh := roomBlock{cpu: math.MinInt64, mem: math.MinInt64, slots: math.MinInt64, nodes: end - start}
 		for j := start; j < end; j++ {
-			n := r.simulated[j]
-			fresh.add(r.snap, n)
-			if j >= s.from && !s.noRoom(n) {
-				s.found = append(s.found, n)
+			ni := r.infos[j]
+			fresh.add(ni)
+			if j < s.from {
+				continue
+			}
+			if s.sized && !hasRoom(ni, s.cpu, s.mem) {
+				s.verifySkipped(j, j+1)
+				continue
+			}
+			if !s.noRoom(r.simulated[j]) {
+				s.found = append(s.found, r.simulated[j])
 			}
 		}
 		*blk = fresh
@@ -470,8 +479,17 @@ func (blk *roomBlock) short(cpu, mem int64) bool {
 	return blk.slots < 1 || cpu > 0 && blk.cpu < cpu || mem > 0 && blk.mem < mem
 }
 
-func (blk *roomBlock) add(snap *snapshot.Snapshot, node string) {
-	ni := snap.NodeInfo(node)
+// hasRoom says whether the node has cpu and mem free with a pod slot: what
+// NoRoom asks first, without looking the node up.
+func hasRoom(ni *framework.NodeInfo, cpu, mem int64) bool {
+	if ni == nil {
+		return true
+	}
+	a, u := ni.Allocatable, ni.Requested
+	return a.AllowedPodNumber > len(ni.Pods) && (cpu <= 0 || a.MilliCPU-u.MilliCPU >= cpu) && (mem <= 0 || a.Memory-u.Memory >= mem)
+}
+
+func (blk *roomBlock) add(ni *framework.NodeInfo) {
 	if ni == nil {
 		blk.cpu, blk.mem, blk.slots = math.MaxInt64, math.MaxInt64, math.MaxInt64 // unknown: never skipped
 		return
@@ -485,6 +503,7 @@ func (blk *roomBlock) add(snap *snapshot.Snapshot, node string) {
 func (r *run) addSimulated(name string) {
 	r.index[name] = len(r.simulated)
 	r.simulated = append(r.simulated, name)
+	r.infos = append(r.infos, r.snap.NodeInfo(name))
 }
 
 // materialize replicates a counted node's pods into the snapshot.
