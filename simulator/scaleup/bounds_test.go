@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"draxr.dev/draxr/simulator/expander"
+	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/snapshot"
 )
@@ -26,7 +27,7 @@ func TestBoundsGiveUpOnlyOnLosers(t *testing.T) {
 }
 
 func boundsGiveUpOnlyOnLosers(t *testing.T, name string) {
-	pods := fiveKinds(60)
+	pods := fx.FiveKinds(60)
 	plan := func(exp func(expander.Strategy) expander.Strategy) (string, *Planner) {
 		groups := instanceTypeGroups(false)[:60]
 		for _, g := range groups {

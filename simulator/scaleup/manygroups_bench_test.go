@@ -2,15 +2,11 @@ package scaleup
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/nodegroup"
@@ -41,7 +37,7 @@ func BenchmarkManyGroups(b *testing.B) {
 				if n > 1000 && os.Getenv("BENCH_MANYGROUPS_LARGE") != "1" {
 					b.Skip("set BENCH_MANYGROUPS_LARGE=1: a plan this size takes from half a minute to minutes")
 				}
-				benchManyGroups(b, layout.groups, fiveKinds(n))
+				benchManyGroups(b, layout.groups, fx.FiveKinds(n))
 			})
 		}
 	}
@@ -84,75 +80,23 @@ func benchManyGroups(b *testing.B, groups func() []*nodegroup.NodeGroup, pods []
 	b.ReportMetric(cpu/float64(b.N), "cpu-s/op")
 }
 
-var benchZones = []string{"zone-a", "zone-b", "zone-c"}
-
 // instanceTypeGroups are the 400 instance types as NodeGroups: one each,
 // in zones in turn, or (perZone) one for each type in each zone.
 func instanceTypeGroups(perZone bool) []*nodegroup.NodeGroup {
 	var out []*nodegroup.NodeGroup
 	for i := range 400 {
-		zones := []string{benchZones[i%len(benchZones)]}
+		zones := []string{fx.InstanceTypeZones[i%len(fx.InstanceTypeZones)]}
 		if perZone {
-			zones = benchZones
+			zones = fx.InstanceTypeZones
 		}
 		for _, zone := range zones {
 			name := fmt.Sprintf("fake-it-%d", i)
 			if perZone {
 				name += "-" + zone
 			}
-			t := fx.Node("template", int64(i+1), 2*int64(i+1), nil)
-			t.Status.Allocatable[v1.ResourcePods] = *resource.NewQuantity(10*int64(i+1), resource.DecimalSI)
-			t.Status.Capacity = t.Status.Allocatable
-			t.Labels[v1.LabelTopologyZone] = zone
-			t.Labels[v1.LabelInstanceTypeStable] = fmt.Sprintf("fake-it-%d", i)
 			out = append(out, &nodegroup.NodeGroup{ObjectMeta: metav1.ObjectMeta{Name: name},
-				Spec: nodegroup.Spec{MaxSize: 100000, Template: *t}})
+				Spec: nodegroup.Spec{MaxSize: 100000, Template: *fx.InstanceTypeNode(i, zone)}})
 		}
 	}
 	return out
-}
-
-// fiveKinds makes n pods, a fifth of each kind, each kind one controller's,
-// with CPU and memory drawn from a fixed seed.
-func fiveKinds(n int) []*v1.Pod {
-	rng := rand.New(rand.NewPCG(56, 400))
-	kinds := []struct {
-		name     string
-		affinity func(p *v1.Pod, labels map[string]string)
-	}{
-		{"plain", func(*v1.Pod, map[string]string) {}},
-		{"zone-spread", func(p *v1.Pod, l map[string]string) {
-			p.Spec.TopologySpreadConstraints = spreadOver(v1.LabelTopologyZone, l)
-		}},
-		{"host-spread", func(p *v1.Pod, l map[string]string) {
-			p.Spec.TopologySpreadConstraints = spreadOver(v1.LabelHostname, l)
-		}},
-		{"zone-affinity", func(p *v1.Pod, l map[string]string) {
-			p.Spec.Affinity = &v1.Affinity{PodAffinity: &v1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
-				LabelSelector: &metav1.LabelSelector{MatchLabels: l}, TopologyKey: v1.LabelTopologyZone}}}}
-		}},
-		{"host-anti-affinity", func(p *v1.Pod, l map[string]string) {
-			p.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
-				LabelSelector: &metav1.LabelSelector{MatchLabels: l}, TopologyKey: v1.LabelHostname}}}}
-		}},
-	}
-	pods := make([]*v1.Pod, 0, n)
-	for i := range n {
-		k := kinds[i%len(kinds)]
-		labels := map[string]string{"kind": k.name}
-		p := fx.Pod(fmt.Sprintf("%s-%d", k.name, i/len(kinds)), 100+rng.Int64N(1401), nil)
-		mem := resource.NewQuantity(100<<20+rng.Int64N(4<<30-100<<20+1), resource.BinarySI)
-		p.Spec.Containers[0].Resources.Requests[v1.ResourceMemory] = *mem
-		p.Labels = labels
-		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: k.name,
-			UID: types.UID("rs-" + k.name), Controller: ptr.To(true)}}
-		k.affinity(p, labels)
-		pods = append(pods, p)
-	}
-	return pods
-}
-
-func spreadOver(key string, labels map[string]string) []v1.TopologySpreadConstraint {
-	return []v1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: key, WhenUnsatisfiable: v1.DoNotSchedule,
-		LabelSelector: &metav1.LabelSelector{MatchLabels: labels}}}
 }
