@@ -9,6 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 
@@ -34,6 +35,10 @@ var keptKinds = []struct {
 	}},
 	{"near-plain", func(p *v1.Pod) { // only in a zone plain pods reached: a rejection that ends
 		p.Spec.Affinity = &v1.Affinity{PodAffinity: &v1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{term(v1.LabelTopologyZone, "plain")}}}
+	}},
+	{"zone-spread-min3", func(p *v1.Pod) { // skew against 0 until the third zone has a node
+		p.Spec.TopologySpreadConstraints = spread(v1.LabelTopologyZone, "zone-spread-min3")
+		p.Spec.TopologySpreadConstraints[0].MinDomains = ptr.To[int32](3)
 	}},
 	{"zone-anti-plain", func(p *v1.Pod) { // keeps plain pods out of its zone, and stays out of theirs
 		p.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{term(v1.LabelTopologyZone, "plain")}}}
@@ -240,5 +245,53 @@ func TestKeptAffinitySkipEnds(t *testing.T) {
 	}
 	if h.kept.hits[names.InterPodAffinity] == 0 {
 		t.Fatal("no kept Skip was used")
+	}
+}
+
+// TestRememberedSpreadRejectionEndsAtMinDomains: while fewer zones than
+// minDomains hold nodes, spreading measures skew against 0, and a zone
+// with one pod rejects the next. Once the third zone's node comes with a
+// pod, the least count the Filter reads rises from 0 to 1 and the zone
+// takes a pod again: the remembered rejection must end there, though the
+// least count stored per domain was 1 all along.
+func TestRememberedSpreadRejectionEndsAtMinDomains(t *testing.T) {
+	snap := snapshot.New()
+	h := newEngine(t, snap)
+	addZoneNode := func(name, zone string) {
+		n := fx.Node(name, 8, 32, nil)
+		n.Labels[v1.LabelTopologyZone] = zone
+		if err := snap.AddNode(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pod := func(name string) *v1.Pod {
+		p := fx.Pod(name, 100, nil)
+		p.Labels = map[string]string{"kind": "min3"}
+		p.Spec.TopologySpreadConstraints = spread(v1.LabelTopologyZone, "min3")
+		p.Spec.TopologySpreadConstraints[0].MinDomains = ptr.To[int32](3)
+		return p
+	}
+	addZoneNode("n0", "zone-0")
+	addZoneNode("n1", "zone-1")
+	nodes := []string{"n0", "n1"}
+	for _, name := range []string{"a", "b"} {
+		if _, _, ferr := h.PlaceOnFirstFitting(pod(name), nodes); ferr != nil {
+			t.Fatalf("pod %s: %v", name, ferr)
+		}
+	}
+	// Both zones hold one: skew 2 against 0 everywhere.
+	if node, _, _ := h.PlaceOnFirstFitting(pod("c"), nodes); node != "" {
+		t.Fatalf("pod c went to %s; with two zones of one pod each and minDomains 3 it fits nowhere", node)
+	}
+	addZoneNode("n2", "zone-2")
+	if _, ferr := h.Place(pod("d"), "n2"); ferr != nil {
+		t.Fatal(ferr)
+	}
+	nodes = append(nodes, "n2")
+	if node, _, _ := h.PlaceOnFirstFitting(pod("e"), nodes); node != "n0" {
+		t.Errorf("pod e went to %q, want n0: three zones of one pod each, skew 1", node)
+	}
+	if h.rejects.used[names.PodTopologySpread] != 1 {
+		t.Errorf("remembered spread rejections used %d times, want 1 (n1 for pod c)", h.rejects.used[names.PodTopologySpread])
 	}
 }
