@@ -56,7 +56,7 @@ type Engine struct {
 	scored []string
 	// kept is the spread and affinity PreFilter state kept across cycles.
 	kept *keptStates
-	// anti is the nodes anti-affinity kept kinds of pod off.
+	// rejects is the nodes anti-affinity or spread kept kinds of pod off.
 	rejects *rejectMemo
 	// requests memoizes pods' requests (requestsOf).
 	requests map[*v1.Pod]v1.ResourceList

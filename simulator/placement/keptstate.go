@@ -349,7 +349,7 @@ func spreadCounts(data fwk.StateData) ([]map[string]int, bool) {
 // afresh. Walking every domain per catch-up costs a pass over thousands
 // of hostname domains per pod, so the least count is kept with a few
 // domains that held it (spreadLeast) and the domains are walked only when
-// none of those holds it any more.
+// fewer than two of those still hold it.
 func spreadMinimum(e *keptState, added snapshot.Added) bool {
 	perConstraint, ok := spreadCounts(e.data)
 	if !ok {
