@@ -84,10 +84,11 @@ func benchManyGroups(b *testing.B, groups func() []*nodegroup.NodeGroup, pods []
 // in zones in turn, or (perZone) one for each type in each zone.
 func instanceTypeGroups(perZone bool) []*nodegroup.NodeGroup {
 	var out []*nodegroup.NodeGroup
+	all := fx.InstanceTypeZones()
 	for i := range 400 {
-		zones := []string{fx.InstanceTypeZones[i%len(fx.InstanceTypeZones)]}
+		zones := []string{all[i%len(all)]}
 		if perZone {
-			zones = fx.InstanceTypeZones
+			zones = all
 		}
 		for _, zone := range zones {
 			name := fmt.Sprintf("fake-it-%d", i)

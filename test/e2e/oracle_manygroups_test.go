@@ -29,8 +29,9 @@ func manyGroupsScenario(t *testing.T, n int) string {
 		}
 		docs = append(docs, string(data))
 	}
+	zones := fx.InstanceTypeZones()
 	for i := range 400 {
-		tmpl := fx.InstanceTypeNode(i, fx.InstanceTypeZones[i%len(fx.InstanceTypeZones)])
+		tmpl := fx.InstanceTypeNode(i, zones[i%len(zones)])
 		tmpl.Name, tmpl.UID, tmpl.Status.Conditions = "", "", nil
 		delete(tmpl.Labels, v1.LabelHostname)
 		add(nodegroup.NodeGroup{TypeMeta: metav1.TypeMeta{APIVersion: nodegroup.APIVersion, Kind: nodegroup.Kind},
