@@ -25,7 +25,7 @@ import (
 // bytes of memory, per node) and the process CPU a plan takes (cpu-s/op).
 //
 // 5,000 and 20,000 pods run only with BENCH_MANYGROUPS_LARGE=1: they
-// take half a minute and six minutes (docs/performance.md).
+// take about 5 and 40 cpu-s on a 2-core machine (docs/performance.md).
 func BenchmarkManyGroups(b *testing.B) {
 	for _, layout := range []struct {
 		name   string
@@ -35,7 +35,7 @@ func BenchmarkManyGroups(b *testing.B) {
 		for _, n := range []int{100, 500, 1000, 5000, 20000} {
 			b.Run(fmt.Sprintf("%s/pods-%d", layout.name, n), func(b *testing.B) {
 				if n > 1000 && os.Getenv("BENCH_MANYGROUPS_LARGE") != "1" {
-					b.Skip("set BENCH_MANYGROUPS_LARGE=1: a plan this size takes from half a minute to minutes")
+					b.Skip("set BENCH_MANYGROUPS_LARGE=1: a plan this size takes seconds to a minute")
 				}
 				benchManyGroups(b, layout.groups, fx.FiveKinds(n))
 			})
