@@ -79,17 +79,16 @@ func filterFor(name string, prio func() (filter, error), rng *rand.Rand) (filter
 	return nil, fmt.Errorf("unknown expander %q (want some of %v)", name, Names())
 }
 
-// keepBest returns the options score ranks highest, within eps.
+// keepBest returns the options score ranks highest, within Tie.
 func keepBest(options []Option, score func(Option) float64) []Option {
-	const eps = 1e-9
 	var best []Option
 	var top float64
 	for _, o := range options {
 		s := score(o)
 		switch {
-		case len(best) == 0 || s > top+eps:
+		case len(best) == 0 || s > top+Tie:
 			best, top = []Option{o}, s
-		case s >= top-eps:
+		case s >= top-Tie:
 			best = append(best, o)
 		}
 	}

@@ -121,13 +121,16 @@ func pick(options []Option, less func(a, b Option) (bool, bool)) Option {
 	return sorted[0]
 }
 
+// Tie is the margin within which two options' waste, or cost per pod,
+// are equal: float sums of the same plan differ in the last bits.
+const Tie = 1e-9
+
 type leastWaste struct{}
 
 func (leastWaste) Name() string { return "least-waste" }
 func (leastWaste) Best(options []Option) Option {
 	return pick(options, func(a, b Option) (bool, bool) {
-		const eps = 1e-9
-		if d := a.Waste - b.Waste; d < -eps || d > eps {
+		if d := a.Waste - b.Waste; d < -Tie || d > Tie {
 			return a.Waste < b.Waste, true
 		}
 		if a.PodCount != b.PodCount {

@@ -39,7 +39,7 @@ func cheapestFilter(options []Option) []Option {
 			priced = append(priced, o)
 		}
 	}
-	return keepBest(priced, func(o Option) float64 { return -costPerPod(o) })
+	return keepBest(priced, func(o Option) float64 { return -CostPerPod(o) })
 }
 
 func anyPriced(options []Option) bool {
@@ -51,9 +51,9 @@ func anyPriced(options []Option) bool {
 	return false
 }
 
-// costPerPod is the option's price over the pods it takes; an option
+// CostPerPod is the option's price over the pods it takes; an option
 // that takes none is worth nothing at any price.
-func costPerPod(o Option) float64 {
+func CostPerPod(o Option) float64 {
 	if o.PodCount <= 0 {
 		return math.Inf(1)
 	}

@@ -68,12 +68,9 @@ func (w wasteBound) giveUp(snap *snapshot.Snapshot, best float64) func(*estimato
 		if alloc.Devices > 0 {
 			return false
 		}
-		return w.least(float64(len(res.NewNodes)), alloc) > best+wasteTie
+		return w.least(float64(len(res.NewNodes)), alloc) > best+expander.Tie
 	}
 }
-
-// wasteTie is least-waste's margin within which wastes are equal.
-const wasteTie = 1e-9
 
 // least is the bound for n nodes of allocatable alloc, over the
 // dimensions waste counts (those the node has).
@@ -120,8 +117,8 @@ func noBestYet() bestSoFar { return bestSoFar{waste: math.Inf(1), costPerPod: ma
 // add takes in an option the expander will see.
 func (b *bestSoFar) add(o expander.Option) {
 	b.waste = min(b.waste, o.Waste)
-	if o.PriceKnown && o.PodCount > 0 {
-		b.costPerPod = min(b.costPerPod, o.Price/float64(o.PodCount))
+	if o.PriceKnown {
+		b.costPerPod = min(b.costPerPod, expander.CostPerPod(o))
 	}
 }
 
@@ -140,11 +137,8 @@ func (b optionBound) giveUp(st *state, snap *snapshot.Snapshot, group string, be
 			return nil
 		}
 		return func(res *estimator.Result) bool {
-			return perHour*float64(len(res.NewNodes))/float64(b.pods) > best.costPerPod+priceTie
+			return perHour*float64(len(res.NewNodes))/float64(b.pods) > best.costPerPod+expander.Tie
 		}
 	}
 	return nil
 }
-
-// priceTie is the price expander's margin within which costs are equal.
-const priceTie = 1e-9

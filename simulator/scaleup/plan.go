@@ -587,7 +587,7 @@ func (p *Planner) verifyAlike(ctx context.Context, st *state, g *nodegroup.NodeG
 	if err != nil {
 		return err
 	}
-	if got := waste(snap, res); len(res.NewNodes) != alike.NewNodes || len(res.Placed) != alike.PodCount || math.Abs(got-alike.Waste) > 1e-9 {
+	if got := waste(snap, res); len(res.NewNodes) != alike.NewNodes || len(res.Placed) != alike.PodCount || math.Abs(got-alike.Waste) > expander.Tie {
 		placement.ShortcutDiffers("fresh label values", "group %s: %d new nodes, %d pods, waste %.6f in full; %d, %d, %.6f as group %s",
 			g.Name, len(res.NewNodes), len(res.Placed), got, alike.NewNodes, alike.PodCount, alike.Waste, alike.Group)
 	}
@@ -607,12 +607,12 @@ func (p *Planner) verifyAbandoned(ctx context.Context, st *state, group string, 
 	o := st.priced(expander.Option{Group: group, NewNodes: len(res.NewNodes), PodCount: len(res.Placed), Waste: waste(snap, res)})
 	switch p.Expander.Name() {
 	case "least-waste":
-		if o.Waste <= best.waste+wasteTie {
+		if o.Waste <= best.waste+expander.Tie {
 			placement.ShortcutDiffers("waste bound", "group %s was given up on, but in full it wastes %.6f, no more than the best option's %.6f", group, o.Waste, best.waste)
 		}
 	case "price":
-		if o.PodCount > 0 && o.Price/float64(o.PodCount) <= best.costPerPod+priceTie {
-			placement.ShortcutDiffers("price bound", "group %s was given up on, but in full it costs %.6f per pod, no more than the best option's %.6f", group, o.Price/float64(o.PodCount), best.costPerPod)
+		if cost := expander.CostPerPod(o); cost <= best.costPerPod+expander.Tie {
+			placement.ShortcutDiffers("price bound", "group %s was given up on, but in full it costs %.6f per pod, no more than the best option's %.6f", group, cost, best.costPerPod)
 		}
 	}
 	return nil
