@@ -379,19 +379,19 @@ type roomScan struct {
 	r        *run
 	pod      *v1.Pod
 	noRoom   func(string) bool
-	cpu, mem int64
-	sized    bool // cpu and mem are known: blocks may be skipped
+	cpu, mem int64 // RoomNeeded: what NoRoom asks first
 	from     int
 	start    int      // the next block's first position
 	found    []string // the block read last: its nodes with room
 	taken    int      // how many of found were yielded
 }
 
+// roomScan starts a scan for a pod NoRoom applies to (RoomNeeded then
+// knows its CPU and memory).
 func (r *run) roomScan(pod *v1.Pod, from int, noRoom func(string) bool) *roomScan {
-	cpu, mem, ok := r.b.Engine.RoomNeeded(pod)
-	s := &roomScan{r: r, pod: pod, noRoom: noRoom, cpu: cpu, mem: mem, sized: ok, from: from,
+	cpu, mem, _ := r.b.Engine.RoomNeeded(pod)
+	return &roomScan{r: r, pod: pod, noRoom: noRoom, cpu: cpu, mem: mem, from: from,
 		start: from - from%roomBlockSize, found: r.roomBuf[:0]}
-	return s
 }
 
 // next reads blocks until one has a node with room and reports whether
@@ -410,7 +410,7 @@ func (s *roomScan) next() bool {
 			r.blocks = append(r.blocks, roomBlock{})
 		}
 		blk := &r.blocks[b]
-		if s.sized && blk.nodes == end-start && blk.short(s.cpu, s.mem) {
+		if blk.nodes == end-start && blk.short(s.cpu, s.mem) {
 			s.verifySkipped(start, end)
 			continue
 		}
@@ -418,12 +418,12 @@ func (s *roomScan) next() bool {
 		// since, and nodes added to it.
 		fresh := roomBlock{cpu: math.MinInt64, mem: math.MinInt64, slots: math.MinInt64, nodes: end - start}
 		for j := start; j < end; j++ {
-			ni := r.infos[j]
-			fresh.add(ni)
+			free := freeOn(r.infos[j])
+			fresh.merge(free)
 			if j < s.from {
 				continue
 			}
-			if s.sized && !hasRoom(ni, s.cpu, s.mem) {
+			if free.short(s.cpu, s.mem) {
 				s.verifySkipped(j, j+1)
 				continue
 			}
@@ -479,25 +479,20 @@ func (blk *roomBlock) short(cpu, mem int64) bool {
 	return blk.slots < 1 || cpu > 0 && blk.cpu < cpu || mem > 0 && blk.mem < mem
 }
 
-// hasRoom says whether the node has cpu and mem free with a pod slot: what
-// NoRoom asks first, without looking the node up.
-func hasRoom(ni *framework.NodeInfo, cpu, mem int64) bool {
+// freeOn is what one node has free, as a block of one: a node short of a
+// pod's CPU, memory or a pod slot is one NoRoom rules out, and is passed
+// over without looking it up by name.
+func freeOn(ni *framework.NodeInfo) roomBlock {
 	if ni == nil {
-		return true
+		return roomBlock{cpu: math.MaxInt64, mem: math.MaxInt64, slots: math.MaxInt64, nodes: 1} // unknown: never skipped
 	}
 	a, u := ni.Allocatable, ni.Requested
-	return a.AllowedPodNumber > len(ni.Pods) && (cpu <= 0 || a.MilliCPU-u.MilliCPU >= cpu) && (mem <= 0 || a.Memory-u.Memory >= mem)
+	return roomBlock{cpu: a.MilliCPU - u.MilliCPU, mem: a.Memory - u.Memory, slots: int64(a.AllowedPodNumber - len(ni.Pods)), nodes: 1}
 }
 
-func (blk *roomBlock) add(ni *framework.NodeInfo) {
-	if ni == nil {
-		blk.cpu, blk.mem, blk.slots = math.MaxInt64, math.MaxInt64, math.MaxInt64 // unknown: never skipped
-		return
-	}
-	a, u := ni.Allocatable, ni.Requested
-	blk.cpu = max(blk.cpu, a.MilliCPU-u.MilliCPU)
-	blk.mem = max(blk.mem, a.Memory-u.Memory)
-	blk.slots = max(blk.slots, int64(a.AllowedPodNumber-len(ni.Pods)))
+// merge takes in the room of another node of the block.
+func (blk *roomBlock) merge(o roomBlock) {
+	blk.cpu, blk.mem, blk.slots = max(blk.cpu, o.cpu), max(blk.mem, o.mem), max(blk.slots, o.slots)
 }
 
 func (r *run) addSimulated(name string) {
