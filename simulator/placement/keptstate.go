@@ -66,8 +66,10 @@ type keptState struct {
 	state   *framework.CycleState // holds data, for AddPod to read
 	data    fwk.StateData
 	mark    snapshot.LogMark
-	// least is spreadMinimum's, per spread constraint.
-	least []spreadLeast
+	// spread and least are spreadMinimum's: the state's fields, read
+	// once, and per constraint what it knows of the least count.
+	spread *spreadView
+	least  []spreadLeast
 }
 
 // keptKey is a plugin's name and a kind of pod (keyOf).
@@ -344,64 +346,91 @@ func spreadCounts(data fwk.StateData) ([]map[string]int, bool) {
 
 // spreadMinimum sets PodTopologySpread's least-loaded domains (its
 // critical paths, of which Filter reads the least count) from the counts
-// per domain. The fields are the plugin's, read by name; false when they
-// are not there (upstream changed them), and the state is computed
-// afresh. Walking every domain per catch-up costs a pass over thousands
-// of hostname domains per pod, so the least count is kept with a few
-// domains that held it (spreadLeast) and the domains are walked only when
-// fewer than two of those still hold it.
+// per domain; false when the plugin's fields are not what spreadView
+// reads, and the state is computed afresh. Walking every domain per
+// catch-up costs a pass over thousands of hostname domains per pod, so
+// the least count is kept with a few domains that held it (spreadLeast)
+// and the domains are walked only when fewer than two of those still
+// hold it.
 func spreadMinimum(e *keptState, added snapshot.Added) bool {
-	perConstraint, ok := spreadCounts(e.data)
-	if !ok {
-		return false
-	}
-	paths := reflect.ValueOf(e.data).Elem().FieldByName("CriticalPaths")
-	if !paths.IsValid() || paths.Kind() != reflect.Slice || paths.Len() != len(perConstraint) {
-		return false
-	}
-	keys, ok := spreadKeys(e.data, len(perConstraint))
-	if !ok {
-		return false
-	}
-	if len(e.least) != len(perConstraint) {
-		e.least = make([]spreadLeast, len(perConstraint))
-	}
-	for i, byValue := range perConstraint {
-		l := &e.least[i]
-		l.catchUp(byValue, keys[i], added)
-		two := paths.Index(i)
-		if two.Kind() != reflect.Pointer || two.IsNil() || two.Elem().Kind() != reflect.Array || two.Elem().Len() != 2 {
+	if e.spread == nil {
+		// The kept state is changed in place, never replaced: read its
+		// fields once.
+		v, ok := readSpread(e.data)
+		if !ok {
 			return false
 		}
-		for j, d := range l.paths() {
-			path := two.Elem().Index(j)
-			value, num := path.FieldByName("TopologyValue"), path.FieldByName("MatchNum")
-			if !value.CanSet() || !num.CanSet() || value.Kind() != reflect.String || num.Kind() != reflect.Int {
-				return false
-			}
-			value.SetString(d.value)
-			num.SetInt(int64(d.n))
-		}
+		e.spread, e.least = v, make([]spreadLeast, len(v.counts))
+	}
+	for i, byValue := range e.spread.counts {
+		l := &e.least[i]
+		l.catchUp(byValue, e.spread.keys[i], added)
+		e.spread.setPaths(i, l.paths())
 	}
 	return true
 }
 
-// spreadKeys is the topology key of each of PodTopologySpread's
-// constraints in its state, read by field name.
-func spreadKeys(data fwk.StateData, n int) ([]string, bool) {
-	cs := reflect.ValueOf(data).Elem().FieldByName("Constraints")
-	if !cs.IsValid() || cs.Kind() != reflect.Slice || cs.Len() != n {
+// spreadView is PodTopologySpread's PreFilter state read by field name
+// (the type is the plugin's own, unexported): per constraint, the
+// matching pods per domain, the two least-loaded domains, the topology
+// key and minDomains.
+type spreadView struct {
+	counts     []map[string]int
+	paths      []reflect.Value // each the plugin's *[2]criticalPath
+	keys       []string
+	minDomains []int
+}
+
+// readSpread views the plugin's state; false when its fields are not
+// there or not of the types read (upstream changed them).
+func readSpread(data fwk.StateData) (*spreadView, bool) {
+	counts, ok := spreadCounts(data)
+	if !ok {
 		return nil, false
 	}
-	keys := make([]string, n)
+	n := len(counts)
+	s := reflect.ValueOf(data).Elem()
+	paths, constraints := s.FieldByName("CriticalPaths"), s.FieldByName("Constraints")
+	if paths.Kind() != reflect.Slice || constraints.Kind() != reflect.Slice || paths.Len() != n || constraints.Len() != n {
+		return nil, false
+	}
+	v := &spreadView{counts: counts, paths: make([]reflect.Value, n), keys: make([]string, n), minDomains: make([]int, n)}
 	for i := range n {
-		k := cs.Index(i).FieldByName("TopologyKey")
-		if !k.IsValid() || k.Kind() != reflect.String {
+		two, c := paths.Index(i), constraints.Index(i)
+		if two.Kind() != reflect.Pointer || two.IsNil() || two.Elem().Kind() != reflect.Array || two.Elem().Len() != 2 {
 			return nil, false
 		}
-		keys[i] = k.String()
+		for j := range 2 {
+			value, num := two.Elem().Index(j).FieldByName("TopologyValue"), two.Elem().Index(j).FieldByName("MatchNum")
+			if !value.CanSet() || !num.CanSet() || value.Kind() != reflect.String || num.Kind() != reflect.Int {
+				return nil, false
+			}
+		}
+		key, minDomains := c.FieldByName("TopologyKey"), c.FieldByName("MinDomains")
+		if key.Kind() != reflect.String || minDomains.Kind() != reflect.Int32 {
+			return nil, false
+		}
+		v.paths[i], v.keys[i], v.minDomains[i] = two, key.String(), int(minDomains.Int())
 	}
-	return keys, true
+	return v, true
+}
+
+// least is constraint i's least count as Filter reads it: 0 while fewer
+// domains than minDomains are counted.
+func (v *spreadView) least(i int) int {
+	if len(v.counts[i]) < v.minDomains[i] {
+		return 0
+	}
+	return int(v.paths[i].Elem().Index(0).FieldByName("MatchNum").Int())
+}
+
+// setPaths writes constraint i's two least-loaded domains.
+func (v *spreadView) setPaths(i int, two [2]domainCount) {
+	for j, d := range two {
+		path := v.paths[i].Elem().Index(j)
+		path.FieldByName("TopologyValue").SetString(d.value)
+		path.FieldByName("MatchNum").SetInt(int64(d.n))
+	}
 }
 
 // spreadLeast is one constraint's least count and up to spreadWitnesses

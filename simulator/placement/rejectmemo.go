@@ -1,7 +1,6 @@
 package placement
 
 import (
-	"reflect"
 	"slices"
 
 	fwk "k8s.io/kube-scheduler/framework"
@@ -137,31 +136,13 @@ func (c *cycle) spreadLeast() []int {
 const spreadStateKey fwk.StateKey = "PreFilter" + names.PodTopologySpread
 
 func leastCounts(data fwk.StateData) []int {
-	s := reflect.ValueOf(data)
-	if s.Kind() != reflect.Pointer || s.IsNil() || s.Elem().Kind() != reflect.Struct {
+	v, ok := readSpread(data)
+	if !ok {
 		return nil
 	}
-	perConstraint, ok := spreadCounts(data)
-	paths, constraints := s.Elem().FieldByName("CriticalPaths"), s.Elem().FieldByName("Constraints")
-	if !ok || !paths.IsValid() || paths.Kind() != reflect.Slice || !constraints.IsValid() || constraints.Kind() != reflect.Slice ||
-		paths.Len() != len(perConstraint) || constraints.Len() != len(perConstraint) {
-		return nil
-	}
-	out := make([]int, len(perConstraint))
+	out := make([]int, len(v.counts))
 	for i := range out {
-		two, minDomains := paths.Index(i), constraints.Index(i).FieldByName("MinDomains")
-		if two.Kind() != reflect.Pointer || two.IsNil() || two.Elem().Kind() != reflect.Array || two.Elem().Len() != 2 ||
-			minDomains.Kind() != reflect.Int32 {
-			return nil
-		}
-		least := two.Elem().Index(0).FieldByName("MatchNum")
-		if least.Kind() != reflect.Int {
-			return nil
-		}
-		out[i] = int(least.Int())
-		if len(perConstraint[i]) < int(minDomains.Int()) {
-			out[i] = 0
-		}
+		out[i] = v.least(i)
 	}
 	return out
 }
