@@ -21,11 +21,12 @@ import (
 // filter with NodeResourcesFit, or the pod has pod-level resources (whose
 // use depends on a feature gate the plugin reads).
 func (eng *Engine) NoRoom(pod *v1.Pod) func(nodeName string) bool {
-	if pod.Spec.Resources != nil || !eng.filtersOnResources() {
+	milliCPU, memory, ok := eng.RoomNeeded(pod)
+	if !ok {
 		return nil
 	}
 	req := eng.requestsOf(pod)
-	milliCPU, memory, storage := req.Cpu().MilliValue(), req.Memory().Value(), req.StorageEphemeral().Value()
+	storage := req.StorageEphemeral().Value()
 	noDevice := eng.noFreeDevice(pod, extendedRequests(req))
 	return func(nodeName string) bool {
 		ni := eng.snap.NodeInfo(nodeName)
