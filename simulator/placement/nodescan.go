@@ -19,9 +19,10 @@ const (
 // last feasible node it got is a race; here nodes are examined one by
 // one, so the start of every search is reproducible.
 type NodeScan struct {
-	nodes []string
-	index map[string]int
-	next  int
+	nodes  []string
+	index  map[string]int
+	next   int
+	shared *sharedVerdicts
 }
 
 // NewNodeScan starts the searches of one pass over nodes, every node the
@@ -31,7 +32,7 @@ func (eng *Engine) NewNodeScan(nodes []string) *NodeScan {
 	for i, n := range nodes {
 		index[n] = i
 	}
-	return &NodeScan{nodes: nodes, index: index}
+	return &NodeScan{nodes: nodes, index: index, shared: eng.newSharedVerdicts()}
 }
 
 // numFeasibleNodesToFind is how many feasible nodes the scheduler looks
@@ -60,11 +61,37 @@ func (eng *Engine) numFeasibleNodesToFind(numAllNodes int) int {
 // PlaceBestScanned is PlaceBest with the scheduler's bound: candidates
 // (nodes of the scan left in its order, the others known not to fit) are
 // filtered from where the scan's previous search stopped, and only the
-// first feasible ones the scheduler would find are scored.
+// first feasible ones the scheduler would find are scored. Nodes in one
+// state share Filter's verdict and their scores (sharedVerdicts); when
+// they may, PreFilter is run for the first node of each state alone, and
+// the cycle is run again for every candidate if that is not enough.
 func (eng *Engine) PlaceBestScanned(pod *v1.Pod, candidates []string, scan *NodeScan) (string, *v1.Pod, *FitError) {
-	c, fitErr := eng.begin(pod, candidates)
+	if reps := scan.shared.reps(eng, pod, candidates, scan); reps != nil {
+		if node, placed, fitErr, ok := eng.placeScanned(pod, candidates, reps, scan); ok {
+			return node, placed, fitErr
+		}
+	}
+	node, placed, fitErr, _ := eng.placeScanned(pod, candidates, nil, scan)
+	return node, placed, fitErr
+}
+
+// placeScanned is one cycle of PlaceBestScanned, its PreFilter run for
+// reps when given (else for every candidate). ok is false when reps were
+// not enough: a node outside them needed Filter of its own, and the cycle
+// was given up with nothing changed.
+func (eng *Engine) placeScanned(pod *v1.Pod, candidates, reps []string, scan *NodeScan) (string, *v1.Pod, *FitError, bool) {
+	scoped := reps != nil
+	scope := candidates
+	if scoped {
+		scope = reps
+	}
+	c, fitErr := eng.begin(pod, scope)
 	if c == nil {
-		return "", nil, fitErr
+		return "", nil, fitErr, !scoped
+	}
+	shared := scan.shared.begin(eng, c)
+	if scoped && (!shared || c.filter != nil && !c.filter.AllNodes()) {
+		return "", nil, nil, false
 	}
 	searched, index := scan.searched(c.filter)
 	want := eng.numFeasibleNodesToFind(len(searched))
@@ -75,7 +102,7 @@ func (eng *Engine) PlaceBestScanned(pod *v1.Pod, candidates []string, scan *Node
 	processed := len(searched)
 	var feasible []fwk.NodeInfo
 	for _, name := range rotated(candidates, index, start) {
-		if rs := eng.filter(c, name); len(rs) > 0 {
+		if rs := eng.filterShared(c, scan.shared, name); len(rs) > 0 {
 			fitErr.PerNode[name] = rs
 			continue
 		}
@@ -85,10 +112,23 @@ func (eng *Engine) PlaceBestScanned(pod *v1.Pod, candidates []string, scan *Node
 			break
 		}
 	}
+	var node string
+	var placed *v1.Pod
+	if shared {
+		var ok bool
+		if node, placed, ok = eng.placeOnBestShared(c, scan.shared, feasible, fitErr, scoped); !ok {
+			return "", nil, nil, false
+		}
+	} else {
+		node, placed, fitErr = eng.placeOnBest(c, feasible, fitErr)
+	}
 	if len(scan.nodes) > 0 {
 		scan.next = (scan.next + processed) % len(scan.nodes)
 	}
-	return eng.placeOnBest(c, feasible, fitErr)
+	if placed == nil {
+		return "", nil, fitErr, true
+	}
+	return node, placed, nil, true
 }
 
 // searched is what the scheduler searches for a pod: every node, or those

@@ -9,6 +9,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 
 	"draxr.dev/draxr/scheduler/aliases"
+	"draxr.dev/draxr/simulator/snapshot"
 )
 
 // NoRoom returns a test, costing a few comparisons per node, that is true
@@ -133,31 +134,57 @@ func (eng *Engine) SpreadsByDefault() bool {
 // Candidates narrows a list of nodes, kind of pod by kind, to those NoRoom
 // leaves. While pods are being placed nodes only fill up, so a node
 // NoRoom ruled out for a kind stays out, and the next pod of the kind
-// looks only at the nodes left, not at the whole fleet. Use it for one
-// run of placements with no removals in between.
+// looks only at the nodes given a pod since, not at the whole fleet. Use
+// it for one run of placements with no removals in between (a removal or
+// revert, which the snapshot's change log shows, starts the kind afresh).
 type Candidates struct {
 	eng  *Engine
-	left map[string][]string
+	left map[string]*nodesLeft
+}
+
+// nodesLeft is a kind's nodes NoRoom left, as of the change log's mark.
+type nodesLeft struct {
+	nodes []string
+	mark  snapshot.LogMark
 }
 
 // NewCandidates starts a run of placements.
 func (eng *Engine) NewCandidates() *Candidates {
-	return &Candidates{eng: eng, left: map[string][]string{}}
+	eng.snap.LogAdditions()
+	return &Candidates{eng: eng, left: map[string]*nodesLeft{}}
 }
 
 // For returns the nodes of nodes (the same list every call) NoRoom leaves
-// for pod, of the given kind; nodes itself when NoRoom cannot tell.
+// for pod, of the given kind; nodes itself when NoRoom cannot tell. The
+// list returned must not be changed.
 func (c *Candidates) For(pod *v1.Pod, kind string, nodes []string) []string {
 	full := c.eng.NoRoom(pod)
 	if full == nil {
 		return nodes
 	}
-	if left, ok := c.left[kind]; ok {
-		nodes = left
+	l, ok := c.left[kind]
+	if !ok {
+		l = &nodesLeft{}
+		c.left[kind] = l
 	}
-	out := slices.DeleteFunc(slices.Clone(nodes), full)
-	c.left[kind] = out
-	return out
+	added, since := c.eng.snap.AddedSince(l.mark)
+	l.mark = c.eng.snap.Mark()
+	if !ok || !since {
+		l.nodes = slices.DeleteFunc(slices.Clone(nodes), full)
+		return l.nodes
+	}
+	filled, anyFilled := map[string]bool{}, false // nodes given a pod: NoRoom rules them out now
+	for _, p := range added.Pods {
+		n := p.Node.Node().Name
+		if _, seen := filled[n]; !seen {
+			filled[n] = full(n)
+			anyFilled = anyFilled || filled[n]
+		}
+	}
+	if anyFilled {
+		l.nodes = slices.DeleteFunc(slices.Clone(l.nodes), func(n string) bool { return filled[n] })
+	}
+	return l.nodes
 }
 
 // AddsNodeAffinity reports whether the profile's NodeAffinity plugin adds

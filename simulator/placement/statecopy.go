@@ -2,65 +2,34 @@ package placement
 
 import (
 	"slices"
-	"strconv"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
-	"k8s.io/dynamic-resource-allocation/structured"
 	v1helper "k8s.io/kubernetes/pkg/apis/core/v1/helper"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
-	"k8s.io/utils/ptr"
 )
 
-// StateCopies copies placements between nodes in the same state: a pod of
-// a kind that was placed on a node in some state goes, onto another node
-// in that state, where it went there, with the devices renamed (as
-// Replicate does for empty nodes). A node's state is what the Filter
-// plugins read of it for such a pod: its shape as EmptyNodeSignature
-// hashes it (labels, taints, unschedulable, allocatable, declared
-// features, its slices, the node's name taken out), the requests and
-// count of its pods, and which devices of its own pool are allocated.
+// StateCopies copies placements between nodes in the same state
+// (nodeStates): a pod of a kind that was placed on a node in some state
+// goes, onto another node in that state, where it went there, with the
+// devices renamed (as Replicate does for empty nodes).
 //
 // It is for one run in which nodes and slices do not change but for nodes
 // removed (a scale-down search). It is exact under preconditions checked
-// here: the profile runs only in-tree Filter plugins whose verdict for
-// such a pod reads nothing else; every slice is local to one node and is
-// its pool; no placed pod has inter-pod (anti-)affinity and the profile
-// adds no hard default spread constraints; the pod is Replicable, has no
-// pod-level resources, host ports, extended resources, scheduling group,
-// volumes but local ones, and selects no node by a label whose value is
-// the node's name; its claims are its own and fresh; the copied
-// allocation holds only devices of the node's own pool, whole. The
-// caller keys pods by kind (estimator.Kinds), as Replicate's callers do.
+// here: statesExact; no placed pod has inter-pod (anti-)affinity; the pod
+// is Eligible; its claims are its own and fresh; the copied allocation
+// holds only devices of the node's own pool, whole. The caller keys pods
+// by kind (estimator.Kinds), as Replicate's callers do.
 type StateCopies struct {
-	eng *Engine
-	// class is each node's shape class (nil: none).
-	class   map[string]*nodeClass
-	classes []*nodeClass
-	// ids are a node's devices, slice by slice, for the allocated set.
-	ids    map[string][]structured.DeviceID
+	*nodeStates
 	memo   map[string]map[string]*placedCopy // kind -> state -> copy
-	buf    []byte
 	copied int
 }
 
 // Copied counts the placements copied.
 func (c *StateCopies) Copied() int { return c.copied }
-
-// nodeClass is nodes of one shape; rep is the first seen, nameKeys the
-// labels whose value is the node's own name.
-type nodeClass struct {
-	id       int
-	rep      string
-	nameKeys []string
-}
-
-// maxClasses bounds the shapes compared per node: a fleet of all
-// different nodes copies nothing and should not pay for it.
-const maxClasses = 16
 
 // placedCopy is what placing a pod wrote of its claims on node.
 type placedCopy struct {
@@ -86,32 +55,20 @@ func copyFilter(plugin string) bool {
 // NewStateCopies returns the copier for the snapshot as it is, or nil when
 // copies could not be exact (see StateCopies).
 func (eng *Engine) NewStateCopies() *StateCopies {
-	plugins := eng.fw.ListPlugins()
-	for _, set := range [][]string{pluginNames(plugins.Filter.Enabled), pluginNames(plugins.PreFilter.Enabled), pluginNames(plugins.Reserve.Enabled)} {
-		for _, p := range set {
-			if !copyFilter(p) {
-				return nil
-			}
-		}
-	}
-	if eng.SpreadsByDefault() || len(eng.snap.SlicesForNode("")) > 0 {
+	if !eng.statesExact() || !eng.noInterPodTerms() {
 		return nil
 	}
-	lister := eng.snap.NodeInfos()
-	if l, err := lister.HavePodsWithAffinityList(); err != nil || len(l) > 0 {
-		return nil
-	}
-	if l, err := lister.HavePodsWithRequiredAntiAffinityList(); err != nil || len(l) > 0 {
-		return nil
-	}
-	return &StateCopies{eng: eng, class: map[string]*nodeClass{}, ids: map[string][]structured.DeviceID{},
-		memo: map[string]map[string]*placedCopy{}}
+	return &StateCopies{nodeStates: newNodeStates(eng, false), memo: map[string]map[string]*placedCopy{}}
 }
 
 // Eligible reports whether the pod's placements may be copied (see
 // StateCopies); ownNamed as for Replicable. Any resource outside the
 // kubernetes.io domain counts as extended.
-func Eligible(pod *v1.Pod, ownNamed bool) bool {
+func Eligible(pod *v1.Pod, ownNamed bool) bool { return eligible(pod, ownNamed, false) }
+
+// eligible is Eligible, with extended resources allowed when extended is
+// set: they may be copied nowhere, but nodes in one state judge them alike.
+func eligible(pod *v1.Pod, ownNamed, extended bool) bool {
 	if !Replicable(pod, ownNamed) || pod.Spec.Resources != nil || pod.Spec.SchedulingGroup != nil || pod.Spec.NodeName != "" {
 		return false
 	}
@@ -129,7 +86,7 @@ func Eligible(pod *v1.Pod, ownNamed bool) bool {
 			}
 			for _, rl := range []v1.ResourceList{cs[i].Resources.Requests, cs[i].Resources.Limits} {
 				for name := range rl {
-					if !v1helper.IsNativeResource(name) {
+					if !extended && !v1helper.IsNativeResource(name) {
 						return false
 					}
 				}
@@ -142,191 +99,34 @@ func Eligible(pod *v1.Pod, ownNamed bool) bool {
 			return false
 		}
 	}
-	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-		for _, t := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-			if len(t.MatchFields) > 0 {
-				return false
-			}
+	for _, t := range nodeSelectorTerms(pod) {
+		if len(t.MatchFields) > 0 {
+			return false
 		}
 	}
 	return true
 }
 
-// Key says the node's state, "" when it has none a copy could use.
-func (c *StateCopies) Key(node string) string {
-	ni := c.eng.snap.NodeInfo(node)
-	if ni == nil || ni.Node() == nil {
-		return ""
-	}
-	cl := c.classOf(node)
-	if cl == nil {
-		return ""
-	}
-	usage := c.eng.snap.DeviceUsage()
-	b := strconv.AppendInt(c.buf[:0], int64(cl.id), 10)
-	r := ni.Requested
-	for _, n := range []int64{int64(len(ni.Pods)), r.MilliCPU, r.Memory, r.EphemeralStorage} {
-		b = strconv.AppendInt(append(b, '|'), n, 10)
-	}
-	if len(r.ScalarResources) > 0 {
-		scalars := make([]string, 0, len(r.ScalarResources))
-		for name := range r.ScalarResources {
-			scalars = append(scalars, string(name))
-		}
-		slices.Sort(scalars)
-		for _, name := range scalars {
-			b = strconv.AppendInt(append(append(b, '|'), name...), r.ScalarResources[v1.ResourceName(name)], 10)
-		}
-	}
-	b = append(b, "|d"...)
-	for i, id := range c.ids[node] {
-		if usage.Shares(id) > 0 {
-			return "" // shares and consumed capacity are not keyed
-		}
-		if usage.Whole(id) {
-			b = strconv.AppendInt(append(b, ','), int64(i), 10)
-		}
-	}
-	c.buf = b
-	return string(b)
-}
-
-// classOf finds the node's shape class, comparing it with each class's
-// first node; nil when its slices are not its own pool or there are too
-// many classes.
-func (c *StateCopies) classOf(node string) *nodeClass {
-	if cl, ok := c.class[node]; ok {
-		return cl
-	}
-	c.class[node] = nil
-	var ids []structured.DeviceID
-	for _, s := range c.eng.snap.SlicesForNode(node) {
-		if s.Spec.Pool.Name != node || ptr.Deref(s.Spec.NodeName, "") != node {
-			return nil
-		}
-		for i := range s.Spec.Devices {
-			ids = append(ids, structured.MakeDeviceID(s.Spec.Driver, s.Spec.Pool.Name, s.Spec.Devices[i].Name))
-		}
-	}
-	c.ids[node] = ids
-	for _, cl := range c.classes {
-		if keys, ok := c.sameShape(cl.rep, node); ok && slices.Equal(keys, cl.nameKeys) {
-			c.class[node] = cl
-			return cl
-		}
-	}
-	if len(c.classes) >= maxClasses {
+// nodeSelectorTerms are the pod's node affinity terms, required and
+// preferred: the node names they read change Filter's verdict or the
+// scores.
+func nodeSelectorTerms(pod *v1.Pod) []v1.NodeSelectorTerm {
+	a := pod.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil {
 		return nil
 	}
-	keys, _ := c.sameShape(node, node)
-	cl := &nodeClass{id: len(c.classes), rep: node, nameKeys: keys}
-	c.classes = append(c.classes, cl)
-	c.class[node] = cl
-	return cl
+	var terms []v1.NodeSelectorTerm
+	if r := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution; r != nil {
+		terms = append(terms, r.NodeSelectorTerms...)
+	}
+	for _, p := range a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+		terms = append(terms, p.Preference)
+	}
+	return terms
 }
 
-// sameShape compares what Filter plugins read of two nodes, each one's
-// name taken out, and returns the label keys whose value is the name.
-func (c *StateCopies) sameShape(a, b string) ([]string, bool) {
-	na, nb := c.eng.snap.NodeInfo(a).Node(), c.eng.snap.NodeInfo(b).Node()
-	if len(na.Labels) != len(nb.Labels) || na.Spec.Unschedulable != nb.Spec.Unschedulable ||
-		!slices.Equal(na.Status.DeclaredFeatures, nb.Status.DeclaredFeatures) ||
-		!sameQuantities(na.Status.Allocatable, nb.Status.Allocatable) ||
-		!apiequality.Semantic.DeepEqual(na.Spec.Taints, nb.Spec.Taints) {
-		return nil, false
-	}
-	var keys []string
-	for k, va := range na.Labels {
-		vb, ok := nb.Labels[k]
-		switch {
-		case !ok:
-			return nil, false
-		case va == a && vb == b:
-			keys = append(keys, k)
-		case va != vb:
-			return nil, false
-		}
-	}
-	slices.Sort(keys)
-	sa, sb := c.eng.snap.SlicesForNode(a), c.eng.snap.SlicesForNode(b)
-	if len(sa) != len(sb) {
-		return nil, false
-	}
-	for i := range sa {
-		if !sameSlice(sa[i].Spec, sb[i].Spec) {
-			return nil, false
-		}
-	}
-	return keys, true
-}
-
-// sameSlice compares two slices' specs but for their node and pool names.
-// Devices' attributes and capacities, most of a slice, are compared
-// directly, the rest by reflection: comparing a 10-device slice wholly by
-// reflection costs as much as a few scheduling cycles.
-func sameSlice(x, y resourceapi.ResourceSliceSpec) bool {
-	if len(x.Devices) != len(y.Devices) {
-		return false
-	}
-	for i := range x.Devices {
-		if !sameDevice(x.Devices[i], y.Devices[i]) {
-			return false
-		}
-	}
-	x.NodeName, y.NodeName, x.Pool.Name, y.Pool.Name, x.Devices, y.Devices = nil, nil, "", "", nil, nil
-	return apiequality.Semantic.DeepEqual(x, y)
-}
-
-func sameDevice(a, b resourceapi.Device) bool {
-	if len(a.Attributes) != len(b.Attributes) || len(a.Capacity) != len(b.Capacity) {
-		return false
-	}
-	for name, x := range a.Attributes {
-		y, ok := b.Attributes[name]
-		if !ok || !samePtr(x.IntValue, y.IntValue) || !samePtr(x.BoolValue, y.BoolValue) ||
-			!samePtr(x.StringValue, y.StringValue) || !samePtr(x.VersionValue, y.VersionValue) {
-			return false
-		}
-		x.IntValue, x.BoolValue, x.StringValue, x.VersionValue = nil, nil, nil, nil
-		y.IntValue, y.BoolValue, y.StringValue, y.VersionValue = nil, nil, nil, nil
-		// List values, rare, by reflection. TestSameSliceKnowsEveryField
-		// fails when the API adds a field.
-		if x.IntValues != nil || y.IntValues != nil || x.BoolValues != nil || y.BoolValues != nil ||
-			x.StringValues != nil || y.StringValues != nil || x.VersionValues != nil || y.VersionValues != nil {
-			if !apiequality.Semantic.DeepEqual(x, y) {
-				return false
-			}
-		}
-	}
-	for name, x := range a.Capacity {
-		y, ok := b.Capacity[name]
-		if !ok || x.Value.Cmp(y.Value) != 0 || (x.RequestPolicy != nil || y.RequestPolicy != nil) &&
-			!apiequality.Semantic.DeepEqual(x.RequestPolicy, y.RequestPolicy) {
-			return false
-		}
-	}
-	a.Attributes, b.Attributes, a.Capacity, b.Capacity = nil, nil, nil, nil
-	return apiequality.Semantic.DeepEqual(a, b)
-}
-
-func samePtr[T comparable](a, b *T) bool {
-	return a == nil && b == nil || a != nil && b != nil && *a == *b
-}
-
-func sameQuantities(a, b v1.ResourceList) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for name, qa := range a {
-		if qb, ok := b[name]; !ok || qa.Cmp(qb) != 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// selectsByName reports whether the pod selects nodes by a label whose
-// value is the node's name in its class.
+// selectsByName reports whether the pod selects or prefers nodes by a
+// label whose value is the node's name in its class.
 func selectsByName(pod *v1.Pod, cl *nodeClass) bool {
 	if len(cl.nameKeys) == 0 {
 		return false
@@ -336,12 +136,10 @@ func selectsByName(pod *v1.Pod, cl *nodeClass) bool {
 			return true
 		}
 	}
-	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-		for _, t := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-			for _, r := range t.MatchExpressions {
-				if slices.Contains(cl.nameKeys, r.Key) {
-					return true
-				}
+	for _, t := range nodeSelectorTerms(pod) {
+		for _, r := range t.MatchExpressions {
+			if slices.Contains(cl.nameKeys, r.Key) {
+				return true
 			}
 		}
 	}
