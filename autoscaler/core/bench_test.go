@@ -66,6 +66,7 @@ func BenchmarkRunOnce(b *testing.B) {
 
 			b.ReportAllocs()
 			var peak uint64
+			var cpu float64
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
@@ -77,7 +78,9 @@ func BenchmarkRunOnce(b *testing.B) {
 				runtime.GC()
 				stopPeak := watchHeapPeak()
 				b.StartTimer()
+				before := fx.ProcessCPU()
 				res, err := a.RunOnce(ctx)
+				cpu += (fx.ProcessCPU() - before).Seconds()
 				b.StopTimer()
 				peak = max(peak, stopPeak())
 				if err != nil {
@@ -96,6 +99,7 @@ func BenchmarkRunOnce(b *testing.B) {
 			}
 			b.ReportMetric(float64(shape.wantNodes), "nodes")
 			b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+			b.ReportMetric(cpu/float64(b.N), "cpu-s/op")
 		})
 	}
 }

@@ -62,37 +62,42 @@ func (eng *Engine) numFeasibleNodesToFind(numAllNodes int) int {
 // (nodes of the scan left in its order, the others known not to fit) are
 // filtered from where the scan's previous search stopped, and only the
 // first feasible ones the scheduler would find are scored. Nodes in one
-// state share Filter's verdict and their scores (sharedVerdicts); when
-// they may, PreFilter is run for the first node of each state alone, and
-// the cycle is run again for every candidate if that is not enough.
-func (eng *Engine) PlaceBestScanned(pod *v1.Pod, candidates []string, scan *NodeScan) (string, *v1.Pod, *FitError) {
-	if reps := scan.shared.reps(eng, pod, candidates, scan); reps != nil {
-		if node, placed, fitErr, ok := eng.placeScanned(pod, candidates, reps, scan); ok {
-			return node, placed, fitErr
+// state share Filter's verdict and their scores (sharedVerdicts), and
+// where they may, the search is counted state by state (chooseByState).
+// kind is the caller's key of what the scheduler reads of the pod ("":
+// none), under which verdicts and choices are remembered.
+func (eng *Engine) PlaceBestScanned(pod *v1.Pod, kind string, candidates []string, scan *NodeScan) (string, *v1.Pod, *FitError) {
+	choice, byState := eng.chooseByState(pod, kind, candidates, scan)
+	if byState && !eng.verify {
+		// A pod of the kind placed before lends its scheduler pod info,
+		// as PlaceOnAnyNodeLike's caller's does.
+		eng.like = scan.shared.lastOf[kind]
+		placed, rs := eng.reserveAndCommit(choice.c, choice.node)
+		eng.like = ""
+		if len(rs) == 0 {
+			scan.next = (scan.next + choice.processed) % len(scan.nodes)
+			if kind != "" {
+				scan.shared.lastOf[kind] = placed.UID
+			}
+			return choice.node, placed, nil
 		}
 	}
-	node, placed, fitErr, _ := eng.placeScanned(pod, candidates, nil, scan)
+	next := scan.next
+	node, placed, fitErr := eng.placeScanned(pod, candidates, scan)
+	if byState && eng.verify && (node != choice.node || scan.next != (next+choice.processed)%len(scan.nodes)) {
+		ShortcutDiffers("states by position", "pod %s went to node %s and the search examined %d nodes; the scheduler's search goes to %s and examines %d",
+			podKey(pod), choice.node, choice.processed, node, (scan.next-next+len(scan.nodes))%len(scan.nodes))
+	}
 	return node, placed, fitErr
 }
 
-// placeScanned is one cycle of PlaceBestScanned, its PreFilter run for
-// reps when given (else for every candidate). ok is false when reps were
-// not enough: a node outside them needed Filter of its own, and the cycle
-// was given up with nothing changed.
-func (eng *Engine) placeScanned(pod *v1.Pod, candidates, reps []string, scan *NodeScan) (string, *v1.Pod, *FitError, bool) {
-	scoped := reps != nil
-	scope := candidates
-	if scoped {
-		scope = reps
-	}
-	c, fitErr := eng.begin(pod, scope)
+// placeScanned is PlaceBestScanned's search node by node.
+func (eng *Engine) placeScanned(pod *v1.Pod, candidates []string, scan *NodeScan) (string, *v1.Pod, *FitError) {
+	c, fitErr := eng.begin(pod, candidates)
 	if c == nil {
-		return "", nil, fitErr, !scoped
+		return "", nil, fitErr
 	}
 	shared := scan.shared.begin(eng, c)
-	if scoped && (!shared || c.filter != nil && !c.filter.AllNodes()) {
-		return "", nil, nil, false
-	}
 	searched, index := scan.searched(c.filter)
 	want := eng.numFeasibleNodesToFind(len(searched))
 	start := 0
@@ -112,23 +117,20 @@ func (eng *Engine) placeScanned(pod *v1.Pod, candidates, reps []string, scan *No
 			break
 		}
 	}
-	var node string
-	var placed *v1.Pod
-	if shared {
-		var ok bool
-		if node, placed, ok = eng.placeOnBestShared(c, scan.shared, feasible, fitErr, scoped); !ok {
-			return "", nil, nil, false
-		}
-	} else {
-		node, placed, fitErr = eng.placeOnBest(c, feasible, fitErr)
-	}
 	if len(scan.nodes) > 0 {
 		scan.next = (scan.next + processed) % len(scan.nodes)
 	}
-	if placed == nil {
-		return "", nil, fitErr, true
+	var node string
+	var placed *v1.Pod
+	if shared {
+		node, placed = eng.placeOnBestShared(c, scan.shared, feasible, fitErr)
+	} else {
+		node, placed, _ = eng.placeOnBest(c, feasible, fitErr)
 	}
-	return node, placed, nil, true
+	if placed == nil {
+		return "", nil, fitErr
+	}
+	return node, placed, nil
 }
 
 // searched is what the scheduler searches for a pod: every node, or those

@@ -75,7 +75,7 @@ func TestPlaceBestScannedStopsWhereTheSchedulerDoes(t *testing.T) {
 	scan := h.NewNodeScan(nodes)
 	// The first search sees node-000..node-143; the next starts at node-144.
 	for i, want := range []string{"node-050", "node-250"} {
-		node, _, ferr := h.PlaceBestScanned(fx.Pod(fmt.Sprintf("p%d", i), 100, nil), nodes, scan)
+		node, _, ferr := h.PlaceBestScanned(fx.Pod(fmt.Sprintf("p%d", i), 100, nil), "small", nodes, scan)
 		if ferr != nil {
 			t.Fatal(ferr)
 		}
@@ -84,9 +84,12 @@ func TestPlaceBestScannedStopsWhereTheSchedulerDoes(t *testing.T) {
 		}
 	}
 	// Candidates left out (no room) still count as examined: with
-	// node-000..node-049 left out, the third search runs from node-288,
-	// wraps, and finds its 144th feasible node at node-181.
-	node, _, ferr := h.PlaceBestScanned(fx.Pod("p2", 100, nil), nodes[50:], scan)
+	// node-000..node-049 full and left out, the third search runs from
+	// node-288, wraps, and finds its 144th feasible node at node-181.
+	for _, n := range nodes[:50] {
+		mustPlace(t, h, fx.Pod("filler-"+n, 32000, nil), n)
+	}
+	node, _, ferr := h.PlaceBestScanned(fx.Pod("p2", 100, nil), "small", nodes[50:], scan)
 	if ferr != nil || node != "node-050" {
 		t.Errorf("third pod went to %s (%v), want node-050", node, ferr)
 	}
@@ -114,7 +117,7 @@ func TestPercentageOfNodesToScoreFromTheConfiguration(t *testing.T) {
 		t.Fatal(err)
 	}
 	nodes := scanFleet(t, h, snap)
-	node, _, ferr := h.PlaceBestScanned(fx.Pod("p", 100, nil), nodes, h.NewNodeScan(nodes))
+	node, _, ferr := h.PlaceBestScanned(fx.Pod("p", 100, nil), "small", nodes, h.NewNodeScan(nodes))
 	if ferr != nil || node != "node-250" {
 		t.Errorf("pod went to %s (%v), want node-250 (every node scored)", node, ferr)
 	}

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
@@ -31,12 +32,17 @@ type sharedVerdicts struct {
 	// verdicts are this cycle's, by state: the reasons of the node
 	// Filter ran on (nil: it passed).
 	verdicts map[string][]Reason
-	// seen are the states reps met.
-	seen map[string]bool
 	// filtered are the nodes Filter ran on this cycle: only they hold
 	// what Filter wrote for Reserve and Score (the DynamicResources
 	// plugin's allocation).
 	filtered map[string]bool
+	// index is where each state lies in the scan (chooseByState);
+	// verdictOf and choiceOf are its memos, by kind and state(s).
+	index     stateIndex
+	verdictOf map[string]bool
+	choiceOf  map[string]int
+	// lastOf is the last pod of each kind placed by state.
+	lastOf map[string]types.UID
 	// hits counts the verdicts taken from a node in the same state.
 	hits   int
 	keyBuf []string
@@ -44,7 +50,8 @@ type sharedVerdicts struct {
 }
 
 func (eng *Engine) newSharedVerdicts() *sharedVerdicts {
-	v := &sharedVerdicts{verdicts: map[string][]Reason{}, seen: map[string]bool{}, filtered: map[string]bool{}}
+	v := &sharedVerdicts{verdicts: map[string][]Reason{}, filtered: map[string]bool{},
+		verdictOf: map[string]bool{}, choiceOf: map[string]int{}, lastOf: map[string]types.UID{}}
 	if eng.statesExact() && eng.scoresByState() {
 		v.states = newNodeStates(eng, eng.scoresImages())
 	}
@@ -146,10 +153,9 @@ func (eng *Engine) filterShared(c *cycle, v *sharedVerdicts, name string) []Reas
 // first of the highest scores, and a state's nodes score alike, so that
 // is the first node of the best state. When a plugin that reads more than
 // the node's state is not skipped, or Reserve refuses the node, the full
-// path runs over every feasible node; ok is false when it would need
-// Filter on nodes outside a scoped cycle's PreFilter (nothing changed).
-// The node is "" when none takes the pod (the reasons are in fitErr).
-func (eng *Engine) placeOnBestShared(c *cycle, v *sharedVerdicts, feasible []fwk.NodeInfo, fitErr *FitError, scoped bool) (string, *v1.Pod, bool) {
+// path runs over every feasible node. The node is "" when none takes the
+// pod (the reasons are in fitErr).
+func (eng *Engine) placeOnBestShared(c *cycle, v *sharedVerdicts, feasible []fwk.NodeInfo, fitErr *FitError) (string, *v1.Pod) {
 	best, ok := eng.bestByState(c, v, feasible)
 	if ok && eng.verify {
 		if full := eng.best(c, feasible); feasible[full].Node().Name != feasible[best].Node().Name {
@@ -161,51 +167,17 @@ func (eng *Engine) placeOnBestShared(c *cycle, v *sharedVerdicts, feasible []fwk
 		name := feasible[best].Node().Name
 		placed, rs := eng.reserveAndCommit(c, name)
 		if len(rs) == 0 {
-			return name, placed, true
-		}
-		if scoped {
-			return "", nil, false
+			return name, placed
 		}
 		fitErr.PerNode[name] = rs
 		feasible = append(feasible[:best:best], feasible[best+1:]...)
 	}
-	if scoped && len(feasible) > 0 {
-		return "", nil, false
-	}
 	name, placed, _ := eng.placeOnBest(c, eng.filterAll(c, v, feasible, fitErr), fitErr)
-	return name, placed, true
+	return name, placed
 }
 
-// reps are the nodes a cycle for pod over candidates (in the scan's
-// order) would run Filter on when sharing verdicts: the first node of
-// each state, and every node without one. nil when the cycle may not
-// share verdicts, under the verify switch (it filters every node), or
-// when there are more than maxReps.
-func (v *sharedVerdicts) reps(eng *Engine, pod *v1.Pod, candidates []string, scan *NodeScan) []string {
-	if v.states == nil || eng.verify || len(candidates) <= maxReps || !eligible(pod, true, true) ||
-		!eng.noInterPodTerms() || !eng.claimsUnallocated(pod) {
-		return nil
-	}
-	v.pod, v.on = pod, true
-	defer func() { v.on = false }()
-	clear(v.seen)
-	var reps []string
-	for _, name := range rotated(candidates, scan.index, scan.next%len(scan.nodes)) {
-		k := v.key(name)
-		if k != "" && v.seen[k] {
-			continue
-		}
-		if len(reps) == maxReps {
-			return nil
-		}
-		v.seen[k] = true
-		reps = append(reps, name)
-	}
-	return reps
-}
-
-// maxReps bounds the nodes a scoped cycle filters: past it PreFilter for
-// every candidate costs little more.
+// maxReps bounds the states a search counted state by state filters:
+// past it PreFilter for every candidate costs little more.
 const maxReps = 64
 
 // bestByState returns the index of the node placeOnBest would choose

@@ -127,7 +127,7 @@ func TestSharedVerdictsAreTheFullPath(t *testing.T) {
 				h, scan, nodes := buildSharedFleet(t, fc, share)
 				var got []string
 				for i := range 150 {
-					node, placed, ferr := h.PlaceBestScanned(fc.pod(i), nodes, scan)
+					node, placed, ferr := h.PlaceBestScanned(fc.pod(i), "web", nodes, scan)
 					if ferr != nil {
 						got = append(got, "unplaced: "+ferr.Error())
 						continue

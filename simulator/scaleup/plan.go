@@ -371,7 +371,7 @@ func (p *Planner) placeOnExisting(ctx context.Context, pods []*v1.Pod, plan *Pla
 				remaining = append(remaining, pod)
 				continue
 			}
-			node, placed, ferr = p.Engine.PlaceBestScanned(pod, candidates, scan)
+			node, placed, ferr = p.Engine.PlaceBestScanned(pod, kind, candidates, scan)
 		}
 		if ferr != nil {
 			nowhere.Add(pod)
