@@ -58,9 +58,6 @@ func BenchmarkRunOnce(b *testing.B) {
 	}
 	for _, shape := range shapes {
 		b.Run(shape.name, func(b *testing.B) {
-			if shape.name == "fleet-room" && os.Getenv("BENCH_FLEET_ROOM") != "1" {
-				b.Skip("set BENCH_FLEET_ROOM=1: a loop of this shape takes minutes today")
-			}
 			ctx, client, listers, exp := fleetClient(b, shape)
 			provider, requested := benchProvider(b, shape.groupLimit)
 
