@@ -1,6 +1,8 @@
 package placement
 
 import (
+	"slices"
+
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 )
@@ -67,26 +69,44 @@ func (eng *Engine) numFeasibleNodesToFind(numAllNodes int) int {
 // kind is the caller's key of what the scheduler reads of the pod ("":
 // none), under which verdicts and choices are remembered.
 func (eng *Engine) PlaceBestScanned(pod *v1.Pod, kind string, candidates []string, scan *NodeScan) (string, *v1.Pod, *FitError) {
+	v := scan.shared
 	choice, byState := eng.chooseByState(pod, kind, candidates, scan)
 	if byState && !eng.verify {
-		// A pod of the kind placed before lends its scheduler pod info,
-		// as PlaceOnAnyNodeLike's caller's does.
-		eng.like = scan.shared.lastOf[kind]
-		placed, rs := eng.reserveAndCommit(choice.c, choice.node)
-		eng.like = ""
-		if len(rs) == 0 {
+		if placed := v.copyLearned(eng, pod, kind, choice); placed != nil {
 			scan.next = (scan.next + choice.processed) % len(scan.nodes)
-			if kind != "" {
-				scan.shared.lastOf[kind] = placed.UID
-			}
 			return choice.node, placed, nil
 		}
+		if c, ok := choice.ch.filtered(choice.node); ok {
+			// A pod of the kind placed before lends its scheduler pod
+			// info, as PlaceOnAnyNodeLike's caller's does.
+			eng.like = v.lastOf[kind]
+			placed, rs := eng.reserveAndCommit(c, choice.node)
+			eng.like = ""
+			if len(rs) == 0 {
+				scan.next = (scan.next + choice.processed) % len(scan.nodes)
+				v.learn(eng, kind, choice.state, choice.node, placed)
+				return choice.node, placed, nil
+			}
+		}
+	}
+	var copied []string
+	copyTried := false
+	if byState && eng.verify {
+		copied, copyTried = v.copyOnFork(eng, pod, kind, choice)
 	}
 	next := scan.next
 	node, placed, fitErr := eng.placeScanned(pod, candidates, scan)
-	if byState && eng.verify && (node != choice.node || scan.next != (next+choice.processed)%len(scan.nodes)) {
-		ShortcutDiffers("states by position", "pod %s went to node %s and the search examined %d nodes; the scheduler's search goes to %s and examines %d",
-			podKey(pod), choice.node, choice.processed, node, (scan.next-next+len(scan.nodes))%len(scan.nodes))
+	if byState && eng.verify {
+		if node != choice.node || scan.next != (next+choice.processed)%len(scan.nodes) {
+			ShortcutDiffers("states by position", "pod %s went to node %s and the search examined %d nodes; the scheduler's search goes to %s and examines %d",
+				podKey(pod), choice.node, choice.processed, node, (scan.next-next+len(scan.nodes))%len(scan.nodes))
+		}
+		if copyTried && placed != nil {
+			if got := eng.devicesOf(placed); !slices.Equal(got, copied) {
+				ShortcutDiffers("learned copies", "pod %s copied onto node %s got devices %v; the scheduler's plugins give it %v", podKey(pod), node, copied, got)
+			}
+		}
+		v.learn(eng, kind, choice.state, node, placed)
 	}
 	return node, placed, fitErr
 }

@@ -41,8 +41,12 @@ type sharedVerdicts struct {
 	index     stateIndex
 	verdictOf map[string]bool
 	choiceOf  map[string]int
-	// lastOf is the last pod of each kind placed by state.
-	lastOf map[string]types.UID
+	// lastOf is the last pod of each kind placed by state; learned are
+	// placements by kind and state, copied (learnedCopies); copied counts
+	// the copies (under the switch, those held to the plugins).
+	lastOf  map[string]types.UID
+	learned map[string]learnedPlacement
+	copied  int
 	// hits counts the verdicts taken from a node in the same state.
 	hits   int
 	keyBuf []string
@@ -51,7 +55,8 @@ type sharedVerdicts struct {
 
 func (eng *Engine) newSharedVerdicts() *sharedVerdicts {
 	v := &sharedVerdicts{verdicts: map[string][]Reason{}, filtered: map[string]bool{},
-		verdictOf: map[string]bool{}, choiceOf: map[string]int{}, lastOf: map[string]types.UID{}}
+		verdictOf: map[string]bool{}, choiceOf: map[string]int{}, lastOf: map[string]types.UID{},
+		learned: map[string]learnedPlacement{}}
 	if eng.statesExact() && eng.scoresByState() {
 		v.states = newNodeStates(eng, eng.scoresImages())
 	}

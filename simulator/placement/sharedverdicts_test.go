@@ -20,7 +20,8 @@ type sharedFleet struct {
 	running func(i int) []*v1.Pod
 	// pod is the i-th pod placed.
 	pod func(i int) *v1.Pod
-	// share says verdicts must be shared (the case must not be vacuous).
+	// share says verdicts must be shared and placements copied (the case
+	// must not be vacuous), or neither.
 	share bool
 }
 
@@ -123,7 +124,7 @@ func TestSharedVerdictsAreTheFullPath(t *testing.T) {
 		}},
 	} {
 		t.Run(fc.name, func(t *testing.T) {
-			place := func(share bool) ([]string, int) {
+			place := func(share bool) ([]string, *sharedVerdicts) {
 				h, scan, nodes := buildSharedFleet(t, fc, share)
 				var got []string
 				for i := range 150 {
@@ -134,10 +135,11 @@ func TestSharedVerdictsAreTheFullPath(t *testing.T) {
 					}
 					got = append(got, fmt.Sprintf("%s %v", node, h.devicesOf(placed)))
 				}
-				return got, scan.shared.hits
+				return got, scan.shared
 			}
 			want, _ := place(false)
-			got, hits := place(true)
+			got, v := place(true)
+			hits := v.hits
 			for j := range want {
 				if got[j] != want[j] {
 					t.Fatalf("pod %d: shared verdicts placed it %s, the full path %s", j, got[j], want[j])
@@ -148,6 +150,9 @@ func TestSharedVerdictsAreTheFullPath(t *testing.T) {
 			}
 			if !fc.share && hits > 0 {
 				t.Errorf("%d verdicts shared, want none", hits)
+			}
+			if fc.share != (v.copied > 0) {
+				t.Errorf("%d placements copied, want some: %v", v.copied, fc.share)
 			}
 		})
 	}

@@ -103,11 +103,13 @@ func (r stateRun) within(start, k, n int) int {
 	return len(r.positions) - below(start) + below(start+k-n)
 }
 
-// stateChoice is the node a cycle chose by state, not yet committed, and
-// how many nodes of the scan its search examined.
+// stateChoice is the node chosen by state, not yet committed, the state
+// it was in, and how many nodes of the scan the search examined; ch runs
+// the pod's cycle on the node when no placement is copied there.
 type stateChoice struct {
-	c         *cycle
+	ch        *stateCycle
 	node      string
+	state     string
 	processed int
 }
 
@@ -125,7 +127,8 @@ type stateChoice struct {
 // states are remembered: they read nothing but the pod's kind, its
 // images, and the states. A pod whose search holds only remembered
 // verdicts and choice runs PreFilter and Filter on the chosen node
-// alone, which Reserve needs.
+// alone, which Reserve needs, or none when the placement of a pod of its
+// kind on a node in the chosen one's state is copied (learnedCopies).
 func (eng *Engine) chooseByState(pod *v1.Pod, kind string, candidates []string, scan *NodeScan) (stateChoice, bool) {
 	v := scan.shared
 	if v.states == nil || len(candidates) <= maxReps || !eligible(pod, true, true) || !eng.noInterPodTerms() ||
@@ -188,15 +191,10 @@ func (eng *Engine) chooseByState(pod *v1.Pod, kind string, candidates []string, 
 	if !ok {
 		return stateChoice{}, false
 	}
-	node := scan.nodes[window[best].first]
-	c, ok := ch.filtered(node)
-	if !ok {
-		return stateChoice{}, false
-	}
 	for _, r := range runs {
 		v.hits += len(r.positions) - 1
 	}
-	return stateChoice{c: c, node: node, processed: processed}, true
+	return stateChoice{ch: ch, node: scan.nodes[window[best].first], state: window[best].key, processed: processed}, true
 }
 
 // stateCycle is the scheduling cycle chooseByState runs only when a
