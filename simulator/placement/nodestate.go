@@ -189,7 +189,7 @@ func (s *nodeStates) sameShape(a, b string) ([]string, bool) {
 	na, nb := s.eng.snap.NodeInfo(a).Node(), s.eng.snap.NodeInfo(b).Node()
 	if len(na.Labels) != len(nb.Labels) || na.Spec.Unschedulable != nb.Spec.Unschedulable ||
 		!slices.Equal(na.Status.DeclaredFeatures, nb.Status.DeclaredFeatures) ||
-		!sameQuantities(na.Status.Allocatable, nb.Status.Allocatable) ||
+		!apiequality.Semantic.DeepEqual(na.Status.Allocatable, nb.Status.Allocatable) ||
 		!apiequality.Semantic.DeepEqual(na.Spec.Taints, nb.Spec.Taints) ||
 		s.withImages && !apiequality.Semantic.DeepEqual(na.Status.Images, nb.Status.Images) {
 		return nil, false
@@ -270,16 +270,4 @@ func sameDevice(a, b resourceapi.Device) bool {
 
 func samePtr[T comparable](a, b *T) bool {
 	return a == nil && b == nil || a != nil && b != nil && *a == *b
-}
-
-func sameQuantities(a, b v1.ResourceList) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for name, qa := range a {
-		if qb, ok := b[name]; !ok || qa.Cmp(qb) != 0 {
-			return false
-		}
-	}
-	return true
 }
