@@ -18,8 +18,9 @@ type sharedFleet struct {
 	// node changes a node before it joins; running places pods there.
 	node    func(i int, n *v1.Node)
 	running func(i int) []*v1.Pod
-	// pod is the i-th pod placed.
-	pod func(i int) *v1.Pod
+	// pod is the i-th pod placed; between runs before it.
+	pod     func(i int) *v1.Pod
+	between func(h *Engine, i int)
 	// share says verdicts must be shared and placements copied (the case
 	// must not be vacuous), or neither.
 	share bool
@@ -105,6 +106,16 @@ func TestSharedVerdictsAreTheFullPath(t *testing.T) {
 				n.Spec.Taints = []v1.Taint{{Key: "spot", Effect: v1.TaintEffectPreferNoSchedule}}
 			}
 		}},
+		// Pods placed on a fork that is reverted leave the nodes as they
+		// were: the states by position are rebuilt.
+		{name: "a fork reverted between searches", pod: gpuPod, share: true, between: func(h *Engine, i int) {
+			switch i {
+			case 40:
+				h.Snapshot().Fork()
+			case 70:
+				h.Snapshot().Revert()
+			}
+		}},
 		// A pod preferring one host by name shares nothing.
 		{name: "preferred by host name", pod: func(i int) *v1.Pod {
 			p := cpuPod(i)
@@ -128,6 +139,9 @@ func TestSharedVerdictsAreTheFullPath(t *testing.T) {
 				h, scan, nodes := buildSharedFleet(t, fc, share)
 				var got []string
 				for i := range 150 {
+					if fc.between != nil {
+						fc.between(h, i)
+					}
 					node, placed, ferr := h.PlaceBestScanned(fc.pod(i), "web", nodes, scan)
 					if ferr != nil {
 						got = append(got, "unplaced: "+ferr.Error())
