@@ -303,7 +303,8 @@ func (ch *stateCycle) best(window []stateRun) (int, bool) {
 }
 
 // hasLoneState reports whether a node without a state is in the search:
-// remembered verdicts are by state.
+// it is keyed by its name, which stays as the node fills, so nothing is
+// remembered for such a search.
 func hasLoneState(runs []stateRun) bool {
 	return slices.ContainsFunc(runs, func(r stateRun) bool { return r.key[0] == 0 })
 }
