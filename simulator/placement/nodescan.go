@@ -64,8 +64,8 @@ func (eng *Engine) numFeasibleNodesToFind(numAllNodes int) int {
 // (nodes of the scan left in its order, the others known not to fit) are
 // filtered from where the scan's previous search stopped, and only the
 // first feasible ones the scheduler would find are scored. Nodes in one
-// state share Filter's verdict and their scores (sharedVerdicts), and
-// where they may, the search is counted state by state (chooseByState).
+// state share Filter's verdict and their scores where the search may be
+// counted state by state (chooseByState).
 // kind is the caller's key of what the scheduler reads of the pod ("":
 // none), under which verdicts and choices are remembered.
 func (eng *Engine) PlaceBestScanned(pod *v1.Pod, kind string, candidates []string, scan *NodeScan) (string, *v1.Pod, *FitError) {
@@ -117,7 +117,6 @@ func (eng *Engine) placeScanned(pod *v1.Pod, candidates []string, scan *NodeScan
 	if c == nil {
 		return "", nil, fitErr
 	}
-	shared := scan.shared.begin(eng, c)
 	searched, index := scan.searched(c.filter)
 	want := eng.numFeasibleNodesToFind(len(searched))
 	start := 0
@@ -127,7 +126,7 @@ func (eng *Engine) placeScanned(pod *v1.Pod, candidates []string, scan *NodeScan
 	processed := len(searched)
 	var feasible []fwk.NodeInfo
 	for _, name := range rotated(candidates, index, start) {
-		if rs := eng.filterShared(c, scan.shared, name); len(rs) > 0 {
+		if rs := eng.filter(c, name); len(rs) > 0 {
 			fitErr.PerNode[name] = rs
 			continue
 		}
@@ -140,17 +139,7 @@ func (eng *Engine) placeScanned(pod *v1.Pod, candidates []string, scan *NodeScan
 	if len(scan.nodes) > 0 {
 		scan.next = (scan.next + processed) % len(scan.nodes)
 	}
-	var node string
-	var placed *v1.Pod
-	if shared {
-		node, placed = eng.placeOnBestShared(c, scan.shared, feasible, fitErr)
-	} else {
-		node, placed, _ = eng.placeOnBest(c, feasible, fitErr)
-	}
-	if placed == nil {
-		return "", nil, fitErr
-	}
-	return node, placed, nil
+	return eng.placeOnBest(c, feasible, fitErr)
 }
 
 // searched is what the scheduler searches for a pod: every node, or those

@@ -173,6 +173,9 @@ func (c *Candidates) For(pod *v1.Pod, kind string, nodes []string) []string {
 		l.nodes = slices.DeleteFunc(slices.Clone(nodes), full)
 		return l.nodes
 	}
+	if len(added.Pods) == 0 {
+		return l.nodes
+	}
 	filled, anyFilled := map[string]bool{}, false // nodes given a pod: NoRoom rules them out now
 	for _, p := range added.Pods {
 		n := p.Node.Node().Name

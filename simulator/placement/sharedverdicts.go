@@ -10,28 +10,22 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 )
 
-// sharedVerdicts lets one scheduling cycle over a fleet judge each node
-// state once (nodeStates): nodes in one state pass or fail Filter alike
-// and score alike, so Filter runs on the first node of each state the
-// search meets and the others take its verdict, and only those first
-// nodes are scored. A fleet of a thousand nodes with free GPUs is then a
-// few states, not a thousand allocator runs, per pod.
+// sharedVerdicts is what a scan keeps to judge each node state once
+// (nodeStates, chooseByState): nodes in one state pass or fail Filter
+// alike and score alike, so Filter runs on the first node of each state a
+// search meets and only those nodes are scored. A fleet of a thousand
+// nodes with free GPUs is then a few states, not a thousand allocator
+// runs, per pod.
 //
-// A cycle shares verdicts when statesExact holds, every Score plugin
-// scores by the node's state alone or is skipped for the pod, no placed
-// pod has inter-pod (anti-)affinity, and the pod is eligible as for
-// StateCopies (extended resources allowed), prefers no node by name and
-// has only unallocated claims: Filter then allocates its devices afresh
-// on each node.
+// Verdicts are shared when statesExact holds, every Score plugin scores
+// by the node's state alone or is skipped for the pod, no placed pod has
+// inter-pod (anti-)affinity, and the pod is eligible as for StateCopies
+// (extended resources allowed), prefers no node by name and has only
+// unallocated claims: Filter then allocates its devices afresh on each
+// node.
 type sharedVerdicts struct {
 	// states is nil where the profile or the snapshot rule sharing out.
 	states *nodeStates
-	// on says the current cycle, of pod, shares verdicts.
-	on  bool
-	pod *v1.Pod
-	// verdicts are this cycle's, by state: the reasons of the node
-	// Filter ran on (nil: it passed).
-	verdicts map[string][]Reason
 	// filtered are the nodes Filter ran on this cycle: only they hold
 	// what Filter wrote for Reserve and Score (the DynamicResources
 	// plugin's allocation).
@@ -47,14 +41,12 @@ type sharedVerdicts struct {
 	lastOf  map[string]types.UID
 	learned map[string]learnedPlacement
 	copied  int
-	// hits counts the verdicts taken from a node in the same state.
-	hits   int
-	keyBuf []string
-	repBuf []fwk.NodeInfo
+	// hits counts the nodes judged by another node in their state.
+	hits int
 }
 
 func (eng *Engine) newSharedVerdicts() *sharedVerdicts {
-	v := &sharedVerdicts{verdicts: map[string][]Reason{}, filtered: map[string]bool{},
+	v := &sharedVerdicts{filtered: map[string]bool{},
 		verdictOf: map[string]bool{}, choiceOf: map[string]int{}, lastOf: map[string]types.UID{},
 		learned: map[string]learnedPlacement{}}
 	if eng.statesExact() && eng.scoresByState() {
@@ -97,26 +89,12 @@ func (eng *Engine) scoresImages() bool {
 	return slices.ContainsFunc(eng.fw.ListPlugins().Score.Enabled, func(p config.Plugin) bool { return p.Name == names.ImageLocality })
 }
 
-// begin says whether the cycle shares verdicts, and forgets the last
-// cycle's.
+// begin starts a pod's cycle: the last cycle's filtered nodes are
+// forgotten, and it says whether the pod's claims, as PreFilter made them
+// from their templates, are all unallocated still.
 func (v *sharedVerdicts) begin(eng *Engine, c *cycle) bool {
-	clear(v.verdicts)
 	clear(v.filtered)
-	v.pod = c.pod
-	v.on = v.states != nil && eligible(c.pod, true, true) && eng.noInterPodTerms() && eng.claimsUnallocated(c.pod)
-	return v.on
-}
-
-// key is the node's state, "" when it shares nothing.
-func (v *sharedVerdicts) key(name string) string {
-	if !v.on {
-		return ""
-	}
-	k := v.states.Key(name)
-	if k == "" || selectsByName(v.pod, v.states.class[name]) {
-		return ""
-	}
-	return k
+	return eng.claimsUnallocated(c.pod)
 }
 
 // claimsUnallocated reports whether no claim of the pod is allocated: an
@@ -130,92 +108,29 @@ func (eng *Engine) claimsUnallocated(pod *v1.Pod) bool {
 	return true
 }
 
-// filterShared is filter, with the verdict of the node's state when a
-// node in it was filtered this cycle.
-func (eng *Engine) filterShared(c *cycle, v *sharedVerdicts, name string) []Reason {
-	key := v.key(name)
-	if rs, ok := v.verdicts[key]; ok && key != "" {
-		v.hits++
-		if eng.verify {
-			if full := eng.filter(c, name); (len(full) == 0) != (len(rs) == 0) {
-				ShortcutDiffers("shared verdicts", "pod %s on node %s took the verdict %v of its state %q; the scheduler's plugins give %v",
-					podKey(c.pod), name, rs, key, full)
-			}
-			v.filtered[name] = true
-		}
-		return rs
-	}
-	rs := eng.filter(c, name)
-	v.filtered[name] = true
-	if key != "" {
-		v.verdicts[key] = rs
-	}
-	return rs
-}
-
-// placeOnBestShared is placeOnBest scoring one node per state: the first
-// feasible node of each, which Filter ran on. The full path takes the
-// first of the highest scores, and a state's nodes score alike, so that
-// is the first node of the best state. When a plugin that reads more than
-// the node's state is not skipped, or Reserve refuses the node, the full
-// path runs over every feasible node. The node is "" when none takes the
-// pod (the reasons are in fitErr).
-func (eng *Engine) placeOnBestShared(c *cycle, v *sharedVerdicts, feasible []fwk.NodeInfo, fitErr *FitError) (string, *v1.Pod) {
-	best, ok := eng.bestByState(c, v, feasible)
-	if ok && eng.verify {
-		if full := eng.best(c, feasible); feasible[full].Node().Name != feasible[best].Node().Name {
-			ShortcutDiffers("shared verdicts", "pod %s went to node %s by its state's score; the scheduler's scores choose %s",
-				podKey(c.pod), feasible[best].Node().Name, feasible[full].Node().Name)
-		}
-	}
-	if ok {
-		name := feasible[best].Node().Name
-		placed, rs := eng.reserveAndCommit(c, name)
-		if len(rs) == 0 {
-			return name, placed
-		}
-		fitErr.PerNode[name] = rs
-		feasible = append(feasible[:best:best], feasible[best+1:]...)
-	}
-	name, placed, _ := eng.placeOnBest(c, eng.filterAll(c, v, feasible, fitErr), fitErr)
-	return name, placed
-}
-
 // maxReps bounds the states a search counted state by state filters:
 // past it PreFilter for every candidate costs little more.
 const maxReps = 64
 
-// bestByState returns the index of the node placeOnBest would choose
-// among feasible, scoring the first node of each state only; ok is false
-// when the scores may read more than the node's state.
-func (eng *Engine) bestByState(c *cycle, v *sharedVerdicts, feasible []fwk.NodeInfo) (int, bool) {
-	if len(feasible) == 0 {
+// bestOfStates returns the index of the node placeOnBest would choose
+// among the first feasible node of each state, in the order the search
+// met them (each filtered in this cycle): a state's nodes score alike, so
+// the full path's first of the highest scores is the first node of the
+// best state. ok is false when the scores may read more than the state.
+func (eng *Engine) bestOfStates(c *cycle, reps []fwk.NodeInfo) (int, bool) {
+	if len(reps) == 0 {
 		return 0, false
 	}
-	if !eng.fw.HasScorePlugins() {
+	if len(reps) == 1 || !eng.fw.HasScorePlugins() {
 		return 0, true
 	}
-	v.keyBuf, v.repBuf = v.keyBuf[:0], v.repBuf[:0]
-	var at []int
-	for i, ni := range feasible {
-		k := v.key(ni.Node().Name)
-		if k == "" {
-			k = "\x00" + ni.Node().Name // a state of its own, filtered
-		}
-		if !slices.Contains(v.keyBuf, k) {
-			v.keyBuf, v.repBuf, at = append(v.keyBuf, k), append(v.repBuf, ni), append(at, i)
-		}
-	}
-	if len(v.repBuf) == 1 {
-		return 0, true // every node scores alike: the first
-	}
 	eng.scored = eng.scored[:0]
-	for _, n := range v.repBuf {
+	for _, n := range reps {
 		eng.scored = append(eng.scored, n.Node().Name)
 	}
 	eng.snap.SetCycleScope(c.pod.UID, eng.scored)
 	defer eng.snap.ClearCycleScope()
-	if st := eng.fw.RunPreScorePlugins(eng.context(), c.state, c.pod, v.repBuf); !st.IsSuccess() {
+	if st := eng.fw.RunPreScorePlugins(eng.context(), c.state, c.pod, reps); !st.IsSuccess() {
 		return 0, false
 	}
 	skipped := c.state.GetSkipScorePlugins()
@@ -224,7 +139,7 @@ func (eng *Engine) bestByState(c *cycle, v *sharedVerdicts, feasible []fwk.NodeI
 			return 0, false
 		}
 	}
-	scores, st := eng.fw.RunScorePlugins(eng.context(), c.state, c.pod, v.repBuf)
+	scores, st := eng.fw.RunScorePlugins(eng.context(), c.state, c.pod, reps)
 	if !st.IsSuccess() {
 		return 0, false
 	}
@@ -234,22 +149,5 @@ func (eng *Engine) bestByState(c *cycle, v *sharedVerdicts, feasible []fwk.NodeI
 			best = i
 		}
 	}
-	return at[best], true
-}
-
-// filterAll runs Filter on the feasible nodes that took their state's
-// verdict, for the full path, and keeps those that pass.
-func (eng *Engine) filterAll(c *cycle, v *sharedVerdicts, feasible []fwk.NodeInfo, fitErr *FitError) []fwk.NodeInfo {
-	return slices.DeleteFunc(feasible, func(ni fwk.NodeInfo) bool {
-		name := ni.Node().Name
-		if v.filtered[name] {
-			return false
-		}
-		v.filtered[name] = true
-		if rs := eng.filter(c, name); len(rs) > 0 {
-			fitErr.PerNode[name] = rs
-			return true
-		}
-		return false
-	})
+	return best, true
 }

@@ -117,7 +117,7 @@ type stateChoice struct {
 // states are judged by the first node of each from the search's start,
 // in the order the search meets them, until the states that pass hold the
 // scheduler's number of feasible nodes; the states whose first node is
-// before that point are scored by that node (bestByState). Nodes outside
+// before that point are scored by that node (bestOfStates). Nodes outside
 // candidates must be ones that do not fit, as PlaceBestScanned asks. ok
 // is false when this cannot be exact or decides nothing (no node fits:
 // the full path says why for each).
@@ -295,7 +295,7 @@ func (ch *stateCycle) best(window []stateRun) (int, bool) {
 		}
 		nodes[i] = ch.eng.snap.NodeInfo(name)
 	}
-	best, ok := ch.eng.bestByState(c, ch.v, nodes)
+	best, ok := ch.eng.bestOfStates(c, nodes)
 	if ok && key != "" {
 		ch.v.choiceOf[key] = best
 	}
