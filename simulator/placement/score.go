@@ -45,8 +45,17 @@ func (eng *Engine) placeOnBest(c *cycle, feasible []fwk.NodeInfo, fitErr *FitErr
 
 // best returns the index of the highest-scoring node, the first on ties.
 func (eng *Engine) best(c *cycle, nodes []fwk.NodeInfo) int {
+	best, _ := eng.scoreBest(c, nodes, false)
+	return best
+}
+
+// scoreBest is best; with byState, ok is false (and nothing is chosen)
+// when a Score plugin that reads more than the node's state is not
+// skipped for the pod (chooseByState). Without a choice the first node
+// is the answer, as the full path's.
+func (eng *Engine) scoreBest(c *cycle, nodes []fwk.NodeInfo, byState bool) (best int, ok bool) {
 	if len(nodes) == 1 || !eng.fw.HasScorePlugins() {
-		return 0
+		return 0, true
 	}
 	// Scored nodes read only their own slices and those not local to one
 	// node: NodeResourcesFit walks the slice list once per node scored,
@@ -58,17 +67,24 @@ func (eng *Engine) best(c *cycle, nodes []fwk.NodeInfo) int {
 	eng.snap.SetCycleScope(c.pod.UID, eng.scored)
 	defer eng.snap.ClearCycleScope()
 	if st := eng.fw.RunPreScorePlugins(eng.context(), c.state, c.pod, nodes); !st.IsSuccess() {
-		return 0
+		return 0, !byState
+	}
+	if byState {
+		skipped := c.state.GetSkipScorePlugins()
+		for _, p := range eng.fw.ListPlugins().Score.Enabled {
+			if local, _ := stateScore(p.Name); !local && !skipped.Has(p.Name) {
+				return 0, false
+			}
+		}
 	}
 	scores, st := eng.fw.RunScorePlugins(eng.context(), c.state, c.pod, nodes)
 	if !st.IsSuccess() {
-		return 0
+		return 0, !byState
 	}
-	best := 0
 	for i := range scores {
 		if scores[i].TotalScore > scores[best].TotalScore {
 			best = i
 		}
 	}
-	return best
+	return best, true
 }

@@ -5,7 +5,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 )
@@ -111,43 +110,3 @@ func (eng *Engine) claimsUnallocated(pod *v1.Pod) bool {
 // maxReps bounds the states a search counted state by state filters:
 // past it PreFilter for every candidate costs little more.
 const maxReps = 64
-
-// bestOfStates returns the index of the node placeOnBest would choose
-// among the first feasible node of each state, in the order the search
-// met them (each filtered in this cycle): a state's nodes score alike, so
-// the full path's first of the highest scores is the first node of the
-// best state. ok is false when the scores may read more than the state.
-func (eng *Engine) bestOfStates(c *cycle, reps []fwk.NodeInfo) (int, bool) {
-	if len(reps) == 0 {
-		return 0, false
-	}
-	if len(reps) == 1 || !eng.fw.HasScorePlugins() {
-		return 0, true
-	}
-	eng.scored = eng.scored[:0]
-	for _, n := range reps {
-		eng.scored = append(eng.scored, n.Node().Name)
-	}
-	eng.snap.SetCycleScope(c.pod.UID, eng.scored)
-	defer eng.snap.ClearCycleScope()
-	if st := eng.fw.RunPreScorePlugins(eng.context(), c.state, c.pod, reps); !st.IsSuccess() {
-		return 0, false
-	}
-	skipped := c.state.GetSkipScorePlugins()
-	for _, p := range eng.fw.ListPlugins().Score.Enabled {
-		if local, _ := stateScore(p.Name); !local && !skipped.Has(p.Name) {
-			return 0, false
-		}
-	}
-	scores, st := eng.fw.RunScorePlugins(eng.context(), c.state, c.pod, reps)
-	if !st.IsSuccess() {
-		return 0, false
-	}
-	best := 0
-	for i := range scores {
-		if scores[i].TotalScore > scores[best].TotalScore {
-			best = i
-		}
-	}
-	return best, true
-}

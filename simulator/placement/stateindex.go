@@ -117,10 +117,12 @@ type stateChoice struct {
 // states are judged by the first node of each from the search's start,
 // in the order the search meets them, until the states that pass hold the
 // scheduler's number of feasible nodes; the states whose first node is
-// before that point are scored by that node (bestOfStates). Nodes outside
-// candidates must be ones that do not fit, as PlaceBestScanned asks. ok
-// is false when this cannot be exact or decides nothing (no node fits:
-// the full path says why for each).
+// before that point are scored by that node: a state's nodes score
+// alike, so the full path's first of the highest scores is the first
+// node of the best state. Nodes outside candidates must be ones that do
+// not fit, as PlaceBestScanned asks. ok is false when this cannot be
+// exact or decides nothing (no node fits: the full path says why for
+// each).
 //
 // For a pod of a kind (the caller's key of what the scheduler reads of a
 // pod; "" for none), a state's verdict and the choice among a list of
@@ -295,7 +297,7 @@ func (ch *stateCycle) best(window []stateRun) (int, bool) {
 		}
 		nodes[i] = ch.eng.snap.NodeInfo(name)
 	}
-	best, ok := ch.eng.bestOfStates(c, nodes)
+	best, ok := ch.eng.scoreBest(c, nodes, true)
 	if ok && key != "" {
 		ch.v.choiceOf[key] = best
 	}
