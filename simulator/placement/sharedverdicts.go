@@ -88,14 +88,6 @@ func (eng *Engine) scoresImages() bool {
 	return slices.ContainsFunc(eng.fw.ListPlugins().Score.Enabled, func(p config.Plugin) bool { return p.Name == names.ImageLocality })
 }
 
-// begin starts a pod's cycle: the last cycle's filtered nodes are
-// forgotten, and it says whether the pod's claims, as PreFilter made them
-// from their templates, are all unallocated still.
-func (v *sharedVerdicts) begin(eng *Engine, c *cycle) bool {
-	clear(v.filtered)
-	return eng.claimsUnallocated(c.pod)
-}
-
 // claimsUnallocated reports whether no claim of the pod is allocated: an
 // allocated claim's node selector names nodes.
 func (eng *Engine) claimsUnallocated(pod *v1.Pod) bool {

@@ -222,7 +222,9 @@ func (ch *stateCycle) cycle() (*cycle, bool) {
 			reps[i] = ch.scan.nodes[r.first]
 		}
 		c, _ := ch.eng.begin(ch.pod, reps)
-		if c == nil || !ch.v.begin(ch.eng, c) || c.filter != nil && !c.filter.AllNodes() {
+		// The pod's claims as PreFilter made them from their templates
+		// must be unallocated still.
+		if c == nil || !ch.eng.claimsUnallocated(c.pod) || c.filter != nil && !c.filter.AllNodes() {
 			ch.failed = true
 			return nil, false
 		}
