@@ -114,3 +114,33 @@ func planSummary(plan *Plan) string {
 	}
 	return b.String()
 }
+
+// Pods of several sizes and no devices are placed on the new nodes as the
+// scheduler's least-allocated scoring places them, not packed first fit:
+// two 2-CPU pods go to two 4-CPU nodes, one each, and the 4-CPU pod after
+// them needs a third node. Packed first fit, two nodes would do, and the
+// scheduler would leave the 4-CPU pod pending on them.
+func TestMixedSizesWithoutDevicesArePlacedAsScored(t *testing.T) {
+	var pods []*v1.Pod
+	for i, cpu := range []int64{2000, 2000, 4000} {
+		pod := fx.Pod(fmt.Sprintf("p%d-%dm", i, cpu), cpu, nil)
+		pod.CreationTimestamp = metav1.NewTime(fx.Epoch.Add(time.Duration(i) * time.Second))
+		pods = append(pods, pod)
+	}
+	p := newPlanner(t, snapshot.New(), plainGroup("cpu", 4, 10, nil))
+	plan, err := p.Plan(pods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.ScaleUps) != 1 || plan.ScaleUps[0].NewNodes != 3 || len(plan.NoScaleUp) != 0 {
+		t.Fatalf("plan = %+v (no scale-up %+v), want cpu +3 nodes for the 3 pods", plan.ScaleUps, plan.NoScaleUp)
+	}
+	nodeOf := map[string]string{}
+	for _, pl := range plan.ScaleUps[0].Placements {
+		nodeOf[pl.Pod.Name] = pl.Node
+	}
+	a, b, big := nodeOf["p0-2000m"], nodeOf["p1-2000m"], nodeOf["p2-4000m"]
+	if a == b || big == a || big == b {
+		t.Fatalf("placements %v, want each pod on a node of its own (the scheduler spreads the 2-CPU pods)", nodeOf)
+	}
+}

@@ -378,22 +378,19 @@ func newNodeName(prefix string, k int, taken []int) string {
 	return fmt.Sprintf("%s-new-%d", prefix, n)
 }
 
-// finalEstimate is the estimate the plan keeps. Where pods of the group
-// take devices, the number of nodes can depend on where the scheduler's
-// scoring puts each pod, not on tight packing: the spreading default
-// (least allocated) puts partition pods on different nodes, each blocking
-// a whole GPU there, and puts small device pods on different nodes before
-// a larger claim comes, leaving no node with room for it. For a group
-// whose devices are partitionable (they draw on shared counters), or whose
-// pods are of several kinds that take devices, the packed count is then
-// checked by placing the same pods, in the scheduler's queue order, onto
-// that many fresh nodes with scoring, and raised until they all bind
-// (within the group's room).
+// finalEstimate is the estimate the plan keeps. The number of nodes can
+// depend on where the scheduler's scoring puts each pod, not on tight
+// packing: the spreading default (least allocated) puts partition pods on
+// different nodes, each blocking a whole GPU there, puts small device pods
+// on different nodes before a larger claim comes, leaving no node with
+// room for it, and leaves CPU and memory in pieces too small for a larger
+// pod queued later. For a group whose devices are partitionable (they draw
+// on shared counters), or whose pods are of several kinds, the packed
+// count is then checked by placing the same pods, in the scheduler's queue
+// order, onto that many fresh nodes with scoring, and raised until they
+// all bind (within the group's room).
 func (st *state) finalEstimate(ctx context.Context, group string, pods []*v1.Pod) (*estimator.Result, error) {
 	g := st.byName[group]
-	if !partitionable(g) && len(st.template[group]) == 0 {
-		return st.estimate(ctx, group, pods, true)
-	}
 	snap := st.p.Engine.Snapshot()
 	snap.Fork()
 	packed, err := st.estimate(ctx, group, pods, true)
@@ -412,13 +409,16 @@ func (st *state) finalEstimate(ctx context.Context, group string, pods []*v1.Pod
 	// One Spread for every count: what the scheduler chose for a kind of
 	// pod among classes of nodes holds at any count.
 	spread := est.NewSpread(g, placed)
-	for n := len(packed.NewNodes); ; n++ {
+	// place places the pods on n fresh nodes and keeps the result only
+	// when asked to and every pod bound (or the room is used up).
+	place := func(n int, keepIfAll bool) (*estimator.Result, bool, error) {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		snap.Fork()
 		var res *estimator.Result
 		var all bool
+		var err error
 		if st.p.exhaustiveScored {
 			res, all, err = est.Scored(g, placed, n)
 		} else {
@@ -426,15 +426,49 @@ func (st *state) finalEstimate(ctx context.Context, group string, pods []*v1.Pod
 		}
 		if err != nil {
 			snap.Revert()
-			return nil, err
+			return nil, false, err
 		}
-		if all || n >= room {
+		if (all && keepIfAll) || (!all && n >= room) {
 			snap.Commit()
 			res.Unplaced = append(res.Unplaced, packed.Unplaced...)
-			return res, nil
+			return res, all, nil
 		}
 		snap.Revert()
+		return nil, all, nil
 	}
+	// The count is one at which every pod binds and one fewer leaves some
+	// out, from the packed count up (one less counts as too few): found by
+	// doubling the step and halving back, a pass per step rather than one
+	// per node, since a scored pass costs pods times nodes.
+	short, n, step := len(packed.NewNodes)-1, len(packed.NewNodes), 1
+	for {
+		res, all, err := place(n, n == short+1)
+		if err != nil || res != nil {
+			return res, err
+		}
+		if all {
+			break
+		}
+		short, n, step = n, min(n+step, room), step*2
+	}
+	enough := n
+	for enough-short > 1 {
+		mid := short + (enough-short)/2
+		res, all, err := place(mid, mid == short+1)
+		if err != nil || res != nil {
+			return res, err
+		}
+		if all {
+			enough = mid
+		} else {
+			short = mid
+		}
+	}
+	res, _, err := place(enough, true)
+	if err == nil && res == nil {
+		err = fmt.Errorf("node group %s: placing %d pods on %d new nodes bound them all once and not again", group, len(placed), enough)
+	}
+	return res, err
 }
 
 // scoredCheckBudget bounds, for groups that are not partitionable, the
@@ -444,19 +478,16 @@ func (st *state) finalEstimate(ctx context.Context, group string, pods []*v1.Pod
 // Autoscaler's estimator does) instead of taking minutes.
 const scoredCheckBudget = 50_000
 
-// scoredCheckNeeded reports whether pods of more than one kind that take
-// devices were packed onto the group's new nodes (within the budget):
-// only then can the scheduler's spreading leave devices too scattered for
-// a later pod. Pods of one kind fill identical nodes alike in any order.
+// scoredCheckNeeded reports whether pods of more than one kind were
+// packed onto the group's new nodes (within the budget): only then can the
+// scheduler's spreading leave devices, CPU or memory too scattered for a
+// later pod. Pods of one kind fill identical nodes alike in any order.
 func (st *state) scoredCheckNeeded(packed *estimator.Result) bool {
 	if len(packed.PlacedOrder)*len(packed.NewNodes) > scoredCheckBudget {
 		return false
 	}
 	kinds := map[string]bool{}
 	for _, pod := range packed.PlacedOrder {
-		if usesNoDevices(pod) {
-			continue
-		}
 		kinds[st.kinds.Of(pod)] = true
 		if len(kinds) > 1 {
 			return true

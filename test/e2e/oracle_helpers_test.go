@@ -40,7 +40,9 @@ import (
 // shaped from their group templates, the DaemonSet pods of those nodes and
 // then the pending pods. A plan is right when every pod it places binds,
 // every pod it leaves out stays pending, and one node fewer leaves some
-// pod unschedulable (the plan is minimal).
+// pod unschedulable (the plan is minimal); on shapes where ties the
+// scheduler breaks at random decide, within the bounds the scenario
+// states (oracleScenario.tiePending, tieSlack).
 
 // oracleOptions are the planner flags a scenario runs with (the golden
 // scenarios' options.yaml).
@@ -65,11 +67,12 @@ type oracleReport struct {
 	Differ       []string // "ns/pod: planned node-a, bound node-b"
 	// SchedulerLog is the scheduler's log tail when some pod was unbound.
 	SchedulerLog string
-	// FewerGroup lost its last planned node in the second run ("" when
-	// nothing was planned); FewerPending counts the placed pods the
-	// scheduler then reported unschedulable, FewerUnsettled those it did
-	// neither bind nor report.
+	// FewerGroup lost its last FewerBy planned nodes in the second run
+	// ("" when nothing was planned); FewerPending counts the placed pods
+	// the scheduler then reported unschedulable, FewerUnsettled those it
+	// did neither bind nor report.
 	FewerGroup     string
+	FewerBy        int
 	FewerPending   int
 	FewerUnsettled []string
 }
@@ -79,8 +82,8 @@ func (r *oracleReport) line(scenario string) string {
 	if r.FewerGroup != "" {
 		fewer = fmt.Sprint(r.FewerPending)
 	}
-	return fmt.Sprintf("fidelity %s: planned %d new nodes, %d/%d pods bound, with one fewer: %s pending, %d placements differ",
-		scenario, len(r.NewNodes), r.Bound, r.Placed, fewer, len(r.Differ))
+	return fmt.Sprintf("fidelity %s: planned %d new nodes, %d/%d pods bound, with %d fewer: %s pending, %d placements differ",
+		scenario, len(r.NewNodes), r.Bound, r.Placed, r.FewerBy, fewer, len(r.Differ))
 }
 
 // oracle builds scenarios on its own control plane: scenarios bring
@@ -205,8 +208,9 @@ func loadOracleOptions(dir string) (oracleOptions, error) {
 }
 
 // check plans the scenario and replays it twice: with the planned nodes,
-// then with the last planned node of the first growing group left out.
-func (o *oracle) check(paths []string, opts oracleOptions) *oracleReport {
+// then with the last fewerBy planned nodes of the group grown last left
+// out.
+func (o *oracle) check(paths []string, opts oracleOptions, fewerBy int) *oracleReport {
 	t := o.t
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -268,20 +272,25 @@ func (o *oracle) check(paths []string, opts oracleOptions) *oracleReport {
 		return rep
 	}
 
-	// One node fewer: drop the last new node of the group the plan grew
+	// Fewer nodes: drop the last new nodes of the group the plan grew
 	// last. Its count was estimated with every earlier node in place, so
 	// it must be minimal; an earlier group's may not be, by the
 	// expander's greedy choice (as in the Cluster Autoscaler, which grows
 	// one group per loop).
 	last := res.Plan.ScaleUps[len(res.Plan.ScaleUps)-1].NodeGroup
-	drop := -1
-	for i, n := range newNodes {
-		if n.group == last {
-			drop = i
+	rep.FewerGroup, rep.FewerBy = last, fewerBy
+	var fewer []newNode
+	for i := len(newNodes) - 1; i >= 0; i-- {
+		if newNodes[i].group == last && fewerBy > 0 {
+			fewerBy--
+			continue
 		}
+		fewer = append(fewer, newNodes[i])
 	}
-	rep.FewerGroup = newNodes[drop].group
-	fewer := slices.Delete(slices.Clone(newNodes), drop, drop+1)
+	if fewerBy > 0 {
+		t.Fatalf("group %s grew by fewer than the %d nodes to leave out", last, rep.FewerBy)
+	}
+	slices.Reverse(fewer)
 	o.build(ctx, objs, fewer)
 	stopDriver = o.driveBindingConditions(ctx)
 	verdicts := o.waitBoundOrUnschedulable(ctx, objs.PendingPods, sets.KeySet(planned), false)

@@ -39,6 +39,14 @@ type oracleScenario struct {
 	// wantFewerPending, when set, is how many placed pods the replay with
 	// one node fewer must leave pending (a gang: all of them).
 	wantFewerPending int
+	// Where kube-scheduler's scores tie between nodes holding different
+	// pods, it picks one at random, and a plan cannot (plans repeat): one
+	// live run packs tighter than the plan, another looser. tiePending is
+	// how many placed pods such a run may leave pending on the planned
+	// nodes; tieSlack how many nodes the plan may hold over what a run
+	// needs (the minimality replay leaves 1+tieSlack nodes out). Both are
+	// 0 but where ties were seen to decide, with the runs measured.
+	tiePending, tieSlack int
 }
 
 // Golden scenarios whose pods are meant never to bind: the oracle's
@@ -124,6 +132,9 @@ func oracleScenarios(t *testing.T) []oracleScenario {
 		// Fabric GPUs bind once attached (binding conditions): the plan's
 		// 2 nodes take the 12 pods once the driver attaches the devices.
 		shape("binding-conditions-fabric", oracleScenario{wantNewNodes: ptrInt(2), bindingDriver: true}),
+		// Two 4-core pods spread over two 8-core nodes, the 8-core pod
+		// after them needs a third (packed first fit, 2 would do).
+		shape("mixed-sizes-spread", oracleScenario{wantNewNodes: ptrInt(3), wantFewerPending: 1}),
 		// Gangs, with the scheduler's gang plugin: 12 one-GPU pods of
 		// minCount 12 need 2 nodes, and with one the whole gang waits.
 		shape("gang-two-nodes", oracleScenario{wantNewNodes: ptrInt(2), gates: []string{"GenericWorkload"}, wantFewerPending: 12}),
@@ -141,15 +152,17 @@ func oracleScenarios(t *testing.T) []oracleScenario {
 			gates: []string{"GenericWorkload", "DRAWorkloadResourceClaims"}, wantFewerPending: 12}),
 	)
 	// Karpenter's benchmark shape at 200 pods over 400 instance-type
-	// groups (issue 56), only with DRAXR_FIDELITY_MANY_GROUPS=1: it fails
-	// today. The estimate packs new nodes first fit, as the Cluster
-	// Autoscaler's does, and the scheduler spreads pods over them
-	// (LeastAllocated): 7 of the 200 stay pending for memory on the 57
-	// planned nodes, and 190 bind elsewhere than planned
-	// (docs/performance.md, "Beside Karpenter").
-	if os.Getenv("DRAXR_FIDELITY_MANY_GROUPS") == "1" {
-		out = append(out, oracleScenario{name: "many-groups-200", paths: []string{manyGroupsScenario(t, 200)}})
-	}
+	// groups (issue 56): pods of many sizes, with zone and host spread,
+	// zone affinity and host anti-affinity. The scheduler spreads them
+	// over the new nodes (least allocated), so the plan places them as it
+	// does, not packed first fit (which planned 57 nodes, on which 7 pods
+	// stayed pending). Scores tie between nodes holding different pods and
+	// the scheduler picks among them at random: measured, the plan's 67
+	// nodes bound all 200 pods in 57 of 58 runs (199 in the other), 65
+	// nodes were enough in 2 of 33 runs, 64 in none of 12 (1 to 3
+	// pending), 63 in none of 10 (3 or 4) (docs/performance.md, "Room on
+	// existing nodes").
+	out = append(out, oracleScenario{name: "many-groups-200", paths: []string{manyGroupsScenario(t, 200)}, tiePending: 2, tieSlack: 3})
 	return out
 }
 
@@ -183,12 +196,12 @@ func TestFidelityOracle(t *testing.T) {
 				featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, featuregate.Feature(gate), true)
 				o.schedOpts.Args = append(o.schedOpts.Args, "--feature-gates="+gate+"=true")
 			}
-			rep := o.check(sc.paths, sc.opts)
+			rep := o.check(sc.paths, sc.opts, 1+sc.tieSlack)
 			fmt.Println(rep.line(sc.name))
 			for _, d := range rep.Differ {
 				t.Logf("placement differs: %s", d)
 			}
-			if len(rep.Unbound) > 0 {
+			if len(rep.Unbound) > sc.tiePending {
 				t.Errorf("planned new nodes %v, but the scheduler left pending %v:\n%s\n--- draxr-scheduler log (tail) ---\n%s",
 					rep.NewNodes, rep.Unbound, strings.Join(rep.UnboundWhy, "\n"), rep.SchedulerLog)
 			}
@@ -196,8 +209,8 @@ func TestFidelityOracle(t *testing.T) {
 				t.Errorf("the plan leaves out %v, but the scheduler bound %v", rep.LeftOut, rep.LeftOutBound)
 			}
 			if len(rep.NewNodes) > 0 && rep.FewerPending == 0 {
-				t.Errorf("with one %s node fewer than planned (%v), every placed pod still binds: the plan is not minimal (unsettled: %v)",
-					rep.FewerGroup, rep.NewNodes, rep.FewerUnsettled)
+				t.Errorf("with %d %s node(s) fewer than planned (%v), every placed pod still binds: the plan is not minimal (unsettled: %v)",
+					rep.FewerBy, rep.FewerGroup, rep.NewNodes, rep.FewerUnsettled)
 			}
 			if sc.wantFewerPending > 0 && rep.FewerPending != sc.wantFewerPending {
 				t.Errorf("with one node fewer %d placed pods stay pending, want %d (unsettled: %v)", rep.FewerPending, sc.wantFewerPending, rep.FewerUnsettled)
