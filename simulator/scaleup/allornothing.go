@@ -66,7 +66,7 @@ func (p *Planner) allOrNothingStep(ctx context.Context, st *state, pods []*v1.Po
 		snap := p.Engine.Snapshot()
 		snap.Fork()
 		planned := maps.Clone(st.planned)
-		step, err := st.scaleUpStep(ctx, best.Group, pods)
+		step, err := st.scaleUpStep(ctx, best, pods)
 		if err != nil {
 			snap.Revert()
 			return nil, nil, err

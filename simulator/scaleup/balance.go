@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"draxr.dev/draxr/simulator/estimator"
+	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/nodegroup"
 )
 
@@ -43,10 +44,12 @@ func basicIgnoredLabels() map[string]bool {
 // split across it and the similar groups that take the same pods,
 // smallest group first as CA does, and each group's share is estimated in
 // turn. Planned node counts are updated as each share is committed.
-func (st *state) scaleUpStep(ctx context.Context, best string, pods []*v1.Pod) ([]*estimator.Result, error) {
+func (st *state) scaleUpStep(ctx context.Context, option expander.Option, pods []*v1.Pod) ([]*estimator.Result, error) {
+	best := option.Group
+	scored := option.NewNodes*option.PodCount <= scoredCheckBudget
 	similar := st.similarGroups(best, pods)
 	if len(similar) == 0 {
-		res, err := st.finalEstimate(ctx, best, pods)
+		res, err := st.finalEstimate(ctx, best, pods, scored)
 		if err != nil {
 			return nil, err
 		}
@@ -55,7 +58,7 @@ func (st *state) scaleUpStep(ctx context.Context, best string, pods []*v1.Pod) (
 	}
 	snap := st.p.Engine.Snapshot()
 	snap.Fork()
-	probe, err := st.finalEstimate(ctx, best, pods)
+	probe, err := st.finalEstimate(ctx, best, pods, scored)
 	snap.Revert()
 	if err != nil {
 		return nil, err
@@ -68,7 +71,7 @@ func (st *state) scaleUpStep(ctx context.Context, best string, pods []*v1.Pod) (
 			continue
 		}
 		st.stepCap = map[string]int{g: shares[g]}
-		res, err := st.finalEstimate(ctx, g, pods)
+		res, err := st.finalEstimate(ctx, g, pods, scored)
 		st.stepCap = nil
 		if err != nil {
 			return nil, err

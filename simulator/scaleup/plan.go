@@ -246,7 +246,7 @@ func (p *Planner) stepByStep(ctx context.Context, st *state, pods []*v1.Pod, onS
 		if err != nil || !ok {
 			return pods, err
 		}
-		res, err := st.scaleUpStep(ctx, best.Group, pods)
+		res, err := st.scaleUpStep(ctx, best, pods)
 		if err != nil {
 			return pods, err
 		}

@@ -388,9 +388,15 @@ func newNodeName(prefix string, k int, taken []int) string {
 // on shared counters), or whose pods are of several kinds, the packed
 // count is then checked by placing the same pods, in the scheduler's queue
 // order, onto that many fresh nodes with scoring, and raised until they
-// all bind (within the group's room).
-func (st *state) finalEstimate(ctx context.Context, group string, pods []*v1.Pod) (*estimator.Result, error) {
+// all bind (within the group's room). Where the chosen option is already
+// past the budget for groups that are not partitionable (scored false),
+// the packed estimate is kept without a fork: a fork records an undo for
+// every change, which thousands of placements make costly.
+func (st *state) finalEstimate(ctx context.Context, group string, pods []*v1.Pod, scored bool) (*estimator.Result, error) {
 	g := st.byName[group]
+	if !partitionable(g) && !scored {
+		return st.estimate(ctx, group, pods, true)
+	}
 	snap := st.p.Engine.Snapshot()
 	snap.Fork()
 	packed, err := st.estimate(ctx, group, pods, true)
