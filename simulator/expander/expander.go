@@ -29,6 +29,15 @@ type Option struct {
 	PriceKnown bool
 }
 
+// FewerNodesBetter reports whether the strategy never likes an option
+// better for more nodes taking the same pods (least-waste, price): an
+// option with a lower bound on its node count then bounds how well the
+// option can do.
+func FewerNodesBetter(s Strategy) bool {
+	f, ok := s.(interface{ FewerNodesBetter() bool })
+	return ok && f.FewerNodesBetter()
+}
+
 // Strategy picks the best option; options is never empty.
 type Strategy interface {
 	Name() string
@@ -128,6 +137,9 @@ const Tie = 1e-9
 type leastWaste struct{}
 
 func (leastWaste) Name() string { return "least-waste" }
+
+// FewerNodesBetter: more nodes for the same pods only add waste.
+func (leastWaste) FewerNodesBetter() bool { return true }
 func (leastWaste) Best(options []Option) Option {
 	return pick(options, func(a, b Option) (bool, bool) {
 		if d := a.Waste - b.Waste; d < -Tie || d > Tie {

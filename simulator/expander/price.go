@@ -13,6 +13,9 @@ type cheapest struct{}
 
 func (cheapest) Name() string { return "price" }
 
+// FewerNodesBetter: more nodes for the same pods only cost more.
+func (cheapest) FewerNodesBetter() bool { return true }
+
 func (cheapest) Best(options []Option) Option {
 	if !anyPriced(options) {
 		return leastWaste{}.Best(options)

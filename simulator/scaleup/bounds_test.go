@@ -16,6 +16,10 @@ type unbounded struct{ expander.Strategy }
 
 func (unbounded) Name() string { return "unbounded" }
 
+// FewerNodesBetter is the wrapped expander's: scored options are compared
+// as without the wrapper.
+func (u unbounded) FewerNodesBetter() bool { return expander.FewerNodesBetter(u.Strategy) }
+
 // TestBoundsGiveUpOnlyOnLosers: with many instance-type groups,
 // least-waste and price stop estimating the groups that cannot beat the
 // best so far, and the plan is the one every group estimated in full

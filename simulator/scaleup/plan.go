@@ -161,6 +161,13 @@ type Planner struct {
 	// every new node (estimator.BinPacking.Scored), for tests that hold
 	// the faster Spread to its answers.
 	exhaustiveScored bool
+	// scoredInFull makes the expander's scored options searched without
+	// the bound that stops an option once it cannot be chosen (loseAt),
+	// for tests that hold the bound to the full answer.
+	scoredInFull bool
+	// scoredSearches counts the scored options searched up to their
+	// count, and scoredLost those stopped by the bound.
+	scoredSearches, scoredLost int
 }
 
 // Plan places the pending pods and returns the plan.
@@ -458,60 +465,29 @@ func (p *Planner) bestOption(ctx context.Context, st *state, pods []*v1.Pod) (ex
 // bestOptionFor is bestOption among the groups that help at least need
 // pods.
 func (p *Planner) bestOptionFor(ctx context.Context, st *state, pods []*v1.Pod, need int) (expander.Option, bool, error) {
-	var options []expander.Option
-	// Groups with the same template and the same room give the same answer
-	// but for their name: estimate one of them.
-	seen := map[string]groupAnswer{}
-	// rank is, per group, how far down their claims' firstAvailable lists
-	// the pods had to go on its new nodes.
-	rank := map[string]int{}
-	bound := newOptionBound(p.Expander.Name(), pods, p.DaemonSets)
-	best := noBestYet() // of the options the expander will see
-	alike := newAlikeKeys(p, pods)
+	s := newOptionSearch(p, st, pods, need)
 	for _, g := range st.groups {
-		room := st.stepRoom(g)
-		if room <= 0 {
-			continue
-		}
-		key := alike.key(st, g, room)
-		a, ok := seen[key]
-		switch {
-		case ok && !estimator.SelectsNodesByName(pods):
-			if !a.abandoned && alike.fresh != nil && p.Engine.VerifiesShortcuts() {
-				if err := p.verifyAlike(ctx, st, g, pods, a.option); err != nil {
-					return expander.Option{}, false, err
-				}
-			}
-			st.copyVerdicts(a.group, g.Name)
-			if a.abandoned {
-				continue
-			}
-			a.option.Group = g.Name
-		default:
-			var err error
-			if a, err = p.estimateOption(ctx, st, g.Name, pods, bound, best); err != nil {
-				return expander.Option{}, false, err
-			}
-			seen[key] = a
-			if a.abandoned {
-				continue
-			}
-		}
-		rank[g.Name] = a.rank
-		if a.option.PodCount >= need {
-			o := st.priced(a.option)
-			options = append(options, o)
-			best.add(o)
+		if err := s.consider(ctx, g); err != nil {
+			return expander.Option{}, false, err
 		}
 	}
-	if len(options) == 0 {
+	if len(s.options) == 0 {
 		return expander.Option{}, false, nil
 	}
-	options = preferredChoices(options, rank)
-	chosen := p.Expander.Best(options)
+	if expander.FewerNodesBetter(p.Expander) {
+		if err := s.rescore(ctx); err != nil {
+			return expander.Option{}, false, err
+		}
+	}
+	chosen := p.Expander.Best(preferredChoices(s.options, s.rank))
 	// An expander may allow no group (CA's priority expander with an
 	// invalid ConfigMap): nothing is scaled up.
-	return chosen, chosen.Group != "", nil
+	if chosen.Group == "" {
+		return chosen, false, nil
+	}
+	// The step is estimated from the packed option (its size decides
+	// whether the scored check runs).
+	return s.packed[chosen.Group], true, nil
 }
 
 // groupAnswer is one group's estimate as the expander sees it.

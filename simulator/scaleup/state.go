@@ -393,20 +393,29 @@ func newNodeName(prefix string, k int, taken []int) string {
 // the packed estimate is kept without a fork: a fork records an undo for
 // every change, which thousands of placements make costly.
 func (st *state) finalEstimate(ctx context.Context, group string, pods []*v1.Pod, scored bool) (*estimator.Result, error) {
+	res, _, err := st.finalEstimateUnless(ctx, group, pods, scored, 0)
+	return res, err
+}
+
+// finalEstimateUnless is finalEstimate that stops, reporting lost, once
+// every count below loseAt leaves some pod out (0: no such count): the
+// caller knows an option of loseAt nodes or more cannot be chosen.
+func (st *state) finalEstimateUnless(ctx context.Context, group string, pods []*v1.Pod, scored bool, loseAt int) (*estimator.Result, bool, error) {
 	g := st.byName[group]
 	if !partitionable(g) && !scored {
-		return st.estimate(ctx, group, pods, true)
+		res, err := st.estimate(ctx, group, pods, true)
+		return res, false, err
 	}
 	snap := st.p.Engine.Snapshot()
 	snap.Fork()
 	packed, err := st.estimate(ctx, group, pods, true)
 	if err != nil {
 		snap.Revert()
-		return nil, err
+		return nil, false, err
 	}
 	if !partitionable(g) && !st.scoredCheckNeeded(packed) {
 		snap.Commit()
-		return packed, nil
+		return packed, false, nil
 	}
 	snap.Revert()
 	placed := SortSchedulerQueue(packed.PlacedOrder)
@@ -447,22 +456,29 @@ func (st *state) finalEstimate(ctx context.Context, group string, pods []*v1.Pod
 	// doubling the step and halving back, a pass per step rather than one
 	// per node, since a scored pass costs pods times nodes.
 	short, n, step := len(packed.NewNodes)-1, len(packed.NewNodes), 1
+	limit := room
+	if loseAt > 0 {
+		limit = min(room, loseAt-1)
+	}
 	for {
 		res, all, err := place(n, n == short+1)
 		if err != nil || res != nil {
-			return res, err
+			return res, false, err
 		}
 		if all {
 			break
 		}
-		short, n, step = n, min(n+step, room), step*2
+		if loseAt > 0 && n >= loseAt-1 {
+			return nil, true, nil
+		}
+		short, n, step = n, min(n+step, limit), step*2
 	}
 	enough := n
 	for enough-short > 1 {
 		mid := short + (enough-short)/2
 		res, all, err := place(mid, mid == short+1)
 		if err != nil || res != nil {
-			return res, err
+			return res, false, err
 		}
 		if all {
 			enough = mid
@@ -474,7 +490,7 @@ func (st *state) finalEstimate(ctx context.Context, group string, pods []*v1.Pod
 	if err == nil && res == nil {
 		err = fmt.Errorf("node group %s: placing %d pods on %d new nodes bound them all once and not again", group, len(placed), enough)
 	}
-	return res, err
+	return res, false, err
 }
 
 // scoredCheckBudget bounds, for groups that are not partitionable, the
