@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	v1 "k8s.io/api/core/v1"
+
 	"draxr.dev/draxr/simulator/expander"
 	fx "draxr.dev/draxr/simulator/fixtures"
 	"draxr.dev/draxr/simulator/nodegroup"
@@ -32,36 +34,44 @@ func TestBoundsGiveUpOnlyOnLosers(t *testing.T) {
 
 func boundsGiveUpOnlyOnLosers(t *testing.T, name string) {
 	pods := fx.FiveKinds(60)
-	plan := func(exp func(expander.Strategy) expander.Strategy) (string, *Planner) {
-		groups := instanceTypeGroups(false)[:60]
-		for _, g := range groups {
-			alloc := g.Spec.Template.Status.Allocatable // Karpenter's fake price
-			g.Spec.Price = nodegroup.PriceOf(0.1*float64(alloc.Cpu().Value()) + 0.1*float64(alloc.Memory().Value())/1e9)
-		}
-		p := newPlanner(t, snapshot.New(), groups...)
-		strategy, err := expander.New(name, nil, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.Expander = exp(strategy)
-		got, err := p.Plan(pods)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(got.NoScaleUp) > 0 {
-			t.Fatalf("%d pods get no node", len(got.NoScaleUp))
-		}
-		b, _ := json.Marshal(got)
-		return string(b), p
-	}
-	bounded, p := plan(func(e expander.Strategy) expander.Strategy { return e })
-	full, pf := plan(func(e expander.Strategy) expander.Strategy { return unbounded{e} })
+	bounded, p := planInstanceTypes(t, name, pods, func(e expander.Strategy) expander.Strategy { return e }, nil)
+	full, pf := planInstanceTypes(t, name, pods, func(e expander.Strategy) expander.Strategy { return unbounded{e} }, nil)
 	if bounded != full {
 		t.Fatalf("the plan changed when groups were given up on:\n%s\nin full:\n%s", bounded, full)
 	}
 	if p.abandoned == 0 || pf.abandoned != 0 {
 		t.Fatalf("estimates given up on: %d bounded, %d in full; want some, none", p.abandoned, pf.abandoned)
 	}
+}
+
+// planInstanceTypes plans pods over 60 instance-type groups priced as
+// Karpenter's fake types are, with the named expander (wrapped by exp)
+// and the planner set by configure; it returns the plan as JSON.
+func planInstanceTypes(t *testing.T, name string, pods []*v1.Pod, exp func(expander.Strategy) expander.Strategy, configure func(*Planner)) (string, *Planner) {
+	t.Helper()
+	groups := instanceTypeGroups(false)[:60]
+	for _, g := range groups {
+		alloc := g.Spec.Template.Status.Allocatable // Karpenter's fake price
+		g.Spec.Price = nodegroup.PriceOf(0.1*float64(alloc.Cpu().Value()) + 0.1*float64(alloc.Memory().Value())/1e9)
+	}
+	p := newPlanner(t, snapshot.New(), groups...)
+	strategy, err := expander.New(name, nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Expander = exp(strategy)
+	if configure != nil {
+		configure(p)
+	}
+	got, err := p.Plan(pods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.NoScaleUp) > 0 {
+		t.Fatalf("%d pods get no node", len(got.NoScaleUp))
+	}
+	b, _ := json.Marshal(got)
+	return string(b), p
 }
 
 // TestWasteBoundOnlyForLeastWaste: most-pods takes the big group that

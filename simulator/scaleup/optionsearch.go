@@ -11,6 +11,7 @@ import (
 	"draxr.dev/draxr/simulator/estimator"
 	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/nodegroup"
+	"draxr.dev/draxr/simulator/placement"
 )
 
 // optionSearch is one step's options: every group with room estimated
@@ -283,9 +284,34 @@ func (s *optionSearch) scoredOption(ctx context.Context, packed expander.Option,
 	s.p.scoredSearches++
 	if lost {
 		s.p.scoredLost++
-		return s.lostOption(packed, loseAt), true, nil
+		lostOption := s.lostOption(packed, loseAt)
+		if s.p.Engine.VerifiesShortcuts() {
+			if err := s.verifyLost(ctx, packed, lostOption); err != nil {
+				return expander.Option{}, false, err
+			}
+		}
+		return lostOption, true, nil
 	}
 	return s.st.priced(expander.Option{Group: packed.Group, NewNodes: len(res.NewNodes), PodCount: len(res.Placed), Waste: waste(snap, res)}), false, nil
+}
+
+// verifyLost searches the option in full and reports when it could have
+// been chosen over the one its search was stopped for: the scored option
+// must be no better than the bound's (under the verify switch).
+func (s *optionSearch) verifyLost(ctx context.Context, packed, lost expander.Option) error {
+	snap := s.p.Engine.Snapshot()
+	snap.Fork()
+	defer snap.Revert()
+	res, _, err := s.st.finalEstimateUnless(ctx, packed.Group, s.pods, packed.NewNodes*packed.PodCount <= scoredCheckBudget, 0)
+	if err != nil {
+		return err
+	}
+	full := s.st.priced(expander.Option{Group: packed.Group, NewNodes: len(res.NewNodes), PodCount: len(res.Placed), Waste: waste(snap, res)})
+	if full.PodCount >= s.need && s.value(full) < s.value(lost)-expander.Tie {
+		placement.ShortcutDiffers("scored search bound", "group %s: %d new nodes in full (value %.6f), stopped at %d (value %.6f)",
+			packed.Group, full.NewNodes, s.value(full), lost.NewNodes, s.value(lost))
+	}
+	return nil
 }
 
 // lostOption is the option the bound gives the packed one at n nodes, a

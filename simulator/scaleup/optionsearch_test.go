@@ -1,7 +1,6 @@
 package scaleup
 
 import (
-	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -76,26 +75,8 @@ func TestScoredBoundStopsOnlyLosers(t *testing.T) {
 	for _, name := range []string{"least-waste", "price"} {
 		t.Run(name, func(t *testing.T) {
 			plan := func(inFull bool) (string, *Planner) {
-				groups := instanceTypeGroups(false)[:60]
-				for _, g := range groups {
-					alloc := g.Spec.Template.Status.Allocatable // Karpenter's fake price
-					g.Spec.Price = nodegroup.PriceOf(0.1*float64(alloc.Cpu().Value()) + 0.1*float64(alloc.Memory().Value())/1e9)
-				}
-				p := newPlanner(t, snapshot.New(), groups...)
-				exp, err := expander.New(name, nil, 1)
-				if err != nil {
-					t.Fatal(err)
-				}
-				p.Expander, p.scoredInFull = exp, inFull
-				got, err := p.Plan(fx.FiveKinds(100))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(got.NoScaleUp) > 0 {
-					t.Fatalf("%d pods get no node", len(got.NoScaleUp))
-				}
-				b, _ := json.Marshal(got)
-				return string(b), p
+				same := func(e expander.Strategy) expander.Strategy { return e }
+				return planInstanceTypes(t, name, fx.FiveKinds(100), same, func(p *Planner) { p.scoredInFull = inFull })
 			}
 			bounded, p := plan(false)
 			full, pf := plan(true)
