@@ -140,6 +140,7 @@ func (leastWaste) Name() string { return "least-waste" }
 
 // FewerNodesBetter: more nodes for the same pods only add waste.
 func (leastWaste) FewerNodesBetter() bool { return true }
+
 func (leastWaste) Best(options []Option) Option {
 	return pick(options, func(a, b Option) (bool, bool) {
 		if d := a.Waste - b.Waste; d < -Tie || d > Tie {

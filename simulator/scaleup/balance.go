@@ -46,7 +46,7 @@ func basicIgnoredLabels() map[string]bool {
 // turn. Planned node counts are updated as each share is committed.
 func (st *state) scaleUpStep(ctx context.Context, option expander.Option, pods []*v1.Pod) ([]*estimator.Result, error) {
 	best := option.Group
-	scored := option.NewNodes*option.PodCount <= scoredCheckBudget
+	scored := withinScoredBudget(option)
 	similar := st.similarGroups(best, pods)
 	if len(similar) == 0 {
 		res, err := st.finalEstimate(ctx, best, pods, scored)

@@ -254,17 +254,11 @@ func (s *optionSearch) mayScore(packed expander.Option) bool {
 	if partitionable(s.st.byName[packed.Group]) {
 		return true
 	}
-	if packed.NewNodes*packed.PodCount > scoredCheckBudget {
+	if !withinScoredBudget(packed) {
 		return false
 	}
 	if s.severalKinds == nil {
-		several := false
-		for _, pod := range s.pods {
-			if s.st.kinds.Of(pod) != s.st.kinds.Of(s.pods[0]) {
-				several = true
-				break
-			}
-		}
+		several := s.st.severalKinds(s.pods)
 		s.severalKinds = &several
 	}
 	return *s.severalKinds
@@ -277,7 +271,7 @@ func (s *optionSearch) scoredOption(ctx context.Context, packed expander.Option,
 	snap := s.p.Engine.Snapshot()
 	snap.Fork()
 	defer snap.Revert()
-	res, lost, err := s.st.finalEstimateUnless(ctx, packed.Group, s.pods, packed.NewNodes*packed.PodCount <= scoredCheckBudget, loseAt)
+	res, lost, err := s.st.finalEstimateUnless(ctx, packed.Group, s.pods, withinScoredBudget(packed), loseAt)
 	if err != nil {
 		return expander.Option{}, false, err
 	}
@@ -302,7 +296,7 @@ func (s *optionSearch) verifyLost(ctx context.Context, packed, lost expander.Opt
 	snap := s.p.Engine.Snapshot()
 	snap.Fork()
 	defer snap.Revert()
-	res, _, err := s.st.finalEstimateUnless(ctx, packed.Group, s.pods, packed.NewNodes*packed.PodCount <= scoredCheckBudget, 0)
+	res, _, err := s.st.finalEstimateUnless(ctx, packed.Group, s.pods, withinScoredBudget(packed), 0)
 	if err != nil {
 		return err
 	}

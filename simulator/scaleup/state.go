@@ -11,9 +11,11 @@ import (
 
 	"draxr.dev/draxr/simulator/dynres"
 	"draxr.dev/draxr/simulator/estimator"
+	"draxr.dev/draxr/simulator/expander"
 	"draxr.dev/draxr/simulator/limits"
 	"draxr.dev/draxr/simulator/nodegroup"
 	"draxr.dev/draxr/simulator/placement"
+	"draxr.dev/draxr/simulator/snapshot"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -418,50 +420,41 @@ func (st *state) finalEstimateUnless(ctx context.Context, group string, pods []*
 		return packed, false, nil
 	}
 	snap.Revert()
-	placed := SortSchedulerQueue(packed.PlacedOrder)
-	room := st.stepRoom(g)
-	est := st.binPacking(group, true)
+	c := &countSearch{st: st, g: g, snap: snap, packed: packed, placed: SortSchedulerQueue(packed.PlacedOrder), room: st.stepRoom(g)}
+	c.est = st.binPacking(group, true)
 	// One Spread for every count: what the scheduler chose for a kind of
 	// pod among classes of nodes holds at any count.
-	spread := est.NewSpread(g, placed)
-	// place places the pods on n fresh nodes and keeps the result only
-	// when asked to and every pod bound (or the room is used up).
-	place := func(n int, keepIfAll bool) (*estimator.Result, bool, error) {
-		if err := ctx.Err(); err != nil {
-			return nil, false, err
-		}
-		snap.Fork()
-		var res *estimator.Result
-		var all bool
-		var err error
-		if st.p.exhaustiveScored {
-			res, all, err = est.Scored(g, placed, n)
-		} else {
-			res, all, err = spread.Place(n)
-		}
-		if err != nil {
-			snap.Revert()
-			return nil, false, err
-		}
-		if (all && keepIfAll) || (!all && n >= room) {
-			snap.Commit()
-			res.Unplaced = append(res.Unplaced, packed.Unplaced...)
-			return res, all, nil
-		}
-		snap.Revert()
-		return nil, all, nil
-	}
-	// The count is one at which every pod binds and one fewer leaves some
-	// out, from the packed count up (one less counts as too few): found by
-	// doubling the step and halving back, a pass per step rather than one
-	// per node, since a scored pass costs pods times nodes.
-	short, n, step := len(packed.NewNodes)-1, len(packed.NewNodes), 1
-	limit := room
+	c.spread = c.est.NewSpread(g, c.placed)
+	return c.search(ctx, loseAt)
+}
+
+// countSearch raises the packed count of a group's new nodes until the
+// pods, in the scheduler's queue order, all bind with its scoring.
+type countSearch struct {
+	st     *state
+	g      *nodegroup.NodeGroup
+	snap   *snapshot.Snapshot
+	packed *estimator.Result
+	placed []*v1.Pod
+	room   int
+	est    *estimator.BinPacking
+	spread *estimator.Spread
+}
+
+// search finds a count at which every pod binds and one fewer leaves
+// some out, from the packed count up (one less counts as too few), by
+// doubling the step and halving back: a pass per step rather than one
+// per node, since a scored pass costs pods times nodes. With loseAt > 0
+// it stops, reporting lost, once every count below loseAt leaves a pod
+// out.
+func (c *countSearch) search(ctx context.Context, loseAt int) (*estimator.Result, bool, error) {
+	short, n, step := len(c.packed.NewNodes)-1, len(c.packed.NewNodes), 1
+	limit := c.room
 	if loseAt > 0 {
-		limit = min(room, loseAt-1)
+		limit = min(c.room, loseAt-1)
 	}
 	for {
-		res, all, err := place(n, n == short+1)
+		res, all, err := c.place(ctx, n, n == short+1)
 		if err != nil || res != nil {
 			return res, false, err
 		}
@@ -476,7 +469,7 @@ func (st *state) finalEstimateUnless(ctx context.Context, group string, pods []*
 	enough := n
 	for enough-short > 1 {
 		mid := short + (enough-short)/2
-		res, all, err := place(mid, mid == short+1)
+		res, all, err := c.place(ctx, mid, mid == short+1)
 		if err != nil || res != nil {
 			return res, false, err
 		}
@@ -486,11 +479,39 @@ func (st *state) finalEstimateUnless(ctx context.Context, group string, pods []*
 			short = mid
 		}
 	}
-	res, _, err := place(enough, true)
+	res, _, err := c.place(ctx, enough, true)
 	if err == nil && res == nil {
-		err = fmt.Errorf("node group %s: placing %d pods on %d new nodes bound them all once and not again", group, len(placed), enough)
+		err = fmt.Errorf("node group %s: placing %d pods on %d new nodes bound them all once and not again", c.g.Name, len(c.placed), enough)
 	}
 	return res, false, err
+}
+
+// place places the pods on n fresh nodes and keeps the result only when
+// asked to and every pod bound (or the room is used up).
+func (c *countSearch) place(ctx context.Context, n int, keepIfAll bool) (*estimator.Result, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	c.snap.Fork()
+	var res *estimator.Result
+	var all bool
+	var err error
+	if c.st.p.exhaustiveScored {
+		res, all, err = c.est.Scored(c.g, c.placed, n)
+	} else {
+		res, all, err = c.spread.Place(n)
+	}
+	if err != nil {
+		c.snap.Revert()
+		return nil, false, err
+	}
+	if (all && keepIfAll) || (!all && n >= c.room) {
+		c.snap.Commit()
+		res.Unplaced = append(res.Unplaced, c.packed.Unplaced...)
+		return res, all, nil
+	}
+	c.snap.Revert()
+	return nil, all, nil
 }
 
 // scoredCheckBudget bounds, for groups that are not partitionable, the
@@ -505,13 +526,19 @@ const scoredCheckBudget = 50_000
 // scheduler's spreading leave devices, CPU or memory too scattered for a
 // later pod. Pods of one kind fill identical nodes alike in any order.
 func (st *state) scoredCheckNeeded(packed *estimator.Result) bool {
-	if len(packed.PlacedOrder)*len(packed.NewNodes) > scoredCheckBudget {
-		return false
-	}
-	kinds := map[string]bool{}
-	for _, pod := range packed.PlacedOrder {
-		kinds[st.kinds.Of(pod)] = true
-		if len(kinds) > 1 {
+	return len(packed.PlacedOrder)*len(packed.NewNodes) <= scoredCheckBudget && st.severalKinds(packed.PlacedOrder)
+}
+
+// withinScoredBudget: the option's packed pods times nodes are within the
+// scored check's budget.
+func withinScoredBudget(o expander.Option) bool {
+	return o.NewNodes*o.PodCount <= scoredCheckBudget
+}
+
+// severalKinds reports whether the pods are of more than one kind.
+func (st *state) severalKinds(pods []*v1.Pod) bool {
+	for _, pod := range pods[min(1, len(pods)):] {
+		if st.kinds.Of(pod) != st.kinds.Of(pods[0]) {
 			return true
 		}
 	}
